@@ -1,0 +1,42 @@
+"""gradlab: a Jupyter-first teaching lab for the machinery under deep learning.
+
+The layers, bottom to top (each imports only from those below it)::
+
+    backend -> tensor -> autograd -> ops -> nn/optim -> viz/debug -> course/cli
+
+``import gradlab`` gives the PyTorch-shaped API: ``gradlab.tensor``,
+``gradlab.randn``, ``x.backward()``, ``gradlab.no_grad()``, ``gradlab.grad``...
+"""
+__version__ = "0.1.0"
+
+from .backend import dtypes as _dtypes
+from .backend.device import Device as device
+from .backend.dtypes import (
+    bfloat16, bool_ as bool, double, float, float16, float32, float64, get_default_dtype, half, int8, int16,
+    int32, int64, long, set_default_dtype, short, uint8,
+)
+from .backend.dtypes import int as int  # noqa: PLC0414 - torch.int is int32
+from .backend.random import get_rng_state, initial_seed, manual_seed, set_rng_state
+from .errors import (
+    ArgumentError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError, IndexOutOfRange, ShapeError,
+)
+from ._tensor import Tensor
+from .factories import (
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones, ones_like, rand,
+    rand_like, randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
+)
+from . import autograd
+from .autograd import enable_grad, grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import ops
+from .ops import *  # noqa: F401,F403 - every op as gradlab.<name>
+from .ops import REGISTRY as _REGISTRY
+
+is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
+
+
+def is_floating_point(t) -> bool:
+    return t.is_floating_point()
+
+
+def numel(t) -> int:
+    return t.numel()

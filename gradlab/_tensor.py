@@ -1,0 +1,399 @@
+"""Layer 2: the ``Tensor``.
+
+A Tensor is a NumPy (or CuPy) array plus what autograd needs to know about it:
+
+* ``requires_grad`` -- should gradients flow to it?
+* ``grad_fn`` -- the backward node of the op that made it (``None`` for leaves);
+* ``grad`` -- where ``backward()`` leaves the gradient (leaves, or ``retain_grad()``);
+* a version counter shared with its views, bumped by in-place changes, so that
+  backward can refuse to use a saved tensor that was modified after saving.
+
+The arithmetic operators (``+``, ``@``, ``x[i]``...) delegate to ``gradlab.ops``;
+this module never imports that layer. ``gradlab.ops`` plugs itself in at import
+time (see ``_ops`` below), which keeps the layers one-way.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .backend import dtypes as _dt
+from .backend.device import CPU, device_of_array
+from .errors import DTypeError, GradError, fmt_shape
+
+# Filled in by gradlab.ops and gradlab.autograd when they are imported.
+_ops = None
+_autograd = None
+
+
+class _Version:
+    """A counter shared by a tensor and all of its views."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class Tensor:
+    """An n-dimensional array that can record how it was computed.
+
+    Make tensors with the factories (``gradlab.tensor``, ``zeros``, ``randn``...);
+    ``Tensor(data)`` also works and behaves like ``gradlab.tensor(data)``.
+    """
+
+    __slots__ = (
+        "data", "requires_grad", "grad", "grad_fn", "name", "_version", "_retains_grad",
+        "_hooks", "_post_acc_hooks", "_acc_ref", "_fw_grad", "_is_param", "_output_nr", "__weakref__",
+    )
+    __array_priority__ = 1000  # make ``ndarray * Tensor`` call Tensor.__rmul__
+
+    def __init__(self, data, dtype=None, requires_grad=False, name=None):
+        from .factories import _to_array  # the one place that converts user data
+        arr = _to_array(data, dtype)
+        _init(self, arr, False, None)
+        self.name = name
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _make(data, requires_grad=False, grad_fn=None, output_nr=0):
+        """Wrap an array without copying or checking: the fast path ops use."""
+        t = object.__new__(Tensor)
+        _init(t, data, requires_grad, grad_fn)
+        t._output_nr = output_nr
+        return t
+
+    # ----------------------------------------------------------- properties
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    def size(self, dim=None):
+        """The shape, or one dimension's size (PyTorch's ``x.size(dim)``)."""
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return device_of_array(self.data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def strides(self) -> tuple:
+        """Strides in *elements* (as PyTorch's ``stride()``), not bytes as NumPy's."""
+        return tuple(s // self.data.itemsize for s in self.data.strides)
+
+    def stride(self, dim=None):
+        s = self.strides
+        return s if dim is None else s[dim]
+
+    def is_contiguous(self) -> bool:
+        return bool(self.data.flags.c_contiguous)
+
+    def contiguous(self) -> "Tensor":
+        """A C-contiguous tensor with the same values (itself if already contiguous)."""
+        if self.is_contiguous():
+            return self
+        return _ops.contiguous(self)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def itemsize(self) -> int:
+        return self.data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    def element_size(self) -> int:
+        return self.data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return _dt.is_floating(self.data.dtype)
+
+    @property
+    def _version_value(self) -> int:
+        return self._version.value
+
+    # -------------------------------------------------------- conversions
+    def numpy(self) -> np.ndarray:
+        """The values as a NumPy array (shares memory on cpu, like PyTorch).
+
+        Refused for tensors that require grad: NumPy cannot record the graph,
+        so anything computed from the array would silently lose its gradient.
+        """
+        if self.requires_grad:
+            raise GradError(
+                f"numpy(): {self._label()} requires grad, and NumPy cannot carry gradients; "
+                "call .detach().numpy() if you only want the values"
+            )
+        if self.device != CPU:
+            raise GradError(f"numpy(): {self._label()} is on {self.device}; call .cpu() first")
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        if self.device != CPU:
+            raise GradError(f"{self._label()} is on {self.device}; call .cpu() before converting to NumPy")
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def item(self):
+        """The single value of a one-element tensor as a Python number."""
+        if self.data.size != 1:
+            raise ValueErrorItem(
+                f"item(): {self._label()} has {self.data.size} elements (shape {fmt_shape(self.shape)}); "
+                "only one-element tensors can be turned into a Python number. "
+                "Reduce it first (e.g. .sum() or .mean()) or index one element"
+            )
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise ValueErrorItem(
+                f"the truth value of {self._label()} with {self.data.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.data.reshape(()).item())
+
+    def __index__(self):
+        if _dt.category(self.dtype) == 2 or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = object.__hash__  # ``==`` is elementwise, so hash by identity as PyTorch does
+
+    # ------------------------------------------------------------ autograd
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Mark a leaf as needing gradients (in place); returns the tensor."""
+        if requires_grad and not _dt.is_floating(self.dtype):
+            raise DTypeError(
+                f"requires_grad: {self._label()} has dtype {_dt.dtype_name(self.dtype)}; only floating "
+                "tensors can require gradients (a derivative needs continuous values). "
+                "Convert first, e.g. x.float().requires_grad_()"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise GradError(
+                f"requires_grad_(False) on {self._label()}, which is the output of {self.grad_fn.name}; "
+                "only leaves can change it. Use .detach() to get a tensor outside the graph"
+            )
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self) -> "Tensor":
+        """A new leaf that shares the data but has no history: gradients stop here."""
+        t = Tensor._make(self.data)
+        t._version = self._version  # same storage, same version counter
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise GradError(f"retain_grad(): {self._label()} does not require grad, so it will never get one")
+        if self.grad_fn is None:
+            return
+        self._retains_grad = True
+        if self.grad_fn._retained is None:
+            self.grad_fn._retained = {}
+        self.grad_fn._retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self._retains_grad)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed.
+
+        The hook may return a tensor to use instead of the gradient. Returns a
+        handle whose ``.remove()`` unregisters the hook.
+        """
+        if not self.requires_grad:
+            raise GradError(f"register_hook: {self._label()} does not require grad, so no gradient will reach a hook")
+        if self.grad_fn is not None:
+            if self.grad_fn._pre_hooks is None:
+                self.grad_fn._pre_hooks = {}
+            hooks = self.grad_fn._pre_hooks.setdefault(self._output_nr, [])
+        else:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a leaf's ``.grad`` has been updated by backward."""
+        if self.grad_fn is not None:
+            raise GradError("register_post_accumulate_grad_hook only works on leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        return _HookHandle(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor with respect to the graph leaves.
+
+        Gradients are *added* to each leaf's ``.grad`` (call ``zero_grad`` or set
+        ``.grad = None`` between steps). Without ``retain_graph=True`` the saved
+        tensors are freed as backward goes, so a second call raises.
+        """
+        _autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    # -------------------------------------------------------------- display
+    def _label(self) -> str:
+        return f"'{self.name}'" if self.name else f"a tensor of shape {fmt_shape(self.shape)}"
+
+    def __repr__(self):
+        arr = self.data
+        if self.device != CPU:
+            arr = arr.get()
+        body = np.array2string(
+            np.asarray(arr, dtype=np.float64) if self.dtype == _dt.bfloat16 else arr,
+            separator=", ", prefix="tensor(", precision=4, threshold=200, edgeitems=3,
+        )
+        parts = [body]
+        if arr.size == 0 or arr.ndim > 1 or arr.size > 6:
+            parts.append(f"shape={fmt_shape(self.shape)}")
+        if self.dtype not in (_dt.float32, _dt.int64, _dt.bool_) or arr.size == 0:
+            parts.append(f"dtype={_dt.dtype_name(self.dtype)}")
+        if self.device != CPU:
+            parts.append(f"device='{self.device}'")
+        if self.grad_fn is not None:
+            parts.append(f"grad_fn=<{self.grad_fn.name}>")
+        elif self.requires_grad:
+            parts.append("requires_grad=True")
+        if self.name:
+            parts.append(f"name='{self.name}'")
+        return "tensor(" + ", ".join(parts) + ")"
+
+    def __format__(self, spec):
+        if self.data.size == 1 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    # ------------------------------------------------- operators -> gradlab.ops
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __getitem__(self, index): return _ops.getitem(self, index)
+    def __lt__(self, other): return _ops.lt(self, other)
+    def __le__(self, other): return _ops.le(self, other)
+    def __gt__(self, other): return _ops.gt(self, other)
+    def __ge__(self, other): return _ops.ge(self, other)
+    def __eq__(self, other): return _ops.eq(self, other)
+    def __ne__(self, other): return _ops.ne(self, other)
+    def __invert__(self): return _ops.logical_not(self)
+    def __and__(self, other): return _ops.logical_and(self, other)
+    def __or__(self, other): return _ops.logical_or(self, other)
+    def __floordiv__(self, other): return _ops.floor_divide(self, other)
+    def __mod__(self, other): return _ops.remainder(self, other)
+
+    @property
+    def T(self) -> "Tensor":
+        """All dimensions reversed (for a matrix: the transpose)."""
+        return _ops.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> "Tensor":
+        """The last two dimensions swapped (a batch of matrices transposed)."""
+        return _ops.transpose(self, -2, -1)
+
+
+class ValueErrorItem(GradError, ValueError):
+    """``item()`` / ``bool()`` on a tensor with more than one element."""
+
+
+def _init(t, data, requires_grad, grad_fn):
+    t.data = data
+    t.requires_grad = requires_grad
+    t.grad = None
+    t.grad_fn = grad_fn
+    t.name = None
+    t._version = _Version()
+    t._retains_grad = False
+    t._hooks = None
+    t._post_acc_hooks = None
+    t._acc_ref = None
+    t._fw_grad = None
+    t._is_param = False
+    t._output_nr = 0
+
+
+class _HookHandle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _method(op_name, doc=None):
+    def method(self, *args, **kwargs):
+        return getattr(_ops, op_name)(self, *args, **kwargs)
+    method.__name__ = op_name
+    method.__doc__ = doc or f"Same as ``gradlab.{op_name}(self, ...)``."
+    return method
+
+
+def install_methods(names):
+    """Give Tensor a method for each op name (called by gradlab.ops at import)."""
+    for name in names:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, _method(name))

@@ -1,0 +1,345 @@
+"""The reverse-mode engine: ``backward()`` and ``gradlab.grad()``.
+
+Reverse mode is the chain rule applied from the output back to the inputs:
+each node turns the gradient of its output into gradients of its inputs (a
+vector-Jacobian product). The engine only decides the *order*:
+
+1. Walk the graph from the roots and count, for every node, how many edges
+   bring it a gradient (its dependencies). The walk is an explicit stack, not
+   recursion, so a 100 000-op chain is fine.
+2. A node is *ready* when all its gradients have arrived (count 0). Among
+   ready nodes, run the one created last (highest sequence number), as PyTorch
+   does; gradients for the same input are added up in a buffer (accumulation).
+3. Leaves' ``AccumulateGrad`` nodes add the total into ``.grad``.
+
+Without ``retain_graph`` each node drops its saved tensors right after it runs.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from ..backend import dtypes as _dt
+from ..errors import GradError, ShapeError, fmt_shape
+from .._tensor import Tensor
+from . import function as _fn
+from .function import AccumulateGrad
+from .grad_mode import state as _grad_state
+
+#: Objects with ``node_start(node, grads)`` / ``node_end(node, grads_in, grads_out)``
+#: and optionally ``begin(roots)`` / ``end()``: the animation and profilers record with these.
+backward_observers: list = []
+
+
+def _label(t: Tensor) -> str:
+    return f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
+
+
+def _root_edge(t: Tensor):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    return _fn._edge(t)
+
+
+def _make_grads(outputs, grad_outputs, what):
+    grads = []
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if t.data.size != 1:
+                raise GradError(
+                    f"{what}: {_label(t)} has {t.data.size} elements; backward needs a scalar to start from, "
+                    f"or an explicit gradient of the same shape: call .sum() (or .mean()) first, or pass "
+                    f"gradient=gradlab.ones_like(...)"
+                )
+            g = Tensor._make(_ones_like(t.data))
+        elif not isinstance(g, Tensor):
+            from ..factories import tensor as _tensor
+            g = _tensor(g, dtype=t.dtype)
+        if g.shape != t.shape:
+            raise ShapeError(
+                f"{what}: the gradient given for {_label(t)} has shape {fmt_shape(g.shape)}, "
+                f"but the tensor has shape {fmt_shape(t.shape)}; they must match"
+            )
+        grads.append(g)
+    return grads
+
+
+def _ones_like(arr):
+    out = arr.copy()
+    out.fill(1)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``Tensor.backward``)."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+    for t in tensors:
+        if not t.requires_grad:
+            raise GradError(
+                f"backward: {_label(t)} does not require grad and has no grad_fn, so there is no graph to "
+                "differentiate; did you forget requires_grad=True on the inputs, or compute it under no_grad()?"
+            )
+    grads = _make_grads(tensors, grad_tensors, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    targets = None
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        targets = inputs
+    run_backward(tensors, grads, retain_graph, create_graph, targets, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False,
+         materialize_grads=False):
+    """Return the gradients of ``outputs`` with respect to ``inputs``, leaving ``.grad`` untouched."""
+    single = isinstance(inputs, Tensor)
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    for t in outputs:
+        if not t.requires_grad:
+            raise GradError(f"grad: output {_label(t)} does not require grad, so it has no graph to differentiate")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: inputs[{i}] must be a Tensor, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise GradError(f"grad: input {i} ({_label(t)}) does not require grad; set requires_grad=True on it")
+    grads = _make_grads(outputs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs, accumulate=False)
+    for i, (t, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if materialize_grads:
+                result[i] = Tensor._make(_ones_like(t.data) * 0)
+            elif not allow_unused:
+                raise GradError(
+                    f"grad: input {i} ({_label(t)}) is not reachable from the outputs (it was not used to compute "
+                    "them, or the path was cut by detach()/no_grad); pass allow_unused=True to get None for it"
+                )
+    return tuple(result)
+
+
+def _add(a, b):
+    return b if a is None else (a if b is None else a + b)
+
+
+def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, accumulate=True):
+    """The engine. ``targets``: tensors whose gradients to capture (``grad``) or to
+    restrict accumulation to (``backward(inputs=...)``). Returns the captured list."""
+    root_edges = [_root_edge(t) for t in roots]
+    capture = {}
+    if targets is not None:
+        for i, t in enumerate(targets):
+            e = _root_edge(t)
+            if e is not None:
+                capture.setdefault(e, []).append(i)
+    # 1. dependencies (iterative DFS), and which nodes lead to a target
+    deps = {}
+    seen = set()
+    order = []
+    stack = [e[0] for e in root_edges if e is not None]
+    for n in stack:
+        seen.add(n)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node.next_functions:
+            if e is None:
+                continue
+            nxt = e[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    needed = None
+    if targets is not None:
+        target_nodes = {e[0] for e in capture}
+        needed = set()
+        # reverse topological fixpoint: a node is needed if a child is, or it is a target
+        for node in _post_order(order):
+            if node in target_nodes or any(e is not None and e[0] in needed for e in node.next_functions):
+                needed.add(node)
+    captured = [None] * (len(targets) if targets is not None else 0)
+
+    # 2. run ready nodes, latest-created first
+    buffers = {}
+    for e, g in zip(root_edges, root_grads):
+        if e is None:
+            continue
+        buf = buffers.setdefault(e[0], [None] * e[0].num_outputs)
+        buf[e[1]] = _add(buf[e[1]], g)
+    counter = itertools.count()
+    ready = []
+    for n in {e[0] for e in root_edges if e is not None}:
+        if deps.get(n, 0) == 0:
+            ready.append((-n.seq, next(counter), n))
+    heapq.heapify(ready)
+    prev_mode = _grad_state.enabled
+    _grad_state.enabled = bool(create_graph)
+    _fn._current_root[0] = _label(roots[0]) if roots else None
+    observers = list(backward_observers)
+    for o in observers:
+        if hasattr(o, "begin"):
+            o.begin(roots)
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node, None)
+            outs = None
+            if grads is not None and (needed is None or node in needed):
+                grads = _pre_process(node, grads, create_graph, capture, captured)
+                for o in observers:
+                    o.node_start(node, grads)
+                if type(node) is AccumulateGrad:
+                    if accumulate and (targets is None or (node, 0) in capture):
+                        _accumulate(node.variable, grads[0], create_graph)
+                    outs = ()
+                elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
+                    outs = _call_vjp(node, grads)
+                    if node._post_hooks:
+                        for h in node._post_hooks:
+                            h(outs, grads)
+                for o in observers:
+                    o.node_end(node, grads, outs)
+            for i, e in enumerate(node.next_functions):
+                if e is None:
+                    continue
+                nxt, nr = e
+                if outs:
+                    g = outs[i]
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt.num_outputs
+                        buf[nr] = g if buf[nr] is None else buf[nr] + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(ready, (-nxt.seq, next(counter), nxt))
+            if not retain_graph and outs is not None:
+                node.release()
+    finally:
+        _grad_state.enabled = prev_mode
+        _fn._current_root[0] = None
+        for o in observers:
+            if hasattr(o, "end"):
+                o.end()
+    return captured
+
+
+def _post_order(order):
+    """Children before parents, given a DFS visiting order of a DAG."""
+    # a DFS pre-order is not a topological order in general; do a proper one
+    indeg = {n: 0 for n in order}
+    for n in order:
+        for e in n.next_functions:
+            if e is not None and e[0] in indeg:
+                indeg[e[0]] += 1
+    topo = [n for n in order if indeg[n] == 0]
+    i = 0
+    while i < len(topo):
+        for e in topo[i].next_functions:
+            if e is not None and e[0] in indeg:
+                indeg[e[0]] -= 1
+                if indeg[e[0]] == 0:
+                    topo.append(e[0])
+        i += 1
+    return reversed(topo)
+
+
+def _pre_process(node, grads, create_graph, capture, captured):
+    """Tensor hooks, retain_grad and capture for ``grad()``, before the node runs."""
+    if type(node) is AccumulateGrad:
+        v = node.variable
+        if v._hooks:
+            grads = [_run_hooks(v._hooks, grads[0], v, node)]
+    elif node._pre_hooks:
+        grads = list(grads)
+        for nr, hooks in node._pre_hooks.items():
+            if grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr], None, node)
+    if node._retained:
+        for nr, ref in node._retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr] if create_graph else grads[nr].detach()
+                t.grad = g if t.grad is None else t.grad + g
+    if capture:
+        for nr in range(len(grads)):
+            for i in capture.get((node, nr), ()):
+                captured[i] = grads[nr]
+    return grads
+
+
+def _run_hooks(hooks, g, tensor, node):
+    for h in list(hooks):
+        new = h(g)
+        if new is not None:
+            if not isinstance(new, Tensor) or new.shape != g.shape:
+                got = fmt_shape(new.shape) if isinstance(new, Tensor) else type(new).__name__
+                raise GradError(
+                    f"hook {getattr(h, '__name__', h)!s} on the gradient of {node.name} returned {got}; "
+                    f"a hook must return None or a Tensor of the gradient's shape {fmt_shape(g.shape)}"
+                )
+            g = new
+    return g
+
+
+def _call_vjp(node, grads):
+    if node._released:
+        raise _fn._freed_error(node)
+    if len(grads) > 1 and any(g is None for g in grads):
+        grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i])) for i, g in enumerate(grads)]
+    outs = node.vjp(*grads)
+    if not isinstance(outs, tuple):
+        outs = (outs,) if not isinstance(outs, list) else tuple(outs)
+    n = len(node.next_functions)
+    if len(outs) != n:
+        raise GradError(f"{node.name}: backward returned {len(outs)} gradients for {n} inputs; return one per input (None where there is none)")
+    fixed = None
+    for i, g in enumerate(outs):
+        if g is None or node.next_functions[i] is None:
+            continue
+        if not isinstance(g, Tensor):
+            raise GradError(f"{node.name}: backward returned a {type(g).__name__} for input {i}; return Tensors")
+        shape, dtype = node.input_meta[i]
+        if g.data.shape != shape:
+            raise ShapeError(
+                f"{node.name}: backward gave a gradient of shape {fmt_shape(g.shape)} for input {i}, "
+                f"whose shape is {fmt_shape(shape)}; a gradient must have its input's shape"
+            )
+        if g.data.dtype != dtype:
+            if fixed is None:
+                fixed = list(outs)
+            fixed[i] = g.to(dtype) if _dt.is_floating(dtype) else None
+    return tuple(fixed) if fixed is not None else outs
+
+
+def _zeros(meta):
+    import numpy as np
+    return np.zeros(meta[0], dtype=meta[1])
+
+
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
+    """``leaf.grad += g``, out of place so no gradient array is ever aliased."""
+    if not create_graph:
+        g = g.detach() if g.grad_fn is not None or g.requires_grad else g
+    if leaf.grad is None:
+        # never store an array another tensor may own and change in place
+        leaf.grad = g if create_graph else Tensor._make(g.data.copy() if _shares(g, leaf) else g.data)
+    else:
+        if create_graph or leaf.grad.requires_grad:
+            leaf.grad = leaf.grad + g
+        else:
+            leaf.grad = Tensor._make(leaf.grad.data + g.data)
+    if leaf._post_acc_hooks:
+        for h in leaf._post_acc_hooks:
+            h(leaf)
+
+
+def _shares(g, leaf):
+    return g.data is leaf.data or getattr(g.data, "base", None) is not None

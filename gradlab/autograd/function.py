@@ -1,0 +1,355 @@
+"""``Function``: one node of the backward graph, and how ops make them.
+
+Calling an op (``Function.apply``) does three things:
+
+1. runs its ``forward`` to compute the output;
+2. if any input requires grad (and grad mode is on), records a node: this
+   very ``Function`` instance, which keeps what ``forward`` saved for
+   backward and points to the nodes of its inputs (``next_functions``);
+3. returns output tensors whose ``grad_fn`` is that node.
+
+The node *is* the ``ctx`` that ``forward`` and ``backward`` receive, as in
+PyTorch. Two ways to write one:
+
+* **Built-in ops** (``gradlab.ops``) subclass :class:`Function` with
+  ``forward(ctx, *tensors)`` returning *arrays* (the math on the array backend)
+  and ``vjp(ctx, *grads)`` returning *tensors* computed with gradlab ops, so
+  that backward is itself differentiable (higher-order gradients).
+* **User functions** override ``forward`` to take and return tensors and
+  ``backward`` to map output grads to input grads, exactly as in PyTorch.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ..backend import dtypes as _dt
+from ..errors import GradError, fmt_shape
+from .._tensor import Tensor
+from .grad_mode import state as _grad_state
+
+_seq = itertools.count()
+
+# Extension points used by the layers above (anomaly detection, module names,
+# tracing, profiling, forward-mode AD). Empty lists cost one truth test per op.
+node_observers: list = []   # f(node) after a node is recorded
+op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
+forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
+saved_tensor_hooks: list = []  # stack of (pack, unpack) pairs
+_current_root = [None]      # label of the tensor backward() was called on (for error messages)
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when it was saved.
+
+    An op's own output is stored as its array only (not the Tensor), with a
+    flag, and rebuilt on use pointing back at the node: the same trick PyTorch
+    uses to avoid the cycle ``output -> grad_fn -> saved output``.
+    """
+
+    __slots__ = ("tensor", "data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
+
+    def __init__(self, t: Tensor, output_nr=None):
+        self.output_nr = output_nr
+        self.data = t.data
+        self.version_obj = t._version
+        self.version = t._version.value
+        self.name = t.name
+        self.tensor = None if output_nr is not None else t
+        self.packed = self.unpack = None
+        if saved_tensor_hooks:
+            pack, unpack = saved_tensor_hooks[-1]
+            self.packed, self.unpack = pack(t), unpack
+            self.tensor = self.data = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this saved tensor keeps alive (0 when a pack hook moved it elsewhere)."""
+        if self.data is not None:
+            return int(self.data.nbytes)
+        p = self.packed
+        return int(getattr(p, "nbytes", 0) or 0) if not isinstance(p, Tensor) else p.nbytes
+
+    @property
+    def shape(self):
+        return self.data.shape if self.data is not None else getattr(self.packed, "shape", None)
+
+    @property
+    def dtype(self):
+        return self.data.dtype if self.data is not None else getattr(self.packed, "dtype", None)
+
+    def get(self, node) -> Tensor:
+        if self.unpack is not None:
+            return self.unpack(self.packed)
+        if self.version_obj.value != self.version:
+            who = f"'{self.name}'" if self.name else "a tensor"
+            raise GradError(
+                f"in-place change: {who} (shape {fmt_shape(self.data.shape)}) was saved by {node.name} for "
+                f"backward at version {self.version} and is now at version {self.version_obj.value}; "
+                f"use {self.name or 'x'} = {self.name or 'x'} + ... instead of {self.name or 'x'} += ... "
+                "(or .clone() it before changing it)"
+            )
+        if self.tensor is not None:
+            return self.tensor
+        t = Tensor._make(self.data, True, node, self.output_nr)
+        t._version = self.version_obj
+        return t
+
+
+class Function:
+    """Base class of every op and of user-defined differentiable functions.
+
+    Subclasses set ``name`` (shown in graphs), ``formula`` (the backward rule in
+    one readable line) and implement ``forward`` and ``vjp``/``backward``; ``jvp``
+    gives the forward-mode rule.
+    """
+
+    name: str = None
+    formula: str = ""
+    #: Built-in ops compute on arrays; user Functions on tensors (see module doc).
+    tensor_forward = True
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "name" not in cls.__dict__ or cls.name is None:
+            cls.name = cls.__name__
+        # A user Function that overrides ``backward`` (PyTorch style) gets a vjp.
+        if "backward" in cls.__dict__ and "vjp" not in cls.__dict__:
+            cls.vjp = _vjp_from_backward
+
+    # ---------------------------------------------------------- the ctx API
+    def save_for_backward(self, *tensors):
+        """Keep tensors (or plain values) for backward; only recorded when grad is needed."""
+        if self._recording:
+            self._to_save = tensors
+
+    def save_output(self, array):
+        """Keep this op's own output for backward (e.g. ``exp``'s ``y``, since ``dy/dx = y``)."""
+        if self._recording:
+            self._to_save_out = self._to_save_out + (array,) if self._to_save_out else (array,)
+
+    def mark_non_differentiable(self, *outputs):
+        self._non_diff = outputs
+
+    def set_materialize_grads(self, value: bool):
+        self._materialize = bool(value)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """What forward saved: inputs first, then saved outputs, rebuilt as tensors."""
+        if self._released:
+            raise _freed_error(self)
+        return tuple(s.get(self) if isinstance(s, SavedTensor) else s for s in self._saved)
+
+    @property
+    def saved(self) -> tuple:
+        """The :class:`SavedTensor` records this node keeps (read-only view for the memory tools)."""
+        return tuple(s for s in self._saved if isinstance(s, SavedTensor))
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(s.nbytes for s in self.saved)
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(e is not None for e in self.next_functions)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.out_meta)
+
+    def register_hook(self, hook):
+        """``hook(grad_inputs, grad_outputs)`` after this node's backward (PyTorch's Node hook)."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+
+    def release(self):
+        """Drop the saved tensors (called by backward unless ``retain_graph``)."""
+        if self._saved:
+            self._saved = ()
+            self._released = True
+
+    def __repr__(self):
+        return f"<{self.name} backward node #{self.seq}>"
+
+    # ------------------------------------------------------------- calling
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run the op: compute forward and, if needed, record the node."""
+        if op_observers:
+            return _observed_apply(cls, args, kwargs)
+        ctx = object.__new__(cls)
+        recording = False
+        if _grad_state.enabled:
+            for a in args:
+                if type(a) is Tensor and a.requires_grad:
+                    recording = True
+                    break
+        ctx._recording = recording
+        ctx._to_save = ctx._to_save_out = ctx._non_diff = None
+        if cls.tensor_forward:
+            out = _run_tensor_forward(ctx, args, kwargs)
+        else:
+            out = cls.forward(ctx, *args, **kwargs)
+        if forward_ad_hook[0] is not None:
+            return _finish_forward_ad(ctx, cls, args, out, recording)
+        if not recording:
+            if type(out) is tuple:
+                return tuple(Tensor._make(o) for o in out)
+            return Tensor._make(out)
+        return _record(ctx, args, out)
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def vjp(self, *grads):  # pragma: no cover - abstract
+        raise NotImplementedError(f"{self.name} has no backward rule")
+
+    def jvp(self, *tangents):
+        raise GradError(f"forward-mode AD: {self.name} has no JVP rule")
+
+
+# Built-in ops compute on arrays; they subclass this.
+class Op(Function):
+    """A built-in op: ``forward`` takes tensors and returns arrays."""
+    tensor_forward = False
+
+
+def _vjp_from_backward(self, *grads):
+    res = type(self).backward(self, *grads)
+    return res if isinstance(res, tuple) else (res,)
+
+
+def _run_tensor_forward(ctx, args, kwargs):
+    """A user Function: forward on tensors under no_grad; return its arrays."""
+    prev = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        res = type(ctx).forward(ctx, *args, **kwargs)
+    finally:
+        _grad_state.enabled = prev
+    multi = isinstance(res, tuple)
+    outs = res if multi else (res,)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise GradError(f"{ctx.name}.forward must return Tensors, got {type(o).__name__}")
+    # saved outputs are recognised by identity and stored the cycle-free way
+    if ctx._to_save:
+        keep, out_arrays = [], []
+        for s in ctx._to_save:
+            if isinstance(s, Tensor) and any(s is o for o in outs):
+                out_arrays.append(s.data)
+            else:
+                keep.append(s)
+        ctx._to_save = tuple(keep)
+        ctx._to_save_out = tuple(out_arrays) or None
+    if ctx._non_diff:
+        ctx._non_diff = tuple(o.data for o in ctx._non_diff)
+    arrays = tuple(o.data for o in outs)
+    return arrays if multi else arrays[0]
+
+
+def _edge(a):
+    """Where the gradient for input ``a`` goes: its grad_fn, its accumulator, or nowhere."""
+    if type(a) is not Tensor or not a.requires_grad:
+        return None
+    fn = a.grad_fn
+    if fn is not None:
+        return (fn, a._output_nr)
+    acc = a._acc_ref() if a._acc_ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(a)
+        a._acc_ref = weakref.ref(acc)
+    return (acc, 0)
+
+
+def _record(ctx, args, out):
+    ctx.next_functions = tuple(_edge(a) for a in args)
+    ctx.input_meta = tuple((a.data.shape, a.data.dtype) if type(a) is Tensor else None for a in args)
+    ctx.seq = next(_seq)
+    ctx._released = False
+    ctx._pre_hooks = ctx._retained = ctx._post_hooks = None
+    ctx.meta = None
+    ctx._materialize = True
+    multi = type(out) is tuple
+    outs = out if multi else (out,)
+    ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
+    non_diff = ctx._non_diff
+    results = []
+    for i, o in enumerate(outs):
+        diff = _dt.is_floating(o.dtype) and not (non_diff and any(o is n for n in non_diff))
+        results.append(Tensor._make(o, diff, ctx if diff else None, i))
+    saved = []
+    if ctx._to_save:
+        for s in ctx._to_save:
+            saved.append(SavedTensor(s) if type(s) is Tensor else s)
+    if ctx._to_save_out:
+        for arr in ctx._to_save_out:
+            for i, o in enumerate(outs):
+                if o is arr:
+                    saved.append(SavedTensor(results[i], output_nr=i))
+                    break
+    ctx._saved = saved
+    ctx._to_save = ctx._to_save_out = None
+    if node_observers:
+        for f in node_observers:
+            f(ctx)
+    return tuple(results) if multi else results[0]
+
+
+def _finish_forward_ad(ctx, cls, args, out, recording):
+    res = _record(ctx, args, out) if recording else (
+        tuple(Tensor._make(o) for o in out) if type(out) is tuple else Tensor._make(out))
+    if any(type(a) is Tensor and a._fw_grad is not None for a in args):
+        forward_ad_hook[0](ctx, args, res)
+    return res
+
+
+def _observed_apply(cls, args, kwargs):
+    tokens = [o.before(cls, args) for o in op_observers]
+    observers = list(op_observers)
+    op_observers.clear()  # ops called while observing are not observed twice
+    try:
+        outputs = cls.apply(*args, **kwargs)
+    finally:
+        op_observers.extend(observers)
+    first = outputs[0] if isinstance(outputs, tuple) else outputs
+    node = first.grad_fn if isinstance(first, Tensor) else None
+    for o, tok in zip(observers, tokens):
+        o.after(tok, cls, args, outputs, node)
+    return outputs
+
+
+def _freed_error(node):
+    root = _current_root[0] or "this tensor"
+    return GradError(
+        f"backward: the graph behind {root} was already freed by an earlier backward() "
+        f"(at {node.name}); pass retain_graph=True to the first call if you need to run backward twice"
+    )
+
+
+class AccumulateGrad(Function):
+    """The node at a leaf: adds the incoming gradient into ``leaf.grad``.
+
+    One per leaf (cached weakly on the leaf), so a leaf used twice is one node
+    where two gradients meet: the accumulation point the graph tools show.
+    """
+
+    name = "AccumulateGrad"
+    formula = "x.grad += dx"
+
+    def __init__(self, variable: Tensor):
+        self.variable = variable
+        self.next_functions = ()
+        self.input_meta = ()
+        self.out_meta = ((variable.shape, variable.dtype),)
+        self.seq = float("inf")  # run as soon as ready, as PyTorch does
+        self._saved = ()
+        self._released = False
+        self._pre_hooks = self._retained = self._post_hooks = None
+        self.meta = None
+
+    def __repr__(self):
+        return f"<AccumulateGrad for {self.variable._label()}>"

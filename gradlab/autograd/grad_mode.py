@@ -1,0 +1,100 @@
+"""Grad modes: switch graph recording off (and on again).
+
+Inside ``no_grad()`` ops still compute, but record no graph and save nothing
+for backward: the memory an inference pass saves. Each mode works as a
+context manager and as a decorator.
+"""
+from __future__ import annotations
+
+import functools
+
+
+class _State:
+    __slots__ = ("enabled", "inference")
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _Mode:
+    """Base for the grad-mode context managers / decorators."""
+
+    _target = True
+
+    def __enter__(self):
+        self._prev = (state.enabled, state.inference)
+        self._apply()
+        return self
+
+    def _apply(self):
+        state.enabled = self._target
+
+    def __exit__(self, *exc):
+        state.enabled, state.inference = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args()):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def _args(self):
+        return ()
+
+
+class no_grad(_Mode):
+    """Record no graph inside: for evaluation and for updating parameters by hand."""
+    _target = False
+
+
+class enable_grad(_Mode):
+    """Record the graph again inside an enclosing ``no_grad``."""
+    _target = True
+
+
+class set_grad_enabled(_Mode):
+    """``set_grad_enabled(False)`` is ``no_grad()``; works as a call, context or decorator."""
+
+    def __init__(self, mode: bool):
+        self._target = bool(mode)
+        self._prev = (state.enabled, state.inference)
+        state.enabled = self._target  # as in PyTorch, calling it sets the mode at once
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        state.enabled = self._prev[0]  # used as a decorator: undo the eager switch
+        return super().__call__(fn)
+
+    def _args(self):
+        return (self._target,)
+
+
+class inference_mode(_Mode):
+    """Like ``no_grad`` and stricter: tensors made inside never join a graph later."""
+
+    def __init__(self, mode: bool = True):
+        self._mode = bool(mode)
+
+    def _apply(self):
+        if self._mode:
+            state.enabled = False
+            state.inference = True
+
+    def _args(self):
+        return (self._mode,)

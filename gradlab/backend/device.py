@@ -1,0 +1,100 @@
+"""Devices and the array module behind each.
+
+Every op asks the backend for ``xp`` (NumPy on "cpu", CuPy on "cuda") instead
+of calling ``numpy`` directly; that one indirection is what lets the same op
+code run on a GPU. Importing gradlab never imports CuPy: it is looked up only
+when a "cuda" device is first asked for.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DeviceError
+
+
+class Device:
+    """A device such as ``cpu`` or ``cuda:0``; compares equal to its string."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec="cpu", index=None):
+        if isinstance(spec, Device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise DeviceError(f"device must be a string like 'cpu' or 'cuda:0', got {spec!r}")
+        kind, _, idx = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise DeviceError(f"unknown device {spec!r}; gradlab knows 'cpu' and 'cuda' (or 'cuda:N')")
+        if idx:
+            try:
+                index = int(idx)
+            except ValueError:
+                raise DeviceError(f"bad device index in {spec!r}; write e.g. 'cuda:0'") from None
+        if kind == "cuda" and index is None:
+            index = 0
+        self.type, self.index = kind, index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device('{self}')"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except DeviceError:
+                return False
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+CPU = Device("cpu")
+
+
+def as_device(device) -> Device:
+    if device is None:
+        return CPU
+    if isinstance(device, Device):
+        return device
+    return Device(device)
+
+
+def xp_for(device: Device):
+    """The array module for ``device``."""
+    if device.type == "cpu":
+        return np
+    return _cupy(device)
+
+
+def _cupy(device):
+    try:
+        import cupy  # noqa: F401 - only when a cuda device is requested
+    except ImportError:
+        raise DeviceError(
+            f"device {device}: CuPy is not installed, so gradlab has no GPU backend here; "
+            "install it with: pip install 'gradlab[gpu]' (or use device='cpu')"
+        ) from None
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - CUDA raises many kinds
+        n = 0
+    if device.index >= n:
+        raise DeviceError(
+            f"device {device}: CuPy is installed but this machine has {n} CUDA device(s); use device='cpu'"
+        )
+    return cupy
+
+
+def device_of_array(arr) -> Device:
+    """The device an array lives on (NumPy arrays are on the cpu)."""
+    if isinstance(arr, np.ndarray) or np.isscalar(arr):
+        return CPU
+    dev = getattr(arr, "device", None)
+    if dev is not None and hasattr(dev, "id"):
+        return Device("cuda", dev.id)
+    return CPU

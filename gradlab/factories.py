@@ -1,0 +1,212 @@
+"""Ways to make tensors: ``tensor``, ``zeros``, ``randn``... (PyTorch's names).
+
+Python data becomes float32 when it holds floats (the default dtype), int64 for
+ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import dtypes as _dt
+from .backend import random as _random
+from .backend.device import as_device, xp_for
+from .errors import ArgumentError, DTypeError
+from ._tensor import Tensor
+
+
+def _to_array(data, dtype=None, device=None):
+    """Convert user data to a fresh array of the right dtype (copies, like torch.tensor)."""
+    dtype = _dt.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data.data
+        out = arr.astype(dtype) if dtype is not None else arr.copy()
+    elif isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
+        if data.dtype.kind == "c":
+            raise DTypeError("gradlab has no complex dtypes; split real and imaginary parts into two tensors")
+        if data.dtype.kind not in "biuf" and data.dtype != _dt.bfloat16:
+            raise DTypeError(f"cannot make a tensor from an array of dtype {data.dtype}; use numbers")
+        out = data.astype(dtype) if dtype is not None else data.copy()
+    else:
+        if isinstance(data, (list, tuple)):
+            data = _unwrap(data)
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ArgumentError(
+                f"tensor(): could not build a rectangular array from the data ({e}); "
+                "every row must have the same length"
+            ) from None
+        if arr.dtype.kind == "c":
+            raise DTypeError("gradlab has no complex dtypes; split real and imaginary parts into two tensors")
+        if arr.dtype.kind not in "biuf":
+            raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} data (got NumPy dtype {arr.dtype}); use numbers")
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                dtype = _dt.get_default_dtype()
+            elif arr.dtype.kind in "iu":
+                dtype = _dt.int64
+        out = arr.astype(dtype, copy=False) if dtype is not None else arr
+    dev = as_device(device)
+    if dev.type != "cpu":
+        out = xp_for(dev).asarray(out)
+    return out
+
+
+def _unwrap(seq):
+    return [(_unwrap(x) if isinstance(x, (list, tuple)) else (x.data if isinstance(x, Tensor) else x)) for x in seq]
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, name=None) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    t = Tensor._make(_to_array(data, dtype, device))
+    t.name = name
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but returns ``data`` itself when it already is a matching Tensor."""
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == _dt.as_dtype(dtype)):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``arr`` (changes to one show in the other)."""
+    if not isinstance(arr, np.ndarray):
+        raise ArgumentError(f"from_numpy: expected a NumPy array, got {type(arr).__name__}")
+    return Tensor._make(arr)
+
+
+def _shape(size, fn):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    try:
+        size = tuple(int(s) for s in size)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{fn}: size must be integers, got {size!r}") from None
+    if any(s < 0 for s in size):
+        raise ArgumentError(f"{fn}: negative dimension in size {size}")
+    return size
+
+
+def _new(fn, size, dtype, device, requires_grad, make):
+    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    xp = xp_for(as_device(device))
+    t = Tensor._make(make(xp, _shape(size, fn), dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _new("zeros", size, dtype, device, requires_grad, lambda xp, s, d: xp.zeros(s, dtype=d))
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _new("ones", size, dtype, device, requires_grad, lambda xp, s, d: xp.ones(s, dtype=d))
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _new("empty", size, dtype, device, requires_grad, lambda xp, s, d: xp.empty(s, dtype=d))
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        dtype = _dt.result_type(fill_value)
+    return _new("full", (size,) if not isinstance(size, int) else (size,), dtype, device, requires_grad,
+                lambda xp, s, d: xp.full(s, fill_value, dtype=d))
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform on [0, 1), drawn from the generator ``manual_seed`` controls."""
+    def make(xp, s, d):
+        return xp.asarray(_random.generator().random(s).astype(d))
+    return _new("rand", size, dtype, device, requires_grad, make)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal, drawn from the generator ``manual_seed`` controls."""
+    def make(xp, s, d):
+        return xp.asarray(_random.generator().standard_normal(s).astype(d))
+    return _new("randn", size, dtype, device, requires_grad, make)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
+    """Integers in [low, high) (or [0, low) when ``high`` is omitted)."""
+    if high is None:
+        low, high = 0, low
+    dtype = _dt.as_dtype(dtype) or _dt.int64
+    size = _shape((size,), "randint")
+    arr = _random.generator().integers(low, high, size=size).astype(dtype)
+    return Tensor._make(xp_for(as_device(device)).asarray(arr))
+
+
+def randperm(n, dtype=None, device=None) -> Tensor:
+    arr = _random.generator().permutation(int(n)).astype(_dt.as_dtype(dtype) or _dt.int64)
+    return Tensor._make(xp_for(as_device(device)).asarray(arr))
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive); int64 unless a bound is a float."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dt.result_type(start, end, step)
+    if step == 0:
+        raise ArgumentError("arange: step must not be zero")
+    dtype = _dt.as_dtype(dtype)
+    xp = xp_for(as_device(device))
+    t = Tensor._make(xp.arange(start, end, step).astype(dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    xp = xp_for(as_device(device))
+    t = Tensor._make(xp.linspace(start, end, int(steps)).astype(dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    xp = xp_for(as_device(device))
+    t = Tensor._make(xp.eye(int(n), None if m is None else int(m), dtype=dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _like(fn, t, dtype, device, requires_grad, **kw):
+    if not isinstance(t, Tensor):
+        raise ArgumentError(f"{fn.__name__}_like: expected a Tensor, got {type(t).__name__}")
+    return fn(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad, **kw)
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _like(zeros, t, dtype, device, requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _like(ones, t, dtype, device, requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _like(empty, t, dtype, device, requires_grad)
+
+
+def rand_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _like(rand, t, dtype, device, requires_grad)
+
+
+def randn_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _like(randn, t, dtype, device, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)

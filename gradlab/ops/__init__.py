@@ -1,0 +1,75 @@
+"""Layer 4: every op, each in one place (forward, VJP, JVP, formula, samples).
+
+Importing this package also plugs the ops into ``Tensor`` (operators and
+methods such as ``x.sum()``), which is how the tensor layer reaches the ops
+without importing them.
+"""
+from __future__ import annotations
+
+from .. import _tensor as _tensor_mod
+from ..factories import (  # ops use these inside VJPs
+    empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
+)
+from .._tensor import Tensor
+from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
+
+from .elementwise import abs, add, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh  # noqa: E402,A004
+from .reduce import amax, amin, argmax, argmin, max, mean, min, sum, sum_to  # noqa: E402,A004
+from .shape import (  # noqa: E402
+    broadcast_to, cat, concat, concatenate, contiguous, expand, expand_as, flatten, permute, reshape, squeeze,
+    stack, swapaxes, t, transpose, unsqueeze, view,
+)
+from .index import gather, getitem  # noqa: E402
+from .linalg import dot, matmul, mm  # noqa: E402
+from .select import clamp, clip, maximum, minimum, where  # noqa: E402
+from .compare import (  # noqa: E402,A004
+    all, allclose, any, eq, equal, floor_divide, ge, greater, greater_equal, gt, isfinite, isinf, isnan, le,
+    less, less_equal, logical_and, logical_not, logical_or, logical_xor, lt, ne, not_equal, remainder, sign,
+)
+from .cast import bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as  # noqa: E402,A004
+
+
+def true_divide(input, other):
+    return div(input, other)
+
+
+def subtract(input, other):
+    return sub(input, other)
+
+
+def multiply(input, other):
+    return mul(input, other)
+
+
+def negative(input):
+    return neg(input)
+
+
+def square(input):
+    """``input * input``."""
+    return mul(input, input)
+
+
+def rsub(input, other):
+    return sub(other, input)
+
+
+# Tensor methods: ``x.exp()`` is ``gradlab.exp(x)``, and so on.
+TENSOR_METHODS = [
+    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to", "reshape", "view", "permute",
+    "transpose", "unsqueeze", "squeeze", "flatten", "expand", "expand_as", "broadcast_to", "matmul", "mm",
+    "dot", "clamp", "clip", "maximum", "minimum", "gather", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "logical_not", "isnan", "isinf", "isfinite", "any", "all", "sign", "to",
+    "float", "double", "half", "bfloat16", "long", "int", "bool", "type_as", "clone", "cpu", "cuda",
+    "square", "swapaxes", "t", "true_divide", "subtract", "multiply", "negative", "equal", "allclose",
+]
+
+
+def install(names):
+    """Plug more ops into Tensor (used by the op modules of later layers)."""
+    _tensor_mod.install_methods(names)
+
+
+_tensor_mod._ops = __import__(__name__, fromlist=["*"])
+install(TENSOR_METHODS)

@@ -1,0 +1,146 @@
+"""Small helpers shared by the op modules: argument checking and dtype promotion."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..backend import dtypes as _dt
+from ..errors import ArgumentError, DeviceError, IndexOutOfRange, broadcast_failure, fmt_shape
+from .._tensor import Tensor
+
+Scalar = (numbers.Number, np.number, np.bool_)
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, Scalar) and not isinstance(x, Tensor)
+
+
+def check_tensor(x, op: str, arg: str = "input") -> Tensor:
+    """Accept a Tensor (or a NumPy array, wrapped); anything else is a clear TypeError."""
+    if type(x) is Tensor:
+        return x
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._make(x)
+    raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}; wrap data with gradlab.tensor(...)")
+
+
+def operand(x, op: str, arg: str):
+    """A binary op's operand: a Tensor, or a Python/NumPy scalar kept as is (a "weak" scalar)."""
+    if isinstance(x, Tensor):
+        return x
+    if is_scalar(x):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._make(x)
+    if isinstance(x, (list, tuple)):
+        from ..factories import tensor
+        return tensor(x)
+    raise TypeError(f"{op}: {arg} must be a Tensor or a number, got {type(x).__name__}")
+
+
+def arrays_for(op: str, a, b, names=("input", "other")):
+    """The arrays to compute a binary op on, promoted as PyTorch does.
+
+    Returns ``(x, y, dtype)``. Python scalars stay Python scalars, so NumPy
+    treats them as "weak" and keeps the tensor's dtype (float32 * 2.5 stays
+    float32), matching PyTorch.
+    """
+    dt = _dt.result_type(a, b)
+    if isinstance(a, Tensor):
+        x = a.data if a.data.dtype == dt else a.data.astype(dt)
+    else:
+        x = _scalar(a, dt)
+    if isinstance(b, Tensor):
+        y = b.data if b.data.dtype == dt else b.data.astype(dt)
+    else:
+        y = _scalar(b, dt)
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.data) is not type(b.data):
+        raise device_mismatch(op, a, b, names)
+    return x, y, dt
+
+
+def _scalar(v, dt):
+    # bools and ints become the promoted dtype's Python kind; NumPy keeps them weak
+    if dt.kind == "f" or dt == _dt.bfloat16:
+        return float(v)
+    if dt.kind == "b":
+        return bool(v)
+    return int(v)
+
+
+def device_mismatch(op, a, b, names=("input", "other")):
+    na = f"'{a.name}'" if a.name else names[0]
+    nb = f"'{b.name}'" if b.name else names[1]
+    return DeviceError(f"device mismatch: {op} got {na} on {a.device} and {nb} on {b.device}; move one with .to()")
+
+
+def shape_of(x):
+    return x.data.shape if isinstance(x, Tensor) else None
+
+
+def check_broadcast(op, a, b, names=("input", "other")):
+    """Raise the teaching error for shapes that do not broadcast."""
+    sa, sb = shape_of(a) or (), shape_of(b) or ()
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        nm = [(f"'{t.name}'" if isinstance(t, Tensor) and t.name else n) for t, n in zip((a, b), names)]
+        raise broadcast_failure(op, [sa, sb], nm) from None
+
+
+def norm_dim(dim, ndim: int, op: str, allow_none=True) -> tuple | None:
+    """Normalize ``dim`` (int, tuple or None) to a sorted tuple of non-negative axes."""
+    if dim is None:
+        if allow_none:
+            return None
+        raise ArgumentError(f"{op}: dim is required")
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = []
+    n = max(ndim, 1)
+    for d in dims:
+        if not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
+        if not -n <= d < n:
+            raise IndexOutOfRange(
+                f"{op}: dim {d} is out of range for a tensor with {ndim} dimension(s) "
+                f"(valid: {-n} to {n - 1})"
+            )
+        out.append(int(d) % n)
+    if len(set(out)) != len(out):
+        raise ArgumentError(f"{op}: dim {dim} names the same dimension twice")
+    return tuple(sorted(out)) if ndim > 0 else ()
+
+
+def one_dim(dim, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an int, got {dim!r}")
+    if not -n <= dim < n:
+        raise IndexOutOfRange(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s) (valid: {-n} to {n - 1})"
+        )
+    return int(dim) % n
+
+
+def sizes_arg(sizes, op) -> tuple:
+    """Accept ``f(x, 2, 3)`` and ``f(x, (2, 3))`` alike."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    try:
+        return tuple(int(s) for s in sizes)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: sizes must be integers, got {sizes!r}") from None
+
+
+def view_of(out: Tensor, base: Tensor) -> Tensor:
+    """Make ``out`` share ``base``'s version counter when it is a view of the same memory."""
+    if getattr(out.data, "base", None) is not None and out.data.base is not None:
+        out._version = base._version
+    return out
+
+
+def shape_str(x) -> str:
+    return fmt_shape(x.shape)

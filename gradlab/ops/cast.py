@@ -1,0 +1,128 @@
+"""Dtype and device conversion, and copies: ``to``, ``float()``, ``clone``...
+
+A cast is differentiable between floating dtypes: its VJP casts the gradient
+back, so a float16 activation still sends its parameter a float32 gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..backend.device import Device, as_device, xp_for
+from .._tensor import Tensor
+from ._util import check_tensor
+from .registry import Sample, register
+
+
+class Cast(Op):
+    name = "to"
+    formula = "dX = dY.to(X.dtype)"
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.in_dtype = x.dtype
+        return x.data.astype(dtype)
+
+    def vjp(self, g):
+        return Cast.apply(g, self.in_dtype), None
+
+    def jvp(self, t, _):
+        return Cast.apply(t, self.out.dtype)
+
+
+class ToDevice(Op):
+    name = "to_device"
+    formula = "dX = dY.to(X.device)"
+
+    @staticmethod
+    def forward(ctx, x, device):
+        ctx.in_device = x.device
+        if device.type == "cpu":
+            return x.data.get() if hasattr(x.data, "get") else x.data.copy()
+        return xp_for(device).asarray(x.data)
+
+    def vjp(self, g):
+        return ToDevice.apply(g, self.in_device), None
+
+    def jvp(self, t, _):
+        return ToDevice.apply(t, self.out.device)
+
+
+def _to_samples(src):
+    yield Sample((src.tensor(src.shape(0, 3, 1, 4)), "float32"), desc="down-cast and back")
+
+
+@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, d)).to(x.dtype), atol=1e-3)
+def to(input, *args, dtype=None, device=None, copy=False):
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``."""
+    x = check_tensor(input, "to")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, Device) or (isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda")):
+            device = a
+        else:
+            dtype = a
+    out = x
+    if device is not None:
+        dev = as_device(device)
+        if dev != x.device:
+            out = ToDevice.apply(out, dev)
+    if dtype is not None:
+        d = _dt.as_dtype(dtype)
+        if d != out.dtype:
+            out = Cast.apply(out, d)  # an integer result records no node (no gradient)
+    if copy and out is x:
+        out = clone(x)
+    return out
+
+
+def _cast_method(dtype, name):
+    def f(input):
+        return to(input, dtype)
+    f.__name__ = name
+    f.__doc__ = f"``x.to({_dt.dtype_name(dtype)})``"
+    return f
+
+
+float = _cast_method(_dt.float32, "float")  # noqa: A001 - Tensor.float() etc.
+double = _cast_method(_dt.float64, "double")
+half = _cast_method(_dt.float16, "half")
+bfloat16 = _cast_method(_dt.bfloat16, "bfloat16")
+long = _cast_method(_dt.int64, "long")
+int = _cast_method(_dt.int32, "int")  # noqa: A001
+bool = _cast_method(_dt.bool_, "bool")  # noqa: A001
+
+
+def type_as(input, other):
+    return to(input, other.dtype)
+
+
+def cpu(input):
+    return to(input, "cpu")
+
+
+def cuda(input, device=None):
+    return to(input, device or "cuda")
+
+
+class Clone(Op):
+    name = "clone"
+    formula = "dX = dY"
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.array(x.data, copy=True)
+
+    def vjp(self, g):
+        return (g,)
+
+    def jvp(self, t):
+        return t
+
+
+@register(op=Clone, samples=lambda src: [Sample((src.tensor(src.shape(0, 3, 0, 3)),))], torch=lambda torch, x: x.clone())
+def clone(input):
+    """A copy with its own memory that stays in the graph (unlike ``detach``)."""
+    return Clone.apply(check_tensor(input, "clone"))

@@ -1,0 +1,109 @@
+"""Comparisons, logic and other ops with no useful gradient.
+
+They return bool (or integer) tensors that never require grad: a step
+function's derivative is zero almost everywhere, so nothing flows through them.
+``sign``, ``floor`` and ``round`` return floats but also pass zero gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from .._tensor import Tensor
+from ._util import arrays_for, check_broadcast, check_tensor, operand
+
+
+def _compare(name, fn):
+    def f(input, other):
+        a, b = operand(input, name, "input"), operand(other, name, "other")
+        x, y, _ = arrays_for(name, a, b)
+        try:
+            return Tensor._make(np.asarray(fn(x, y)))
+        except ValueError:
+            check_broadcast(name, a, b)
+            raise
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
+    return f
+
+
+lt = less = _compare("lt", np.less)
+le = less_equal = _compare("le", np.less_equal)
+gt = greater = _compare("gt", np.greater)
+ge = greater_equal = _compare("ge", np.greater_equal)
+eq = _compare("eq", np.equal)
+ne = not_equal = _compare("ne", np.not_equal)
+logical_and = _compare("logical_and", np.logical_and)
+logical_or = _compare("logical_or", np.logical_or)
+logical_xor = _compare("logical_xor", np.logical_xor)
+floor_divide = _compare("floor_divide", np.floor_divide)
+remainder = _compare("remainder", np.remainder)
+
+
+def logical_not(input):
+    x = check_tensor(input, "logical_not")
+    if x.dtype == np.bool_:
+        return Tensor._make(np.logical_not(x.data))
+    if x.dtype.kind in "iu":
+        return Tensor._make(np.invert(x.data))  # ``~`` on integers is bitwise, as in PyTorch
+    return Tensor._make(np.logical_not(x.data))
+
+
+def _pred(name, fn):
+    def f(input):
+        return Tensor._make(np.asarray(fn(check_tensor(input, name).data)))
+    f.__name__ = name
+    return f
+
+
+isnan = _pred("isnan", np.isnan)
+isinf = _pred("isinf", np.isinf)
+isfinite = _pred("isfinite", np.isfinite)
+
+
+def equal(input, other) -> bool:
+    """True if both tensors have the same shape and the same values."""
+    a, b = check_tensor(input, "equal"), check_tensor(other, "equal")
+    return a.shape == b.shape and bool(np.array_equal(a.data, b.data))
+
+
+def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose")
+    return bool(np.allclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    x = check_tensor(input, "any")
+    return Tensor._make(np.asarray(np.any(x.data, axis=dim, keepdims=keepdim)))
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001
+    x = check_tensor(input, "all")
+    return Tensor._make(np.asarray(np.all(x.data, axis=dim, keepdims=keepdim)))
+
+
+class ZeroGrad(Op):
+    """A piecewise-constant op: its gradient is zero wherever it is defined."""
+
+    formula = "dX = 0   (piecewise constant: the derivative is 0 almost everywhere)"
+    fn = None
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.asarray(type(ctx).fn(x.data))
+
+    def vjp(self, g):
+        return (g * 0,)
+
+    def jvp(self, t):
+        return t * 0
+
+
+class Sign(ZeroGrad):
+    name = "sign"
+    fn = staticmethod(np.sign)
+
+
+def sign(input):
+    """-1, 0 or +1 for each element; its gradient is zero."""
+    return Sign.apply(check_tensor(input, "sign"))

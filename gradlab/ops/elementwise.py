@@ -1,0 +1,365 @@
+"""Elementwise ops: arithmetic and the classic activations.
+
+Each op keeps its forward (on arrays), its VJP (written with gradlab ops, so it
+is differentiable again), its JVP and its formula together. Binary ops
+broadcast; their VJP sums the gradient back to each input's exact shape with
+``sum_to`` -- without that step, ``x (3,1) * y (1,3)`` would hand ``x`` a
+(3, 3) gradient, the classic broadcasting bug.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from .._tensor import Tensor
+from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from .registry import register
+from .samples import binary_samples, unary_samples
+
+
+# --------------------------------------------------------------------- binary
+class _Binary(Op):
+    """Shared forward plumbing: promote dtypes, broadcast, remember the shapes."""
+
+    def _compute(self, a, b, f):
+        x, y, _ = arrays_for(self.name, a, b)
+        self.shapes = (shape_of(a), shape_of(b))
+        try:
+            return f(x, y)
+        except ValueError:
+            check_broadcast(self.name, a, b)
+            raise
+
+
+def _reduce_to(g, shape):
+    return None if shape is None else O.sum_to(g, shape)
+
+
+class Add(_Binary):
+    name = "add"
+    formula = "dA = sum_to(dY, A.shape) ; dB = sum_to(dY, B.shape)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx._compute(a, b, np.add)
+
+    def vjp(self, g):
+        return _reduce_to(g, self.shapes[0]), _reduce_to(g, self.shapes[1])
+
+    def jvp(self, ta, tb):
+        return _tsum(ta, tb)
+
+
+class Sub(_Binary):
+    name = "sub"
+    formula = "dA = sum_to(dY, A.shape) ; dB = -sum_to(dY, B.shape)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx._compute(a, b, np.subtract)
+
+    def vjp(self, g):
+        sb = self.shapes[1]
+        return _reduce_to(g, self.shapes[0]), (None if sb is None else O.neg(O.sum_to(g, sb)))
+
+    def jvp(self, ta, tb):
+        return _tsum(ta, None if tb is None else -tb)
+
+
+class Mul(_Binary):
+    name = "mul"
+    formula = "dA = sum_to(dY * B, A.shape) ; dB = sum_to(dY * A, B.shape)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx._compute(a, b, np.multiply)
+
+    def vjp(self, g):
+        a, b = self.saved_tensors
+        sa, sb = self.shapes
+        return (None if sa is None else O.sum_to(g * b, sa)), (None if sb is None else O.sum_to(g * a, sb))
+
+    def jvp(self, ta, tb):
+        a, b = self.args
+        return _tsum(None if ta is None else ta * b, None if tb is None else a * tb)
+
+
+class Div(_Binary):
+    name = "div"
+    formula = "dA = sum_to(dY / B, A.shape) ; dB = sum_to(-dY * A / B^2, B.shape)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ctx._compute(a, b, np.true_divide)
+
+    def vjp(self, g):
+        a, b = self.saved_tensors
+        sa, sb = self.shapes
+        da = None if sa is None else O.sum_to(g / b, sa)
+        db = None if sb is None else O.sum_to(-g * a / (b * b), sb)
+        return da, db
+
+    def jvp(self, ta, tb):
+        a, b = self.args
+        return _tsum(None if ta is None else ta / b, None if tb is None else -tb * a / (b * b))
+
+
+class Pow(_Binary):
+    name = "pow"
+    formula = "dA = sum_to(dY * B * A^(B-1), A.shape) ; dB = sum_to(dY * Y * log(A), B.shape)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = ctx._compute(a, b, np.power)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        a, b, y = self.saved_tensors
+        sa, sb = self.shapes
+        da = db = None
+        if sa is not None:
+            da = O.sum_to(g * b * a ** (b - 1), sa) if not _is_zero(b) else O.sum_to(g * 0, sa)
+        if sb is not None:
+            db = O.sum_to(g * y * _log_or_zero(a, b), sb)
+        return da, db
+
+    def jvp(self, ta, tb):
+        a, b = self.args
+        y = self.out
+        return _tsum(None if ta is None else ta * b * a ** (b - 1),
+                     None if tb is None else tb * y * _log_or_zero(a, b))
+
+
+def _is_zero(b):
+    return not isinstance(b, Tensor) and b == 0
+
+
+def _log_or_zero(a, b):
+    """log(a), with 0 where a == 0 and b >= 0 (the limit PyTorch uses: d(0^b)/db = 0).
+
+    Only called when ``b`` is a tensor (a gradient for the exponent is wanted).
+    """
+    if not isinstance(a, Tensor):
+        return float(np.log(a)) if a > 0 else (0.0 if a == 0 else float("nan"))
+    zero = (a == 0) & (b >= 0)
+    return O.where(zero, 0.0, O.log(O.where(a == 0, 1.0, a)))
+
+
+def _tsum(x, y):
+    if x is None:
+        return y
+    return x if y is None else x + y
+
+
+def _binary_entry(name, torch_name):
+    return dict(samples=binary_samples(name), torch=lambda torch, a, b: getattr(torch, torch_name)(a, b),
+                elementwise=True)
+
+
+@register(op=Add, **_binary_entry("add", "add"))
+def add(input, other):
+    """``input + other``, broadcasting."""
+    return Add.apply(operand(input, "add", "input"), operand(other, "add", "other"))
+
+
+@register(op=Sub, **_binary_entry("sub", "sub"))
+def sub(input, other):
+    """``input - other``, broadcasting."""
+    return Sub.apply(operand(input, "sub", "input"), operand(other, "sub", "other"))
+
+
+@register(op=Mul, **_binary_entry("mul", "mul"))
+def mul(input, other):
+    """``input * other`` elementwise, broadcasting."""
+    return Mul.apply(operand(input, "mul", "input"), operand(other, "mul", "other"))
+
+
+@register(op=Div, **_binary_entry("div", "div"))
+def div(input, other):
+    """``input / other`` (true division, so integer inputs give floats), broadcasting."""
+    a, b = operand(input, "div", "input"), operand(other, "div", "other")
+    from ..backend import dtypes as _dt
+    if _dt.category(_dt.result_type(a, b)) < 2:  # int / int is a float in PyTorch
+        a = a.to(_dt.get_default_dtype()) if isinstance(a, Tensor) else float(a)
+    return Div.apply(a, b)
+
+
+@register(op=Pow, **_binary_entry("pow", "pow"))
+def pow(input, exponent):  # noqa: A001 - PyTorch's name
+    """``input ** exponent``, broadcasting; either side may be a number."""
+    return Pow.apply(operand(input, "pow", "input"), operand(exponent, "pow", "exponent"))
+
+
+# ---------------------------------------------------------------------- unary
+class Neg(Op):
+    name = "neg"
+    formula = "dX = -dY"
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.negative(x.data)
+
+    def vjp(self, g):
+        return (O.neg(g),)
+
+    def jvp(self, t):
+        return O.neg(t)
+
+
+class Exp(Op):
+    name = "exp"
+    formula = "dX = dY * Y   (Y = exp(X))"
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(over="ignore"):
+            y = np.exp(x.data)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return (g * y,)
+
+    def jvp(self, t):
+        return t * self.out
+
+
+class Log(Op):
+    name = "log"
+    formula = "dX = dY / X"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x.data)
+
+    def vjp(self, g):
+        (x,) = self.saved_tensors
+        return (g / x,)
+
+    def jvp(self, t):
+        return t / self.args[0]
+
+
+class Sqrt(Op):
+    name = "sqrt"
+    formula = "dX = dY / (2 * Y)   (Y = sqrt(X))"
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(invalid="ignore"):
+            y = np.sqrt(x.data)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return (g / (2 * y),)
+
+    def jvp(self, t):
+        return t / (2 * self.out)
+
+
+class Tanh(Op):
+    name = "tanh"
+    formula = "dX = dY * (1 - Y^2)   (Y = tanh(X))"
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.tanh(x.data)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return (g * (1 - y * y),)
+
+    def jvp(self, t):
+        y = self.out
+        return t * (1 - y * y)
+
+
+class Sigmoid(Op):
+    name = "sigmoid"
+    formula = "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))"
+
+    @staticmethod
+    def forward(ctx, x):
+        # exp(-|x|) never overflows: the stable form for both signs of x
+        a = x.data
+        e = np.exp(-np.abs(a))
+        y = np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return (g * y * (1 - y),)
+
+    def jvp(self, t):
+        y = self.out
+        return t * y * (1 - y)
+
+
+class Relu(Op):
+    name = "relu"
+    formula = "dX = dY * (X > 0)"
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.maximum(x.data, 0)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return (g * (y > 0),)
+
+    def jvp(self, t):
+        return t * (self.out > 0)
+
+
+class Abs(Op):
+    name = "abs"
+    formula = "dX = dY * sign(X)"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.abs(x.data)
+
+    def vjp(self, g):
+        (x,) = self.saved_tensors
+        return (g * O.sign(x),)
+
+    def jvp(self, t):
+        return t * O.sign(self.args[0])
+
+
+def _unary(op_cls, name, torch_name=None, **sample_kw):
+    def fn(input):
+        return op_cls.apply(check_tensor(input, name))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}. Backward: {op_cls.formula}"
+    tn = torch_name or name
+    return register(name, op=op_cls, samples=unary_samples(**sample_kw), elementwise=True,
+                    torch=lambda torch, x: getattr(torch, tn)(x))(fn)
+
+
+neg = _unary(Neg, "neg")
+exp = _unary(Exp, "exp")
+log = _unary(Log, "log", low=0.2, high=3.0)
+sqrt = _unary(Sqrt, "sqrt", low=0.2, high=3.0)
+tanh = _unary(Tanh, "tanh")
+sigmoid = _unary(Sigmoid, "sigmoid")
+relu = _unary(Relu, "relu", away_from=0.0)
+abs = _unary(Abs, "abs", away_from=0.0)  # noqa: A001 - PyTorch's name

@@ -1,0 +1,152 @@
+"""Indexing: ``x[...]`` (slices, integer arrays, boolean masks) and ``gather``.
+
+Reading ``y = x[idx]`` picks elements; its VJP puts the gradient back where the
+elements came from, into a zero tensor of ``x``'s shape. When an index repeats
+(``x[[0, 0, 1]]``) the gradients for the repeated element must be *added*, not
+overwritten -- ``np.add.at`` does that, where ``out[idx] = g`` would silently
+keep only the last one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..errors import IndexOutOfRange, ShapeError, fmt_shape
+from .._tensor import Tensor
+from ._util import check_tensor, one_dim, view_of
+from .registry import Sample, register
+
+
+def _norm_index(index, shape, op="getitem"):
+    """Turn tensors and lists inside an index into arrays; check float indices."""
+    def conv(i):
+        if isinstance(i, Tensor):
+            i = i.data
+        elif isinstance(i, list):
+            i = np.asarray(i)
+            if i.size == 0:
+                i = i.astype(np.int64)
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
+            raise TypeError(f"{op}: index arrays must hold integers or bools, got dtype {i.dtype}; "
+                            "convert with .long() (or build a boolean mask)")
+        if isinstance(i, float):
+            raise TypeError(f"{op}: {i!r} is a float; indices must be integers")
+        return i
+    if isinstance(index, tuple):
+        return tuple(conv(i) for i in index)
+    return conv(index)
+
+
+def _is_basic(index) -> bool:
+    """Slices, ints, None and ``...`` only: no element can be picked twice."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis
+               for i in parts) and not any(isinstance(i, (bool, np.bool_)) for i in parts)
+
+
+class Index(Op):
+    name = "index"
+    formula = "dX = zeros(X.shape); dX[idx] += dY   (repeated indices accumulate)"
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return x.data[index]
+
+    def vjp(self, g):
+        return IndexAddZeros.apply(g, self.index, self.in_shape), None
+
+    def jvp(self, t, _):
+        return Index.apply(t, self.index)
+
+
+class IndexAddZeros(Op):
+    """``zeros(shape)`` with ``g`` added at ``index``: the VJP of indexing."""
+
+    name = "index_add_zeros"
+    formula = "dG = dY[idx]"
+
+    @staticmethod
+    def forward(ctx, g, index, shape):
+        ctx.index = index
+        out = np.zeros(shape, dtype=g.dtype)
+        if _is_basic(index):
+            out[index] = g.data
+        else:
+            np.add.at(out, index, g.data)
+        return out
+
+    def vjp(self, gg):
+        return Index.apply(gg, self.index), None, None
+
+    def jvp(self, t, *_):
+        return IndexAddZeros.apply(t, self.index, self.out.shape)
+
+
+def _getitem_samples(src):
+    x = src.tensor((4, 3, 2))
+    yield Sample((x, (slice(1, None), 0)), desc="basic slicing")
+    yield Sample((src.tensor((4, 3)), (slice(None, None, 2),)), desc="step")
+    yield Sample((src.tensor((5, 2)), [0, 2, 0, 4]), desc="repeated integer indices")
+    yield Sample((src.tensor((3, 4)), (Ellipsis, [1, 1, -1])), desc="ellipsis + ints")
+    mask_shape = src.shape(1, 2, 1, 4)
+    mask = Tensor._make(src.rng.random(mask_shape) > 0.4)
+    yield Sample((src.tensor(mask_shape), mask), desc="boolean mask")
+    yield Sample((src.tensor((3, 3)), (None, 1)), desc="None adds a dim")
+
+
+@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
+def getitem(input, index):
+    """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
+    x = check_tensor(input, "getitem")
+    idx = _norm_index(index, x.shape)
+    try:
+        out = Index.apply(x, idx)
+    except IndexError as e:
+        raise IndexOutOfRange(f"getitem: {e} (indexing a tensor of shape {fmt_shape(x.shape)}); "
+                              "a dim of size n takes indices -n to n-1") from None
+    return view_of(out, x) if _is_basic(idx) else out
+
+
+def _along(index: np.ndarray, dim: int):
+    """The full advanced index that picks ``x[..., index[i,j,k], ...]`` along ``dim``."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+def _check_gather(op, x, dim, index):
+    index = check_tensor(index, op, "index")
+    if _dt.category(index.dtype) != 1:
+        raise TypeError(f"{op}: index must be an integer tensor, got dtype {index.dtype}; use index.long()")
+    d = one_dim(dim, x.ndim, op)
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{op}: index has {index.ndim} dims {fmt_shape(index.shape)} but input has {x.ndim} "
+                         f"{fmt_shape(x.shape)}; they must have the same number of dims")
+    for i, (a, b) in enumerate(zip(index.shape, x.shape)):
+        if i != d and a > b:
+            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than input {fmt_shape(x.shape)} "
+                             f"at dim {i}; outside dim {dim} index sizes must be <= the input's")
+    if index.data.size and (index.data.max() >= x.shape[d] or index.data.min() < -x.shape[d]):
+        raise IndexOutOfRange(f"{op}: index holds values outside [0, {x.shape[d]}) for dim {dim} of size "
+                              f"{x.shape[d]}")
+    return d, index
+
+
+def _gather_samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    d = src.dim(len(shape))
+    ishape = tuple(src.integers(1, 4) if i == d % len(shape) else src.integers(1, s)
+                   for i, s in enumerate(shape))
+    yield Sample((src.tensor(shape), d, src.index_tensor(ishape, shape[d])), desc="repeats likely")
+
+
+@register(samples=_gather_samples, formula="dX = zeros(X.shape).scatter_add(dim, index, dY)",
+          torch=lambda torch, x, d, idx: torch.gather(x, d, idx))
+def gather(input, dim, index):
+    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and so on): pick along ``dim``."""
+    x = check_tensor(input, "gather")
+    d, index = _check_gather("gather", x, dim, index)
+    return Index.apply(x, _along(index.data, d))

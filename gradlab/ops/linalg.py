@@ -1,0 +1,108 @@
+"""Matrix multiplication, the op that does nearly all of a network's work.
+
+For ``Y = A @ B`` the VJP is two more matmuls::
+
+    dA = dY @ B^T        dB = A^T @ dY
+
+(summed over broadcast batch dims). 1-D operands are treated as a row (left)
+or a column (right) vector and the added dimension is removed again, exactly
+as NumPy and PyTorch do.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..errors import ShapeError, broadcast_failure, fmt_shape
+from ._util import arrays_for, check_tensor
+from .registry import Sample, register
+
+
+class MatMul(Op):
+    name = "matmul"
+    formula = "dA = dY @ B^T ; dB = A^T @ dY"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        x, y, _ = arrays_for("matmul", a, b)
+        return np.matmul(x, y)
+
+    def vjp(self, g):
+        a, b = self.saved_tensors
+        if a.ndim == 2 and b.ndim == 2:  # the common case, said plainly
+            return O.matmul(g, b.mT), O.matmul(a.mT, g)
+        return _vjp_general(a, b, g)
+
+    def jvp(self, ta, tb):
+        a, b = self.args
+        out = None if ta is None else O.matmul(ta, b)
+        if tb is not None:
+            out = O.matmul(a, tb) if out is None else out + O.matmul(a, tb)
+        return out
+
+
+def _vjp_general(a, b, g):
+    """1-D and batched cases: lift to matrices, use the 2-D rule, undo the lift."""
+    a2 = O.unsqueeze(a, 0) if a.ndim == 1 else a
+    b2 = O.unsqueeze(b, -1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = O.unsqueeze(g2, -2)
+    if b.ndim == 1:
+        g2 = O.unsqueeze(g2, -1)
+    da = O.sum_to(O.matmul(g2, b2.mT), a2.shape)
+    db = O.sum_to(O.matmul(a2.mT, g2), b2.shape)
+    return O.reshape(da, a.shape), O.reshape(db, b.shape)
+
+
+def _check(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got {fmt_shape(a.shape)} and "
+                         f"{fmt_shape(b.shape)}; use * to multiply by a scalar")
+    k1 = a.shape[-1]
+    k2 = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+    if k1 != k2:
+        raise ShapeError(f"matmul: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
+                         f"{k1} and {k2} differ (the last dim of the first must equal the "
+                         f"{'first' if b.ndim == 1 else 'second-to-last'} dim of the second)")
+    if a.ndim > 2 and b.ndim > 2:
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise broadcast_failure("matmul (batch dims)", [a.shape[:-2], b.shape[:-2]], ["A", "B"]) from None
+
+
+def _matmul_samples(src):
+    n, k, m = src.integers(1, 4), src.integers(1, 4), src.integers(1, 4)
+    yield Sample((src.tensor((n, k)), src.tensor((k, m))), desc="2-D")
+    yield Sample((src.tensor((k,)), src.tensor((k,))), desc="dot")
+    yield Sample((src.tensor((k,)), src.tensor((2, k, m))), desc="vector @ batch")
+    yield Sample((src.tensor((2, n, k)), src.tensor((k,))), desc="batch @ vector")
+    batch_a, batch_b = src.broadcast_pair(max_dims=2, max_side=3)
+    yield Sample((src.tensor(batch_a + (n, k)), src.tensor(batch_b + (k, m))), desc="broadcast batch dims")
+    yield Sample((src.tensor((n, 0)), src.tensor((0, m))), desc="empty inner dim")
+
+
+@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b))
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
+    a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
+    _check(a, b)
+    return MatMul.apply(a, b)
+
+
+def mm(input, mat2):
+    """2-D matrix product (``matmul`` restricted to matrices)."""
+    a, b = check_tensor(input, "mm", "input"), check_tensor(mat2, "mm", "mat2")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm: expects two matrices, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}; use matmul for other ranks")
+    return matmul(a, b)
+
+
+def dot(input, other):
+    a, b = check_tensor(input, "dot", "input"), check_tensor(other, "dot", "other")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"dot: expects two 1-D tensors, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+    return matmul(a, b)

@@ -1,0 +1,162 @@
+"""The op registry: every public op, its formula, and inputs to test it on.
+
+One table drives the engine's documentation, the test suite (gradcheck,
+gradgradcheck, JVP checks and the PyTorch oracle run over *every* entry), the
+widgets' formula panel and the exercises. Adding an op means adding one entry
+here (with the ``register`` decorator beside the op); its tests come for free.
+
+``samples(src)`` yields :class:`Sample` s. ``src`` is a :class:`SampleSource`:
+random by default, driven by hypothesis in the test suite so that shapes are
+explored and shrunk. ``torch`` is the oracle: a function receiving the
+``torch`` module and the same arguments converted to torch tensors. gradlab
+never imports torch; only the tests call these functions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..backend import dtypes as _dt
+from .._tensor import Tensor
+
+
+@dataclasses.dataclass
+class Sample:
+    """One call of an op: ``fn(*args, **kwargs)``."""
+    args: tuple
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    desc: str = ""
+
+    def __repr__(self):
+        def show(a):
+            if isinstance(a, Tensor):
+                return f"Tensor{tuple(a.shape)}:{_dt.dtype_name(a.dtype)}"
+            return repr(a)
+        parts = [show(a) for a in self.args] + [f"{k}={show(v)}" for k, v in self.kwargs.items()]
+        return f"Sample({', '.join(parts)}{'; ' + self.desc if self.desc else ''})"
+
+
+@dataclasses.dataclass
+class OpInfo:
+    """What the registry knows about one op."""
+    name: str
+    fn: Callable
+    formula: str
+    samples: Callable[["SampleSource"], Iterable[Sample]]
+    op: type = None               # the Function class, when there is one
+    torch: Callable = None        # oracle: torch(torch_module, *args, **kwargs)
+    differentiable: bool = True
+    order: int = 2                # highest derivative order claimed (gradgradcheck runs when >= 2)
+    jvp: bool = True              # has a forward-mode rule
+    namespace: str = "gradlab"    # where it is exported: "gradlab" or "gradlab.nn.functional"
+    elementwise: bool = False
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    doc: str = ""
+
+
+REGISTRY: dict[str, OpInfo] = {}
+
+
+def register(name=None, *, samples, formula=None, op=None, torch=None, differentiable=True, order=2,
+             jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3):
+    """Decorator: list a public op function in the registry under ``name``."""
+    def deco(fn):
+        key = name or fn.__name__
+        full = key if namespace == "gradlab" else f"{namespace.rsplit('.', 1)[-1]}.{key}"
+        f = formula if formula is not None else (op.formula if op is not None else "")
+        REGISTRY[full] = OpInfo(
+            name=key, fn=fn, formula=f, samples=samples, op=op, torch=torch,
+            differentiable=differentiable, order=order if differentiable else 0, jvp=jvp,
+            namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol,
+            doc=(fn.__doc__ or "").strip().split("\n")[0],
+        )
+        return fn
+    return deco
+
+
+def formula_of(node_or_name) -> str:
+    """The formula string for a backward node, an op class or a registry name."""
+    if isinstance(node_or_name, str):
+        info = REGISTRY.get(node_or_name)
+        return info.formula if info else ""
+    return getattr(node_or_name, "formula", "") or ""
+
+
+class SampleSource:
+    """Random choices for sample inputs.
+
+    Subclass and override :meth:`integers` to drive every structural choice
+    (shapes, dims, flags) from somewhere else, e.g. hypothesis's ``data.draw``.
+    Values come from a NumPy generator seeded by ``seed``.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    # -- the one primitive a subclass overrides
+    def integers(self, lo: int, hi: int) -> int:
+        """An integer in ``[lo, hi]`` (both ends included)."""
+        return int(self.rng.integers(lo, hi + 1))
+
+    # -- built on it
+    def boolean(self) -> bool:
+        return bool(self.integers(0, 1))
+
+    def choice(self, options):
+        options = list(options)
+        return options[self.integers(0, len(options) - 1)]
+
+    def shape(self, min_dims=0, max_dims=3, min_side=1, max_side=4) -> tuple:
+        n = self.integers(min_dims, max_dims)
+        return tuple(self.integers(min_side, max_side) for _ in range(n))
+
+    def broadcastable(self, shape, min_dims=0) -> tuple:
+        """A shape that broadcasts against ``shape``: a suffix, with some sizes set to 1."""
+        keep = self.integers(min(min_dims, len(shape)), len(shape))
+        suffix = shape[len(shape) - keep:]
+        return tuple(1 if (s != 1 and self.integers(0, 3) == 0) else s for s in suffix)
+
+    def broadcast_pair(self, max_dims=3, max_side=4):
+        """Two shapes that broadcast together, in either direction (the x(3,1)*y(1,3) case included)."""
+        base = self.shape(0, max_dims, 1, max_side)
+        a = tuple(1 if self.integers(0, 3) == 0 else s for s in base)
+        b = tuple(1 if (self.integers(0, 3) == 0 and a[i] != 1) else s for i, s in enumerate(base))
+        drop = self.integers(0, len(b))
+        b = b[drop:]
+        return (a, b) if self.boolean() else (b, a)
+
+    def dim(self, ndim, allow_none=False):
+        """A valid dim index for a tensor of ``ndim`` dims, negative half of the time."""
+        if ndim == 0:
+            return None if allow_none else self.choice([0, -1])
+        d = self.integers(0, ndim - 1)
+        return d - ndim if self.boolean() else d
+
+    def values(self, shape, low=-2.0, high=2.0, away_from=None, distinct=False, dtype=_dt.float64):
+        size = int(np.prod(shape)) if shape else 1
+        if distinct:
+            vals = self.rng.permutation(size).astype(np.float64)
+            vals = low + (vals + 0.5) * (high - low) / max(size, 1)
+        else:
+            vals = self.rng.uniform(low, high, size=size)
+        if away_from is not None:
+            close = np.abs(vals - away_from) < 0.1
+            vals[close] = away_from + np.where(vals[close] >= away_from, 0.1, -0.1) + vals[close] * 0.1
+        return vals.reshape(shape).astype(dtype)
+
+    def tensor(self, shape, low=-2.0, high=2.0, requires_grad=True, dtype=_dt.float64, **kw) -> Tensor:
+        t = Tensor._make(self.values(shape, low, high, dtype=dtype, **kw))
+        if requires_grad and _dt.is_floating(t.dtype):
+            t.requires_grad_(True)
+        return t
+
+    def index_tensor(self, shape, high, low=0) -> Tensor:
+        return Tensor._make(self.rng.integers(low, max(high, low + 1), size=shape).astype(np.int64))
+
+
+def samples_of(name: str, seed: int = 0, source: SampleSource = None):
+    """The sample inputs of a registered op (for the widgets and exercises)."""
+    return list(REGISTRY[name].samples(source or SampleSource(seed)))

@@ -1,0 +1,181 @@
+"""Ops that pick between values: ``maximum``, ``minimum``, ``clamp``, ``where``.
+
+Their gradient flows to whichever input was picked. At a tie (``maximum(x, y)``
+with ``x == y``) PyTorch splits the gradient half and half; so does gradlab.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from .._tensor import Tensor
+from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from .registry import Sample, register
+from .samples import binary_samples
+
+
+class Maximum(Op):
+    name = "maximum"
+    formula = "dA = sum_to(dY * [A > B] (+ half at ties), A.shape) ; dB likewise with [B > A]"
+    pick = staticmethod(np.maximum)
+    better = staticmethod(np.greater)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y, _ = arrays_for(ctx.name, a, b)
+        try:
+            out = type(ctx).pick(x, y)
+        except ValueError:
+            check_broadcast(ctx.name, a, b)
+            raise
+        wa = type(ctx).better(x, y) + 0.5 * (x == y)  # a's share of the gradient
+        ctx.shapes = (shape_of(a), shape_of(b))
+        ctx.wa = Tensor._make(np.asarray(wa, dtype=out.dtype))
+        ctx.save_for_backward(ctx.wa)
+        return out
+
+    def vjp(self, g):
+        (wa,) = self.saved_tensors
+        sa, sb = self.shapes
+        return (None if sa is None else O.sum_to(g * wa, sa)), (None if sb is None else O.sum_to(g * (1 - wa), sb))
+
+    def jvp(self, ta, tb):
+        wa = self.wa
+        out = None if ta is None else ta * wa
+        if tb is not None:
+            out = tb * (1 - wa) if out is None else out + tb * (1 - wa)
+        return out
+
+
+class Minimum(Maximum):
+    name = "minimum"
+    formula = "dA = sum_to(dY * [A < B] (+ half at ties), A.shape) ; dB likewise with [B < A]"
+    pick = staticmethod(np.minimum)
+    better = staticmethod(np.less)
+
+
+def _torch2(name):
+    return lambda torch, a, b: getattr(torch, name)(a, b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype))
+
+
+@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True)
+def maximum(input, other):
+    """Elementwise larger of two tensors (broadcasting); ties share the gradient."""
+    return Maximum.apply(operand(input, "maximum", "input"), operand(other, "maximum", "other"))
+
+
+@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True)
+def minimum(input, other):
+    """Elementwise smaller of two tensors (broadcasting); ties share the gradient."""
+    return Minimum.apply(operand(input, "minimum", "input"), operand(other, "minimum", "other"))
+
+
+class Clamp(Op):
+    name = "clamp"
+    formula = "dX = dY * [min <= X <= max]"
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        a = x.data
+        out = a
+        if lo is not None:
+            out = np.maximum(out, np.asarray(lo, dtype=a.dtype))
+        if hi is not None:
+            out = np.minimum(out, np.asarray(hi, dtype=a.dtype))
+        inside = np.ones(a.shape, dtype=bool)
+        if lo is not None:
+            inside &= a >= lo
+        if hi is not None:
+            inside &= a <= hi
+        ctx.mask = Tensor._make(inside)
+        ctx.save_for_backward(ctx.mask)
+        return np.asarray(out, dtype=a.dtype)
+
+    def vjp(self, g):
+        (mask,) = self.saved_tensors
+        return g * mask, None, None
+
+    def jvp(self, t, *_):
+        return t * self.mask
+
+
+def _clamp_samples(src):
+    shape = src.shape(0, 3, 1, 4)
+    yield Sample((src.tensor(shape, away_from=0.5),), dict(min=-0.5 + 0.01, max=0.5), desc="both bounds")
+    yield Sample((src.tensor(shape, away_from=0.0),), dict(min=0.0), desc="min only (a relu)")
+    yield Sample((src.tensor(shape, away_from=1.0),), dict(max=1.0), desc="max only")
+
+
+@register(op=Clamp, samples=_clamp_samples, elementwise=True,
+          torch=lambda torch, x, min=None, max=None: torch.clamp(x, min=min, max=max))
+def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """Limit values to ``[min, max]``; the gradient is zero where a bound was applied.
+
+    Tensor bounds are supported too (and receive gradient where they were picked)."""
+    x = check_tensor(input, "clamp")
+    if min is None and max is None:
+        raise TypeError("clamp: give at least one of min= and max=")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = where(out < min, min, out)
+        if max is not None:
+            out = where(out > max, max, out)
+        return out
+    return Clamp.apply(x, min, max)
+
+
+clip = clamp
+
+
+class Where(Op):
+    name = "where"
+    formula = "dA = sum_to(where(C, dY, 0), A.shape) ; dB = sum_to(where(C, 0, dY), B.shape)"
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        x, y, _ = arrays_for("where", a, b)
+        c = cond.data
+        try:
+            out = np.where(c, x, y)
+        except ValueError:
+            check_broadcast("where", a, b)
+            check_broadcast("where", cond, a, ("condition", "input"))
+            check_broadcast("where", cond, b, ("condition", "other"))
+            raise
+        ctx.shapes = (shape_of(a), shape_of(b))
+        ctx.save_for_backward(cond)
+        return out
+
+    def vjp(self, g):
+        (cond,) = self.saved_tensors
+        sa, sb = self.shapes
+        da = None if sa is None else O.sum_to(O.where(cond, g, 0.0), sa)
+        db = None if sb is None else O.sum_to(O.where(cond, 0.0, g), sb)
+        return None, da, db
+
+    def jvp(self, _, ta, tb):
+        cond = self.args[0]
+        shape = self.out.shape
+        ta = O.zeros(shape, dtype=self.out.dtype) if ta is None else ta
+        tb = O.zeros(shape, dtype=self.out.dtype) if tb is None else tb
+        return O.broadcast_to(O.where(cond, ta, tb), shape)
+
+
+def _where_samples(src):
+    sa, sb = src.broadcast_pair()
+    full = np.broadcast_shapes(sa, sb)
+    cond = Tensor._make(src.rng.random(src.broadcastable(full)) > 0.5)
+    yield Sample((cond, src.tensor(sa), src.tensor(sb)), desc="broadcast")
+    yield Sample((cond, src.tensor(sa), 0.0), desc="scalar other")
+
+
+@register(op=Where, samples=_where_samples, torch=lambda torch, c, a, b: torch.where(c, a, b))
+def where(condition, input, other):
+    """``input`` where ``condition`` is true, else ``other`` (all three broadcast)."""
+    cond = check_tensor(condition, "where", "condition")
+    if cond.dtype != _dt.bool_:
+        cond = Tensor._make(cond.data.astype(bool))
+    return Where.apply(cond, operand(input, "where", "input"), operand(other, "where", "other"))
