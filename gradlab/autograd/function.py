@@ -23,12 +23,15 @@ from __future__ import annotations
 import itertools
 import weakref
 
+import numpy as _np
+
 from ..backend import dtypes as _dt
 from ..errors import GradError, fmt_shape
 from .._tensor import Tensor
 from .grad_mode import state as _grad_state
 
 _seq = itertools.count()
+_ndarray = _np.ndarray
 
 # Extension points used by the layers above (anomaly detection, module names,
 # tracing, profiling, forward-mode AD). Empty lists cost one truth test per op.
@@ -192,6 +195,8 @@ class Function:
             out = _run_tensor_forward(ctx, args, kwargs)
         else:
             out = cls.forward(ctx, *args, **kwargs)
+        if type(out) is not _ndarray and isinstance(out, _np.generic):
+            out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
         if forward_ad_hook[0] is not None:
             return _finish_forward_ad(ctx, cls, args, out, recording)
         if not recording:
@@ -287,10 +292,10 @@ def _record(ctx, args, out):
             saved.append(SavedTensor(s) if type(s) is Tensor else s)
     if ctx._to_save_out:
         for arr in ctx._to_save_out:
-            for i, o in enumerate(outs):
-                if o is arr:
-                    saved.append(SavedTensor(results[i], output_nr=i))
-                    break
+            # found by identity; a single output may have been re-wrapped (0-d scalar -> array)
+            i = next((i for i, o in enumerate(outs) if o is arr), 0 if len(outs) == 1 else None)
+            if i is not None:
+                saved.append(SavedTensor(results[i], output_nr=i))
     ctx._saved = saved
     ctx._to_save = ctx._to_save_out = None
     if node_observers:

@@ -17,7 +17,6 @@ from ..backend import dtypes as _dt
 from ..errors import ArgumentError, GradcheckError
 from .._tensor import Tensor
 from . import engine
-from .grad_mode import no_grad
 
 _MAX_ROWS = 64  # outputs with more elements are checked through random projections
 
@@ -41,11 +40,13 @@ def _numeric_column(fn, inputs, x, flat, eps, n_out):
     if data is None:
         raise ArgumentError("gradcheck: inputs must be contiguous tensors")
     orig = data[flat]
-    with no_grad():
+    # (grad mode stays on: fn may itself differentiate, as in gradgradcheck)
+    try:
         data[flat] = orig + eps
         plus = [o.data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
         data[flat] = orig - eps
         minus = [o.data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+    finally:
         data[flat] = orig
     return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
 

@@ -90,6 +90,17 @@ def _cupy(device):
     return cupy
 
 
+def xp_of(arr):
+    """The array module (numpy or cupy) that owns ``arr``: ops create new arrays with it."""
+    if isinstance(arr, (np.ndarray, np.generic)):
+        return np
+    mod = type(arr).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+        return cupy
+    return np
+
+
 def device_of_array(arr) -> Device:
     """The device an array lives on (NumPy arrays are on the cpu)."""
     if isinstance(arr, np.ndarray) or np.isscalar(arr):

@@ -53,7 +53,8 @@ def _to_samples(src):
     yield Sample((src.tensor(src.shape(0, 3, 1, 4)), "float32"), desc="down-cast and back")
 
 
-@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, d)).to(x.dtype), atol=1e-3)
+@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, d)),
+          eps=1e-3, atol=1e-4)
 def to(input, *args, dtype=None, device=None, copy=False):
     """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``."""
     x = check_tensor(input, "to")

@@ -11,6 +11,8 @@ import numpy as np
 from ..autograd.function import Op
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand
+from .registry import Sample, register
+from .samples import binary_samples, unary_samples
 
 
 def _compare(name, fn):
@@ -24,7 +26,22 @@ def _compare(name, fn):
             raise
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
-    return f
+    tname = {"floor_divide": "floor_divide", "remainder": "remainder"}.get(name, name)
+    return register(name, samples=_no_grad(binary_samples(name)), differentiable=False, formula="(no gradient)",
+                    torch=lambda torch, a, b: getattr(torch, tname)(*_tt(torch, a, b)))(f)
+
+
+def _tt(torch, a, b):
+    like = a if isinstance(a, torch.Tensor) else b
+    return tuple(x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype) for x in (a, b))
+
+
+def _no_grad(samples):
+    """The same samples with nothing requiring grad (these ops have no gradient)."""
+    def gen(src):
+        for s in samples(src):
+            yield Sample(tuple(a.detach() if isinstance(a, Tensor) else a for a in s.args), s.kwargs, s.desc)
+    return gen
 
 
 lt = less = _compare("lt", np.less)
@@ -40,6 +57,8 @@ floor_divide = _compare("floor_divide", np.floor_divide)
 remainder = _compare("remainder", np.remainder)
 
 
+@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+          torch=lambda torch, x: torch.logical_not(x))
 def logical_not(input):
     x = check_tensor(input, "logical_not")
     if x.dtype == np.bool_:
@@ -53,7 +72,9 @@ def _pred(name, fn):
     def f(input):
         return Tensor._make(np.asarray(fn(check_tensor(input, name).data)))
     f.__name__ = name
-    return f
+    f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
+    return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+                    torch=lambda torch, x: getattr(torch, name)(x))(f)
 
 
 isnan = _pred("isnan", np.isnan)
@@ -72,11 +93,15 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     return bool(np.allclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+          torch=lambda torch, x: torch.any(x))
 def any(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "any")
     return Tensor._make(np.asarray(np.any(x.data, axis=dim, keepdims=keepdim)))
 
 
+@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+          torch=lambda torch, x: torch.all(x))
 def all(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "all")
     return Tensor._make(np.asarray(np.all(x.data, axis=dim, keepdims=keepdim)))
@@ -104,6 +129,7 @@ class Sign(ZeroGrad):
     fn = staticmethod(np.sign)
 
 
+@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x))
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
     return Sign.apply(check_tensor(input, "sign"))

@@ -45,6 +45,8 @@ class MatMul(Op):
 
 def _vjp_general(a, b, g):
     """1-D and batched cases: lift to matrices, use the 2-D rule, undo the lift."""
+    if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar
+        return g * b, g * a
     a2 = O.unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = O.unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g

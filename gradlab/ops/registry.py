@@ -52,8 +52,9 @@ class OpInfo:
     jvp: bool = True              # has a forward-mode rule
     namespace: str = "gradlab"    # where it is exported: "gradlab" or "gradlab.nn.functional"
     elementwise: bool = False
-    atol: float = 1e-5
+    atol: float = 1e-5            # gradcheck tolerances
     rtol: float = 1e-3
+    eps: float = 1e-6             # finite-difference step
     doc: str = ""
 
 
@@ -61,7 +62,7 @@ REGISTRY: dict[str, OpInfo] = {}
 
 
 def register(name=None, *, samples, formula=None, op=None, torch=None, differentiable=True, order=2,
-             jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3):
+             jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3, eps=1e-6):
     """Decorator: list a public op function in the registry under ``name``."""
     def deco(fn):
         key = name or fn.__name__
@@ -70,7 +71,7 @@ def register(name=None, *, samples, formula=None, op=None, torch=None, different
         REGISTRY[full] = OpInfo(
             name=key, fn=fn, formula=f, samples=samples, op=op, torch=torch,
             differentiable=differentiable, order=order if differentiable else 0, jvp=jvp,
-            namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol,
+            namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol, eps=eps,
             doc=(fn.__doc__ or "").strip().split("\n")[0],
         )
         return fn
@@ -160,3 +161,20 @@ class SampleSource:
 def samples_of(name: str, seed: int = 0, source: SampleSource = None):
     """The sample inputs of a registered op (for the widgets and exercises)."""
     return list(REGISTRY[name].samples(source or SampleSource(seed)))
+
+
+#: Other names for registered ops (PyTorch spellings); they call the same function.
+ALIASES = {
+    "subtract": "sub", "multiply": "mul", "true_divide": "div", "negative": "neg", "rsub": "sub",
+    "concat": "cat", "concatenate": "cat", "clip": "clamp", "swapaxes": "transpose", "less": "lt",
+    "less_equal": "le", "greater": "gt", "greater_equal": "ge", "not_equal": "ne", "view": "reshape",
+    "expand": "broadcast_to", "expand_as": "broadcast_to", "t": "transpose", "mm": "matmul", "dot": "matmul",
+    "flatten": "reshape", "square": "mul", "float": "to", "double": "to", "half": "to", "bfloat16": "to",
+    "long": "to", "int": "to", "bool": "to", "type_as": "to", "cpu": "to", "cuda": "to",
+}
+
+#: Public functions of the ops package that are not ops (no graph node of their own).
+UTILITIES = {
+    "install", "register", "formula_of", "samples_of", "equal", "allclose", "argmax", "argmin",
+    "contiguous", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty_like",
+}

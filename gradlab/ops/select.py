@@ -57,7 +57,11 @@ class Minimum(Maximum):
 
 
 def _torch2(name):
-    return lambda torch, a, b: getattr(torch, name)(a, b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype))
+    def ref(torch, a, b):
+        like = a if isinstance(a, torch.Tensor) else b
+        a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype) for x in (a, b))
+        return getattr(torch, name)(a, b)
+    return ref
 
 
 @register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True)
