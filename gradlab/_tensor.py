@@ -43,16 +43,27 @@ class Tensor:
     ``Tensor(data)`` also works and behaves like ``gradlab.tensor(data)``.
     """
 
-    __slots__ = (
-        "data", "requires_grad", "grad", "grad_fn", "name", "_version", "_retains_grad",
-        "_hooks", "_post_acc_hooks", "_acc_ref", "_fw_grad", "_is_param", "_output_nr", "__weakref__",
-    )
+    # Per-tensor state. Class-level defaults mean a new tensor only stores what
+    # differs (data, requires_grad, grad_fn): making tensors is the engine's
+    # hottest path, so this matters for speed.
+    grad = None            # the gradient, filled in by backward()
+    grad_fn = None         # the backward node of the op that made this tensor (None for leaves)
+    requires_grad = False
+    name = None            # optional label shown in graphs and error messages
+    _output_nr = 0         # which output of grad_fn this tensor is
+    _vcounter = None       # the version counter, created on first use (see _version)
+    _retains_grad = False
+    _hooks = None          # gradient hooks of a leaf (non-leaf hooks live on grad_fn)
+    _post_acc_hooks = None
+    _acc_ref = None        # weak reference to this leaf's AccumulateGrad node
+    _fw_grad = None        # forward-mode tangent
+    _is_param = False
+
     __array_priority__ = 1000  # make ``ndarray * Tensor`` call Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
         from .factories import _to_array  # the one place that converts user data
-        arr = _to_array(data, dtype)
-        _init(self, arr, False, None)
+        self.data = _to_array(data, dtype)
         self.name = name
         if requires_grad:
             self.requires_grad_(True)
@@ -61,9 +72,25 @@ class Tensor:
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0):
         """Wrap an array without copying or checking: the fast path ops use."""
         t = object.__new__(Tensor)
-        _init(t, data, requires_grad, grad_fn)
-        t._output_nr = output_nr
+        t.data = data
+        if requires_grad:
+            t.requires_grad = True
+            t.grad_fn = grad_fn
+            if output_nr:
+                t._output_nr = output_nr
         return t
+
+    @property
+    def _version(self) -> "_Version":
+        """The version counter, shared with views; in-place changes bump it."""
+        v = self._vcounter
+        if v is None:
+            v = self._vcounter = _Version()
+        return v
+
+    @_version.setter
+    def _version(self, counter: "_Version"):
+        self._vcounter = counter
 
     # ----------------------------------------------------------- properties
     @property
@@ -355,22 +382,6 @@ class Tensor:
 
 class ValueErrorItem(GradError, ValueError):
     """``item()`` / ``bool()`` on a tensor with more than one element."""
-
-
-def _init(t, data, requires_grad, grad_fn):
-    t.data = data
-    t.requires_grad = requires_grad
-    t.grad = None
-    t.grad_fn = grad_fn
-    t.name = None
-    t._version = _Version()
-    t._retains_grad = False
-    t._hooks = None
-    t._post_acc_hooks = None
-    t._acc_ref = None
-    t._fw_grad = None
-    t._is_param = False
-    t._output_nr = 0
 
 
 class _HookHandle:

@@ -17,7 +17,6 @@ Without ``retain_graph`` each node drops its saved tensors right after it runs.
 from __future__ import annotations
 
 import heapq
-import itertools
 
 from ..backend import dtypes as _dt
 from ..errors import GradError, ShapeError, fmt_shape
@@ -165,19 +164,17 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                 needed.add(node)
     captured = [None] * (len(targets) if targets is not None else 0)
 
-    # 2. run ready nodes, latest-created first
+    # 2. run ready nodes, latest-created first (seq numbers are unique, so the
+    #    heap never has to compare two nodes)
     buffers = {}
     for e, g in zip(root_edges, root_grads):
         if e is None:
             continue
-        buf = buffers.setdefault(e[0], [None] * e[0].num_outputs)
+        buf = buffers.setdefault(e[0], [None] * len(e[0].out_meta))
         buf[e[1]] = _add(buf[e[1]], g)
-    counter = itertools.count()
-    ready = []
-    for n in {e[0] for e in root_edges if e is not None}:
-        if deps.get(n, 0) == 0:
-            ready.append((-n.seq, next(counter), n))
+    ready = [(-n.seq, n) for n in {e[0] for e in root_edges if e is not None} if deps.get(n, 0) == 0]
     heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
     prev_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
     _fn._current_root[0] = _label(roots[0]) if roots else None
@@ -187,13 +184,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             o.begin(roots)
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heappop(ready)[1]
             grads = buffers.pop(node, None)
             outs = None
             if grads is not None and (needed is None or node in needed):
-                grads = _pre_process(node, grads, create_graph, capture, captured)
-                for o in observers:
-                    o.node_start(node, grads)
+                if capture or node._pre_hooks or node._retained or type(node) is AccumulateGrad:
+                    grads = _pre_process(node, grads, create_graph, capture, captured)
+                if observers:
+                    for o in observers:
+                        o.node_start(node, grads)
                 if type(node) is AccumulateGrad:
                     if accumulate and (targets is None or (node, 0) in capture):
                         _accumulate(node.variable, grads[0], create_graph)
@@ -203,24 +202,28 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                     if node._post_hooks:
                         for h in node._post_hooks:
                             h(outs, grads)
-                for o in observers:
-                    o.node_end(node, grads, outs)
-            for i, e in enumerate(node.next_functions):
+                if observers:
+                    for o in observers:
+                        o.node_end(node, grads, outs)
+            i = -1
+            for e in node.next_functions:
+                i += 1
                 if e is None:
                     continue
-                nxt, nr = e
+                nxt = e[0]
                 if outs:
                     g = outs[i]
                     if g is not None:
                         buf = buffers.get(nxt)
                         if buf is None:
-                            buf = buffers[nxt] = [None] * nxt.num_outputs
+                            buf = buffers[nxt] = [None] * len(nxt.out_meta)
+                        nr = e[1]
                         buf[nr] = g if buf[nr] is None else buf[nr] + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(ready, (-nxt.seq, next(counter), nxt))
-            if not retain_graph and outs is not None:
+                    heappush(ready, (-nxt.seq, nxt))
+            if not retain_graph and outs is not None and node._saved:
                 node.release()
     finally:
         _grad_state.enabled = prev_mode
@@ -292,27 +295,30 @@ def _run_hooks(hooks, g, tensor, node):
 def _call_vjp(node, grads):
     if node._released:
         raise _fn._freed_error(node)
-    if len(grads) > 1 and any(g is None for g in grads):
+    if len(grads) > 1 and None in grads:
         grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i])) for i, g in enumerate(grads)]
     outs = node.vjp(*grads)
-    if not isinstance(outs, tuple):
-        outs = (outs,) if not isinstance(outs, list) else tuple(outs)
-    n = len(node.next_functions)
-    if len(outs) != n:
-        raise GradError(f"{node.name}: backward returned {len(outs)} gradients for {n} inputs; return one per input (None where there is none)")
+    if type(outs) is not tuple:
+        outs = tuple(outs) if isinstance(outs, list) else (outs,)
+    edges = node.next_functions
+    if len(outs) != len(edges):
+        raise GradError(f"{node.name}: backward returned {len(outs)} gradients for {len(edges)} inputs; "
+                        "return one per input (None where there is none)")
     fixed = None
+    metas = node.input_meta
     for i, g in enumerate(outs):
-        if g is None or node.next_functions[i] is None:
+        if g is None or edges[i] is None:
             continue
-        if not isinstance(g, Tensor):
+        if type(g) is not Tensor and not isinstance(g, Tensor):
             raise GradError(f"{node.name}: backward returned a {type(g).__name__} for input {i}; return Tensors")
-        shape, dtype = node.input_meta[i]
-        if g.data.shape != shape:
+        shape, dtype = metas[i]
+        data = g.data
+        if data.shape != shape:
             raise ShapeError(
                 f"{node.name}: backward gave a gradient of shape {fmt_shape(g.shape)} for input {i}, "
                 f"whose shape is {fmt_shape(shape)}; a gradient must have its input's shape"
             )
-        if g.data.dtype != dtype:
+        if data.dtype != dtype:
             if fixed is None:
                 fixed = list(outs)
             fixed[i] = g.to(dtype) if _dt.is_floating(dtype) else None

@@ -32,6 +32,8 @@ from .grad_mode import state as _grad_state
 
 _seq = itertools.count()
 _ndarray = _np.ndarray
+_FLOATING = frozenset(_dt.FLOATING)
+_ACC_SEQ_BASE = 1 << 62
 
 # Extension points used by the layers above (anomaly detection, module names,
 # tracing, profiling, forward-mode AD). Empty lists cost one truth test per op.
@@ -55,8 +57,9 @@ class SavedTensor:
     def __init__(self, t: Tensor, output_nr=None):
         self.output_nr = output_nr
         self.data = t.data
-        self.version_obj = t._version
-        self.version = t._version.value
+        vc = t._version
+        self.version_obj = vc
+        self.version = vc.value
         self.name = t.name
         self.tensor = None if output_nr is not None else t
         self.packed = self.unpack = None
@@ -111,6 +114,15 @@ class Function:
     formula: str = ""
     #: Built-in ops compute on arrays; user Functions on tensors (see module doc).
     tensor_forward = True
+    # Per-node state; class-level defaults so recording a node sets only what differs.
+    _released = False
+    _pre_hooks = None      # {output_nr: [hook, ...]} from Tensor.register_hook on non-leaf outputs
+    _retained = None       # {output_nr: weakref} from Tensor.retain_grad
+    _post_hooks = None
+    _materialize = True
+    _saved = ()
+    _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
+    meta = None            # dict: creation site, module path... (filled by observers)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -186,11 +198,10 @@ class Function:
         recording = False
         if _grad_state.enabled:
             for a in args:
-                if type(a) is Tensor and a.requires_grad:
+                if isinstance(a, Tensor) and a.requires_grad:
                     recording = True
                     break
         ctx._recording = recording
-        ctx._to_save = ctx._to_save_out = ctx._non_diff = None
         if cls.tensor_forward:
             out = _run_tensor_forward(ctx, args, kwargs)
         else:
@@ -258,7 +269,7 @@ def _run_tensor_forward(ctx, args, kwargs):
 
 def _edge(a):
     """Where the gradient for input ``a`` goes: its grad_fn, its accumulator, or nowhere."""
-    if type(a) is not Tensor or not a.requires_grad:
+    if not isinstance(a, Tensor) or not a.requires_grad:
         return None
     fn = a.grad_fn
     if fn is not None:
@@ -271,25 +282,42 @@ def _edge(a):
 
 
 def _record(ctx, args, out):
-    ctx.next_functions = tuple(_edge(a) for a in args)
-    ctx.input_meta = tuple((a.data.shape, a.data.dtype) if type(a) is Tensor else None for a in args)
+    """Make ``ctx`` a graph node: link it to its inputs' nodes and keep what it saved."""
+    edges, metas = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            metas.append((a.data.shape, a.data.dtype))
+            if a.requires_grad:
+                fn = a.grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                    continue
+                edges.append(_edge(a))
+                continue
+        else:
+            metas.append(None)
+        edges.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx.input_meta = tuple(metas)
     ctx.seq = next(_seq)
-    ctx._released = False
-    ctx._pre_hooks = ctx._retained = ctx._post_hooks = None
-    ctx.meta = None
-    ctx._materialize = True
-    multi = type(out) is tuple
-    outs = out if multi else (out,)
-    ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
     non_diff = ctx._non_diff
-    results = []
-    for i, o in enumerate(outs):
-        diff = _dt.is_floating(o.dtype) and not (non_diff and any(o is n for n in non_diff))
-        results.append(Tensor._make(o, diff, ctx if diff else None, i))
+    if type(out) is not tuple:  # the common single-output case
+        ctx.out_meta = ((out.shape, out.dtype),)
+        diff = out.dtype in _FLOATING and not (non_diff and any(out is n for n in non_diff))
+        res = Tensor._make(out, diff, ctx if diff else None, 0)
+        results, outs = (res,), (out,)
+    else:
+        outs = out
+        ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
+        results = []
+        for i, o in enumerate(outs):
+            diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
+            results.append(Tensor._make(o, diff, ctx if diff else None, i))
+        results = tuple(results)
     saved = []
     if ctx._to_save:
         for s in ctx._to_save:
-            saved.append(SavedTensor(s) if type(s) is Tensor else s)
+            saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
     if ctx._to_save_out:
         for arr in ctx._to_save_out:
             # found by identity; a single output may have been re-wrapped (0-d scalar -> array)
@@ -301,13 +329,13 @@ def _record(ctx, args, out):
     if node_observers:
         for f in node_observers:
             f(ctx)
-    return tuple(results) if multi else results[0]
+    return results if type(out) is tuple else results[0]
 
 
 def _finish_forward_ad(ctx, cls, args, out, recording):
     res = _record(ctx, args, out) if recording else (
         tuple(Tensor._make(o) for o in out) if type(out) is tuple else Tensor._make(out))
-    if any(type(a) is Tensor and a._fw_grad is not None for a in args):
+    if any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
         forward_ad_hook[0](ctx, args, res)
     return res
 
@@ -350,7 +378,7 @@ class AccumulateGrad(Function):
         self.next_functions = ()
         self.input_meta = ()
         self.out_meta = ((variable.shape, variable.dtype),)
-        self.seq = float("inf")  # run as soon as ready, as PyTorch does
+        self.seq = _ACC_SEQ_BASE + next(_seq)  # above every op node: run as soon as ready, as PyTorch does
         self._saved = ()
         self._released = False
         self._pre_hooks = self._retained = self._post_hooks = None

@@ -29,7 +29,7 @@ def check_tensor(x, op: str, arg: str = "input") -> Tensor:
 
 def operand(x, op: str, arg: str):
     """A binary op's operand: a Tensor, or a Python/NumPy scalar kept as is (a "weak" scalar)."""
-    if isinstance(x, Tensor):
+    if type(x) is Tensor or type(x) is float or isinstance(x, Tensor):
         return x
     if is_scalar(x):
         return x
@@ -48,6 +48,19 @@ def arrays_for(op: str, a, b, names=("input", "other")):
     treats them as "weak" and keeps the tensor's dtype (float32 * 2.5 stays
     float32), matching PyTorch.
     """
+    # Fast paths for the common cases (this runs for every binary op).
+    if type(a) is Tensor:
+        x = a.data
+        if type(b) is Tensor:
+            y = b.data
+            if x.dtype == y.dtype:
+                if type(x) is not type(y):
+                    raise device_mismatch(op, a, b, names)
+                return x, y, x.dtype
+        elif type(b) is float and x.dtype in _FLOATS:
+            return x, b, x.dtype
+    elif type(b) is Tensor and type(a) is float and b.data.dtype in _FLOATS:
+        return a, b.data, b.data.dtype
     dt = _dt.result_type(a, b)
     if isinstance(a, Tensor):
         x = a.data if a.data.dtype == dt else a.data.astype(dt)
@@ -60,6 +73,9 @@ def arrays_for(op: str, a, b, names=("input", "other")):
     if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.data) is not type(b.data):
         raise device_mismatch(op, a, b, names)
     return x, y, dt
+
+
+_FLOATS = frozenset(_dt.FLOATING)
 
 
 def _scalar(v, dt):

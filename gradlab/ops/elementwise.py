@@ -24,7 +24,8 @@ class _Binary(Op):
 
     def _compute(self, a, b, f):
         x, y, _ = arrays_for(self.name, a, b)
-        self.shapes = (shape_of(a), shape_of(b))
+        # the input shapes (None for a Python scalar): the VJP sums gradients back to them
+        self.shapes = (x.shape if isinstance(a, Tensor) else None, y.shape if isinstance(b, Tensor) else None)
         try:
             return f(x, y)
         except ValueError:
@@ -166,19 +167,31 @@ def _binary_entry(name, torch_name):
 @register(op=Add, **_binary_entry("add", "add"))
 def add(input, other):
     """``input + other``, broadcasting."""
-    return Add.apply(operand(input, "add", "input"), operand(other, "add", "other"))
+    if type(input) is not Tensor:
+        input = operand(input, "add", "input")
+    if type(other) is not Tensor and type(other) is not float:
+        other = operand(other, "add", "other")
+    return Add.apply(input, other)
 
 
 @register(op=Sub, **_binary_entry("sub", "sub"))
 def sub(input, other):
     """``input - other``, broadcasting."""
-    return Sub.apply(operand(input, "sub", "input"), operand(other, "sub", "other"))
+    if type(input) is not Tensor:
+        input = operand(input, "sub", "input")
+    if type(other) is not Tensor and type(other) is not float:
+        other = operand(other, "sub", "other")
+    return Sub.apply(input, other)
 
 
 @register(op=Mul, **_binary_entry("mul", "mul"))
 def mul(input, other):
     """``input * other`` elementwise, broadcasting."""
-    return Mul.apply(operand(input, "mul", "input"), operand(other, "mul", "other"))
+    if type(input) is not Tensor:
+        input = operand(input, "mul", "input")
+    if type(other) is not Tensor and type(other) is not float:
+        other = operand(other, "mul", "other")
+    return Mul.apply(input, other)
 
 
 @register(op=Div, **_binary_entry("div", "div"))
@@ -269,6 +282,60 @@ class Sqrt(Op):
         return t / (2 * self.out)
 
 
+class TanhBackward(Op):
+    """``dY * (1 - Y^2)`` in one pass: tanh's VJP as an op of its own.
+
+    Writing it as three ops (``1 - y*y``, then ``g * .``) is just as correct but
+    makes three arrays and three nodes; PyTorch has ``tanh_backward`` for the
+    same reason. Its own VJP (for second derivatives) is written with ops.
+    """
+
+    name = "tanh_backward"
+    formula = "dG = dZ * (1 - Y^2) ; dY = -2 * dZ * G * Y"
+
+    @staticmethod
+    def forward(ctx, g, y):
+        ctx.save_for_backward(g, y)
+        return g.data * (1 - y.data * y.data)
+
+    def vjp(self, gz):
+        g, y = self.saved_tensors
+        return gz * (1 - y * y), -2 * gz * g * y
+
+    def jvp(self, tg, ty):
+        g, y = self.args
+        out = None if tg is None else tg * (1 - y * y)
+        if ty is not None:
+            d = -2 * ty * g * y
+            out = d if out is None else out + d
+        return out
+
+
+class SigmoidBackward(Op):
+    """``dY * Y * (1 - Y)`` in one pass: sigmoid's VJP as an op of its own."""
+
+    name = "sigmoid_backward"
+    formula = "dG = dZ * Y * (1 - Y) ; dY = dZ * G * (1 - 2Y)"
+
+    @staticmethod
+    def forward(ctx, g, y):
+        ctx.save_for_backward(g, y)
+        yd = y.data
+        return g.data * yd * (1 - yd)
+
+    def vjp(self, gz):
+        g, y = self.saved_tensors
+        return gz * y * (1 - y), gz * g * (1 - 2 * y)
+
+    def jvp(self, tg, ty):
+        g, y = self.args
+        out = None if tg is None else tg * y * (1 - y)
+        if ty is not None:
+            d = ty * g * (1 - 2 * y)
+            out = d if out is None else out + d
+        return out
+
+
 class Tanh(Op):
     name = "tanh"
     formula = "dX = dY * (1 - Y^2)   (Y = tanh(X))"
@@ -281,7 +348,7 @@ class Tanh(Op):
 
     def vjp(self, g):
         (y,) = self.saved_tensors
-        return (g * (1 - y * y),)
+        return (TanhBackward.apply(g, y),)
 
     def jvp(self, t):
         y = self.out
@@ -303,7 +370,7 @@ class Sigmoid(Op):
 
     def vjp(self, g):
         (y,) = self.saved_tensors
-        return (g * y * (1 - y),)
+        return (SigmoidBackward.apply(g, y),)
 
     def jvp(self, t):
         y = self.out
