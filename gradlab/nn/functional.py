@@ -6,3 +6,7 @@ the generic suite gradchecks it and compares it with PyTorch.
 from __future__ import annotations
 
 from ..ops import relu, sigmoid, tanh  # noqa: F401 - the same functions as gradlab.relu etc.
+from ..ops.softmax import log_softmax, softmax  # noqa: F401
+from ._losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: F401
+from ..ops.conv import conv2d, fold, unfold  # noqa: F401
+from ..ops.pad import pad  # noqa: F401

@@ -1,0 +1,354 @@
+"""Loss functions: ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``binary_cross_entropy_with_logits``.
+
+``cross_entropy(x, y)`` is ``nll_loss(log_softmax(x, dim=1), y)``, and gradlab
+builds it exactly that way, so ``show_graph(loss)`` shows both steps. Going
+through ``log_softmax`` (never ``log(softmax(x))``) is what keeps it finite
+for logits of any size. The gradient of the pair is the famous
+``softmax(x) - one_hot(y)`` (divided by the batch size for ``mean``).
+
+Class indices live in dim 1 (dim 0 for an unbatched 1-D input), so the same
+function serves ``(N, C)`` logits and ``(N, C, d1, ...)`` ones (e.g. a
+per-pixel or per-token loss) with ``(N, d1, ...)`` targets.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..backend import xp_of
+from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from .._tensor import Tensor
+from ..ops._util import check_tensor
+from ..ops.registry import Sample, register
+from ..ops.softmax import log_softmax
+
+NS = "gradlab.nn.functional"
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(op, reduction, size_average=None, reduce=None):
+    """The ``reduction`` string, from the legacy ``size_average``/``reduce`` flags when given (as PyTorch)."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        return "none" if not reduce else ("mean" if size_average else "sum")
+    if reduction not in _REDUCTIONS:
+        raise ArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    return O.sum(loss) if reduction == "sum" else O.mean(loss)
+
+
+# ------------------------------------------------------------------ nll_loss
+class NLLLoss(Op):
+    """Pick ``-logp[i, target[i]]`` (times the class weight), skipping ignored targets.
+
+    The loss is linear in ``logp``: its gradient is a constant tensor ``M``
+    (``-w[t] / denominator`` at each target class, 0 elsewhere) times ``dY``.
+    """
+
+    name = "nll_loss"
+    formula = "dX[i, t_i] = -w[t_i] * dY[i] / (sum of w[t_i] if mean)   (0 at other classes and ignored rows)"
+
+    @staticmethod
+    def forward(ctx, logp, target, weight, ignore_index, reduction, cdim):
+        xp = xp_of(logp.data)
+        valid = target != ignore_index
+        safe = xp.where(valid, target, 0)
+        idx = xp.expand_dims(safe, cdim)
+        picked = xp.take_along_axis(logp.data, idx, axis=cdim).squeeze(cdim)
+        wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
+        wt = wt.astype(logp.dtype, copy=False)
+        loss = -picked * wt
+        denom = 1.0
+        if reduction == "mean":
+            denom = wt.sum()
+        ctx.info = (idx, wt, denom, cdim, reduction, logp.shape, logp.dtype)
+        if reduction == "none":
+            return loss
+        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
+            out = loss.sum() / denom if reduction == "mean" else loss.sum()
+        return xp.asarray(out, dtype=logp.dtype)
+
+    def _coeff(self):
+        idx, wt, denom, cdim, _, shape, dtype = self.info
+        xp = xp_of(wt)
+        m = xp.zeros(shape, dtype=dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            coef = xp.where(wt == 0, 0, -wt / denom)  # ignored rows get 0 even when all are ignored
+            xp.put_along_axis(m, idx, xp.expand_dims(coef, cdim).astype(dtype), axis=cdim)
+        return Tensor._make(m)
+
+    def vjp(self, g):
+        cdim, reduction = self.info[3], self.info[4]
+        if reduction == "none":
+            g = O.unsqueeze(g, cdim)
+        return (g * self._coeff(),) + (None,) * 5
+
+    def jvp(self, t, *_):
+        cdim, reduction = self.info[3], self.info[4]
+        prod = t * self._coeff()
+        return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
+
+
+def _class_dim(op, x):
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: input is 0-d; it needs a class dimension: (C,), (N, C) or (N, C, d1, ...)")
+    return 0 if x.ndim == 1 else 1
+
+
+def _check_weight(op, weight, n_classes, dtype):
+    if weight is None:
+        return None
+    w = check_tensor(weight, op, "weight")
+    if w.shape != (n_classes,):
+        raise ShapeError(f"{op}: weight has shape {fmt_shape(w.shape)} but input has {n_classes} classes; "
+                         f"weight needs one entry per class: shape ({n_classes},)")
+    return w.data.astype(dtype, copy=False)
+
+
+def _check_index_target(op, x, target, cdim, ignore_index):
+    """Class-index targets: an integer tensor shaped like the input without its class dim, values in [0, C)."""
+    t = check_tensor(target, op, "target")
+    expected = x.shape[:cdim] + x.shape[cdim + 1:]
+    if _dt.category(t.dtype) != 1:
+        raise DTypeError(
+            f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but class indices must be integers "
+            f"(input {fmt_shape(x.shape)} expects an integer target of shape {fmt_shape(expected)}); use "
+            "target.long(). For class probabilities pass a float target shaped like the input")
+    if t.shape != expected:
+        raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input {fmt_shape(x.shape)} needs a "
+                         f"target of shape {fmt_shape(expected)} (the input's shape without the class dim {cdim})")
+    c = x.shape[cdim]
+    data = t.data
+    bad = (data != ignore_index) & ((data < 0) | (data >= c))
+    if bad.any():
+        v = int(data[bad].reshape(-1)[0])
+        raise IndexOutOfRange(f"{op}: target holds class {v}, outside [0, {c}) for input {fmt_shape(x.shape)} "
+                              f"with {c} classes in dim {cdim}" + (f" (ignore_index is {ignore_index})"
+                                                                   if ignore_index != -100 else ""))
+    return data
+
+
+def _float_input(op, input):
+    x = check_tensor(input, op)
+    if not _dt.is_floating(x.dtype):
+        raise DTypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; it needs floating-point "
+                         "scores/log-probabilities (use .float())")
+    return x
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of class indices, given log-probabilities ``input`` (class dim 1).
+
+    ``loss_i = -weight[t_i] * input[i, t_i]``; targets equal to ``ignore_index``
+    count for nothing; ``mean`` divides by the sum of the weights used.
+    """
+    x = _float_input("nll_loss", input)
+    red = _reduction("nll_loss", reduction, size_average, reduce)
+    cdim = _class_dim("nll_loss", x)
+    t = _check_index_target("nll_loss", x, target, cdim, ignore_index)
+    w = _check_weight("nll_loss", weight, x.shape[cdim], x.dtype)
+    return NLLLoss.apply(x, t, w, int(ignore_index), red, cdim)
+
+
+# ------------------------------------------------------------- cross_entropy
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, dim=1), target)`` for class indices, or ``-sum(p * log_softmax)``
+    for class probabilities (a float ``target`` shaped like ``input``).
+
+    ``label_smoothing=e`` mixes the one-hot target with the uniform one:
+    ``(1 - e) * nll + e * mean over classes of -log_softmax`` (as PyTorch).
+    """
+    op = "cross_entropy"
+    x = _float_input(op, input)
+    red = _reduction(op, reduction, size_average, reduce)
+    cdim = _class_dim(op, x)
+    c = x.shape[cdim]
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ArgumentError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    w = _check_weight(op, weight, c, x.dtype)
+    wshape = tuple(c if i == cdim else 1 for i in range(x.ndim))
+    tt = target if isinstance(target, Tensor) else check_tensor(target, op, "target")
+    logp = log_softmax(x, cdim)
+    if _dt.is_floating(tt.dtype):
+        return _cross_entropy_probs(x, tt, logp, w, wshape, red, cdim, label_smoothing)
+    t = _check_index_target(op, x, tt, cdim, ignore_index)
+    nll = NLLLoss.apply(logp, t, w, int(ignore_index), red, cdim)
+    if not label_smoothing:
+        return nll
+    # the uniform part: -sum_c w_c * logp_c, zero at ignored positions
+    valid = Tensor._make(t != ignore_index)
+    smooth = -O.sum(logp * Tensor._make(w.reshape(wshape)) if w is not None else logp, dim=cdim)
+    smooth = O.where(valid, smooth, 0.0)
+    if red == "mean":
+        keep = t != ignore_index
+        denom = float((w[np.where(keep, t, 0)] * keep).sum() if w is not None else keep.sum())
+        smooth = O.sum(smooth) / denom if denom else O.sum(smooth) * float("nan")
+    elif red == "sum":
+        smooth = O.sum(smooth)
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
+
+
+def _cross_entropy_probs(x, target, logp, w, wshape, red, cdim, label_smoothing):
+    op = "cross_entropy"
+    if target.shape != x.shape:
+        raise ShapeError(f"{op}: a float target means class probabilities and must have the input's shape "
+                         f"{fmt_shape(x.shape)}, got {fmt_shape(target.shape)}; for class indices pass an "
+                         "integer tensor (target.long())")
+    c = x.shape[cdim]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    prod = logp * target
+    if w is not None:
+        prod = prod * Tensor._make(w.reshape(wshape))
+    loss = -O.sum(prod, dim=cdim)
+    if red == "mean":
+        n = x.data.size // c if c else 0
+        return O.sum(loss) / n if n else O.sum(loss) * float("nan")
+    return _reduce(loss, red)
+
+
+# ----------------------------------------------------------------- mse_loss
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error ``(input - target)^2`` (broadcasting, as PyTorch), reduced by ``reduction``."""
+    op = "mse_loss"
+    x = _float_input(op, input)
+    red = _reduction(op, reduction, size_average, reduce)
+    d = x - target
+    sq = d * d
+    if weight is not None:
+        w = check_tensor(weight, op, "weight")
+        if w.shape != x.shape:
+            raise ShapeError(f"{op}: weight has shape {fmt_shape(w.shape)} but input has {fmt_shape(x.shape)}; "
+                             "they must be the same")
+        sq = sq * w
+        if red == "mean":
+            return O.sum(sq) / O.sum(w)
+    return _reduce(sq, red)
+
+
+# ----------------------------------------------- binary_cross_entropy_with_logits
+class _Softplus(Op):
+    """``log(1 + exp(z))`` computed as ``logaddexp(0, z)``: never overflows, exact near 0."""
+
+    name = "softplus"
+    formula = "dZ = dY * sigmoid(Z)"
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return xp_of(z.data).logaddexp(0, z.data)
+
+    def vjp(self, g):
+        (z,) = self.saved_tensors
+        return (g * O.sigmoid(z),)
+
+    def jvp(self, t):
+        return t * O.sigmoid(self.args[0])
+
+
+def _softplus_neg(x):
+    """``log(1 + exp(-x)) = -log(sigmoid(x))``, stably."""
+    return _Softplus.apply(-x)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """``-[p * t * log(sigmoid(x)) + (1 - t) * log(1 - sigmoid(x))]`` from logits ``x``, computed stably.
+
+    With ``log(sigmoid(x)) = -softplus(-x)`` and ``log(1 - sigmoid(x)) = -x - softplus(-x)``
+    the loss is ``(1 - t) * x + (1 + (p - 1) * t) * softplus(-x)``: no ``log(0)``, no overflow.
+    """
+    op = "binary_cross_entropy_with_logits"
+    x = _float_input(op, input)
+    red = _reduction(op, reduction, size_average, reduce)
+    t = check_tensor(target, op, "target")
+    if t.shape != x.shape:
+        raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(x.shape)}; "
+                         "they must be the same")
+    sp = _softplus_neg(x)
+    if pos_weight is not None:
+        lw = 1 + (pos_weight - 1) * t
+        loss = (1 - t) * x + lw * sp
+    else:
+        loss = (1 - t) * x + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+# ------------------------------------------------------------- registry entries
+def _targets(src, shape, c, ignore=None):
+    t = src.index_tensor(shape, c)
+    if ignore is not None and t.data.size:
+        t.data[src.rng.random(shape) < 0.3] = ignore
+    return t
+
+
+def _nll_samples(src):
+    n, c = src.integers(1, 4), src.integers(2, 4)
+    red = src.choice(_REDUCTIONS)
+    yield Sample((src.tensor((n, c)), _targets(src, (n,), c)), dict(reduction=red), desc="(N, C)")
+    d = src.integers(1, 3)
+    yield Sample((src.tensor((n, c, d)), _targets(src, (n, d), c, ignore=-100)),
+                 dict(weight=src.tensor((c,), 0.5, 2.0, requires_grad=False), reduction=red),
+                 desc="(N, C, d) with weight and ignored targets")
+    yield Sample((src.tensor((c,)), _targets(src, (), c)), desc="unbatched (C,)")
+    yield Sample((src.tensor((3, 3)), Tensor._make(np.array([0, 2, 1]))), dict(ignore_index=2), desc="ignore a class")
+
+
+def _ce_samples(src):
+    n, c = src.integers(1, 4), src.integers(2, 4)
+    red = src.choice(_REDUCTIONS)
+    yield Sample((src.tensor((n, c), -3, 3), _targets(src, (n,), c)), dict(reduction=red), desc="(N, C)")
+    d = src.integers(1, 3)
+    yield Sample((src.tensor((n, c, d)), _targets(src, (n, d), c, ignore=-100)),
+                 dict(weight=src.tensor((c,), 0.5, 2.0, requires_grad=False), reduction=red,
+                      label_smoothing=src.choice([0.0, 0.1, 0.3])), desc="(N, C, d), weight, smoothing, ignored")
+    yield Sample((src.tensor((n, c)), _targets(src, (n,), c)), dict(label_smoothing=0.2, reduction=red),
+                 desc="label smoothing")
+    probs = src.tensor((n, c), 0.05, 1.0, requires_grad=False)
+    probs = Tensor._make(probs.data / probs.data.sum(1, keepdims=True)).requires_grad_()
+    yield Sample((src.tensor((n, c)), probs), dict(reduction=red, label_smoothing=src.choice([0.0, 0.2])),
+                 desc="class probabilities")
+    yield Sample((src.tensor((c,)), _targets(src, (), c)), desc="unbatched (C,)")
+
+
+def _mse_samples(src):
+    shape = src.shape(0, 3, 1, 4)
+    red = src.choice(_REDUCTIONS)
+    yield Sample((src.tensor(shape), src.tensor(shape)), dict(reduction=red))
+    yield Sample((src.tensor((2, 3)), src.tensor((2, 3))),
+                 dict(weight=src.tensor((2, 3), 0.5, 2, requires_grad=False), reduction=red), desc="weighted")
+
+
+def _bce_samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    red = src.choice(_REDUCTIONS)
+    yield Sample((src.tensor(shape, -4, 4), src.tensor(shape, 0, 1)), dict(reduction=red))
+    last = shape[-1]
+    yield Sample((src.tensor(shape), src.tensor(shape, 0, 1, requires_grad=False)),
+                 dict(pos_weight=src.tensor((last,), 0.5, 3, requires_grad=False), weight=src.tensor(shape, 0.5, 2, requires_grad=False),
+                      reduction=red), desc="pos_weight and weight")
+    yield Sample((src.tensor((3,), 0, 0), src.tensor((3,), 0, 1)), desc="zero logits (a fresh head)")
+
+
+register("nll_loss", samples=_nll_samples, namespace=NS, op=NLLLoss,
+         torch=lambda torch, *a, **k: torch.nn.functional.nll_loss(*a, **k))(nll_loss)
+register("cross_entropy", samples=_ce_samples, namespace=NS,
+         formula="dX = softmax(X) - onehot(target)   (times weights, / N for mean; smoothing mixes in 1/C)",
+         torch=lambda torch, *a, **k: torch.nn.functional.cross_entropy(*a, **k))(cross_entropy)
+register("mse_loss", samples=_mse_samples, namespace=NS, formula="dX = 2 * (X - T) * dY   (/ N for mean)",
+         torch=lambda torch, *a, **k: torch.nn.functional.mse_loss(*a, **k))(mse_loss)
+register("binary_cross_entropy_with_logits", samples=_bce_samples, namespace=NS,
+         formula="dX = (1 + (p - 1) * T) * sigmoid(X) - p * T   (= sigmoid(X) - T without pos_weight)",
+         torch=lambda torch, *a, **k: torch.nn.functional.binary_cross_entropy_with_logits(*a, **k))(
+    binary_cross_entropy_with_logits)

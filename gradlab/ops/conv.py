@@ -1,0 +1,343 @@
+"""2-D convolution by im2col + matmul, and ``unfold``/``fold`` (im2col/col2im).
+
+A convolution slides a ``(C, kh, kw)`` kernel over the image. **im2col**
+("image to columns", ``unfold``) copies every patch the kernel visits into
+one column of a matrix of shape ``(C*kh*kw, L)`` (``L`` = number of output
+positions), so the whole convolution becomes *one* matrix product::
+
+    Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]          (+ bias)
+
+and its backward is two more::
+
+    dW = sum_n dY[n] @ unfold(X)[n]^T         dX = fold(W^T @ dY[n])
+
+``fold`` (col2im) is the adjoint of ``unfold``: it adds each column back onto
+the patch it came from; where patches overlap, their contributions add up.
+``unfold``'s VJP is ``fold`` and ``fold``'s VJP is ``unfold`` -- both are
+linear -- so conv2d's backward is itself differentiable (higher order works).
+
+``conv2d_naive`` (in ``conv_naive.py``) is the same computation written as
+loops, for comparing and benchmarking.
+"""
+from __future__ import annotations
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..backend import xp_of
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from .._tensor import Tensor
+from ._util import check_tensor
+from .registry import Sample, register
+
+NS = "gradlab.nn.functional"
+
+
+def pair(v, op, arg, allow_zero=False):
+    """``3 -> (3, 3)``; ``(2, 3)`` stays; anything else is a clear error."""
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            v = (v[0], v[0])
+        if len(v) != 2:
+            raise ArgumentError(f"{op}: {arg} must be an int or a pair of ints, got {tuple(v)}")
+        out = (int(v[0]), int(v[1]))
+    else:
+        try:
+            out = (int(v), int(v))
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{op}: {arg} must be an int or a pair of ints, got {v!r}") from None
+    lo = 0 if allow_zero else 1
+    if min(out) < lo:
+        raise ArgumentError(f"{op}: {arg} must be >= {lo}, got {out}")
+    return out
+
+
+def out_size(size, k, d, p, s):
+    """Number of kernel positions along one axis: ``(size + 2p - d*(k-1) - 1) // s + 1``."""
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+# ---------------------------------------------------------------- array level
+def im2col(a, k, d, p, s):
+    """``(N, C, H, W)`` array -> ``(N, C*kh*kw, OH*OW)`` columns (a strided view, then one copy)."""
+    xp = xp_of(a)
+    if p[0] or p[1]:
+        a = xp.pad(a, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    n, c, hp, wp = a.shape
+    oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    sn, sc, sh, sw = a.strides
+    win = xp.lib.stride_tricks.as_strided(
+        a, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]), writeable=False)
+    return win.reshape(n, c * k[0] * k[1], oh * ow)
+
+
+def col2im(cols, hw, k, d, p, s):
+    """The adjoint of :func:`im2col`: add every column back onto its patch (one strided add per kernel offset)."""
+    xp = xp_of(cols)
+    n, ckk, _ = cols.shape
+    c = ckk // (k[0] * k[1])
+    h, w = hw
+    oh, ow = out_size(h, k[0], d[0], p[0], s[0]), out_size(w, k[1], d[1], p[1], s[1])
+    c6 = cols.reshape(n, c, k[0], k[1], oh, ow)
+    out = xp.zeros((n, c, h + 2 * p[0], w + 2 * p[1]), dtype=cols.dtype)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            r, q = i * d[0], j * d[1]
+            out[:, :, r:r + s[0] * (oh - 1) + 1:s[0], q:q + s[1] * (ow - 1) + 1:s[1]] += c6[:, :, i, j]
+    return out[:, :, p[0]:p[0] + h, p[1]:p[1] + w]
+
+
+# ------------------------------------------------------------------ unfold/fold
+class Unfold(Op):
+    name = "unfold"
+    formula = "dX = fold(dY)   (each patch's gradient is added back where the patch came from)"
+
+    @staticmethod
+    def forward(ctx, x, k, d, p, s):
+        ctx.geom, ctx.hw = (k, d, p, s), x.shape[-2:]
+        return im2col(x.data, k, d, p, s)
+
+    def vjp(self, g):
+        return (Fold.apply(g, self.hw, *self.geom),) + (None,) * 4
+
+    def jvp(self, t, *_):
+        return Unfold.apply(t, *self.geom)
+
+
+class Fold(Op):
+    name = "fold"
+    formula = "dX = unfold(dY)   (fold is unfold's adjoint)"
+
+    @staticmethod
+    def forward(ctx, cols, hw, k, d, p, s):
+        ctx.geom = (k, d, p, s)
+        return col2im(cols.data, hw, k, d, p, s)
+
+    def vjp(self, g):
+        return (Unfold.apply(g, *self.geom),) + (None,) * 5
+
+    def jvp(self, t, *_):
+        return Fold.apply(t, self.out.shape[-2:], *self.geom)
+
+
+def _geometry(op, kernel_size, dilation, padding, stride):
+    return (pair(kernel_size, op, "kernel_size"), pair(dilation, op, "dilation"),
+            pair(padding, op, "padding", allow_zero=True), pair(stride, op, "stride"))
+
+
+def _check_float(op, x, arg="input"):
+    if not _dt.is_floating(x.dtype):
+        raise DTypeError(f"{op}: {arg} has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor (use .float())")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: ``(N, C, H, W) -> (N, C*kh*kw, L)``, one column per kernel position (as PyTorch)."""
+    x = check_tensor(input, "unfold")
+    if x.ndim not in (3, 4):
+        raise ShapeError(f"unfold: input must be (N, C, H, W) or (C, H, W), got {fmt_shape(x.shape)}")
+    k, d, p, s = _geometry("unfold", kernel_size, dilation, padding, stride)
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = O.unsqueeze(x, 0)
+    oh, ow = (out_size(x.shape[2], k[0], d[0], p[0], s[0]), out_size(x.shape[3], k[1], d[1], p[1], s[1]))
+    if oh < 1 or ow < 1:
+        raise ShapeError(f"unfold: kernel {k} (dilation {d}) does not fit in input {fmt_shape(x.shape)} "
+                         f"padded by {p}; make the kernel smaller or pad more")
+    out = Unfold.apply(x, k, d, p, s)
+    return O.squeeze(out, 0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im: ``(N, C*kh*kw, L) -> (N, C, H, W)``, summing where patches overlap (as PyTorch)."""
+    x = check_tensor(input, "fold")
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"fold: input must be (N, C*kh*kw, L) or (C*kh*kw, L), got {fmt_shape(x.shape)}")
+    k, d, p, s = _geometry("fold", kernel_size, dilation, padding, stride)
+    hw = pair(output_size, "fold", "output_size")
+    unbatched = x.ndim == 2
+    if unbatched:
+        x = O.unsqueeze(x, 0)
+    kk = k[0] * k[1]
+    oh, ow = out_size(hw[0], k[0], d[0], p[0], s[0]), out_size(hw[1], k[1], d[1], p[1], s[1])
+    if x.shape[1] % kk:
+        raise ShapeError(f"fold: input {fmt_shape(x.shape)} has {x.shape[1]} rows, not a multiple of "
+                         f"kh*kw = {kk} for kernel_size {k}")
+    if oh < 1 or ow < 1 or x.shape[2] != oh * ow:
+        raise ShapeError(f"fold: input {fmt_shape(x.shape)} has {x.shape[2]} columns, but output_size {hw} with "
+                         f"kernel {k}, dilation {d}, padding {p}, stride {s} gives {max(oh, 0)} x {max(ow, 0)} = "
+                         f"{max(oh, 0) * max(ow, 0)} kernel positions")
+    out = Fold.apply(x, hw, k, d, p, s)
+    return O.squeeze(out, 0) if unbatched else out
+
+
+# --------------------------------------------------------------------- conv2d
+class Conv2d(Op):
+    name = "conv2d"
+    formula = "dX = fold(W^T @ dY) ; dW = sum_n dY @ unfold(X)^T ; dB = sum(dY, (0, 2, 3))"
+
+    @staticmethod
+    def forward(ctx, x, w, b, s, p, d, groups):
+        ctx.save_for_backward(x, w)
+        ctx.conf = (s, p, d, groups)
+        xp = xp_of(x.data)
+        n, c, h, wd = x.shape
+        oc, cg, kh, kw = w.shape
+        k = (kh, kw)
+        cols = im2col(x.data.astype(w.dtype, copy=False), k, d, p, s)  # (N, C*kh*kw, L)
+        oh, ow = out_size(h, kh, d[0], p[0], s[0]), out_size(wd, kw, d[1], p[1], s[1])
+        if groups == 1:
+            # one big GEMM: (OC, K) @ (K, N*L)
+            y = xp.tensordot(w.data.reshape(oc, -1), cols, axes=([1], [1]))  # (OC, N, L)
+            y = y.transpose(1, 0, 2)
+        else:
+            cg_cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+            y = xp.matmul(w.data.reshape(groups, oc // groups, -1), cg_cols)  # (N, G, OC/G, L)
+        y = y.reshape(n, oc, oh, ow)
+        if b is not None:
+            y = y + b.data.reshape(1, oc, 1, 1)
+        return xp.ascontiguousarray(y)
+
+    def vjp(self, g):
+        x, w = self.saved_tensors
+        s, p, d, groups = self.conf
+        n, c, h, wd = x.shape
+        oc, cg, kh, kw = w.shape
+        k, lcount = (kh, kw), g.shape[2] * g.shape[3]
+        gr = O.reshape(g, (n, groups, oc // groups, lcount))
+        wg = O.reshape(w, (groups, oc // groups, cg * kh * kw))
+        dx = dw = db = None
+        if self.needs_input_grad[0]:
+            dcols = O.matmul(wg.mT, gr)                               # (N, G, K/G, L)
+            dx = Fold.apply(O.reshape(dcols, (n, c * kh * kw, lcount)), (h, wd), k, d, p, s)
+        if self.needs_input_grad[1]:
+            cols = O.reshape(Unfold.apply(x, k, d, p, s), (n, groups, cg * kh * kw, lcount))
+            dw = O.reshape(O.sum(O.matmul(gr, cols.mT), dim=0), w.shape)  # sum_n dY @ cols^T
+        if self.needs_input_grad[2]:
+            db = O.sum(g, dim=(0, 2, 3))
+        return dx, dw, db, None, None, None, None
+
+    def jvp(self, tx, tw, tb, *conf):
+        x, w, b = self.args[:3]
+        out = None
+        if tx is not None:
+            out = Conv2d.apply(tx, w, None, *self.conf)
+        if tw is not None:
+            t = Conv2d.apply(x, tw, None, *self.conf)
+            out = t if out is None else out + t
+        if tb is not None:
+            t = O.broadcast_to(O.reshape(tb, (1, -1, 1, 1)), self.out.shape)
+            out = t if out is None else out + t
+        return out
+
+
+def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
+    """Validate conv2d's arguments; returns ``(x, w, b, stride, padding, dilation, groups, unbatched)``.
+
+    ``padding='same'`` becomes explicit (extra padding on the bottom/right when the total is odd, as
+    PyTorch); ``'valid'`` is 0.
+    """
+    x = check_tensor(input, op)
+    w = check_tensor(weight, op, "weight")
+    _check_float(op, x)
+    _check_float(op, w, "weight")
+    if x.ndim not in (3, 4):
+        raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) (or 3-D (C, H, W) unbatched), got "
+                         f"{fmt_shape(x.shape)}; add a batch dim with x.unsqueeze(0)")
+    if w.ndim != 4:
+        raise ShapeError(f"{op}: weight must be 4-D (out_channels, in_channels/groups, kH, kW), got "
+                         f"{fmt_shape(w.shape)}")
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = O.unsqueeze(x, 0)
+    if not isinstance(groups, int) or groups < 1:
+        raise ArgumentError(f"{op}: groups must be a positive int, got {groups!r}")
+    c, oc = x.shape[1], w.shape[0]
+    if c % groups or oc % groups:
+        raise ShapeError(f"{op}: groups={groups} must divide both in_channels {c} (input {fmt_shape(x.shape)}) "
+                         f"and out_channels {oc} (weight {fmt_shape(w.shape)})")
+    if w.shape[1] * groups != c:
+        raise ShapeError(
+            f"{op}: weight {fmt_shape(w.shape)} expects {w.shape[1] * groups} input channels "
+            f"(weight.shape[1]={w.shape[1]} x groups={groups}), but input {fmt_shape(x.shape)} has {c} channels; "
+            f"weight.shape[1] must be in_channels / groups = {c // groups}")
+    b = None
+    if bias is not None:
+        b = check_tensor(bias, op, "bias")
+        if b.shape != (oc,):
+            raise ShapeError(f"{op}: bias has shape {fmt_shape(b.shape)}; it needs one value per output channel: "
+                             f"({oc},) for weight {fmt_shape(w.shape)}")
+    s, d = pair(stride, op, "stride"), pair(dilation, op, "dilation")
+    k = w.shape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            p = (0, 0)
+        elif padding == "same":
+            if s != (1, 1):
+                raise ArgumentError(f"{op}: padding='same' needs stride 1 (got stride {s}); pad explicitly instead")
+            total = (d[0] * (k[0] - 1), d[1] * (k[1] - 1))
+            p = (total[0] // 2, total[1] // 2)
+            extra = (total[0] - 2 * p[0], total[1] - 2 * p[1])
+            if any(extra):
+                from .pad import pad as _pad
+                x = _pad(x, (0, extra[1], 0, extra[0]))
+        else:
+            raise ArgumentError(f"{op}: padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+    else:
+        p = pair(padding, op, "padding", allow_zero=True)
+    h, wd = x.shape[2], x.shape[3]
+    if out_size(h, k[0], d[0], p[0], s[0]) < 1 or out_size(wd, k[1], d[1], p[1], s[1]) < 1:
+        raise ShapeError(f"{op}: kernel {tuple(k)} (dilation {d}) is larger than input {fmt_shape(x.shape)} "
+                         f"padded by {p}; use a smaller kernel or more padding")
+    return x, w, b, s, p, d, groups, unbatched
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (really cross-correlation, as in PyTorch) of ``(N, C, H, W)`` by ``(OC, C/groups, kh, kw)``.
+
+    Computed as im2col + one matrix product; see the module docstring.
+    """
+    x, w, b, s, p, d, g, unbatched = check_conv_args("conv2d", input, weight, bias, stride, padding, dilation, groups)
+    out = Conv2d.apply(x, w, b, s, p, d, g)
+    return O.squeeze(out, 0) if unbatched else out
+
+
+# -------------------------------------------------------------- registry entries
+def conv_samples(src):
+    n, g = src.integers(1, 2), src.choice([1, 1, 2])
+    cin, cout = g * src.integers(1, 2), g * src.integers(1, 2)
+    kh, kw = src.integers(1, 3), src.integers(1, 3)
+    s, d = (src.integers(1, 2), src.integers(1, 2)), (src.integers(1, 2), 1)
+    p = (src.integers(0, 1), src.integers(0, 2))
+    h = d[0] * (kh - 1) + 1 + src.integers(0, 3)
+    w = d[1] * (kw - 1) + 1 + src.integers(0, 3)
+    yield Sample((src.tensor((n, cin, h, w)), src.tensor((cout, cin // g, kh, kw)), src.tensor((cout,))),
+                 dict(stride=s, padding=p, dilation=d, groups=g), desc="stride, padding, dilation, groups")
+    yield Sample((src.tensor((1, 1, 3, 3)), src.tensor((1, 1, 2, 2))), desc="tiny (gradgradcheck)")
+    yield Sample((src.tensor((1, 2, 4, 3)), src.tensor((2, 1, 3, 2)), src.tensor((2,))),
+                 dict(padding="same", groups=2, dilation=(1, 2)), desc="'same' (odd total padding), depthwise")
+    yield Sample((src.tensor((2, 4, 4)), src.tensor((3, 2, 3, 3))), dict(padding=1), desc="unbatched")
+
+
+def _unfold_samples(src):
+    k = (src.integers(1, 3), src.integers(1, 2))
+    d, p, s = (src.integers(1, 2), 1), (src.integers(0, 1), src.integers(0, 1)), (src.integers(1, 2), src.integers(1, 2))
+    h, w = d[0] * (k[0] - 1) + 1 + src.integers(0, 2), k[1] + src.integers(0, 2)
+    yield Sample((src.tensor((src.integers(1, 2), 2, h, w)), k), dict(dilation=d, padding=p, stride=s))
+    yield Sample((src.tensor((2, 3, 3)), 2), desc="unbatched, overlapping patches")
+
+
+def _fold_samples(src):
+    k, s, p = (2, src.integers(1, 2)), (1, src.integers(1, 2)), (src.integers(0, 1), 0)
+    hw = (3, 4)
+    L = out_size(3, k[0], 1, p[0], s[0]) * out_size(4, k[1], 1, p[1], s[1])
+    yield Sample((src.tensor((src.integers(1, 2), 2 * k[0] * k[1], L)), hw, k), dict(padding=p, stride=s))
+    yield Sample((src.tensor((4, 4)), (3, 3), 2), desc="unbatched")
+
+
+register("conv2d", op=Conv2d, samples=conv_samples, namespace=NS,
+         torch=lambda torch, *a, **k: torch.nn.functional.conv2d(*a, **k))(conv2d)
+register("unfold", op=Unfold, samples=_unfold_samples, namespace=NS,
+         torch=lambda torch, *a, **k: torch.nn.functional.unfold(*a, **k))(unfold)
+register("fold", op=Fold, samples=_fold_samples, namespace=NS,
+         torch=lambda torch, *a, **k: torch.nn.functional.fold(*a, **k))(fold)

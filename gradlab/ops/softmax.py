@@ -1,0 +1,115 @@
+"""``softmax`` and ``log_softmax``, the numerically stable way.
+
+``exp(1000)`` overflows to ``inf``, so the naive ``exp(x) / exp(x).sum()`` is
+``inf / inf = nan`` for large logits. Both ops first subtract the row's max:
+softmax does not change when a constant is subtracted from every entry, and
+after the shift the largest exponent is ``exp(0) = 1``, so nothing overflows.
+``log_softmax`` goes further and never takes the log of a rounded-to-zero
+probability: ``log_softmax(x) = (x - m) - log(sum(exp(x - m)))``.
+
+Backward (``Y`` is the op's own output, ``S`` the sum along ``dim``)::
+
+    softmax:      dX = Y * (dY - S(dY * Y))
+    log_softmax:  dX = dY - exp(Y) * S(dY)
+"""
+from __future__ import annotations
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..backend import xp_of
+from ..errors import ArgumentError
+from ._util import check_tensor, one_dim
+from .registry import Sample, register
+
+
+def _shifted(a, dim):
+    xp = xp_of(a)
+    m = xp.max(a, axis=dim, keepdims=True) if a.size else xp.zeros_like(a)
+    m = xp.where(xp.isfinite(m), m, 0)  # a row of -inf stays -inf (and gives nan, as in PyTorch)
+    return a - m
+
+
+class Softmax(Op):
+    name = "softmax"
+    formula = "dX = Y * (dY - sum(dY * Y, dim))   (Y = softmax(X))"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        xp = xp_of(x.data)
+        e = xp.exp(_shifted(x.data, dim))
+        y = e / xp.sum(e, axis=dim, keepdims=True)
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return y * (g - O.sum(g * y, dim=self.dim, keepdim=True)), None
+
+    def jvp(self, t, _):
+        y = self.out
+        return y * (t - O.sum(t * y, dim=self.dim, keepdim=True))
+
+
+class LogSoftmax(Op):
+    name = "log_softmax"
+    formula = "dX = dY - exp(Y) * sum(dY, dim)   (Y = log_softmax(X))"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        xp = xp_of(x.data)
+        z = _shifted(x.data, dim)
+        y = z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+        ctx.save_output(y)
+        return y
+
+    def vjp(self, g):
+        (y,) = self.saved_tensors
+        return g - O.exp(y) * O.sum(g, dim=self.dim, keepdim=True), None
+
+    def jvp(self, t, _):
+        return t - O.sum(O.exp(self.out) * t, dim=self.dim, keepdim=True)
+
+
+def _prepare(op, input, dim, dtype):
+    x = check_tensor(input, op)
+    if dim is None:
+        raise ArgumentError(
+            f"{op}: pass dim= explicitly (the dimension that should sum to one, e.g. dim=-1 for the last); "
+            f"input has shape {tuple(x.shape)}. PyTorch's implicit choice of dim is deprecated")
+    if dtype is not None:
+        x = x.to(dtype)
+    elif not _dt.is_floating(x.dtype):
+        raise TypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; {op} needs a floating tensor "
+                        "(use x.float() or pass dtype=)")
+    return x, (one_dim(dim, x.ndim, op) if x.ndim else None)
+
+
+def _samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    yield Sample((src.tensor(shape), src.dim(len(shape))), desc="any dim")
+    yield Sample((src.tensor((2, 5), low=-4, high=4),), dict(dim=-1), desc="rows")
+    yield Sample((src.tensor((3, 0)),), dict(dim=0), desc="empty")
+    yield Sample((src.tensor(()), 0), desc="0-d")
+
+
+@register(op=Softmax, samples=_samples, namespace="gradlab.nn.functional",
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype))
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``: turns scores into probabilities along ``dim`` (stable: the max is subtracted)."""
+    x, d = _prepare("softmax", input, dim, dtype)
+    if d is None:  # a 0-d input: one entry, probability 1
+        return Softmax.apply(O.reshape(x, (1,)), 0).reshape(())
+    return Softmax.apply(x, d)
+
+
+@register(op=LogSoftmax, samples=_samples, namespace="gradlab.nn.functional",
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype))
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``x - logsumexp(x, dim)``: log-probabilities, computed without ever forming a tiny probability."""
+    x, d = _prepare("log_softmax", input, dim, dtype)
+    if d is None:
+        return LogSoftmax.apply(O.reshape(x, (1,)), 0).reshape(())
+    return LogSoftmax.apply(x, d)
