@@ -1,0 +1,25 @@
+"""Layer 6: seeing the graph. ``gradlab.show_graph(loss)`` draws it.
+
+The engine never imports this package; it reads the finished graph.
+
+API for other tools (the backward animation builds on it):
+
+* ``build_model(root, view="forward"|"backward", params=None) -> GraphModel``:
+  plain dataclasses (``model.nodes`` id -> TensorNode/OpNode, ``model.edges``,
+  ``model.memory``); ``model.node_ids[backward_node]`` / ``model.id_for_seq[seq]``
+  map graph nodes to their stable ids (``op<r>``, ``leaf<r>``...);
+* ``plan(model, depth=None, max_nodes=400, fold=True) -> DrawPlan``: what is
+  drawn; ``plan.element_of[model_id]`` is the SVG id that shows it;
+* ``to_dot(model, ..., plan=None, id_prefix="") -> str`` and
+  ``render_svg(dot, format="svg")`` (in process, via pygraphviz).
+"""
+from .collapse import DrawPlan, GroupNode, plan
+from .model import Edge, GraphModel, GradSummary, MemoryTotals, OpNode, SavedInfo, TensorNode, build_model
+from .render import quiet_stderr, render_svg, to_dot
+from .show import GraphView, NotATensorError, show_graph
+
+__all__ = [
+    "show_graph", "GraphView", "NotATensorError", "build_model", "plan", "to_dot", "render_svg", "quiet_stderr",
+    "GraphModel", "TensorNode", "OpNode", "Edge", "GradSummary", "SavedInfo", "MemoryTotals", "DrawPlan",
+    "GroupNode",
+]
