@@ -30,6 +30,10 @@ from .autograd import enable_grad, grad, inference_mode, is_grad_enabled, no_gra
 from . import ops
 from .ops import *  # noqa: F401,F403 - every op as gradlab.<name>
 from .ops import REGISTRY as _REGISTRY
+# ``from .ops import *`` brought the cast functions float/int/bool...; at the
+# top level those names are dtypes, as ``torch.float32`` and ``torch.bool`` are.
+from .backend.dtypes import bfloat16, bool_ as bool, double, float, half, int, long  # noqa: E402,A001
+from .factories import full, full_like, ones, ones_like, zeros, zeros_like  # noqa: E402 - the full factories
 
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 
