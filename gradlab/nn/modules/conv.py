@@ -1,0 +1,86 @@
+"""``Conv2d`` and ``MaxPool2d`` (NCHW layout, as in PyTorch)."""
+from __future__ import annotations
+
+import math
+
+from ...errors import ArgumentError
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ._util import new_param, pair
+
+
+class Conv2d(Module):
+    """2-D convolution: each output channel slides a ``(in_channels/groups, kh, kw)`` filter over the input.
+
+    ``weight`` has shape ``(out_channels, in_channels // groups, kh, kw)``.
+    Default init as PyTorch: ``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ArgumentError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) "
+                                f"must both be divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise ArgumentError(f"Conv2d: padding_mode {padding_mode!r} is not supported; gradlab pads with zeros")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = pair(kernel_size)
+        self.stride = pair(stride, "stride")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ArgumentError(f"Conv2d: padding must be 'same', 'valid' or ints, got {padding!r}")
+            self.padding = padding
+        else:
+            self.padding = pair(padding, "padding")
+        self.dilation = pair(dilation, "dilation")
+        self.padding_mode = padding_mode
+        self.weight = new_param(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device)
+        if bias:
+            self.bias = new_param(out_channels, dtype=dtype, device=device)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class MaxPool2d(Module):
+    """The maximum over each ``kernel_size`` window (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")

@@ -1,0 +1,166 @@
+"""``Linear`` (``y = x W^T + b``), ``Identity``, ``Embedding`` and ``LoRALinear``."""
+from __future__ import annotations
+
+import math
+
+from ...errors import ArgumentError
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ._util import new_param
+
+
+class Identity(Module):
+    """Returns its input unchanged (a placeholder, e.g. to switch a layer off)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight`` of shape ``(out_features, in_features)``.
+
+    Default init (PyTorch's): ``kaiming_uniform_(weight, a=sqrt(5))``, which
+    amounts to ``U(-1/sqrt(in), 1/sqrt(in))``, and the same bound for ``bias``.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = new_param(self.out_features, self.in_features, dtype=dtype, device=device)
+        if bias:
+            self.bias = new_param(self.out_features, dtype=dtype, device=device)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    """A lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
+
+    Its gradient is a *scatter-add*: only the rows that were looked up get a
+    gradient, summed over every position that used them. Default init ``N(0, 1)``;
+    the row ``padding_idx`` (if given) starts at zero and gets no gradient.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ArgumentError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
+                                    f"{self.num_embeddings}")
+            if padding_idx < 0:
+                padding_idx += self.num_embeddings
+        self.padding_idx = padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = new_param(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device,
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            from ..parameter import Parameter
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kw):
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings.detach(), _freeze=freeze, **kw)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        return s
+
+
+class LoRALinear(Module):
+    """A frozen ``Linear`` plus a trainable low-rank update (LoRA)::
+
+        y = base(x) + (alpha / r) * x @ A.T @ B.T      A: (r, in), B: (out, r)
+
+    Only ``A`` and ``B`` are trained: ``r * (in + out)`` numbers instead of
+    ``in * out``, and the optimizer keeps state for those alone, which is the
+    memory lesson. ``B`` starts at zero, so at first the layer equals ``base``.
+
+    ``LoRALinear(linear, r=4, alpha=8)`` wraps an existing layer;
+    ``LoRALinear(in_features, out_features, r=...)`` builds a fresh base.
+    """
+
+    def __init__(self, base_or_in, out_features=None, r: int = 4, alpha: float = 8.0, dropout: float = 0.0,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(base_or_in, Linear):
+            base = base_or_in
+        else:
+            if out_features is None:
+                raise ArgumentError("LoRALinear: pass a Linear to wrap, or in_features and out_features")
+            base = Linear(base_or_in, out_features, bias=bias, device=device, dtype=dtype)
+        if r <= 0:
+            raise ArgumentError(f"LoRALinear: rank r must be positive, got {r}")
+        self.base = base
+        base.requires_grad_(False)
+        self.r, self.alpha = int(r), float(alpha)
+        self.scaling = self.alpha / self.r
+        self.in_features, self.out_features = base.in_features, base.out_features
+        self.lora_A = new_param(self.r, self.in_features, dtype=base.weight.dtype)
+        self.lora_B = new_param(self.out_features, self.r, dtype=base.weight.dtype)
+        self.lora_dropout = float(dropout)
+        self.reset_lora_parameters()
+
+    def reset_lora_parameters(self):
+        init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        init.zeros_(self.lora_B)
+
+    def forward(self, input):
+        h = input
+        if self.lora_dropout > 0:
+            h = F.dropout(h, self.lora_dropout, self.training)
+        delta = F.linear(F.linear(h, self.lora_A), self.lora_B)
+        return self.base(input) + delta * self.scaling
+
+    def merged_weight(self):
+        """``W + (alpha/r) B A``: the single matrix this layer is equivalent to."""
+        return self.base.weight.detach() + (self.lora_B.detach() @ self.lora_A.detach()) * self.scaling
+
+    def merge(self) -> Linear:
+        """A plain ``Linear`` with the update folded in (for inference)."""
+        out = Linear(self.in_features, self.out_features, bias=self.base.bias is not None,
+                     dtype=self.base.weight.dtype)
+        out.weight.data[...] = self.merged_weight().data
+        if self.base.bias is not None:
+            out.bias.data[...] = self.base.bias.data
+        return out
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, r={self.r}, alpha={self.alpha}"

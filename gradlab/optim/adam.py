@@ -1,0 +1,99 @@
+"""Adam and AdamW: per-parameter step sizes from running moments of the gradient.
+
+Per parameter, with ``t`` the step count (PyTorch's algorithm, exactly)::
+
+    m = beta1 * m + (1 - beta1) * g            # first moment (momentum)
+    v = beta2 * v + (1 - beta2) * g^2          # second moment (scale)
+    m_hat = m / (1 - beta1^t) ; v_hat = v / (1 - beta2^t)   # bias correction
+    p = p - lr * m_hat / (sqrt(v_hat) + eps)
+
+The two differ in weight decay. **Adam** adds ``weight_decay * p`` to the
+gradient, so the decay is rescaled by ``1/sqrt(v)`` like everything else.
+**AdamW** *decouples* it: ``p = p * (1 - lr * weight_decay)`` before the
+update, a true shrinkage of the weights, which generalises better.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..errors import ArgumentError
+from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+
+
+def _check(name, lr, betas, eps, weight_decay):
+    if lr < 0.0:
+        raise ArgumentError(f"{name}: invalid learning rate {lr} (must be >= 0)")
+    if eps < 0.0:
+        raise ArgumentError(f"{name}: invalid eps {eps} (must be >= 0)")
+    if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+        raise ArgumentError(f"{name}: invalid betas {tuple(betas)} (each must be in [0, 1))")
+    if weight_decay < 0.0:
+        raise ArgumentError(f"{name}: invalid weight_decay {weight_decay} (must be >= 0)")
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check(type(self).__name__, lr, betas, eps, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+        if decoupled_weight_decay:
+            self._decoupled = True
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = _grad_array(p, maximize)
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = _step_tensor(0.0)
+                    state["exp_avg"] = _state_tensor(p)
+                    state["exp_avg_sq"] = _state_tensor(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _state_tensor(p)
+                state["step"].data = state["step"].data + 1
+                step = float(state["step"].data)
+                if wd != 0:
+                    if self._decoupled:
+                        p.data *= 1 - lr * wd
+                    else:
+                        g = g + wd * p.data
+                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                m += (g - m) * (1 - beta1)        # m.lerp_(g, 1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * g * g
+                bc1 = 1 - beta1 ** step
+                bc2_sqrt = math.sqrt(1 - beta2 ** step)
+                if amsgrad:
+                    vmax = state["max_exp_avg_sq"].data
+                    np.maximum(vmax, v, out=vmax) if isinstance(vmax, np.ndarray) else vmax.__setitem__(
+                        Ellipsis, np.maximum(vmax, v))
+                    denom = np.sqrt(vmax) / bc2_sqrt + eps
+                else:
+                    denom = np.sqrt(v) / bc2_sqrt + eps
+                _update_param(p, (lr / bc1) * m / denom)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default ``weight_decay=0.01``, as in PyTorch)."""
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

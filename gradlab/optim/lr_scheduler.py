@@ -1,0 +1,176 @@
+"""Learning-rate schedules (``gradlab.optim.lr_scheduler``), as in PyTorch.
+
+A scheduler changes ``group["lr"]`` of an optimizer's param groups each time
+``scheduler.step()`` is called (once per epoch or per batch, *after*
+``optimizer.step()``). Building one records each group's ``initial_lr`` and
+applies the schedule's value for step 0.
+
+Why schedules: a large learning rate makes fast early progress but cannot
+settle into a narrow minimum; decaying it (step, cosine) lets training settle.
+Transformers also need a *warmup*: Adam's second-moment estimate is poor in the
+first steps, so starting with a small learning rate avoids early divergence.
+"""
+from __future__ import annotations
+
+import math
+import types
+
+from ..errors import ArgumentError
+from .optimizer import Optimizer
+
+
+class LRScheduler:
+    """Base class: subclasses implement ``get_lr()`` (the new lr of each group)."""
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming a "
+                                   "scheduler with last_epoch >= 0; load the optimizer's state first")
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self._is_initial = True
+        self.step()
+        self._is_initial = False
+
+    def get_lr(self) -> list:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list:
+        """The learning rates the last ``step()`` set (one per param group)."""
+        return self._last_lr
+
+    def step(self, epoch=None):
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        """Everything but the optimizer (plain numbers: safe to ``gradlab.save``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict):
+        self.__dict__.update(state_dict)
+
+
+_LRScheduler = LRScheduler
+
+
+class LambdaLR(LRScheduler):
+    """``lr = initial_lr * lr_lambda(epoch)`` (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ArgumentError(f"LambdaLR: expected {len(optimizer.param_groups)} lr_lambdas, got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        d["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+                           for fn in self.lr_lambdas]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        lambdas = state_dict.pop("lr_lambdas", None) or []
+        self.__dict__.update(state_dict)
+        for fn, st in zip(self.lr_lambdas, lambdas):
+            if st is not None:
+                fn.__dict__.update(st)
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by ``gamma`` every ``step_size`` epochs."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size, self.gamma = int(step_size), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [g["lr"] for g in self.optimizer.param_groups]
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Half a cosine from ``initial_lr`` down to ``eta_min`` over ``T_max`` steps (PyTorch's recursive form)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return [g["lr"] for g in groups]
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                    for base in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [g["lr"] + (base - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base, g in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+                * (g["lr"] - self.eta_min) + self.eta_min for g in groups]
+
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
+
+
+class WarmupCosineLR(LRScheduler):
+    """Linear warmup for ``warmup_steps``, then half a cosine down to ``eta_min`` at ``total_steps``.
+
+    The usual transformer schedule. At step ``t``::
+
+        t < warmup:  lr = base * (t + 1) / warmup
+        otherwise:   lr = eta_min + (base - eta_min) * (1 + cos(pi * progress)) / 2,
+                     progress = (t - warmup) / (total_steps - warmup), capped at 1
+    """
+
+    def __init__(self, optimizer, warmup_steps, total_steps, eta_min=0.0, last_epoch=-1):
+        if warmup_steps < 0 or total_steps <= warmup_steps:
+            raise ArgumentError(f"WarmupCosineLR: need 0 <= warmup_steps < total_steps, got warmup_steps="
+                                f"{warmup_steps}, total_steps={total_steps}")
+        self.warmup_steps, self.total_steps, self.eta_min = int(warmup_steps), int(total_steps), eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def _factor(self, base):
+        t = self.last_epoch
+        if t < self.warmup_steps:
+            return base * (t + 1) / self.warmup_steps
+        progress = min(1.0, (t - self.warmup_steps) / (self.total_steps - self.warmup_steps))
+        return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * progress)) / 2
+
+    def get_lr(self):
+        return [self._factor(base) for base in self.base_lrs]
+
+    _get_closed_form_lr = get_lr
+
+
+LinearWarmupCosineAnnealingLR = WarmupCosineLR

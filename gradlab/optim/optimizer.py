@@ -1,0 +1,181 @@
+"""``Optimizer``: the base class, with PyTorch's param groups and state.
+
+An optimizer holds *references* to parameters, in ``param_groups`` (each a
+dict with its own hyperparameters, so e.g. biases can skip weight decay), and
+per-parameter ``state`` (momentum buffers, Adam's moments). ``step()`` reads
+each ``p.grad`` and changes ``p`` in place, outside the graph: updating a
+weight is not part of the computation we differentiate.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..errors import ArgumentError
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class: subclasses set ``defaults`` and implement ``step()``."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                f"{type(self).__name__}: params must be an iterable of tensors or of dicts (param groups), "
+                "got a single Tensor; pass [tensor] or model.parameters()"
+            )
+        groups = list(params)
+        if not groups:
+            raise ArgumentError(f"{type(self).__name__} got an empty parameter list; "
+                                "did model.parameters() run out (a generator can be used only once)?")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group: dict):
+        group = dict(group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for i, p in enumerate(group["params"]):
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{type(self).__name__}: params[{i}] is a {type(p).__name__}, not a Tensor")
+            if not p.is_leaf:
+                raise ArgumentError(
+                    f"{type(self).__name__}: params[{i}] is not a leaf (it was computed by {p.grad_fn.name}); "
+                    "an optimizer can only update leaves. Use .detach().requires_grad_() to make one"
+                )
+        for k, v in self.defaults.items():
+            if v is required and k not in group:
+                raise ArgumentError(f"{type(self).__name__}: parameter group did not specify required '{k}'")
+            group.setdefault(k, v)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ArgumentError(f"{type(self).__name__}: some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True):
+        """Forget gradients before the next backward (which would otherwise add to them)."""
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.grad = None if set_to_none else Tensor._make(p.grad.data * 0)
+
+    @no_grad()
+    def step(self, closure=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ state dicts
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}`` as in PyTorch.
+
+        Parameters are referred to by their position across the groups, so the
+        dict can be loaded into an optimizer built over a fresh model.
+        """
+        index = {}
+        groups = []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {}
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p in self.state:
+                    state[index[id(p)]] = {k: (v.detach() if isinstance(v, Tensor) else v)
+                                           for k, v in self.state[p].items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict):
+        """Restore hyperparameters and state saved by ``state_dict()`` (copies the tensors)."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ArgumentError(f"load_state_dict: the saved optimizer has {len(groups)} parameter groups, "
+                                f"this one has {len(self.param_groups)}")
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(own["params"]):
+                raise ArgumentError(
+                    f"load_state_dict: parameter group {i} has {len(saved['params'])} parameters in the saved "
+                    f"state but {len(own['params'])} here; build the optimizer over the same model"
+                )
+        id_map = {}
+        for saved, own in zip(groups, self.param_groups):
+            for idx, p in zip(saved["params"], own["params"]):
+                id_map[idx] = p
+        self.state = {}
+        for idx, st in state_dict["state"].items():
+            p = id_map.get(int(idx))
+            if p is None:
+                continue
+            new = {}
+            for k, v in st.items():
+                if isinstance(v, Tensor):
+                    arr = np.asarray(v.data) if not hasattr(v.data, "get") else v.data
+                    if k != "step" and arr.dtype != p.dtype and arr.dtype.kind == "f":
+                        arr = arr.astype(p.dtype)
+                    t = Tensor._make(arr.copy())
+                    new[k] = t
+                else:
+                    new[k] = copy.deepcopy(v)
+            self.state[p] = new
+        for saved, own in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    own[k] = copy.deepcopy(v)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(g):
+                if k != "params":
+                    lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _state_tensor(p, fill=0.0):
+    """A zero buffer with ``p``'s shape, dtype and device (optimizer state)."""
+    out = p.data.copy()
+    out.fill(fill)
+    return Tensor._make(out)
+
+
+def _step_tensor(value=0.0):
+    return Tensor._make(np.asarray(value, dtype=np.float32))
+
+
+def _grad_array(p, maximize=False):
+    g = p.grad.data
+    if p.grad.dtype != p.dtype:
+        g = g.astype(p.dtype)
+    return -g if maximize else g
+
+
+def _update_param(p, new_or_delta, inplace_sub=True):
+    """``p -= delta`` in place (bumping the version so saved copies are detected)."""
+    if getattr(p.data.flags, "writeable", True):
+        if inplace_sub:
+            p.data -= new_or_delta
+        else:
+            p.data[...] = new_or_delta
+    else:
+        p.data = p.data - new_or_delta if inplace_sub else new_or_delta.copy()
+    p._version.value += 1

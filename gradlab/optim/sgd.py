@@ -1,0 +1,63 @@
+"""Stochastic gradient descent, with momentum, dampening, Nesterov and weight decay.
+
+One step, per parameter (PyTorch's algorithm, exactly)::
+
+    d = grad (+ weight_decay * p)
+    buf = d                       on the first step
+    buf = momentum * buf + (1 - dampening) * d    afterwards
+    d = d + momentum * buf  (nesterov)   or   d = buf
+    p = p - lr * d
+
+Momentum is a running sum of past gradients: it speeds travel along directions
+where gradients agree and damps zig-zags where they do not.
+"""
+from __future__ import annotations
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..errors import ArgumentError
+from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ArgumentError(f"SGD: invalid learning rate {lr} (must be >= 0)")
+        if momentum < 0.0:
+            raise ArgumentError(f"SGD: invalid momentum {momentum} (must be >= 0)")
+        if weight_decay < 0.0:
+            raise ArgumentError(f"SGD: invalid weight_decay {weight_decay} (must be >= 0)")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ArgumentError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
+            wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = _grad_array(p, maximize)
+                if wd != 0:
+                    d = d + wd * p.data
+                if mom != 0:
+                    state = self.state.setdefault(p, {})
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = _state_tensor(p)
+                        buf.data[...] = d
+                        state["momentum_buffer"] = buf
+                    else:
+                        b = buf.data
+                        b *= mom
+                        b += (1 - damp) * d
+                    d = d + mom * buf.data if nesterov else buf.data
+                _update_param(p, lr * d)
+        return loss
