@@ -10,3 +10,5 @@ from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ._losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: F401
 from ..ops.conv import conv2d, fold, unfold  # noqa: F401
 from ..ops.pad import pad  # noqa: F401
+from ._basic import dropout, embedding, linear, one_hot  # noqa: F401
+from ._norm import layer_norm  # noqa: F401

@@ -14,6 +14,8 @@ Backward (``Y`` is the op's own output, ``S`` the sum along ``dim``)::
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
@@ -39,7 +41,8 @@ class Softmax(Op):
         ctx.dim = dim
         xp = xp_of(x.data)
         e = xp.exp(_shifted(x.data, dim))
-        y = e / xp.sum(e, axis=dim, keepdims=True)
+        with np.errstate(invalid="ignore"):  # a row that is all -inf gives nan, as in PyTorch
+            y = e / xp.sum(e, axis=dim, keepdims=True)
         ctx.save_output(y)
         return y
 
@@ -61,7 +64,8 @@ class LogSoftmax(Op):
         ctx.dim = dim
         xp = xp_of(x.data)
         z = _shifted(x.data, dim)
-        y = z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
         ctx.save_output(y)
         return y
 
