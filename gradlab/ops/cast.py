@@ -22,7 +22,8 @@ class Cast(Op):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.in_dtype = x.dtype
-        return x.data.astype(dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # too large for the dtype -> inf, as in PyTorch
+            return x.data.astype(dtype)
 
     def vjp(self, g):
         return Cast.apply(g, self.in_dtype), None
