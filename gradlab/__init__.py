@@ -44,3 +44,27 @@ def is_floating_point(t) -> bool:
 
 def numel(t) -> int:
     return t.numel()
+
+
+# Loaded on first use (``gradlab.explain_grad(...)`` imports gradlab.debug then):
+# name -> (module, attribute or None for the module itself). Other layers may add entries.
+_LAZY = {
+    "debug": ("gradlab.debug", None),
+    "profiler": ("gradlab.profiler", None),
+    "explain_grad": ("gradlab.debug", "explain_grad"),
+    "memory_report": ("gradlab.debug", "memory_report"),
+    "trace": ("gradlab.debug", "trace"),
+    "viz": ("gradlab.viz", None),
+    "show_graph": ("gradlab.viz", "show_graph"),
+}
+
+
+def __getattr__(name):
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'gradlab' has no attribute {name!r}")
+    import importlib
+    mod = importlib.import_module(entry[0])
+    value = mod if entry[1] is None else getattr(mod, entry[1])
+    globals()[name] = value
+    return value

@@ -1,0 +1,350 @@
+"""``gradlab.explain_grad(t, loss=None, optimizer=None)``: why is ``t.grad`` None or zero?
+
+A gradient goes missing for a handful of reasons, and each leaves a trace that
+can be checked: ``requires_grad`` is off; ``t`` is an intermediate (only
+leaves keep ``.grad`` unless ``retain_grad()``); the path from ``t`` to the loss
+is cut (``detach()``, ``no_grad()``, an integer cast, a round trip through
+NumPy); ``t`` is not used at all; ReLUs are dead or sigmoid/tanh saturated, so
+the gradient is exactly zero; or backward did put a gradient there and
+``zero_grad()`` cleared it before anyone read it. The answer is a short verdict
+first, then the evidence and what was checked.
+
+Pass ``loss`` as a tensor, or as a function of no arguments that computes it:
+then the forward is re-run under :class:`gradlab.debug.watch` and the exact
+line where the path was cut is found.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import engine as _engine
+from ..backend import dtypes as _dt
+from ..errors import GradlabError, fmt_shape
+from ._common import DebugInputError, Tensor, graph_leaves, is_accumulate, label, node_module, require_tensor, walk
+from .provenance import follow, last_recording_for, watch
+from .saturation import measure, path_nodes
+
+_grad_log = {}  # id(tensor) -> [weakref, times accumulated, last norm]
+
+
+class Explanation:
+    """What ``explain_grad`` found: ``cause`` (a short code), ``verdict``, ``evidence``, ``checked``."""
+
+    def __init__(self, name, cause, verdict, evidence, checked, causes=None):
+        self.name, self.cause, self.verdict = name, cause, verdict
+        self.evidence, self.checked = list(evidence), list(checked)
+        self.causes = list(causes or [cause])
+
+    def __str__(self):
+        lines = [f"explain_grad({self.name}): {self.verdict}", f"cause: {self.cause}", "evidence:"]
+        lines += [f"  - {e}" for e in self.evidence]
+        if self.checked:
+            lines.append("checked:")
+            lines += [f"  - {c}" for c in self.checked]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self):
+        md = [f"**{self.verdict}**", "", f"cause: `{self.cause}`", "", "evidence:", ""]
+        md += [f"- {e}" for e in self.evidence]
+        if self.checked:
+            md += ["", "checked:", ""] + [f"- {c}" for c in self.checked]
+        return "\n".join(md)
+
+
+def track_grads(tensors):
+    """Remember every gradient backward accumulates into these leaves (a post-accumulate hook).
+
+    With it, ``explain_grad`` can tell for certain that a gradient arrived and
+    was cleared later (``zero_grad()`` before the gradient was read).
+    """
+    import weakref
+    items = tensors.parameters() if hasattr(tensors, "parameters") else (
+        [tensors] if isinstance(tensors, Tensor) else tensors)
+    count = 0
+    for t in items:
+        require_tensor(t, "track_grads", "each tensor")
+        if t.grad_fn is not None or id(t) in _grad_log and _grad_log[id(t)][0]() is t:
+            continue
+        _grad_log[id(t)] = [weakref.ref(t), 0, 0.0]
+        t.register_post_accumulate_grad_hook(_log_grad)
+        count += 1
+    return count
+
+
+def _log_grad(t):
+    entry = _grad_log.get(id(t))
+    if entry is not None and entry[0]() is t and t.grad is not None:
+        entry[1] += 1
+        entry[2] = float(np.sqrt(np.sum(np.asarray(t.grad.data, dtype=np.float64) ** 2)))
+
+
+def _grad_state(g):
+    if g is None:
+        return "none"
+    a = np.asarray(g.data, dtype=np.float64)
+    if a.size and not np.isfinite(a).all():
+        return "nonfinite"
+    return "zero" if not a.any() else "nonzero"
+
+
+def _norm(arr):
+    return float(np.sqrt(np.sum(np.asarray(arr, dtype=np.float64) ** 2)))
+
+
+def _in_optimizer(t, optimizer):
+    groups = getattr(optimizer, "param_groups", None)
+    if groups is None:
+        raise DebugInputError(f"explain_grad: optimizer must be a gradlab.optim optimizer (with param_groups), "
+                              f"got {type(optimizer).__name__}")
+    return any(p is t for g in groups for p in g["params"])
+
+
+def _resolve_loss(loss):
+    """``(loss tensor, recording)``; a callable is re-run under ``watch()``."""
+    if loss is None:
+        return None, None
+    if isinstance(loss, Tensor):
+        return loss, last_recording_for(loss)
+    if callable(loss):
+        with watch() as rec:
+            out = loss()
+        if not isinstance(out, Tensor):
+            raise DebugInputError(f"explain_grad: the loss function returned {type(out).__name__}, not a Tensor")
+        return out, rec
+    raise DebugInputError(f"explain_grad: loss must be a Tensor or a function returning one, got {type(loss).__name__}")
+
+
+def _fresh_grad(loss, t):
+    """The gradient the current graph gives ``t`` (without touching ``.grad``), or None if unknowable."""
+    if not loss.requires_grad:
+        return None
+    try:
+        g = None if loss.numel() == 1 else Tensor._make(np.ones_like(loss.data))
+        (res,) = _engine.grad(loss, [t], grad_outputs=g, retain_graph=True, allow_unused=True)
+    except GradlabError:
+        return None
+    return res
+
+
+def explain_grad(t, loss=None, optimizer=None) -> Explanation:
+    """Say why ``t.grad`` is None or all zero: a verdict first, then the evidence."""
+    t = require_tensor(t, "explain_grad")
+    name = label(t)
+    state = _grad_state(t.grad)
+    kind = "a leaf" if t.grad_fn is None else f"an intermediate result of {t.grad_fn.name}"
+    grad_desc = {"none": "None", "zero": "all zeros", "nonfinite": "contains NaN/Inf"}.get(state)
+    if state == "nonzero":
+        grad_desc = f"nonzero (norm {_norm(t.grad.data):.4g})"
+    ev = [f"{name}: shape {fmt_shape(t.shape)}, dtype {_dt.dtype_name(t.dtype)}, {kind}, "
+          f"requires_grad={t.requires_grad}; .grad is {grad_desc}"]
+    checked = ["requires_grad", "leaf / retain_grad()"]
+    opt_missing = False
+    if optimizer is not None:
+        opt_missing = not _in_optimizer(t, optimizer)
+        checked.append("the optimizer's param groups")
+        n = sum(len(g["params"]) for g in optimizer.param_groups)
+        ev.append(f"the optimizer holds {n} tensors in {len(optimizer.param_groups)} param group(s); {name} is "
+                  + ("NOT one of them" if opt_missing else "one of them"))
+
+    def done(cause, verdict, causes=None):
+        cs = list(causes or [cause])
+        if opt_missing and "not_in_optimizer" not in cs:
+            cs.append("not_in_optimizer")
+            verdict += (f" Also, {name} is not in the optimizer's param groups, so step() would never update it.")
+        return Explanation(name, cause, verdict, ev, checked, cs)
+
+    if not t.requires_grad:
+        if not _dt.is_floating(t.dtype):
+            why = f"its dtype {_dt.dtype_name(t.dtype)} is not floating, and only floating tensors carry gradients"
+        elif t.grad_fn is None and getattr(t, "_is_param", False):
+            why = "it is a frozen parameter (requires_grad_(False) was called on it)"
+        else:
+            why = "it was created without requires_grad=True (or computed under no_grad() / from tensors that do not require grad)"
+        return done("requires_grad_false",
+                    f"{name} does not require grad: {why}. Backward never computes a gradient for it; "
+                    "call t.requires_grad_() on the leaf (before computing the loss).")
+    if t.grad_fn is not None and not t.retains_grad:
+        ev.append(f"{name} was made by {t.grad_fn.name}, so it is not a leaf; backward fills .grad only on leaves")
+        return done("non_leaf_no_retain_grad",
+                    f"{name} is not a leaf (it is the output of {t.grad_fn.name}) and retain_grad() was not called, "
+                    "so backward passed its gradient on without storing it. Call t.retain_grad() before backward(), "
+                    "or read it with t.register_hook(...) or gradlab.grad(loss, t).")
+    if (state == "nonzero" or state == "nonfinite") and loss is not None:
+        loss_t, rec = _resolve_loss(loss)
+        nodes = walk(loss_t)
+        if not _on_graph(t, nodes):
+            ev.append(f"{name}.grad holds a gradient from an earlier backward, but this loss does not reach {name}")
+            checked.append("whether t is in the loss's graph")
+            return _explain_missing(t, name, loss_t, nodes, rec, ev, checked, done)
+    if state == "nonzero" or state == "nonfinite":
+        if opt_missing:
+            return Explanation(name, "not_in_optimizer",
+                               f"{name} has a gradient, but it is not in the optimizer's param groups, so "
+                               "optimizer.step() never updates it. Build the optimizer after the model is complete, "
+                               "or add it: optimizer.add_param_group({'params': [t]}).", ev, checked)
+        verdict = (f"{name}.grad is set and nonzero; nothing is wrong with it." if state == "nonzero" else
+                   f"{name}.grad is set but contains NaN/Inf; use gradlab.debug.find_nonfinite to find the op.")
+        return Explanation(name, "ok" if state == "nonzero" else "nonfinite", verdict, ev, checked)
+
+    loss_t, rec = _resolve_loss(loss)
+    log = _grad_log.get(id(t))
+    logged = log is not None and log[0]() is t and log[1] > 0
+    if logged:
+        ev.append(f"track_grads saw backward accumulate into {name} {log[1]} time(s), last gradient norm {log[2]:.4g}")
+    if loss_t is None:
+        checked.append("gradient history (track_grads)")
+        if logged and log[2] > 0:
+            return done("cleared_by_zero_grad", _cleared_verdict(name, state))
+        return done("need_loss",
+                    f"{name} requires grad and is a leaf, but its .grad is {grad_desc}. Either backward() has not "
+                    "reached it yet, or the path to the loss is cut; pass loss= (the tensor, or a function computing "
+                    "it) so explain_grad can check the path.")
+    return _explain_with_loss(t, name, state, loss_t, rec, logged and log[2] > 0, ev, checked, done)
+
+
+def _on_graph(t, nodes):
+    if t.grad_fn is not None:
+        return t.grad_fn in set(nodes)
+    return any(v is t for v in graph_leaves(nodes))
+
+
+def _cleared_verdict(name, state):
+    how = "set to None (zero_grad(set_to_none=True), the default)" if state == "none" else "zero-filled (zero_grad(set_to_none=False))"
+    return (f"backward did compute a nonzero gradient for {name}, but it was {how} before being read. Read or "
+            "plot gradients between loss.backward() and optimizer.zero_grad(); zero_grad belongs at the start "
+            "of the next step.")
+
+
+def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, done):
+    nodes = walk(loss)
+    in_graph = _on_graph(t, nodes)
+    ev.append(f"the loss {label(loss)} has a graph of {len(nodes)} node(s) with {len(graph_leaves(nodes))} leaf "
+              f"tensor(s); {name} is {'in' if in_graph else 'NOT in'} it")
+    checked.append("whether t is in the loss's graph")
+    if not loss.requires_grad:
+        ev.append(f"the loss itself does not require grad (no grad_fn): it was computed with no graph at all")
+    if not in_graph:
+        return _explain_missing(t, name, loss, nodes, rec, ev, checked, done)
+
+    # t is on the graph: did a gradient arrive, and is it zero?
+    released = any(getattr(n, "_released", False) for n in nodes)
+    fresh = None if released else _fresh_grad(loss, t)
+    checked.append("the gradient the graph gives t now (gradlab.grad, .grad untouched)")
+    if released:
+        ev.append("the graph's saved tensors were freed: backward() has already run through it")
+    if fresh is not None:
+        ev.append(f"recomputing from the graph gives {name} a gradient of norm {_norm(fresh.data):.4g}")
+    fresh_nonzero = fresh is not None and bool(np.asarray(fresh.data).any())
+    if logged_nonzero or (fresh_nonzero and (released or state == "zero")):
+        return done("cleared_by_zero_grad", _cleared_verdict(name, state))
+    if fresh_nonzero and state == "none":
+        return done("backward_not_run",
+                    f"{name} is on the loss's graph and would get a nonzero gradient, but its .grad is None: "
+                    "backward() has not been called on this loss yet (or the gradient was cleared by zero_grad). "
+                    "Call loss.backward() and read .grad before zero_grad().")
+    if state == "none" and released and fresh is None:
+        return done("cleared_by_zero_grad",
+                    f"{name} is on the loss's graph and backward() has run through that graph (its saved tensors "
+                    f"are freed), yet {name}.grad is None: it was most likely cleared by zero_grad() (or set to "
+                    "None) before being read. Read gradients between backward() and zero_grad().")
+    if state == "none" and fresh is None:
+        return done("backward_not_run",
+                    f"{name} is on the loss's graph but its .grad is None: call loss.backward() first.")
+    # the gradient is (or would be) exactly zero: look for dead ReLUs and saturated sigmoid/tanh on the path
+    return _explain_zero(t, name, loss, nodes, released, ev, checked, done)
+
+
+def _explain_zero(t, name, loss, nodes, released, ev, checked, done):
+    checked.append("relu / sigmoid / tanh outputs saved on the path from the loss to t")
+    path = path_nodes(nodes, t)
+    found = measure(path)
+    for f in found:
+        ev.append(f.describe())
+    worst = max(found, key=lambda f: f.dead_fraction, default=None)
+    if worst is not None and worst.dead_fraction is not None and worst.dead_fraction > 0:
+        return done(worst.cause, worst.verdict(name), [f.cause for f in found if f.dead_fraction])
+    names = sorted({n.name for n in path if n.name in ("relu", "sigmoid", "tanh")})
+    if released and names:
+        cause = {"relu": "dead_relu", "sigmoid": "saturated_sigmoid", "tanh": "saturated_tanh"}[names[0]]
+        return done(cause,
+                    f"{name}.grad is zero and the path from the loss passes through {', '.join(names)}; most likely "
+                    "dead ReLUs or saturated units, but backward already freed their saved outputs so the fraction "
+                    "cannot be measured. Run explain_grad(t, loss=lambda: <forward>) to measure it.")
+    return done("zero_other",
+                f"{name} is on the loss's graph, but the loss does not change with it here: the gradient is exactly "
+                "zero and no dead ReLU or saturated sigmoid/tanh explains it (a multiplication by zero, a "
+                "clamp/max that picked other values, or a loss that is constant in t).")
+
+
+def _explain_missing(t, name, loss, nodes, rec, ev, checked, done):
+    if rec is not None:
+        derived, _alive = follow(t, rec.records)
+        checked.append(f"every op of the recorded forward ({len(rec.records)} ops) for a path from t to the loss")
+        cut = derived.get(id(loss), "absent") if id(loss) in derived else "absent"
+        if cut == "absent":
+            return done("not_used", f"{name} is not used to compute the loss: none of the {len(rec.records)} "
+                                    f"recorded ops that lead to it read {name} or any tensor computed from it.")
+        if cut is None:  # pragma: no cover - in_graph would have been True
+            return done("unknown", f"{name} reaches the loss, yet is not on its graph.")
+        ev.append(f"{cut.detail}, at {cut.record.site}")
+        return done(cut.kind, _cut_verdict(name, cut.kind, str(cut.record.site)))
+    # static heuristics: the graph no longer knows t, but its leaves or saved tensors may look like it
+    saved = [(n, s) for n in nodes for s in getattr(n, "saved", ())]
+    checked.append(f"the graph's {len(graph_leaves(nodes))} leaves and {len(saved)} saved tensors for ones that "
+                   "share t's storage or values")
+    candidates = [(None, v.data, v._version, "leaf") for v in graph_leaves(nodes)]
+    candidates += [(n, s.data, s.version_obj, f"saved by {n.name}") for n, s in saved if s.data is not None]
+    for n, arr, ver, where in candidates:
+        if ver is t._version:
+            ev.append(f"a tensor {where} shares {name}'s storage and version counter but is not {name}: a .detach() of it")
+            return done("detached", _cut_verdict(name, "detached", None))
+    for n, arr, ver, where in candidates:
+        if _may_share(arr, t.data) or _same(arr, t.data):
+            ev.append(f"a tensor {where} has exactly {name}'s values (or memory) but no graph back to it: a copy "
+                      "through NumPy (.numpy()/from_numpy/gradlab.tensor) or detach()")
+            return done("numpy_round_trip", _cut_verdict(name, "numpy_round_trip", None))
+    if _dt.is_floating(t.dtype):
+        trunc = np.trunc(np.asarray(t.data, dtype=np.float64))
+        for n, arr, ver, where in candidates:
+            if not np.array_equal(trunc, np.asarray(t.data, dtype=np.float64)) and _same(arr, trunc):
+                ev.append(f"a tensor {where} holds {name}'s values truncated to integers: an integer cast")
+                return done("integer_cast", _cut_verdict(name, "integer_cast", None))
+    return done("not_used",
+                f"{name} is not on the loss's graph, and no leaf or saved tensor of that graph shares its storage or "
+                "values: either the loss does not use it, or the path was cut by no_grad(), an integer cast or a "
+                "copy that changed the values. To see the exact line, pass loss as a function "
+                "(explain_grad(t, loss=lambda: <forward>)) or build the loss inside gradlab.debug.watch().")
+
+
+def _may_share(a, b):
+    try:
+        return a.shape == b.shape and bool(np.may_share_memory(a, b))
+    except TypeError:
+        return False
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.size > 1 and not np.all(a == a.flat[0]) and bool(
+        np.array_equal(a.astype(np.float64), b.astype(np.float64)))
+
+
+_FIX = {
+    "detached": "detach() makes a new tensor with no history: gradients stop there. Use the tensor itself",
+    "no_grad": "ops inside no_grad() record no graph. Compute the loss outside no_grad()",
+    "integer_cast": "an integer tensor cannot carry a gradient. Keep the values floating (round in the loss "
+                    "only if you mean to cut the gradient)",
+    "non_differentiable": "a comparison / argmax / integer result has no gradient. Use a smooth surrogate "
+                          "(e.g. softmax instead of argmax) on the path to the loss",
+    "numpy_round_trip": "NumPy cannot record the graph, so values that went through .numpy() come back as "
+                        "a new leaf. Do the computation with gradlab ops",
+}
+
+
+def _cut_verdict(name, kind, site):
+    what = {"detached": "detach()", "no_grad": "no_grad()", "integer_cast": "an integer cast",
+            "non_differentiable": "a non-differentiable op", "numpy_round_trip": "a round trip through NumPy"}[kind]
+    at = f" at {site}" if site else ""
+    return f"the path from {name} to the loss is cut by {what}{at}; {_FIX[kind]}."

@@ -1,0 +1,201 @@
+"""``gradlab.memory_report(model, loss=None, optimizer=None)``: where did the memory go?
+
+Training memory has four parts, and each responds to a different fix:
+
+* **parameters** -- the weights (frozen ones too: freezing saves their
+  gradients and optimizer state, not the weights themselves);
+* **gradients** -- one array per trainable parameter, after ``backward()``;
+* **optimizer state** -- Adam keeps two more arrays per trainable parameter;
+* **saved activations** -- what the forward pass kept for backward (each
+  node's ``saved``): usually the largest part, proportional to the batch size,
+  and what checkpointing, ``no_grad()`` and freezing reduce.
+
+A saved tensor that is a parameter (``matmul`` saves its weight) costs nothing
+extra, and two nodes saving the same array cost it once: the report counts
+each underlying array once, where it was first saved.
+"""
+from __future__ import annotations
+
+from ._common import (DebugInputError, Tensor, html_table, human_bytes, named_parameters, node_module, require_tensor,
+                      text_table, walk)
+
+
+def _root(arr):
+    """The array that owns the memory (NumPy views keep their base alive)."""
+    while getattr(arr, "base", None) is not None and hasattr(arr.base, "nbytes"):
+        arr = arr.base
+    return arr
+
+
+def _state_bytes(value):
+    if isinstance(value, Tensor):
+        return value.nbytes
+    if hasattr(value, "nbytes") and hasattr(value, "shape"):
+        return int(value.nbytes)
+    if isinstance(value, dict):
+        return sum(_state_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_state_bytes(v) for v in value)
+    return 0
+
+
+class MemoryReport:
+    """The table ``memory_report`` returns. Bytes: ``parameters`` (``trainable_parameters`` +
+    ``frozen_parameters``), ``gradients``, ``optimizer_state``, ``activations`` (None when no loss
+    was given), ``total``; ``per_module`` (activation bytes by module), ``top_saved`` (largest saved
+    tensors) and ``notes``."""
+
+    def __init__(self):
+        self.trainable_parameters = self.frozen_parameters = self.gradients = self.optimizer_state = 0
+        self.activations = None
+        self.counts = {}
+        self.per_module = {}
+        self.top_saved = []
+        self.notes = []
+
+    @property
+    def parameters(self) -> int:
+        return self.trainable_parameters + self.frozen_parameters
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer_state + (self.activations or 0)
+
+    def as_dict(self) -> dict:
+        return {"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
+                "frozen_parameters": self.frozen_parameters, "gradients": self.gradients,
+                "optimizer_state": self.optimizer_state, "activations": self.activations, "total": self.total}
+
+    def rows(self):
+        c = self.counts
+        act = self.activations
+        return [
+            ["parameters (trainable)", c.get("trainable", 0), self.trainable_parameters, human_bytes(self.trainable_parameters)],
+            ["parameters (frozen)", c.get("frozen", 0), self.frozen_parameters, human_bytes(self.frozen_parameters)],
+            ["gradients", c.get("grads", 0), self.gradients, human_bytes(self.gradients)],
+            ["optimizer state", c.get("state", 0), self.optimizer_state, human_bytes(self.optimizer_state)],
+            ["saved activations", c.get("saved", "-") if act is not None else "-",
+             act if act is not None else "not measured (pass loss=)", human_bytes(act)],
+            ["total", "", self.total, human_bytes(self.total)],
+        ]
+
+    HEADERS = ["part", "tensors", "bytes", "size"]
+
+    def verdict(self) -> str:
+        parts = {"parameters": self.parameters, "gradients": self.gradients,
+                 "optimizer state": self.optimizer_state, "saved activations": self.activations or 0}
+        big = max(parts, key=parts.get)
+        share = parts[big] / self.total if self.total else 0
+        return f"{human_bytes(self.total)} in all; the largest part is {big} ({share:.0%})"
+
+    def __str__(self):
+        out = [f"memory_report: {self.verdict()}", "", text_table(self.HEADERS, self.rows())]
+        if self.per_module:
+            out += ["", "saved activations by module:",
+                    text_table(["module", "bytes", "size"],
+                               [[m, b, human_bytes(b)] for m, b in sorted(self.per_module.items(), key=lambda kv: -kv[1])])]
+        if self.top_saved:
+            out += ["", "largest saved tensors:",
+                    text_table(["op", "module", "shape", "dtype", "bytes"],
+                               [[s["op"], s["module"] or "", s["shape"], s["dtype"], s["bytes"]] for s in self.top_saved])]
+        if self.notes:
+            out += [""] + [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        parts = [f"<p><b>memory_report</b>: {self.verdict()}</p>", html_table(self.HEADERS, self.rows())]
+        if self.per_module:
+            parts.append(html_table(["module", "bytes", "size"],
+                                    [[m, b, human_bytes(b)] for m, b in sorted(self.per_module.items(),
+                                                                               key=lambda kv: -kv[1])],
+                                    caption="saved activations by module"))
+        if self.top_saved:
+            parts.append(html_table(["op", "module", "shape", "dtype", "bytes"],
+                                    [[s["op"], s["module"] or "", s["shape"], s["dtype"], s["bytes"]]
+                                     for s in self.top_saved], caption="largest saved tensors"))
+        parts += [f"<p>note: {n}</p>" for n in self.notes]
+        return "\n".join(parts)
+
+
+def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
+    """Tabulate the bytes in parameters, gradients, optimizer state and saved activations.
+
+    ``model``: a ``gradlab.nn.Module`` (or a dict / list of tensors);
+    ``loss``: a tensor whose graph holds the saved activations (before
+    ``backward()`` frees them); ``optimizer``: a gradlab optimizer.
+    """
+    params = named_parameters(model, "memory_report")
+    rep = MemoryReport()
+    seen = set()
+    param_roots = set()
+    for _name, p in params:
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        param_roots.add(id(_root(p.data)))
+        if p.requires_grad:
+            rep.trainable_parameters += p.nbytes
+            rep.counts["trainable"] = rep.counts.get("trainable", 0) + 1
+        else:
+            rep.frozen_parameters += p.nbytes
+            rep.counts["frozen"] = rep.counts.get("frozen", 0) + 1
+        if p.grad is not None:
+            rep.gradients += p.grad.nbytes
+            rep.counts["grads"] = rep.counts.get("grads", 0) + 1
+    if not params:
+        rep.notes.append("the model has no parameters")
+    if optimizer is not None:
+        state = getattr(optimizer, "state", None)
+        if state is None or not hasattr(optimizer, "param_groups"):
+            raise DebugInputError(f"memory_report: optimizer must be a gradlab.optim optimizer (with state and "
+                                  f"param_groups), got {type(optimizer).__name__}")
+        for p, st in state.items():
+            rep.optimizer_state += _state_bytes(st)
+            rep.counts["state"] = rep.counts.get("state", 0) + (len(st) if isinstance(st, dict) else 1)
+        if not state:
+            rep.notes.append("the optimizer has no state yet (it is created by the first step())")
+    if loss is not None:
+        _activations(rep, require_tensor(loss, "memory_report", "loss"), param_roots, top)
+    return rep
+
+
+def _activations(rep, loss, param_roots, top):
+    nodes = walk(loss)
+    rep.activations = 0
+    rep.counts["saved"] = 0
+    if not nodes:
+        rep.notes.append("the loss has no graph (computed under no_grad(), or nothing it used requires grad), "
+                         "so no activations are kept for backward")
+        return
+    if any(getattr(n, "_released", False) for n in nodes):
+        rep.notes.append("backward() already freed some saved tensors of this graph; call memory_report "
+                         "between the forward pass and backward() to see them")
+    counted = set()
+    shared_params = 0
+    entries = []
+    for n in sorted(nodes, key=lambda n: n.seq):
+        for s in getattr(n, "saved", ()):
+            if s.data is not None:
+                root = _root(s.data)
+                key, nbytes = id(root), int(root.nbytes)
+            else:
+                key, nbytes = id(s.packed), s.nbytes
+            if key in param_roots:
+                shared_params += 1
+                continue
+            if key in counted:
+                continue
+            counted.add(key)
+            mod = node_module(n)
+            rep.activations += nbytes
+            rep.counts["saved"] += 1
+            rep.per_module[mod or "(outside modules)"] = rep.per_module.get(mod or "(outside modules)", 0) + nbytes
+            entries.append({"op": n.name, "module": mod, "shape": s.shape, "dtype": str(s.dtype), "bytes": nbytes,
+                            "name": s.name})
+    entries.sort(key=lambda e: -e["bytes"])
+    rep.top_saved = entries[:top]
+    if shared_params:
+        rep.notes.append(f"{shared_params} saved tensor(s) are parameters themselves: counted under parameters, "
+                         "not again as activations")

@@ -1,0 +1,134 @@
+"""``with gradlab.debug.trace_shapes():`` -- every op's input and output shapes, as a table.
+
+Shape bugs are found by reading shapes, one op at a time: which op got a
+``(32, 10)`` where it expected ``(32, 1)``? Inside the block an op observer
+(``gradlab.autograd.function.op_observers``) notes each op's name, the
+shapes of its tensor inputs (numbers show as ``scalar``), its output shapes and
+the module it ran in (``node.meta["module"]``, or gradlab.nn's module stack
+when no node is recorded). The table prints when the block ends; if an op
+raises inside it, the table up to that op prints with the error marked, and
+the original gradlab error is re-raised unchanged.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..autograd import function as _fn
+from ..backend import dtypes as _dt
+from ..errors import fmt_shape
+from ._common import Tensor, current_module, html_table, node_module, text_table, user_site
+
+
+def _shape_of(a):
+    if isinstance(a, Tensor):
+        return fmt_shape(a.shape)
+    if isinstance(a, (list, tuple)) and a and all(isinstance(x, Tensor) for x in a):
+        return "[" + ", ".join(fmt_shape(x.shape) for x in a) + "]"
+    return None
+
+
+def _user_frame(tb):
+    """The innermost traceback frame in the user's code (outside gradlab)."""
+    from ._common import _PKG_DIR, Site
+    found = None
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if not fn.startswith(_PKG_DIR):
+            found = Site(fn, tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+class ShapeRow:
+    """One op call: ``op``, ``inputs`` (shape strings), ``outputs``, ``dtype``, ``module``, ``site``, ``error``."""
+
+    __slots__ = ("index", "op", "inputs", "outputs", "dtype", "module", "site", "error")
+
+    def __init__(self, index, op, inputs, module, site):
+        self.index, self.op, self.inputs, self.module, self.site = index, op, inputs, module, site
+        self.outputs, self.dtype, self.error = None, None, None
+
+    def cells(self):
+        out = "FAILED" if self.error is not None else ", ".join(self.outputs or ())
+        return [self.index, self.op, ", ".join(self.inputs) or "-", out, self.dtype or "", self.module or "",
+                str(self.site) if self.site else ""]
+
+
+class trace_shapes:
+    """Print a table of the ops run inside: op, input shapes, output shapes, dtype, module, line.
+
+    ``trace_shapes(file=None, print_table=True)``; the table is also kept as
+    ``.rows`` and ``.table()``, and shown by ``repr`` / ``_repr_html_``.
+    """
+
+    HEADERS = ["#", "op", "input shapes", "output shapes", "dtype", "module", "line"]
+
+    def __init__(self, file=None, print_table=True):
+        self.rows = []
+        self.file = file
+        self.print_table = print_table
+        self._pending = None
+
+    # op observer protocol
+    def before(self, cls, args):
+        ins = []
+        for a in args:
+            s = _shape_of(a)
+            if s is not None:
+                ins.append(s)
+            elif isinstance(a, (int, float, bool)) and not isinstance(a, bool) and len(args) <= 3:
+                ins.append("scalar")
+        row = ShapeRow(len(self.rows), cls.name, ins, current_module(), user_site(2))
+        self.rows.append(row)
+        return row
+
+    def after(self, row, cls, args, outputs, node):
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        ts = [o for o in outs if isinstance(o, Tensor)]
+        row.outputs = [fmt_shape(o.shape) for o in ts]
+        row.dtype = _dt.dtype_name(ts[0].dtype) if ts else None
+        mod = node_module(node) if node is not None else None
+        if mod is not None:
+            row.module = mod
+
+    def __enter__(self):
+        _fn.op_observers.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self in _fn.op_observers:
+            _fn.op_observers.remove(self)
+        failed = None
+        if exc is not None and self.rows and self.rows[-1].outputs is None:
+            failed = self.rows[-1]
+            failed.error = exc
+        if self.print_table:
+            out = self.file if self.file is not None else sys.stdout
+            print(self.table(), file=out)
+            if exc is not None:
+                if failed is not None:
+                    where = f"at op #{failed.index} ({failed.op})"
+                elif self.rows:
+                    where = f"after op #{self.rows[-1].index} ({self.rows[-1].op}), before the next op ran"
+                else:
+                    where = "before any op ran"
+                site = _user_frame(tb)
+                at = f", raised from {site}" if site else ""
+                print(f"\ntrace_shapes: the block failed {where}{at}:\n{type(exc).__name__}: {exc}", file=out)
+        return False  # the original error propagates unchanged
+
+    @property
+    def failed(self):
+        """The row of the op that raised (``None`` if nothing failed)."""
+        return next((r for r in self.rows if r.error is not None), None)
+
+    def table(self) -> str:
+        if not self.rows:
+            return "trace_shapes: no ops ran inside the block"
+        return text_table(self.HEADERS, [r.cells() for r in self.rows], align=[">", "<", "<", "<", "<", "<", "<"])
+
+    def __repr__(self):
+        return self.table()
+
+    def _repr_html_(self):
+        return html_table(self.HEADERS, [r.cells() for r in self.rows], caption="trace_shapes")
