@@ -27,6 +27,14 @@ from .compare import (  # noqa: E402,A004
     less, less_equal, logical_and, logical_not, logical_or, logical_xor, lt, ne, not_equal, remainder, sign,
 )
 from .cast import bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as  # noqa: E402,A004
+from .activations import (  # noqa: E402,A004
+    ceil, cos, erf, expm1, floor, gelu, leaky_relu, log1p, reciprocal, round, silu, sin, softplus, trunc,
+)
+from .reductions import cumsum, logsumexp, norm, prod, std, var  # noqa: E402
+from .indexing import (  # noqa: E402
+    as_strided, chunk, flip, index_select, masked_fill, repeat, roll, scatter, scatter_add, split, tile, tril, triu,
+)
+from .contract import bmm, einsum, outer, tensordot  # noqa: E402
 
 
 def true_divide(input, other):
@@ -63,6 +71,11 @@ TENSOR_METHODS = [
     "logical_and", "logical_or", "logical_not", "isnan", "isinf", "isfinite", "any", "all", "sign", "to",
     "float", "double", "half", "bfloat16", "long", "int", "bool", "type_as", "clone", "cpu", "cuda",
     "square", "swapaxes", "t", "true_divide", "subtract", "multiply", "negative", "equal", "allclose",
+]
+TENSOR_METHODS += [  # the operator library (activations, reductions, indexing, contractions)
+    "sin", "cos", "log1p", "expm1", "reciprocal", "floor", "round", "ceil", "trunc", "erf", "var", "std",
+    "logsumexp", "prod", "cumsum", "norm", "scatter", "scatter_add", "index_select", "masked_fill", "tril", "triu",
+    "split", "chunk", "repeat", "tile", "flip", "roll", "as_strided", "outer", "bmm",
 ]
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..errors import IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, one_dim, view_of
 from .registry import Sample, register
@@ -120,7 +120,9 @@ def _along(index: np.ndarray, dim: int):
 def _check_gather(op, x, dim, index):
     index = check_tensor(index, op, "index")
     if _dt.category(index.dtype) != 1:
-        raise TypeError(f"{op}: index must be an integer tensor, got dtype {index.dtype}; use index.long()")
+        raise DTypeError(f"{op}: index must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
+                         f"(index shape {fmt_shape(index.shape)}, input shape {fmt_shape(x.shape)}); "
+                         "convert it with index.long()")
     d = one_dim(dim, x.ndim, op)
     if index.ndim != x.ndim:
         raise ShapeError(f"{op}: index has {index.ndim} dims {fmt_shape(index.shape)} but input has {x.ndim} "

@@ -1,0 +1,296 @@
+"""Tensor contractions: ``einsum``, and ``outer``, ``tensordot``, ``bmm`` built on it or on matmul.
+
+``einsum('ij,jk->ik', A, B)`` names every dim with a letter: letters shared by
+operands are multiplied together, letters missing from the output are summed.
+Its VJP is the nicest fact in this file: **the gradient of an einsum with
+respect to one operand is another einsum**, the output's gradient contracted
+with the *other* operands, producing that operand's letters::
+
+    Y = einsum('ij,jk->ik', A, B)   =>   dA = einsum('ik,jk->ij', dY, B)
+                                         dB = einsum('ik,ij->jk', dY, A)
+
+Two details make it general: a letter only the operand has (``'ij->i'``) is
+broadcast back over, and a repeated letter (``'ii->i'``, the diagonal) puts the
+gradient back on the diagonal of a zero matrix.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..errors import ArgumentError, ShapeError, fmt_shape
+from .._tensor import Tensor
+from ._util import check_tensor
+from .index import IndexAddZeros
+from .registry import Sample, register
+
+_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+
+
+# -------------------------------------------------------------------- parsing
+def _parse(equation, shapes):
+    """Check ``equation`` against the operand shapes; return (terms, output), ellipses spelled out as letters."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: the equation must be a string such as 'ij,jk->ik', got {type(equation).__name__}")
+    eq = equation.replace(" ", "")
+    if eq.count("->") > 1:
+        raise ArgumentError(f"einsum: equation {equation!r} has more than one '->'")
+    lhs, rhs = eq.split("->") if "->" in eq else (eq, None)
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ArgumentError(f"einsum: equation {equation!r} has subscripts for {len(terms)} operand(s) but "
+                            f"{len(shapes)} operand(s) were given")
+    for part in terms + ([rhs] if rhs is not None else []):
+        bad = set(part.replace("...", "")) - set(_LETTERS)
+        if bad or part.count("...") > 1:
+            raise ArgumentError(f"einsum: equation {equation!r}: subscripts must be letters a-z, A-Z and at most "
+                                f"one '...' per operand, got {part!r}")
+    free = [c for c in _LETTERS if c not in eq]
+    n_ell = 0
+    for i, (term, shape) in enumerate(zip(terms, shapes)):
+        named = len(term.replace("...", ""))
+        if ("..." in term and named > len(shape)) or ("..." not in term and named != len(shape)):
+            raise ShapeError(
+                f"einsum: operand {i} has {len(shape)} dim(s) {fmt_shape(shape)} but its subscripts {term!r} name "
+                f"{named}; give one letter per dim" + (" (or use '...' for the rest)" if "..." not in term else ""))
+        if "..." in term:
+            n_ell = max(n_ell, len(shape) - named)
+    ell = free[:n_ell]
+    if len(ell) < n_ell:
+        raise ArgumentError(f"einsum: equation {equation!r} uses too many letters")
+
+    def expand(term, ndim):
+        if "..." not in term:
+            return list(term)
+        k = ndim - len(term.replace("...", ""))
+        a, b = term.split("...")
+        return list(a) + ell[n_ell - k:] + list(b)
+
+    labels = [expand(t, len(s)) for t, s in zip(terms, shapes)]
+    counts = {}
+    for t in labels:
+        for c in t:
+            counts[c] = counts.get(c, 0) + 1
+    if rhs is None:  # implicit output: the ellipsis dims, then letters seen once, alphabetically
+        out = ell + sorted(c for c in counts if counts[c] == 1 and c not in ell)
+    else:
+        out = list(rhs.replace("...", "".join(ell))) if "..." in rhs else list(rhs)
+        for c in out:
+            if c not in counts:
+                raise ArgumentError(f"einsum: equation {equation!r}: output letter {c!r} appears in no operand")
+        if len(set(out)) != len(out):
+            raise ArgumentError(f"einsum: equation {equation!r}: an output letter is repeated")
+    sizes = {}
+    for i, (t, shape) in enumerate(zip(labels, shapes)):
+        for c, s in zip(t, shape):
+            prev = sizes.get(c)
+            if prev is not None and prev[0] != s and s != 1 and prev[0] != 1:
+                what = f"'{c}'" if c not in ell else "a '...' dim"
+                raise ShapeError(f"einsum: {what} has size {prev[0]} in operand {prev[1]} but {s} in operand {i} "
+                                 f"(shapes {', '.join(fmt_shape(s) for s in shapes)}); sizes must match or be 1")
+            if prev is None or prev[0] == 1:
+                sizes[c] = (s, i)
+    return labels, out, {c: s for c, (s, _) in sizes.items()}
+
+
+def _eq(ins, out) -> str:
+    return ",".join("".join(t) for t in ins) + "->" + "".join(out)
+
+
+def _from_sublists(args):
+    """NumPy's other spelling: ``einsum(A, [0, 1], B, [1, 2], [0, 2])``."""
+    args = list(args)
+    out = args.pop() if len(args) % 2 == 1 else None
+
+    def letters(sub):
+        return "".join("..." if s is Ellipsis else _LETTERS[int(s)] for s in sub)
+    eq = ",".join(letters(s) for s in args[1::2]) + ("" if out is None else "->" + letters(out))
+    return eq, args[0::2]
+
+
+# ------------------------------------------------------------------------ op
+class Einsum(Op):
+    name = "einsum"
+    formula = "dA_k = einsum('<Y's letters>,<other operands' letters> -> <A_k's letters>', dY, *others)"
+
+    @staticmethod
+    def forward(ctx, equation, *operands):
+        labels, out, sizes = _parse(equation, [x.shape for x in operands])
+        ctx.labels, ctx.out, ctx.sizes = labels, out, sizes
+        ctx.equation = _eq(labels, out)
+        ctx.save_for_backward(*operands)
+        ctx.formula = " ; ".join(f"d{_name(k)} = einsum('{_grad_eq(labels, out, sizes, x.shape, k)[0]}', dY, ...)"
+                                 for k, x in enumerate(operands))
+        dt = _dt.result_type(*operands)
+        arrays = [x.data if x.dtype == dt else x.data.astype(dt) for x in operands]
+        return np.asarray(np.einsum(ctx.equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
+
+    def vjp(self, g):
+        xs = self.saved_tensors
+        need = self.needs_input_grad[1:]
+        return (None,) + tuple(self._grad(g, xs, k) if need[k] else None for k in range(len(xs)))
+
+    def _grad(self, g, xs, k):
+        x = xs[k]
+        eq, keep = _grad_eq(self.labels, self.out, self.sizes, x.shape, k)
+        others = [xs[j] for j in range(len(xs)) if j != k]
+        trivial = not others and keep == self.out
+        r = g if trivial else O.einsum(eq, g, *others)
+        uniq = list(dict.fromkeys(self.labels[k]))
+        usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
+        r = O.reshape(r, tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq))
+        if tuple(r.shape) != tuple(usize):
+            r = O.broadcast_to(r, tuple(usize))  # letters only this operand has: every element got dY
+        if len(uniq) == len(self.labels[k]):
+            return r
+        # a repeated letter ('ii'): only the diagonal was read, so only it gets a gradient
+        grid = np.indices(usize, sparse=True)
+        index = tuple(grid[uniq.index(c)] for c in self.labels[k])
+        return IndexAddZeros.apply(r, index, x.shape)
+
+    def jvp(self, _, *ts):
+        xs = self.args[1:]
+        total = None
+        for k, t in enumerate(ts):
+            if t is None:
+                continue
+            term = O.einsum(self.equation, *[t if j == k else x for j, x in enumerate(xs)])
+            total = term if total is None else total + term
+        return total
+
+
+def _name(k):
+    return "ABCDEFGH"[k] if k < 8 else f"X{k}"
+
+
+def _grad_eq(labels, out, sizes, shape, k):
+    """The einsum giving operand k's gradient (before broadcasting and diagonals), and its output letters."""
+    mine = dict(zip(labels[k], shape))
+    avail = set(out).union(*[set(t) for j, t in enumerate(labels) if j != k])
+    # a letter of size 1 here but larger elsewhere was broadcast: sum over it (it stays size 1)
+    keep = [c for c in dict.fromkeys(labels[k]) if c in avail and not (mine[c] == 1 and sizes[c] > 1)]
+    ins = [out] + [t for j, t in enumerate(labels) if j != k]
+    return _eq(ins, keep), keep
+
+
+def _einsum_samples(src):
+    n, m, p = src.integers(1, 3), src.integers(1, 3), src.integers(1, 3)
+    t = src.tensor
+    yield Sample(("ij,jk->ik", t((n, m)), t((m, p))), desc="matmul")
+    yield Sample(("ii->i", t((3, 3))), desc="diagonal")
+    yield Sample(("ii", t((3, 3))), desc="trace (implicit output)")
+    yield Sample(("bij,bjk->bik", t((2, n, m)), t((2, m, p))), desc="batched matmul")
+    yield Sample(("...ij,...jk", t((2, 1, n, m)), t((3, m, p))), desc="broadcast ellipsis, implicit")
+    yield Sample(("i,j", t((n,)), t((m,))), desc="outer (implicit)")
+    yield Sample(("ij->", t((n, m))), desc="sum")
+    yield Sample(("iij->ji", t((2, 2, 3))), desc="repeated letter and transpose")
+    yield Sample(("i,i,i->", t((3,)), t((3,)), t((3,))), desc="three operands")
+    yield Sample(("ba", t((n, m))), desc="implicit transpose")
+    yield Sample(("ij,ij->ij", t((3, 1)), t((3, 2))), desc="size-1 letter broadcasts")
+    yield Sample(("bhqd,bhkd->bhqk", t((1, 2, 2, 3)), t((1, 2, 3, 3))), desc="attention scores")
+    yield Sample(("i...->...", t((2, 3))), desc="ellipsis in the output")
+    yield Sample((",ij->ij", t(()), t((n, m))), desc="0-d operand")
+
+
+@register(op=Einsum, samples=_einsum_samples, torch=lambda torch, eq, *ops: torch.einsum(eq, *ops))
+def einsum(equation, *operands):
+    """Einstein summation, with any subscripts NumPy accepts: ``'ij,jk->ik'``, implicit output
+    (``'ij,jk'``: letters seen once, alphabetically), ``'...'`` for leading dims, repeated letters
+    (``'ii->i'`` the diagonal, ``'ii'`` the trace). Operands may also be passed as one list
+    (``einsum('ij,jk', [a, b])``) or in NumPy's sublist form (``einsum(a, [0, 1], b, [1, 2])``).
+
+    Its gradient with respect to each operand is itself an einsum (see the module notes).
+    """
+    if isinstance(equation, Tensor):
+        equation, operands = _from_sublists((equation,) + operands)
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ArgumentError("einsum: give at least one operand")
+    xs = [check_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands)]
+    return Einsum.apply(equation, *xs)
+
+
+# ------------------------------------------------------- outer, tensordot, bmm
+@register(samples=lambda src: [Sample((src.tensor((src.integers(0, 3),)), src.tensor((src.integers(1, 3),))))],
+          formula="dA = dY @ B ; dB = dY^T @ A   (as the einsum 'i,j->ij')",
+          torch=lambda torch, a, b: torch.outer(a, b))
+def outer(input, vec2):
+    """``out[i, j] = input[i] * vec2[j]`` for two 1-D tensors."""
+    a, b = check_tensor(input, "outer", "input"), check_tensor(vec2, "outer", "vec2")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expects two 1-D tensors, got input {fmt_shape(a.shape)} and vec2 "
+                         f"{fmt_shape(b.shape)}; flatten them first, or use einsum")
+    return einsum("i,j->ij", a, b)
+
+
+def _tensordot_samples(src):
+    t = src.tensor
+    yield Sample((t((2, 3, 4)), t((3, 4, 2))), desc="dims=2 (default)")
+    yield Sample((t((2, 3)), t((3, 2)), 1), desc="dims=1: matmul")
+    yield Sample((t((2, 3)), t((4,)), 0), desc="dims=0: outer product")
+    yield Sample((t((2, 3, 4)), t((4, 2, 3))), dict(dims=([1, 2], [2, 0])), desc="pair of lists")
+
+
+@register(samples=_tensordot_samples, formula="dA, dB: einsums of dY with the other operand",
+          torch=lambda torch, a, b, dims=2: torch.tensordot(a, b, dims=dims))
+def tensordot(a, b, dims=2):
+    """Sum products over ``dims``: an int ``n`` pairs ``a``'s last ``n`` dims with ``b``'s first ``n``;
+    a pair of lists ``([1, 2], [2, 0])`` names them. The result keeps the rest of ``a``, then of ``b``."""
+    a, b = check_tensor(a, "tensordot", "a"), check_tensor(b, "tensordot", "b")
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0 or dims > min(a.ndim, b.ndim):
+            raise ArgumentError(f"tensordot: dims={dims} is out of range for a {fmt_shape(a.shape)} and "
+                                f"b {fmt_shape(b.shape)}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        if isinstance(dims, Tensor):
+            dims = dims.data.tolist()
+        try:
+            da, db = ([int(d) for d in (x if isinstance(x, (list, tuple)) else [x])] for x in dims)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"tensordot: dims must be an int or a pair of lists of dims, got {dims!r}") from None
+        if len(da) != len(db):
+            raise ArgumentError(f"tensordot: dims names {len(da)} dims of a but {len(db)} of b; pair them one to one")
+        da = [d % a.ndim if -a.ndim <= d < a.ndim else _bad_dim(d, "a", a) for d in da]
+        db = [d % b.ndim if -b.ndim <= d < b.ndim else _bad_dim(d, "b", b) for d in db]
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: dim {i} of a {fmt_shape(a.shape)} has size {a.shape[i]} but dim {j} of "
+                             f"b {fmt_shape(b.shape)} has size {b.shape[j]}; contracted dims must match")
+    la = list(_LETTERS[:a.ndim])
+    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
+    for i, j in zip(da, db):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in da] + [c for j, c in enumerate(lb) if j not in db]
+    return einsum(_eq([la, lb], out), a, b)
+
+
+def _bad_dim(d, name, t):
+    raise ArgumentError(f"tensordot: dim {d} is out of range for {name} with shape {fmt_shape(t.shape)}")
+
+
+def _bmm_samples(src):
+    b, n, k, m = (src.integers(1, 3) for _ in range(4))
+    yield Sample((src.tensor((b, n, k)), src.tensor((b, k, m))))
+
+
+@register(samples=_bmm_samples, formula="dA = dY @ B^T ; dB = A^T @ dY   (per batch)",
+          torch=lambda torch, a, b: torch.bmm(a, b))
+def bmm(input, mat2):
+    """Batched matrix product of ``(b, n, k)`` and ``(b, k, m)``: no broadcasting (use matmul for that)."""
+    a, b = check_tensor(input, "bmm", "input"), check_tensor(mat2, "bmm", "mat2")
+    if a.ndim != 3 or b.ndim != 3:
+        raise ShapeError(f"bmm: expects two 3-D tensors (batch, n, k) and (batch, k, m), got input "
+                         f"{fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; use matmul for other ranks")
+    if a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: batch sizes differ: input {fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; "
+                         "bmm does not broadcast (matmul does)")
+    if a.shape[2] != b.shape[1]:
+        raise ShapeError(f"bmm: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
+                         f"{a.shape[2]} and {b.shape[1]} differ")
+    return O.matmul(a, b)
