@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
 from ..backend import generator, xp_of
@@ -33,6 +34,8 @@ def linear(input, weight, bias=None):
     """``input @ weight^T + bias`` with ``weight`` of shape ``(out_features, in_features)``."""
     x = check_tensor(input, "linear")
     w = check_tensor(weight, "linear", "weight")
+    if _amp.enabled:
+        x, w, bias = _autocast_args("linear", x, w, bias)
     if w.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be (out_features, in_features), got {fmt_shape(w.shape)}")
     if x.ndim == 0 or x.shape[-1] != w.shape[-1]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend import xp_of
@@ -168,6 +169,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     ``(1 - e) * nll + e * mean over classes of -log_softmax`` (as PyTorch).
     """
     op = "cross_entropy"
+    if _amp.enabled:
+        input, target = _autocast_args(op, input, target)
     x = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
     cdim = _class_dim(op, x)
@@ -220,6 +223,8 @@ def _cross_entropy_probs(x, target, logp, w, wshape, red, cdim, label_smoothing)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target)^2`` (broadcasting, as PyTorch), reduced by ``reduction``."""
     op = "mse_loss"
+    if _amp.enabled:
+        input, target = _autocast_args(op, input, target)
     x = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
     d = x - target

@@ -11,6 +11,7 @@ those ops' rules. ``eps`` keeps the division finite for a constant row.
 from __future__ import annotations
 
 from .. import ops as O
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
 from ..errors import DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
@@ -21,6 +22,8 @@ NS = "gradlab.nn.functional"
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize ``input`` over its last ``len(normalized_shape)`` dims (which must equal ``normalized_shape``)."""
+    if _amp.enabled:
+        input, weight, bias = _autocast_args("layer_norm", input, weight, bias)
     x = check_tensor(input, "layer_norm")
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"layer_norm: input has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor")

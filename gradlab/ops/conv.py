@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
 from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
@@ -297,6 +298,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
     Computed as im2col + one matrix product; see the module docstring.
     """
+    if _amp.enabled:
+        input, weight, bias = _autocast_args("conv2d", input, weight, bias)
     x, w, b, s, p, d, g, unbatched = check_conv_args("conv2d", input, weight, bias, stride, padding, dilation, groups)
     out = Conv2d.apply(x, w, b, s, p, d, g)
     return O.squeeze(out, 0) if unbatched else out

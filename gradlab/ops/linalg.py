@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ._util import arrays_for, check_tensor
 from .registry import Sample, register
@@ -91,6 +92,8 @@ def _matmul_samples(src):
 def matmul(input, other):
     """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
     a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
+    if _amp.enabled:
+        a, b = _autocast_args("matmul", a, b)
     _check(a, b)
     return MatMul.apply(a, b)
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
 from ..backend import xp_of
 from ..errors import ArgumentError
@@ -103,6 +104,8 @@ def _samples(src):
           torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype))
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x), dim)``: turns scores into probabilities along ``dim`` (stable: the max is subtracted)."""
+    if _amp.enabled:
+        (input,) = _autocast_args("softmax", input)
     x, d = _prepare("softmax", input, dim, dtype)
     if d is None:  # a 0-d input: one entry, probability 1
         return Softmax.apply(O.reshape(x, (1,)), 0).reshape(())
@@ -113,6 +116,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
           torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype))
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``: log-probabilities, computed without ever forming a tiny probability."""
+    if _amp.enabled:
+        (input,) = _autocast_args("log_softmax", input)
     x, d = _prepare("log_softmax", input, dim, dtype)
     if d is None:
         return LogSoftmax.apply(O.reshape(x, (1,)), 0).reshape(())
