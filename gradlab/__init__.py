@@ -56,6 +56,13 @@ _LAZY = {
     "trace": ("gradlab.debug", "trace"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
+    "nn": ("gradlab.nn", None),
+    "optim": ("gradlab.optim", None),
+    "amp": ("gradlab.amp", None),
+    "data": ("gradlab.data", None),
+    "io": ("gradlab.io", None),
+    "save": ("gradlab.io", "save"),
+    "load": ("gradlab.io", "load"),
 }
 
 
