@@ -99,6 +99,8 @@ class SavedTensor:
             return self.tensor
         t = Tensor._make(self.data, True, node, self.output_nr)
         t._version = self.version_obj
+        if node._saved_fw is not None:  # forward-over-reverse: the saved output's tangent
+            t._fw_grad = node._saved_fw.get(self.output_nr)
         return t
 
 
@@ -123,6 +125,7 @@ class Function:
     _saved = ()
     _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
     meta = None            # dict: creation site, module path... (filled by observers)
+    _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -131,6 +134,9 @@ class Function:
         # A user Function that overrides ``backward`` (PyTorch style) gets a vjp.
         if "backward" in cls.__dict__ and "vjp" not in cls.__dict__:
             cls.vjp = _vjp_from_backward
+        # ... and a PyTorch-style ``@staticmethod jvp(ctx, *tangents)`` becomes the forward-mode rule.
+        if isinstance(cls.__dict__.get("jvp"), staticmethod):
+            cls.jvp = _method_from_static(cls.__dict__["jvp"].__func__)
 
     # ---------------------------------------------------------- the ctx API
     def save_for_backward(self, *tensors):
@@ -167,7 +173,11 @@ class Function:
 
     @property
     def needs_input_grad(self) -> tuple:
-        return tuple(e is not None for e in self.next_functions)
+        """One bool per positional input: does it need a gradient? (usable in forward and backward)"""
+        nf = self.__dict__.get("next_functions")
+        if nf is None:
+            return self.__dict__.get("_needs", ())
+        return tuple(e is not None for e in nf)
 
     @property
     def num_outputs(self) -> int:
@@ -224,7 +234,9 @@ class Function:
         raise NotImplementedError(f"{self.name} has no backward rule")
 
     def jvp(self, *tangents):
-        raise GradError(f"forward-mode AD: {self.name} has no JVP rule")
+        raise GradError(
+            f"forward-mode AD: the op {self.name} has no JVP rule; add a jvp(self, *tangents) method beside its "
+            "vjp (one tangent per positional input, None = zero), or use reverse mode (gradlab.func.jacrev)")
 
 
 # Built-in ops compute on arrays; they subclass this.
@@ -238,8 +250,15 @@ def _vjp_from_backward(self, *grads):
     return res if isinstance(res, tuple) else (res,)
 
 
+def _method_from_static(f):
+    def jvp(self, *tangents):
+        return f(self, *tangents)
+    return jvp
+
+
 def _run_tensor_forward(ctx, args, kwargs):
     """A user Function: forward on tensors under no_grad; return its arrays."""
+    ctx._needs = tuple(isinstance(a, Tensor) and a.requires_grad and ctx._recording for a in args)
     prev = _grad_state.enabled
     _grad_state.enabled = False
     try:
