@@ -135,7 +135,7 @@ def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
             continue
         if d == nid:
             items[nid] = n
-            if n.kind == "op" and n.module is not None:
+            if n.kind == "op" and n.module:      # the outermost module ("") gets no frame
                 clusters[nid] = n.module
         else:
             g = next(g for g in groups.values() if g.id == d)

@@ -33,156 +33,17 @@ keyed by creation number. The walk is an explicit stack: a 100 000-op chain is f
 """
 from __future__ import annotations
 
-import dataclasses
+import gc
 import weakref
-from typing import Optional
-
-import numpy as np
 
 from ..autograd.function import AccumulateGrad
 from ..backend.device import device_of_array
-from ..backend import dtypes as _dt
 from ..ops.registry import formula_of
 from .._tensor import Tensor
-
-ROLES = ("parameter", "leaf", "output", "intermediate", "constant")
-
-
-@dataclasses.dataclass
-class GradSummary:
-    """What ``.grad`` holds, in a few numbers (computed in float64)."""
-    shape: tuple
-    dtype: str
-    norm: float
-    min: float
-    mean: float
-    max: float
-    nbytes: int
-    nonfinite: int = 0    # how many entries are NaN or inf
-
-
-@dataclasses.dataclass
-class SavedInfo:
-    """One tensor an op keeps for backward (``node.saved``)."""
-    name: Optional[str]
-    shape: Optional[tuple]
-    dtype: str
-    nbytes: int
-    is_output: bool = False
-
-
-@dataclasses.dataclass
-class TensorNode:
-    id: str
-    name: str
-    role: str                  # one of ROLES
-    shape: tuple
-    dtype: str
-    device: str = "cpu"
-    requires_grad: bool = False
-    nbytes: int = 0
-    grad: Optional[GradSummary] = None
-    missing_grad: bool = False
-    missing_reason: str = ""
-    in_graph: bool = True      # False for params= tensors the root does not reach
-    generated_name: bool = True
-    module: Optional[str] = None   # filled by the collapser for absorbed leaves
-    accumulates: int = 0       # backward view: how many gradients arrive here
-    order: int = 0             # stable sort key
-    kind: str = "tensor"
-
-
-@dataclasses.dataclass
-class OpNode:
-    id: str
-    op: str                    # the op's name (``node.name``)
-    formula: str
-    seq: int
-    saved: list = dataclasses.field(default_factory=list)
-    saved_bytes: int = 0
-    saved_freed: bool = False  # backward already ran without retain_graph
-    out_shapes: tuple = ()
-    out_dtypes: tuple = ()
-    device: str = "cpu"
-    module: Optional[str] = None
-    module_type: Optional[str] = None
-    accumulates: int = 0       # backward view: gradients arriving from 2+ consumers
-    order: int = 0
-    kind: str = "op"
-
-
-@dataclasses.dataclass
-class Edge:
-    id: str
-    src: str
-    dst: str
-    shape: Optional[tuple] = None
-    dtype: Optional[str] = None
-    kind: str = "data"         # "data" (forward) or "grad" (backward)
-
-
-@dataclasses.dataclass
-class MemoryTotals:
-    parameters: int = 0        # bytes of parameter leaves
-    leaves: int = 0            # other leaves that require grad
-    saved: int = 0             # saved activations (each array counted once)
-    gradients: int = 0         # .grad of the tensors drawn
-
-
-@dataclasses.dataclass
-class GraphModel:
-    view: str
-    root_id: str
-    nodes: dict                # id -> TensorNode | OpNode, in a stable order
-    edges: list
-    memory: MemoryTotals
-    backward_ran: bool = False
-    notes: list = dataclasses.field(default_factory=list)
-    node_ids: "weakref.WeakKeyDictionary" = dataclasses.field(default_factory=weakref.WeakKeyDictionary)
-    id_for_seq: dict = dataclasses.field(default_factory=dict)
-    root_name: str = "output"
-
-    @property
-    def ops(self):
-        return [n for n in self.nodes.values() if n.kind == "op"]
-
-    @property
-    def tensors(self):
-        return [n for n in self.nodes.values() if n.kind == "tensor"]
-
-    def id_of(self, node) -> Optional[str]:
-        """The id for a backward node object (None if it is not in this graph)."""
-        try:
-            return self.node_ids.get(node)
-        except TypeError:
-            return None
-
-
-def _dname(dtype) -> str:
-    return _dt.dtype_name(dtype) if dtype is not None else "?"
-
-
-def grad_summary(g) -> Optional[GradSummary]:
-    """Shape, norm and min/mean/max of a gradient tensor (None when there is none)."""
-    if g is None:
-        return None
-    arr = g.data if isinstance(g, Tensor) else g
-    if hasattr(arr, "get"):          # CuPy: summarise on the host
-        arr = arr.get()
-    a = np.asarray(arr, dtype=np.float64)
-    finite = np.isfinite(a)
-    nonfinite = int(a.size - np.count_nonzero(finite))
-    f = a[finite] if nonfinite else a
-    if f.size:
-        stats = (float(np.sqrt(np.sum(f * f))), float(f.min()), float(f.mean()), float(f.max()))
-    else:
-        stats = (0.0, 0.0, 0.0, 0.0)
-    return GradSummary(tuple(a.shape), _dname(arr.dtype), *stats, nbytes=int(arr.nbytes), nonfinite=nonfinite)
-
-
-def is_parameter(t: Tensor) -> bool:
-    """A trainable parameter: marked by ``nn.Parameter`` (``_is_param``) or of a class named Parameter."""
-    return bool(getattr(t, "_is_param", False)) or type(t).__name__ == "Parameter"
+from .nodes import (  # noqa: F401 - re-exported: the model's types live in nodes.py
+    ROLES, Edge, GradSummary, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, _dname, grad_summary,
+    is_parameter,
+)
 
 
 def _named(params):
@@ -241,9 +102,15 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
         if name is not None:
             names.setdefault(id(t), name)
     b = _Builder(root, view, names)
-    b.walk()
-    b.add_params(named)
-    b.finish()
+    gc_was_on = gc.isenabled()
+    gc.disable()   # the walk only allocates; cyclic GC passes over a big graph would dominate its time
+    try:
+        b.walk()
+        b.add_params(named)
+        b.finish()
+    finally:
+        if gc_was_on:
+            gc.enable()
     return b.model
 
 
@@ -307,10 +174,11 @@ class _Builder:
         order = 0
         for r, n in enumerate(ops):
             nid = op_id[n]
+            raw_saved = n.saved
             saved = [SavedInfo(s.name, tuple(s.shape) if s.shape is not None else None, _dname(s.dtype),
-                               s.nbytes, s.output_nr is not None) for s in n.saved]
+                               s.nbytes, s.output_nr is not None) for s in raw_saved]
             dev = None
-            for s in n.saved:
+            for s in raw_saved:
                 if s.data is not None:
                     dev = str(device_of_array(s.data))
                     break

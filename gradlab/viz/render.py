@@ -241,7 +241,8 @@ def _legend(items, view, prefix):
                                             color=_q(color), height=0.25, margin='"0.06,0.02"'))
     if len(ids) > 1:
         lines.append("{rank=same; " + " ".join(ids) + "}")
-        lines += [f"{a} -> {b} [style=invis]" for a, b in zip(ids, ids[1:])]
+        lines += [f'{a} -> {b} [style=invis, id={_q(prefix + "legend_e" + str(i))}, class="legend"]'
+                  for i, (a, b) in enumerate(zip(ids, ids[1:]))]
     lines.append("}")
     return lines if ids else []
 

@@ -1,0 +1,408 @@
+"""show_graph: the structure of what is drawn (nodes, ids, classes, labels), not pixels.
+
+DOT is parsed with pygraphviz, SVG with ElementTree. Expected values come
+from the graph itself (``node.saved``, ``.grad``) or from NumPy, never typed in.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.autograd import engine as _engine
+from gradlab.autograd import function as _function
+from gradlab.viz import NotATensorError, build_model, plan, render_svg, show_graph, to_dot
+from gradlab.viz.model import collect
+from gradlab.viz.render import fmt_bytes
+
+pgv = pytest.importorskip("pygraphviz")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+# ------------------------------------------------------------------ helpers
+def mlp(batch=8, d_in=4, hidden=16, d_out=3, named=True):
+    x = gradlab.randn(batch, d_in)
+    w1 = gradlab.randn(d_in, hidden, requires_grad=True)
+    b1 = gradlab.zeros(hidden, requires_grad=True)
+    w2 = gradlab.randn(hidden, d_out, requires_grad=True)
+    w1._is_param = b1._is_param = w2._is_param = True
+    if named:
+        w1.name, b1.name, w2.name = "w1", "b1", "w2"
+    h = (x @ w1 + b1).relu()
+    loss = ((h @ w2) ** 2).mean()
+    return loss, dict(x=x, w1=w1, b1=b1, w2=w2, h=h)
+
+
+def dot_graph(view):
+    return pgv.AGraph(string=view.source)
+
+
+def footer(view):
+    g = dot_graph(view)
+    return dict(g.graph_attr)["label"]
+
+
+def drawn_nodes(g):
+    """Node name -> attrs for every non-legend node (legend nodes live in cluster_legend)."""
+    return {n.name: dict(n.attr) for n in g.nodes() if "legend" not in n.attr.get("class", "")}
+
+
+def svg_groups(svg, kind):
+    root = ET.fromstring(svg)
+    return [g for g in root.iter(SVG + "g") if (g.get("class") or "").split()[:1] == [kind]]
+
+
+def svg_text(g):
+    return " ".join(t.text or "" for t in g.iter(SVG + "text"))
+
+
+@contextmanager
+def module_scope():
+    """Label every node recorded inside with the module path on a stack (as nn does)."""
+    stack = []
+
+    def observer(node):
+        if stack:
+            node.meta = {"module": stack[-1][0], "module_type": stack[-1][1]}
+    _function.node_observers.append(observer)
+
+    @contextmanager
+    def enter(path, type_name):
+        stack.append((path, type_name))
+        try:
+            yield
+        finally:
+            stack.pop()
+    try:
+        yield enter
+    finally:
+        _function.node_observers.remove(observer)
+
+
+def tiny_transformer(enter, blocks=4, d=8, t=5):
+    """A transformer-shaped graph from gradlab ops, with module paths recorded."""
+    x = gradlab.randn(t, d)
+    params = {}
+
+    def p(name, *shape):
+        w = gradlab.randn(*shape, requires_grad=True) * 0.1
+        w = w.detach().requires_grad_()
+        w._is_param = True
+        params[name] = w
+        return w
+
+    for i in range(blocks):
+        with enter(f"blocks.{i}", "Block"):
+            with enter(f"blocks.{i}.attn", "Attention"):
+                q = x @ p(f"blocks.{i}.attn.wq", d, d)
+                k = x @ p(f"blocks.{i}.attn.wk", d, d)
+                s = (q @ k.T).exp()
+                a = s / s.sum(dim=-1, keepdim=True)
+                att = a @ (x @ p(f"blocks.{i}.attn.wv", d, d))
+            x = x + att
+            with enter(f"blocks.{i}.mlp", "MLP"):
+                m = (x @ p(f"blocks.{i}.mlp.w1", d, 2 * d)).relu() @ p(f"blocks.{i}.mlp.w2", 2 * d, d)
+            x = x + m
+    with enter("head", "Linear"):
+        out = x @ p("head.w", d, 3)
+    return (out * out).mean(), params
+
+
+# --------------------------------------------------------------- the model
+def test_forward_mlp_nodes_edges_and_ids_match_the_graph():
+    loss, t = mlp()
+    v = show_graph(loss)
+    ops, accs = collect(loss.grad_fn)
+    g = dot_graph(v)
+    nodes = drawn_nodes(g)
+    op_nodes = {k: a for k, a in nodes.items() if a["class"].split()[0] == "op"}
+    assert sorted(op_nodes) == sorted(f"op{i}" for i in range(len(ops)))
+    # op ids follow creation order: op<r> is the r-th recorded node
+    for r, n in enumerate(ops):
+        assert v.model.node_ids[n] == f"op{r}"
+        assert f"<B>{n.name}</B>" in op_nodes[f"op{r}"]["label"]
+    leaves = {a.variable.name: v.model.node_ids[a] for a in accs}
+    assert set(leaves) == {"w1", "b1", "w2"}
+    for name, nid in leaves.items():
+        assert nodes[nid]["class"] == "tensor parameter"
+        assert nodes[nid]["peripheries"] == "2"                      # told apart by border, not colour only
+        assert name in nodes[nid]["label"] and "parameter" in nodes[nid]["label"]
+    const = [k for k, a in nodes.items() if a["class"] == "tensor constant"]
+    assert len(const) == 1 and "(8, 4)" in nodes[const[0]]["label"]   # x, no grad
+    out = v.model.root_id
+    assert nodes[out]["class"].startswith("tensor output")
+    # every edge has a unique id and carries the shape flowing along it
+    ids = [e.attr["id"] for e in g.edges() if "legend" not in e.attr.get("class", "")]
+    assert len(ids) == len(set(ids)) and all(ids)
+    w1_edge = g.get_edge(leaves["w1"], "op0")
+    assert w1_edge.attr["label"] == "(4, 16)" and w1_edge.attr["class"] == "data"
+
+
+def test_svg_has_stable_ids_and_classes_on_every_node_and_edge():
+    loss, _ = mlp()
+    v = show_graph(loss)
+    svg = v.svg()
+    nodes, edges = svg_groups(svg, "node"), svg_groups(svg, "edge")
+    assert nodes and edges
+    assert all(n.get("id") and len(n.get("class").split()) >= 2 for n in nodes)
+    assert all(e.get("id") and len(e.get("class").split()) >= 2 for e in edges)
+    assert {n.get("id") for n in nodes} >= set(v.plan.items)
+    again = show_graph(mlp()[0])                       # the same program gives the same drawing source
+    assert again.source == v.source
+
+
+def test_saved_tensors_and_memory_footer():
+    loss, t = mlp()
+    v = show_graph(loss)
+    ops, accs = collect(loss.grad_fn)
+    expected_saved = {}
+    for n in ops:
+        for s in n.saved:
+            expected_saved[id(s.data)] = s.nbytes
+        op = v.model.nodes[v.model.node_ids[n]]
+        assert [(s.shape, s.nbytes) for s in op.saved] == [(tuple(s.shape), s.nbytes) for s in n.saved]
+    assert v.model.memory.saved == sum(expected_saved.values())
+    assert v.model.memory.parameters == sum(a.variable.data.nbytes for a in accs)
+    g = dot_graph(v)
+    matmul = g.get_node("op0").attr["label"]
+    assert "saved" in matmul and fmt_bytes(t["w1"].data.nbytes) in matmul
+    assert "saved activations " + fmt_bytes(v.model.memory.saved) in footer(v)
+    assert "parameters " + fmt_bytes(v.model.memory.parameters) in footer(v)
+
+
+def test_grads_after_backward_are_summarised():
+    loss, t = mlp()
+    loss.backward()
+    v = show_graph(loss)
+    for name in ("w1", "b1", "w2"):
+        node = next(n for n in v.model.tensors if n.name == name)
+        g = t[name].grad.data.astype(np.float64)
+        assert node.grad.shape == g.shape
+        assert node.grad.norm == pytest.approx(np.linalg.norm(g))
+        assert (node.grad.min, node.grad.mean, node.grad.max) == pytest.approx((g.min(), g.mean(), g.max()))
+        g_ = dot_graph(v)
+        attrs = dict(g_.get_node(node.id).attr)
+        assert "has-grad" in attrs["class"] and f"norm {node.grad.norm:.3g}" in attrs["label"]
+    assert v.model.memory.gradients == sum(t[k].grad.data.nbytes for k in ("w1", "b1", "w2"))
+    assert any("freed" in n for n in v.notes)             # saved tensors were released by backward
+
+
+def test_missing_grad_is_marked():
+    loss, t = mlp()
+    unused = gradlab.randn(5, requires_grad=True)
+    with gradlab.no_grad():
+        _ = unused * 2
+    loss.backward(inputs=[t["w2"]])
+    v = show_graph(loss, params={"w1": t["w1"], "b1": t["b1"], "w2": t["w2"], "unused": unused})
+    g = dot_graph(v)
+    nodes = drawn_nodes(g)
+    missing = {a["label"].split("</B>")[0].split("<B>")[-1] for a in nodes.values()
+               if "missing-grad" in a["class"]}
+    assert missing == {"w1", "b1", "unused"}          # exactly the tensors that require grad and got none
+    assert "grad: None" in next(a["label"] for a in nodes.values() if "<B>unused</B>" in a["label"])
+    assert any("'unused' has no grad: not reached" in n for n in v.notes)
+    assert "missing-grad" not in nodes[v.model.node_ids[t["w2"].grad_fn]]["class"] if t["w2"].grad_fn else True
+
+
+def test_no_missing_marks_before_backward():
+    loss, _ = mlp()
+    assert not any(n.missing_grad for n in show_graph(loss).model.tensors)
+
+
+def test_retained_intermediate_is_drawn_with_its_grad():
+    loss, t = mlp()
+    t["h"].retain_grad()
+    loss.backward()
+    v = show_graph(loss, params={"h": t["h"]})
+    h = next(n for n in v.model.tensors if n.name == "h")
+    assert h.role == "intermediate" and h.grad.norm == pytest.approx(np.linalg.norm(t["h"].grad.data))
+
+
+# -------------------------------------------------------------- backward view
+def test_backward_view_marks_accumulation_and_matches_the_engine():
+    x = gradlab.randn(3, 4, requires_grad=True)
+    x.name = "x"
+    h = x.tanh()
+    loss = (h * h + h).sum() + x.sum()           # h used 3 times; x used twice
+    v = show_graph(loss, view="backward")
+    g = dot_graph(v)
+    tanh_id = v.model.node_ids[h.grad_fn]
+    assert g.get_node(tanh_id).attr["class"] == "op accumulate"
+    assert "adds 3 incoming gradients" in g.get_node(tanh_id).attr["label"]
+    leaf = v.model.node_ids[x.grad_fn] if x.grad_fn else v.model.id_of(next(
+        a for a in collect(loss.grad_fn)[1]))
+    assert "accumulate" in g.get_node(leaf).attr["class"] and g.in_degree(leaf) == 2
+    # gradients flow from the output to the leaves: the root has no incoming grad edge
+    assert g.in_degree(v.model.root_id) == 0 and g.out_degree(v.model.root_id) == 1
+    assert all(e.attr["class"] == "grad" for e in g.edges() if "legend" not in e.attr.get("class", ""))
+
+    ran = []
+
+    class Obs:
+        def node_start(self, node, grads):
+            ran.append(node)
+
+        def node_end(self, node, grads_in, grads_out):
+            pass
+    _engine.backward_observers.append(Obs())
+    try:
+        loss.backward()
+    finally:
+        _engine.backward_observers.pop()
+    # every node the engine ran has an id in the model (what the animation relies on)
+    assert ran and all(v.model.id_of(n) in v.model.nodes for n in ran)
+    assert {v.model.id_of(n) for n in ran} == {nid for nid in v.model.nodes if nid != v.model.root_id}
+
+
+# ------------------------------------------------------------- bad input
+def test_leaf_and_no_grad_draw_one_node_and_say_why():
+    x = gradlab.randn(3, requires_grad=True)
+    v = show_graph(x)
+    assert len(drawn_nodes(dot_graph(v))) == 1 and "leaf" in v.reason
+    assert len(svg_groups(v.svg(), "node")) >= 1
+    with gradlab.no_grad():
+        y = x * 2
+    v = show_graph(y)
+    assert len(drawn_nodes(dot_graph(v))) == 1 and "no_grad" in v.reason
+    assert "no_grad" in footer(v)                             # the reason is drawn too
+    assert "no_grad" in repr(v)
+
+
+def test_non_tensor_raises_a_clear_type_error():
+    with pytest.raises(TypeError, match="expected a gradlab Tensor.*ndarray"):
+        show_graph(np.ones(3))
+    with pytest.raises(NotATensorError):
+        show_graph([1.0, 2.0])
+
+
+def test_long_chain_is_walked_iteratively_and_capped():
+    x = gradlab.randn(2, requires_grad=True)
+    y = x
+    n = 100_000
+    for _ in range(n):
+        y = y * 1.0001
+    v = show_graph(y, max_nodes=300)
+    assert len(v.model.ops) == n
+    nodes = drawn_nodes(dot_graph(v))
+    assert len(nodes) == 300 and "more" in nodes
+    assert "max_nodes=None" in " ".join(v.notes)
+    assert v.element_id(x.grad_fn or y.grad_fn) is not None
+    svg = v.svg()
+    assert any(g.get("id") == "more" for g in svg_groups(svg, "node"))
+
+
+# ------------------------------------------------------------ module grouping
+def test_depth_collapses_modules_into_boxes_with_counts():
+    with module_scope() as enter:
+        loss, params = tiny_transformer(enter, blocks=2)
+    full = show_graph(loss, max_nodes=None)
+    assert {n.module for n in full.model.ops} >= {"blocks.0.attn", "blocks.1.mlp", "head", None}
+    v = show_graph(loss, depth=2, fold=False, max_nodes=None)
+    nodes = drawn_nodes(dot_graph(v))
+    groups = {k: a for k, a in nodes.items() if a["class"].startswith("group")}
+    assert set(groups) == {"mod_blocks_0", "mod_blocks_1"}
+    n_params = sum(p.numel() for k, p in params.items() if k.startswith("blocks.0."))
+    assert f"{n_params:,} params" in groups["mod_blocks_0"]["label"]
+    ops_in_block0 = [o for o in full.model.ops if o.module and o.module.startswith("blocks.0")]
+    assert f"{len(ops_in_block0)} ops" in groups["mod_blocks_0"]["label"]
+    # every backward node of block 0 maps to the box that shows it
+    for o in ops_in_block0:
+        assert v.plan.element_of[o.id] == "mod_blocks_0"
+    # ops outside the collapsed depth stay visible, framed by their module
+    assert any(a["class"] == "op" for a in nodes.values())
+    assert 'id="cluster_mod_head"' in v.svg() or "cluster_mod_head" in v.source
+
+
+def test_identical_blocks_fold():
+    with module_scope() as enter:
+        loss, _ = tiny_transformer(enter, blocks=4)
+    v = show_graph(loss, depth=2)
+    groups = {k: a for k, a in drawn_nodes(dot_graph(v)).items() if a["class"].startswith("group")}
+    assert list(groups) == ["mod_blocks_0"] and groups["mod_blocks_0"]["class"] == "group folded"
+    assert "Block &#215;4" in groups["mod_blocks_0"]["label"] and "blocks.3" in groups["mod_blocks_0"]["label"]
+    svg_group = [g for g in svg_groups(v.svg(), "node") if g.get("id") == "mod_blocks_0"]
+    assert "Block ×4" in svg_text(svg_group[0])
+
+
+def test_max_nodes_collapses_automatically_with_a_note():
+    with module_scope() as enter:
+        loss, _ = tiny_transformer(enter, blocks=4)
+    full = len(build_model(loss).nodes)
+    v = show_graph(loss, max_nodes=30)
+    assert v.plan.count <= 30 < full
+    assert any("collapsed to depth=" in n and "max_nodes=None" in n for n in v.notes)
+    assert "collapsed to depth=" in footer(v)
+
+
+def test_api_for_the_widgets():
+    loss, _ = mlp()
+    m = build_model(loss, view="backward")
+    p = plan(m, max_nodes=None)
+    dot = to_dot(m, plan=p, id_prefix="g1-")
+    svg = render_svg(dot)
+    ids = {g.get("id") for g in svg_groups(svg, "node")}
+    for node, nid in m.node_ids.items():
+        assert "g1-" + p.element_of[nid] in ids
+    assert m.id_for_seq[loss.grad_fn.seq] == m.node_ids[loss.grad_fn]
+
+
+# ------------------------------------------------------------ output formats
+def test_view_outputs(tmp_path):
+    loss, _ = mlp()
+    v = show_graph(loss)
+    bundle = v._repr_mimebundle_()
+    assert bundle["image/svg+xml"].startswith("<svg") and "GraphView" in bundle["text/plain"]
+    assert v._repr_svg_().startswith("<svg")
+    assert (tmp_path / "g.png").exists() is False
+    v.save(tmp_path / "g.png")
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    v.save(str(tmp_path / "g.svg"))
+    ET.parse(tmp_path / "g.svg")                      # well-formed
+    v.save(str(tmp_path / "g.dot"))
+    assert (tmp_path / "g.dot").read_text() == v.source
+    with pytest.raises(ValueError, match=r"\.svg, \.png"):
+        v.save(str(tmp_path / "g.xyz"))
+    graphviz = pytest.importorskip("graphviz")
+    d = v.to_graphviz()
+    assert isinstance(d, graphviz.Digraph) and 'id="op0"' in d.source
+    assert "forward graph of 'output'" in repr(v) and "memory:" in repr(v)
+
+
+def test_gradlab_exports_show_graph():
+    assert gradlab.show_graph is show_graph
+    assert gradlab.viz.show_graph is show_graph
+
+
+def test_fontconfig_warning_never_reaches_stderr():
+    """A fresh interpreter renders for the first time; its fd 2 must stay empty."""
+    code = textwrap.dedent("""
+        import gradlab
+        x = gradlab.randn(3, requires_grad=True)
+        v = gradlab.show_graph((x * 2).sum())
+        assert v.svg().startswith("<?xml") or "<svg" in v.svg()
+        import tempfile, os
+        v.save(os.path.join(tempfile.mkdtemp(), "g.png"))
+        print("ok")
+    """)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+    assert res.stderr == "", res.stderr
+
+
+def test_quiet_stderr_drops_only_fontconfig(capfd):
+    from gradlab.viz.render import quiet_stderr
+    with quiet_stderr():
+        os.write(2, b'Fontconfig warning: "x.conf", line 6: unknown element "reset-dirs"\n')
+        os.write(2, b"something else went wrong\n")
+    err = capfd.readouterr().err
+    assert "Fontconfig" not in err and "something else went wrong" in err
