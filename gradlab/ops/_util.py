@@ -75,12 +75,15 @@ def arrays_for(op: str, a, b, names=("input", "other")):
     return x, y, dt
 
 
-_FLOATS = frozenset(_dt.FLOATING)
+# the Python-float fast path; not bfloat16, which NumPy would promote to float32 next to a Python float
+_FLOATS = frozenset(d for d in _dt.FLOATING if d != _dt.bfloat16)
 
 
 def _scalar(v, dt):
     # bools and ints become the promoted dtype's Python kind; NumPy keeps them weak
-    if dt.kind == "f" or dt == _dt.bfloat16:
+    if dt == _dt.bfloat16:  # NumPy treats a Python float as float32 next to bfloat16: make it a bfloat16
+        return np.asarray(float(v), dtype=dt)
+    if dt.kind == "f":
         return float(v)
     if dt.kind == "b":
         return bool(v)

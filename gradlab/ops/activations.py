@@ -274,7 +274,7 @@ class Gelu(Op):
         if approximate == "tanh":
             ctx.formula = ("dX = dY * (0.5 * (1 + T) + 0.5 * X * (1 - T^2) * sqrt(2/pi) * (1 + 3 * 0.044715 * X^2))"
                            "   (T = tanh(sqrt(2/pi) * (X + 0.044715 * X^3)))")
-            return 0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a)))
+            return np.asarray(0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))), dtype=a.dtype)
         return np.asarray(0.5 * a * (1 + _erf_array(a / _SQRT2)), dtype=a.dtype)
 
     def _dydx(self, x):

@@ -126,7 +126,9 @@ class Einsum(Op):
         ctx.formula = " ; ".join(f"d{_name(k)} = einsum('{_grad_eq(labels, out, sizes, x.shape, k)[0]}', dY, ...)"
                                  for k, x in enumerate(operands))
         dt = _dt.result_type(*operands)
-        arrays = [x.data if x.dtype == dt else x.data.astype(dt) for x in operands]
+        # 16-bit floats are summed in float32 (as PyTorch does; NumPy's einsum has no bfloat16 at all)
+        work = _dt.float32 if dt in (_dt.float16, _dt.bfloat16) else dt
+        arrays = [x.data if x.dtype == work else x.data.astype(work) for x in operands]
         return np.asarray(np.einsum(ctx.equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
 
     def vjp(self, g):
