@@ -344,3 +344,6 @@ register("unfold", op=Unfold, samples=_unfold_samples, namespace=NS,
          torch=lambda torch, *a, **k: torch.nn.functional.unfold(*a, **k))(unfold)
 register("fold", op=Fold, samples=_fold_samples, namespace=NS,
          torch=lambda torch, *a, **k: torch.nn.functional.fold(*a, **k))(fold)
+
+# the loop version, for teaching and benchmarks (imported last: it builds on this module)
+from .conv_naive import conv2d_naive  # noqa: E402,F401
