@@ -1,0 +1,91 @@
+"""The ``gradlab`` command.
+
+    gradlab course build [--solutions solutions/] [--out exercises/] [--check]
+    gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
+                  [--timeout S] [--json out.json] [--junit out.xml] [-n N]
+
+Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
+found exercises out of date); 2 bad input (not a notebook, malformed JSON,
+a notebook from another exercise, bad arguments).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="gradlab", description="gradlab: course tooling for instructors.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    course = sub.add_parser("course", help="build the student exercises from the instructor's notebooks")
+    csub = course.add_subparsers(dest="course_command", metavar="ACTION")
+    b = csub.add_parser("build", help="generate exercises/ from solutions/ (deterministic)")
+    b.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
+    b.add_argument("--out", default="exercises", help="where the student notebooks go (default: exercises)")
+    b.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out is not up to date")
+    g = sub.add_parser("grade", help="grade submissions with nbval and print a score table")
+    g.add_argument("submissions", nargs="+", metavar="SUBMISSION.ipynb")
+    g.add_argument("--against", default=None, help="the instructor notebook (default: matched in --solutions)")
+    g.add_argument("--solutions", default="solutions", help="where to match submissions (default: solutions)")
+    g.add_argument("--hidden", action="store_true", help="also run the instructor's hidden tests")
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds per cell before it is interrupted (default 60)")
+    g.add_argument("--json", default=None, metavar="OUT.json", help="also write the scores as JSON")
+    g.add_argument("--junit", default=None, metavar="OUT.xml", help="also write JUnit XML (one testcase per part)")
+    g.add_argument("-n", dest="workers", type=int, default=1, help="grade N notebooks in parallel (pytest-xdist)")
+    return p
+
+
+def _error(msg: str, code: int = 2) -> int:
+    print(f"gradlab: error: {msg}", file=sys.stderr)
+    return code
+
+
+def _write(path, text):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    # the command's own process: skip jsonschema's slow optional IRI grammar (see course/_nbval_plugin.py)
+    sys.modules.setdefault("rfc3987_syntax", None)
+    from .course.notebook import CourseError
+    try:
+        if args.command == "course" and args.course_command == "build":
+            from .course import build
+            paths = build(args.solutions, args.out, check_only=args.check)
+            verb = "up to date" if args.check else "written"
+            print(f"{len(paths)} exercise notebook{'s' if len(paths) != 1 else ''} {verb} in {args.out}/")
+            return 0
+        if args.command == "grade":
+            if args.timeout <= 0:
+                return _error(f"--timeout must be positive, got {args.timeout:g}")
+            if args.workers < 1:
+                return _error(f"-n must be at least 1, got {args.workers}")
+            from .course import grade, table, to_json, to_junit
+            results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
+                            hidden=args.hidden, timeout=args.timeout, workers=args.workers)
+            print(table(results))
+            if args.json:
+                _write(args.json, to_json(results))
+            if args.junit:
+                _write(args.junit, to_junit(results))
+            if any(r.error for r in results):
+                return 2
+            return 1 if any(r.failed for r in results) else 0
+    except CourseError as e:
+        return _error(str(e), 1 if "--check" in str(e) else 2)
+    except OSError as e:
+        return _error(f"{e.filename or ''}: {e.strerror}".strip(": "))
+    except KeyboardInterrupt:
+        return 130
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

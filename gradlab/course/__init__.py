@@ -1,0 +1,19 @@
+"""Layer 7: the course tooling -- build student exercises from instructor notebooks, grade them with nbval.
+
+* ``build(solutions, out)``: ``solutions/*.ipynb`` -> ``exercises/*.ipynb``
+  (solution regions stubbed, hidden tests removed, outputs cleared);
+* ``grade(paths, against=..., hidden=..., timeout=..., workers=...)``: run
+  each submission with nbval in a fresh kernel, with the instructor's test
+  cells re-inserted by grade_id, and score it part by part.
+
+The command line is ``gradlab course build`` and ``gradlab grade`` (``gradlab/cli.py``).
+Needs ``nbformat``, ``nbval``, ``ipykernel`` (and ``pytest-xdist`` for ``-n``),
+all in the ``dev`` extra; never nbgrader.
+"""
+from .build import build, student_notebook
+from .grade import NotebookResult, Part, grade
+from .notebook import CourseError, read_notebook
+from .report import table, to_json, to_junit
+
+__all__ = ["CourseError", "NotebookResult", "Part", "build", "grade", "read_notebook", "student_notebook",
+           "table", "to_json", "to_junit"]

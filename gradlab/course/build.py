@@ -1,0 +1,125 @@
+"""``gradlab course build``: generate the student notebooks from the instructor's.
+
+``solutions/NAME.ipynb`` is the single source of truth; ``exercises/NAME.ipynb``
+is derived from it and never edited by hand:
+
+* solution regions become ``# YOUR CODE HERE`` / ``raise NotImplementedError()``
+  (so an untouched exercise fails every test instead of passing by accident);
+* hidden tests are removed;
+* outputs and execution counts are cleared, volatile metadata dropped, and the
+  file is written deterministically, so rebuilding gives identical bytes and
+  a CI test can check that ``exercises/`` is up to date.
+"""
+from __future__ import annotations
+
+import copy
+import glob
+import os
+
+from .notebook import (
+    CourseError, check_solution_notebook, exercise_name, is_solution, is_test, nbgrader_meta, read_notebook,
+    stable_cell_id, strip_hidden, strip_solution, write_notebook,
+)
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+_KEEP_CELL_META = ("nbgrader", "tags")
+
+
+def student_cell(cell, name: str, index: int, where: str):
+    """The student version of one instructor cell (a new cell; the input is not changed)."""
+    new = copy.deepcopy(cell)
+    gid_where = f"{where}, cell {index}"
+    if is_solution(cell):
+        new.source = strip_solution(cell.source, cell.cell_type, gid_where)
+    elif is_test(cell):
+        new.source = strip_hidden(cell.source, gid_where)
+    meta = {k: copy.deepcopy(v) for k, v in cell.get("metadata", {}).items() if k in _KEEP_CELL_META}
+    nbg = nbgrader_meta(cell)
+    if nbg:
+        meta["nbgrader"] = normalized_nbgrader(nbg)
+        if nbg.get("locked") or is_test(cell):
+            # JupyterLab honours these: the student cannot edit or delete instructor cells
+            meta["editable"] = False
+            meta["deletable"] = False
+    new.metadata = meta
+    new.id = cell.get("id") or stable_cell_id(name, index, cell)
+    if new.cell_type == "code":
+        new.outputs = []
+        new.execution_count = None
+    if "attachments" in new and not new["attachments"]:
+        del new["attachments"]
+    return new
+
+
+def normalized_nbgrader(meta: dict) -> dict:
+    """nbgrader schema-3 metadata with every field present (nbgrader itself expects them all)."""
+    out = {
+        "grade": bool(meta.get("grade", False)),
+        "grade_id": meta["grade_id"],
+        "locked": bool(meta.get("locked", False)),
+        "schema_version": 3,
+        "solution": bool(meta.get("solution", False)),
+        "task": bool(meta.get("task", False)),
+    }
+    if out["grade"] or "points" in meta:
+        out["points"] = meta.get("points", 0)
+    return out
+
+
+def student_notebook(nb, path):
+    """The whole student notebook for an instructor notebook read from ``path``."""
+    nbformat = __import__("nbformat")
+    name = exercise_name(nb, path)
+    where = os.fspath(path)
+    check_solution_notebook(nb, where)
+    out = nbformat.v4.new_notebook()
+    out.nbformat, out.nbformat_minor = 4, 5
+    out.metadata = {
+        "kernelspec": dict(nb.metadata.get("kernelspec") or KERNELSPEC),
+        "language_info": {"name": "python"},
+        "gradlab": {"exercise": name},
+    }
+    out.cells = [student_cell(c, name, i, where) for i, c in enumerate(nb.cells)]
+    return out
+
+
+def build(solutions="solutions", out="exercises", check_only=False):
+    """Build every ``solutions/*.ipynb`` into ``out``; returns the written (or checked) paths.
+
+    With ``check_only=True`` nothing is written; a CourseError lists the files
+    that would change (for CI: 'exercises/ is out of date, run gradlab course build').
+    """
+    if not os.path.isdir(solutions):
+        raise CourseError(f"course build: solutions folder '{solutions}' does not exist")
+    paths = sorted(glob.glob(os.path.join(solutions, "*.ipynb")))
+    if not paths:
+        raise CourseError(f"course build: no .ipynb notebooks in '{solutions}'")
+    if not check_only:
+        os.makedirs(out, exist_ok=True)
+    written, stale = [], []
+    for p in paths:
+        nb = read_notebook(p)
+        student = student_notebook(nb, p)
+        target = os.path.join(out, os.path.basename(p))
+        text = __import__("nbformat").writes(student)
+        text = text if text.endswith("\n") else text + "\n"
+        if check_only:
+            try:
+                with open(target, encoding="utf-8") as f:
+                    if f.read() != text:
+                        stale.append(target)
+            except OSError:
+                stale.append(target)
+        else:
+            write_notebook(student, target)
+        written.append(target)
+    if check_only:
+        extra = sorted(set(glob.glob(os.path.join(out, "*.ipynb"))) - set(written))
+        if stale or extra:
+            msg = []
+            if stale:
+                msg.append("out of date or missing: " + ", ".join(stale))
+            if extra:
+                msg.append("no solution notebook for: " + ", ".join(extra))
+            raise CourseError(f"course build --check: {'; '.join(msg)}; run 'gradlab course build'")
+    return written

@@ -1,0 +1,79 @@
+"""Score tables for people (text) and for tools (JSON, JUnit XML)."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+
+def _pts(x) -> str:
+    return f"{x:g}"
+
+
+def table(results) -> str:
+    """The per-notebook, per-part score table ``gradlab grade`` prints."""
+    out = []
+    for r in results:
+        if r.error:
+            out.append(f"{r.notebook}: NOT GRADED: {r.error}")
+            out.append("")
+            continue
+        out.append(f"{r.notebook}  (against {r.against})  {_pts(r.earned)} / {_pts(r.possible)}")
+        w = max([len(p.grade_id) for p in r.parts] + [4])
+        out.append(f"  {'part':<{w}}  {'points':>9}  result")
+        for p in r.parts:
+            score = f"{_pts(p.earned)} / {_pts(p.points)}"
+            line = f"  {p.grade_id:<{w}}  {score:>9}  {'ok' if p.status == 'ok' else 'FAIL'}"
+            if p.status != "ok" and p.message:
+                line += f"  {p.message}"
+            out.append(line)
+        for n in r.notes:
+            out.append(f"  note: {n}")
+        out.append("")
+    graded = [r for r in results if not r.error]
+    earned = sum(r.earned for r in graded)
+    possible = sum(r.possible for r in graded)
+    nparts = sum(len(r.parts) for r in graded)
+    nfail = sum(1 for r in graded for p in r.parts if p.status != "ok")
+    line = (f"TOTAL {len(graded)} notebook{'s' if len(graded) != 1 else ''} graded: "
+            f"{_pts(earned)} / {_pts(possible)} points, {nfail} of {nparts} parts failed")
+    bad = len(results) - len(graded)
+    if bad:
+        line += f"; {bad} not graded (bad input)"
+    out.append(line)
+    return "\n".join(out)
+
+
+def to_json(results) -> str:
+    graded = [r for r in results if not r.error]
+    doc = {
+        "notebooks": [r.as_dict() for r in results],
+        "total": {"earned": sum(r.earned for r in graded), "possible": sum(r.possible for r in graded),
+                  "failed_parts": sum(1 for r in graded for p in r.parts if p.status != "ok"),
+                  "not_graded": len(results) - len(graded)},
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def to_junit(results) -> str:
+    """JUnit XML: one testsuite per notebook, one testcase per graded part (CI systems show these)."""
+    root = ET.Element("testsuites", name="gradlab grade")
+    for r in results:
+        suite = ET.SubElement(root, "testsuite", name=r.notebook, tests=str(max(1, len(r.parts))),
+                              failures=str(sum(1 for p in r.parts if p.status != "ok")),
+                              errors="1" if r.error else "0")
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="earned", value=_pts(r.earned))
+        ET.SubElement(props, "property", name="possible", value=_pts(r.possible))
+        if r.error:
+            case = ET.SubElement(suite, "testcase", classname=r.notebook, name="notebook")
+            ET.SubElement(case, "error", message=r.error)
+            continue
+        for p in r.parts:
+            case = ET.SubElement(suite, "testcase", classname=r.notebook, name=p.grade_id)
+            if p.status != "ok":
+                fail = ET.SubElement(case, "failure", message=p.message or p.status, type=p.status)
+                fail.text = f"{_pts(p.earned)} / {_pts(p.points)} points: {p.message}"
+        if r.notes:
+            ET.SubElement(suite, "system-out").text = "\n".join(r.notes)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"
