@@ -188,9 +188,7 @@ class Conv2d(Op):
         cols = im2col(x.data.astype(w.dtype, copy=False), k, d, p, s)  # (N, C*kh*kw, L)
         oh, ow = out_size(h, kh, d[0], p[0], s[0]), out_size(wd, kw, d[1], p[1], s[1])
         if groups == 1:
-            # one big GEMM: (OC, K) @ (K, N*L)
-            y = xp.tensordot(w.data.reshape(oc, -1), cols, axes=([1], [1]))  # (OC, N, L)
-            y = y.transpose(1, 0, 2)
+            y = xp.matmul(w.data.reshape(oc, -1), cols)  # (OC, K) @ (N, K, L) -> (N, OC, L)
         else:
             cg_cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
             y = xp.matmul(w.data.reshape(groups, oc // groups, -1), cg_cols)  # (N, G, OC/G, L)

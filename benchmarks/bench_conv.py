@@ -1,0 +1,81 @@
+"""conv2d forward + backward: im2col (F.conv2d) vs the naive loop (conv2d_naive) vs PyTorch CPU.
+
+Batch 32, 3 -> 16 channels, 32x32 images, 3x3 kernel, padding 1, float32,
+gradients for input, weight and bias. Each figure is the best of several
+repeats, contenders interleaved so machine noise hits them alike.
+Run: python benchmarks/bench_conv.py
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import gradlab
+import gradlab.nn.functional as F
+from gradlab.ops.conv import conv2d_naive
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+N, CIN, COUT, H, K = 32, 3, 16, 32, 3
+
+
+def _best(fn, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((N, CIN, H, H)).astype(np.float32)
+    wa = rng.standard_normal((COUT, CIN, K, K)).astype(np.float32)
+    ba = rng.standard_normal(COUT).astype(np.float32)
+    x, w, b = (gradlab.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+
+    def run(conv):
+        def step():
+            x.grad = w.grad = b.grad = None
+            y = conv(x, w, b, padding=1)
+            y.sum().backward()
+        return step
+
+    im2col, naive = run(F.conv2d), run(conv2d_naive)
+    # same numbers from both versions
+    im2col()
+    g1 = (x.grad.numpy().copy(), w.grad.numpy().copy())
+    naive()
+    assert np.allclose(g1[0], x.grad.numpy(), atol=1e-3) and np.allclose(g1[1], w.grad.numpy(), rtol=1e-3, atol=1e-2)
+
+    times = {"gradlab im2col": [], "gradlab naive loop": []}
+    if torch is not None:
+        tx, tw, tb = (torch.from_numpy(a.copy()).requires_grad_() for a in (xa, wa, ba))
+
+        def torch_step():
+            tx.grad = tw.grad = tb.grad = None
+            torch.nn.functional.conv2d(tx, tw, tb, padding=1).sum().backward()
+        times["PyTorch CPU"] = []
+    for _ in range(3):  # interleave
+        times["gradlab im2col"].append(_best(im2col, 5))
+        times["gradlab naive loop"].append(_best(naive, 1))
+        if torch is not None:
+            times["PyTorch CPU"].append(_best(torch_step, 5))
+    best = {k: min(v) for k, v in times.items()}
+    ref = best["gradlab im2col"]
+    print(f"conv2d forward+backward, x ({N}, {CIN}, {H}, {H}) * w ({COUT}, {CIN}, {K}, {K}), padding 1, float32")
+    print(f"{'':22s}{'ms':>10s}{'x im2col':>12s}")
+    for k, v in best.items():
+        print(f"{k:22s}{v * 1e3:10.2f}{v / ref:12.2f}")
+    if torch is not None:
+        print(f"\nim2col is {best['gradlab naive loop'] / ref:.1f}x faster than the naive loop and "
+              f"{ref / best['PyTorch CPU']:.1f}x slower than PyTorch CPU ({torch.get_num_threads()} threads)")
+
+
+if __name__ == "__main__":
+    main()
