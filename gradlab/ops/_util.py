@@ -72,6 +72,8 @@ def arrays_for(op: str, a, b, names=("input", "other")):
         y = _scalar(b, dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.data) is not type(b.data):
         raise device_mismatch(op, a, b, names)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # where(c, 1.5, 0): no tensor to keep dt
+        x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     return x, y, dt
 
 
@@ -87,7 +89,11 @@ def _scalar(v, dt):
         return float(v)
     if dt.kind == "b":
         return bool(v)
-    return int(v)
+    v = int(v)
+    info = np.iinfo(dt)
+    if not info.min <= v <= info.max:  # uint8 + (-2): wraps around as in PyTorch (NumPy 2 would raise)
+        return np.asarray(v, dtype=np.int64).astype(dt)
+    return v
 
 
 def device_mismatch(op, a, b, names=("input", "other")):
