@@ -83,7 +83,7 @@ def _add_array(arr, arrays):
         arr = arr.view(np.uint16)  # .npy has no bfloat16; store the bits
     elif arr.dtype.kind not in "biuf":
         raise CheckpointError(f"save: arrays of dtype {arr.dtype} cannot be saved (numbers and bools only)")
-    arrays.append((key, np.ascontiguousarray(arr)))
+    arrays.append((key, arr if arr.flags.c_contiguous else arr.copy(order="C")))  # (ascontiguousarray makes 0-d 1-d)
     return {"file": key, "dtype": dtype_name}
 
 

@@ -195,6 +195,8 @@ class Conv2d(Op):
         y = y.reshape(n, oc, oh, ow)
         if b is not None:
             y = y + b.data.reshape(1, oc, 1, 1)
+        if y.dtype != w.dtype:  # NumPy's matmul returns float32 for bfloat16 operands
+            y = y.astype(w.dtype)
         return xp.ascontiguousarray(y)
 
     def vjp(self, g):

@@ -27,8 +27,9 @@ class MatMul(Op):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        x, y, _ = arrays_for("matmul", a, b)
-        return np.matmul(x, y)
+        x, y, dt = arrays_for("matmul", a, b)
+        out = np.matmul(x, y)
+        return out if out.dtype == dt else out.astype(dt)  # NumPy returns float32 for bfloat16 operands
 
     def vjp(self, g):
         a, b = self.saved_tensors
