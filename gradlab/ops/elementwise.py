@@ -118,11 +118,13 @@ class Pow(_Binary):
         ctx.save_for_backward(a, b)
         with np.errstate(divide="ignore", invalid="ignore"):
             y = ctx._compute(a, b, np.power)
-        ctx.save_output(y)
+        if isinstance(b, Tensor):  # Y is only needed for the exponent's gradient
+            ctx.save_output(y)
         return y
 
     def vjp(self, g):
-        a, b, y = self.saved_tensors
+        a, b, *y = self.saved_tensors
+        y = y[0] if y else None
         sa, sb = self.shapes
         da = db = None
         if sa is not None:
