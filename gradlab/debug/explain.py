@@ -292,6 +292,9 @@ def _explain_missing(t, name, loss, nodes, rec, ev, checked, done):
         return done(cut.kind, _cut_verdict(name, cut.kind, str(cut.record.site)))
     # static heuristics: the graph no longer knows t, but its leaves or saved tensors may look like it
     saved = [(n, s) for n in nodes for s in getattr(n, "saved", ())]
+    if any(getattr(n, "_released", False) for n in nodes):
+        ev.append("backward() already freed this graph's saved tensors, so only its leaves could be compared "
+                  "with t (call explain_grad before backward, or pass loss as a function)")
     checked.append(f"the graph's {len(graph_leaves(nodes))} leaves and {len(saved)} saved tensors for ones that "
                    "share t's storage or values")
     candidates = [(None, v.data, v._version, "leaf") for v in graph_leaves(nodes)]

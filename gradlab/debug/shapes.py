@@ -15,7 +15,7 @@ import sys
 
 from ..autograd import function as _fn
 from ..backend import dtypes as _dt
-from ..errors import fmt_shape
+from ..errors import GradlabError, fmt_shape
 from ._common import Tensor, current_module, html_table, node_module, text_table, user_site
 
 
@@ -37,6 +37,54 @@ def _user_frame(tb):
             found = Site(fn, tb.tb_lineno, tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
     return found
+
+
+def _failure_row(exc, tb, index):
+    """A row for an op that refused its inputs before running: name from the message, shapes from the call."""
+    from ._common import _PKG_DIR
+    msg = str(exc)
+    name = msg.split(":", 1)[0].strip() if ":" in msg else ""
+    if not name or not name.replace("_", "").replace(".", "").isalnum():
+        return None
+    frames = []
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    user = [i for i, t in enumerate(frames) if not t.tb_frame.f_code.co_filename.startswith(_PKG_DIR)]
+    inputs, site = [], None
+    if user and user[-1] + 1 < len(frames):
+        u = frames[user[-1]]
+        site = _user_frame_of(u)
+        named = [t.tb_frame for t in frames if t.tb_frame.f_code.co_name == name]
+        entry = named[-1] if named else frames[user[-1] + 1].tb_frame
+        co = entry.f_code
+        n = co.co_argcount + co.co_kwonlyargcount + (1 if co.co_flags & 0x04 else 0)
+        for var in co.co_varnames[:n]:
+            v = entry.f_locals.get(var)
+            for item in (v if isinstance(v, tuple) else (v,)):
+                s = _shape_of(item)
+                if s is not None:
+                    inputs.append(s)
+    row = ShapeRow(index, name, inputs, _module_of(frames), site)
+    row.error = exc
+    return row
+
+
+def _module_of(frames):
+    """The path of the innermost module running when the error was raised (from the traceback)."""
+    mods = [t.tb_frame.f_locals.get("self") for t in frames if t.tb_frame.f_code.co_name == "_call_impl"]
+    mods = [m for m in mods if hasattr(m, "named_modules")]
+    if not mods:
+        return None
+    if len(mods) == 1:
+        return type(mods[0]).__name__
+    names = {id(m): n for n, m in mods[0].named_modules()}
+    return names.get(id(mods[-1])) or type(mods[-1]).__name__
+
+
+def _user_frame_of(tb):
+    from ._common import Site
+    return Site(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name)
 
 
 class ShapeRow:
@@ -102,6 +150,10 @@ class trace_shapes:
         if exc is not None and self.rows and self.rows[-1].outputs is None:
             failed = self.rows[-1]
             failed.error = exc
+        elif exc is not None and isinstance(exc, GradlabError):
+            failed = _failure_row(exc, tb, len(self.rows))  # an op that checked its inputs before running
+            if failed is not None:
+                self.rows.append(failed)
         if self.print_table:
             out = self.file if self.file is not None else sys.stdout
             print(self.table(), file=out)
