@@ -406,3 +406,41 @@ def test_quiet_stderr_drops_only_fontconfig(capfd):
         os.write(2, b"something else went wrong\n")
     err = capfd.readouterr().err
     assert "Fontconfig" not in err and "something else went wrong" in err
+
+
+def test_real_nn_modules_group_by_their_recorded_paths():
+    nn = pytest.importorskip("gradlab.nn")
+    if not hasattr(nn, "Sequential") or not hasattr(nn, "Linear"):
+        pytest.skip("gradlab.nn has no Sequential/Linear yet")
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    loss = (model(gradlab.randn(3, 4)) ** 2).mean()
+    v = show_graph(loss, depth=1, params=dict(model.named_parameters()))
+    groups = {n.path: n for n in v.plan.items.values() if n.kind == "group"}
+    assert set(groups) == {"0", "1", "2", "3", "4"}
+    assert groups["0"].module_type == "Linear" and groups["0"].param_count == 4 * 8 + 8
+    expanded = show_graph(loss, params=dict(model.named_parameters()))
+    names = {t.name for t in expanded.model.tensors if t.role == "parameter"}
+    assert names == set(dict(model.named_parameters()))
+
+
+def test_notebook_gets_inline_svg_and_no_stderr(tmp_path):
+    """In a fresh Jupyter kernel the first render shows an SVG and writes nothing to stderr."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import gradlab\nx = gradlab.randn(3, requires_grad=True)\ngradlab.show_graph((x * 2).sum())")]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": repo}}).execute()
+    except Exception as exc:  # pragma: no cover - no kernel installed
+        if "No such kernel" in str(exc):
+            pytest.skip(f"no python3 Jupyter kernel: {exc}")
+        raise
+    outputs = nb.cells[0].outputs
+    assert [o for o in outputs if o.output_type == "stream"] == []
+    result = [o for o in outputs if o.output_type == "execute_result"]
+    assert result and result[0].data["image/svg+xml"].lstrip().startswith("<svg")

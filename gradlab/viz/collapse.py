@@ -29,6 +29,7 @@ from math import prod
 from typing import Optional
 
 from .model import Edge, GraphModel
+from .nodes import no_gc
 
 
 @dataclasses.dataclass
@@ -213,6 +214,11 @@ def _map_edges(edges, element_of):
 def plan(model: GraphModel, depth: Optional[int] = None, max_nodes: Optional[int] = 400,
          fold: bool = True) -> DrawPlan:
     """What to draw for ``model`` (see the module docstring)."""
+    with no_gc():
+        return _plan(model, depth, max_nodes, fold)
+
+
+def _plan(model, depth, max_nodes, fold):
     if depth is not None and depth < 0:
         from ..errors import ArgumentError
         raise ArgumentError(f"show_graph: depth must be None or >= 0, got {depth}")

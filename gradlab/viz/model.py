@@ -33,7 +33,6 @@ keyed by creation number. The walk is an explicit stack: a 100 000-op chain is f
 """
 from __future__ import annotations
 
-import gc
 import weakref
 
 from ..autograd.function import AccumulateGrad
@@ -42,7 +41,7 @@ from ..ops.registry import formula_of
 from .._tensor import Tensor
 from .nodes import (  # noqa: F401 - re-exported: the model's types live in nodes.py
     ROLES, Edge, GradSummary, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, _dname, grad_summary,
-    is_parameter,
+    is_parameter, no_gc,
 )
 
 
@@ -102,15 +101,10 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
         if name is not None:
             names.setdefault(id(t), name)
     b = _Builder(root, view, names)
-    gc_was_on = gc.isenabled()
-    gc.disable()   # the walk only allocates; cyclic GC passes over a big graph would dominate its time
-    try:
+    with no_gc():
         b.walk()
         b.add_params(named)
         b.finish()
-    finally:
-        if gc_was_on:
-            gc.enable()
     return b.model
 
 
