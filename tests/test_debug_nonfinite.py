@@ -97,3 +97,13 @@ def test_nothing_found_and_bad_input():
         find_nonfinite(42)
     with pytest.raises(DebugInputError, match="returned"):
         find_nonfinite(lambda: 3.0)
+
+
+def test_works_alongside_detect_anomaly():
+    detect = pytest.importorskip("gradlab.autograd.anomaly", reason="anomaly detection has not landed").detect_anomaly
+    x = gradlab.tensor([0.0, 1.0], requires_grad=True)
+    with detect():
+        loss = x.sqrt().sum()  # created with anomaly on: node.meta["creation"] has this line
+        r = find_nonfinite(loss)
+    assert r.found and r.phase == "backward" and r.op == "sqrt"
+    assert "x.sqrt().sum()" in str(r.site)

@@ -141,3 +141,15 @@ def test_log_tensor_and_run_id_default(tmp_path):
     assert pack.tensor_traces[0]["tensor_name"] == "batch" and pack.tensor_traces[0]["requires_grad"] is False
     rid = pack.graph_runs[0]["graph_run_id"]
     assert rid.startswith("run-") and pack.graph_runs[0]["model_config_hash"] is None
+
+
+def test_activation_checkpointing_flag(tmp_path):
+    ckpt = pytest.importorskip("gradlab.utils.checkpoint", reason="checkpointing has not landed yet").checkpoint
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    x = gradlab.randn(3, 4)
+    path = tmp_path / "ck.jsonl"
+    with gradlab.trace(path):
+        model(x).sum().backward()
+        ckpt(model, x).sum().backward()
+    flags = [r["activation_checkpointing"] for r in gradlab.trace.load(path).backward_traces]
+    assert flags == [False, True]

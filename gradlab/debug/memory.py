@@ -48,6 +48,7 @@ class MemoryReport:
     def __init__(self):
         self.trainable_parameters = self.frozen_parameters = self.gradients = self.optimizer_state = 0
         self.activations = None
+        self.dropped = 0
         self.counts = {}
         self.per_module = {}
         self.top_saved = []
@@ -173,15 +174,21 @@ def _activations(rep, loss, param_roots, top):
         rep.notes.append("backward() already freed some saved tensors of this graph; call memory_report "
                          "between the forward pass and backward() to see them")
     counted = set()
-    shared_params = 0
+    shared_params = dropped = 0
     entries = []
     for n in sorted(nodes, key=lambda n: n.seq):
         for s in getattr(n, "saved", ()):
-            if s.data is not None:
-                root = _root(s.data)
+            packed = s.packed
+            if s.data is None and isinstance(packed, Tensor):
+                packed = packed.data  # a pack hook kept the tensor itself (e.g. checkpoint keeps inputs)
+            if s.data is not None or hasattr(packed, "base"):
+                root = _root(s.data if s.data is not None else packed)
                 key, nbytes = id(root), int(root.nbytes)
             else:
-                key, nbytes = id(s.packed), s.nbytes
+                key, nbytes = id(packed), s.nbytes
+                if not nbytes:
+                    dropped += 1  # a placeholder: recomputed in backward (activation checkpointing)
+                    continue
             if key in param_roots:
                 shared_params += 1
                 continue
@@ -196,6 +203,10 @@ def _activations(rep, loss, param_roots, top):
                             "name": s.name})
     entries.sort(key=lambda e: -e["bytes"])
     rep.top_saved = entries[:top]
+    if dropped:
+        rep.notes.append(f"{dropped} activation(s) are not kept but recomputed in backward (activation "
+                         "checkpointing): they cost no memory now")
+    rep.dropped = dropped
     if shared_params:
         rep.notes.append(f"{shared_params} saved tensor(s) are parameters themselves: counted under parameters, "
                          "not again as activations")

@@ -180,7 +180,11 @@ def _nm(t):
 def _meta_site(node):
     meta = getattr(node, "meta", None)
     if isinstance(meta, dict):
-        for k in ("site", "creation_site", "stack", "traceback"):
+        info = meta.get("creation")  # written by gradlab.autograd.detect_anomaly()
+        if isinstance(info, dict) and info.get("file"):
+            from ._common import Site
+            return Site(info["file"], info["line"], info.get("function", "?"))
+        for k in ("site", "creation_site"):
             if meta.get(k):
                 v = meta[k]
                 return v[-1] if isinstance(v, (list, tuple)) else v
@@ -241,12 +245,13 @@ def find_nonfinite(target, *args, backward=True, **kwargs) -> NonfiniteReport:
     root = out if out.numel() == 1 else out.sum()
     leaves = graph_leaves(walk(root))
     bwd = _Backward(fwd.sites)
-    _engine.backward_observers.append(bwd)
+    _engine.backward_observers.insert(0, bwd)  # before detect_anomaly's watch, which raises at the NaN
     try:
         if leaves:
             _engine.grad(root, leaves, retain_graph=isinstance(target, Tensor), allow_unused=True)
     except GradlabError:
-        raise
+        if bwd.first is None:
+            raise
     finally:
         _engine.backward_observers.remove(bwd)
     if bwd.first is not None:

@@ -140,7 +140,7 @@ class trace:
             raise TraceError(f"trace: cannot write the trace pack to '{self.path}': {e.strerror or e}; "
                              "choose a path in a writable folder") from None
         _fn.op_observers.append(self)
-        _engine.backward_observers.append(self)
+        _engine.backward_observers.insert(0, self)  # before detect_anomaly's watch, which may raise
         return self
 
     def __exit__(self, *exc):
@@ -190,7 +190,7 @@ class trace:
         leaves = graph_leaves(nodes)
         self._bw = {"roots": roots, "leaves": leaves, "sq": 0.0, "got": False, "anomaly": None,
                     "saved": sum(n.saved_bytes for n in nodes if hasattr(n, "saved_bytes")),
-                    "ckpt": any("checkpoint" in (type(n).__name__ + str(n.name)).lower() for n in nodes)}
+                    "ckpt": any(_checkpointed(n) for n in nodes)}
 
     def node_start(self, node, grads):
         bw = self._bw
@@ -237,6 +237,17 @@ class trace:
         leaf_bytes = sum(v.nbytes + (v.grad.nbytes if v.grad is not None else 0) for v in bw["leaves"])
         self._write("runtime_snapshot", kernel_trace_id=None, compiler_version=None,
                     peak_memory=int(bw["saved"] + leaf_bytes), memory_fragmentation=None, sync_point=None)
+
+
+def _checkpointed(node):
+    """A checkpoint node, or a saved tensor held by gradlab.utils.checkpoint's pack hook."""
+    if "checkpoint" in (type(node).__name__ + str(node.name)).lower():
+        return True
+    for s in getattr(node, "saved", ()):
+        owner = getattr(s.unpack, "__self__", None)
+        if owner is not None and "checkpoint" in type(owner).__module__:
+            return True
+    return False
 
 
 def _version():
