@@ -5,7 +5,9 @@ the generic suite gradchecks it and compares it with PyTorch.
 """
 from __future__ import annotations
 
-from ..ops import relu, sigmoid, tanh  # noqa: F401 - the same functions as gradlab.relu etc.
+from .. import ops as _ops
+from ..ops import gelu, sigmoid, softplus, tanh  # noqa: F401 - the same functions as gradlab.gelu etc.
+from ..ops.registry import REGISTRY as _REGISTRY, register as _register
 from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ._losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: F401
 from ..ops.conv import conv2d, fold, unfold  # noqa: F401
@@ -15,3 +17,27 @@ from ._norm import layer_norm  # noqa: F401
 from ._attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.pool import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: F401
+
+
+# ---- activations with PyTorch's ``inplace`` flag. gradlab always returns a new tensor (an in-place
+# activation would overwrite what backward needs); the flag is accepted so PyTorch code runs unchanged.
+def relu(input, inplace=False):
+    """``max(x, 0)`` (``gradlab.relu``); ``inplace`` is accepted and ignored."""
+    return _ops.relu(input)
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (``gradlab.silu``); ``inplace`` is accepted and ignored."""
+    return _ops.silu(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``x`` if ``x > 0`` else ``negative_slope * x`` (``gradlab.leaky_relu``); ``inplace`` is accepted and ignored."""
+    return _ops.leaky_relu(input, negative_slope)
+
+
+for _fn in (relu, silu, leaky_relu):
+    _info = _REGISTRY[_fn.__name__]
+    _register(_fn.__name__, samples=_info.samples, formula=_info.formula, namespace="gradlab.nn.functional",
+              elementwise=True, torch=_info.torch, atol=_info.atol, rtol=_info.rtol, eps=_info.eps)(_fn)
+del _fn, _info

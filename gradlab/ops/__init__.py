@@ -35,6 +35,7 @@ from .indexing import (  # noqa: E402
     as_strided, chunk, flip, index_select, masked_fill, repeat, roll, scatter, scatter_add, split, tile, tril, triu,
 )
 from .contract import bmm, einsum, outer, tensordot  # noqa: E402
+from .quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: E402
 
 
 def true_divide(input, other):

@@ -171,6 +171,7 @@ ALIASES = {
     "expand": "broadcast_to", "expand_as": "broadcast_to", "t": "transpose", "mm": "matmul", "dot": "matmul",
     "flatten": "reshape", "square": "mul", "float": "to", "double": "to", "half": "to", "bfloat16": "to",
     "long": "to", "int": "to", "bool": "to", "type_as": "to", "cpu": "to", "cuda": "to",
+    "fake_quantize": "fake_quantize_per_tensor_affine",
 }
 
 #: Public functions of the ops package that are not ops (no graph node of their own).
