@@ -444,3 +444,22 @@ def test_notebook_gets_inline_svg_and_no_stderr(tmp_path):
     assert [o for o in outputs if o.output_type == "stream"] == []
     result = [o for o in outputs if o.output_type == "execute_result"]
     assert result and result[0].data["image/svg+xml"].lstrip().startswith("<svg")
+
+
+def test_backward_view_collapses_and_boxes_report_grads():
+    with module_scope() as enter:
+        loss, params = tiny_transformer(enter, blocks=2)
+    skip = params["blocks.1.mlp.w2"]
+    loss.backward(inputs=[p for k, p in params.items() if p is not skip])
+    v = show_graph(loss, view="backward", depth=2, fold=False)
+    g = dot_graph(v)
+    box0, box1 = dict(g.get_node("mod_blocks_0").attr), dict(g.get_node("mod_blocks_1").attr)
+    norm0 = np.sqrt(sum(np.sum(p.grad.data.astype(np.float64) ** 2)
+                        for k, p in params.items() if k.startswith("blocks.0.")))
+    assert f"total norm {norm0:.3g}" in box0["label"] and "missing-grad" not in box0["class"]
+    assert "missing-grad" in box1["class"] and "grad: None for 1" in box1["label"]
+    # a leaf's AccumulateGrad inside a box maps to that box; grad edges keep their kind
+    acc = next(n for n, nid in v.model.node_ids.items() if getattr(n, "variable", None) is skip)
+    assert v.element_id(acc) == "mod_blocks_1"
+    assert all(e.attr["class"] == "grad" for e in g.edges() if "legend" not in e.attr.get("class", ""))
+    assert g.in_degree(v.model.root_id) == 0

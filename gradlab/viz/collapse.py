@@ -41,6 +41,9 @@ class GroupNode:
     op_count: int = 0
     param_count: int = 0
     param_bytes: int = 0
+    grad_sq: float = 0.0       # sum of squared grad norms of the parameters inside
+    with_grad: int = 0         # how many of them have a .grad
+    missing: list = dataclasses.field(default_factory=list)   # names of those marked "grad: None"
     saved_bytes: int = 0
     folded: int = 1            # how many identical sibling blocks this box stands for
     last_path: Optional[str] = None
@@ -121,6 +124,11 @@ def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
         elif n.role in ("parameter", "leaf") and n.requires_grad:
             g.param_count += prod(n.shape)
             g.param_bytes += n.nbytes
+            if n.grad is not None:
+                g.with_grad += 1
+                g.grad_sq += n.grad.norm ** 2
+            if n.missing_grad:
+                g.missing.append(n.name)
     rename = {k: k for k in groups}
     if fold and len(groups) > 1:
         _fold(groups, rename, nodes)
@@ -176,6 +184,9 @@ def _fold(groups: dict, rename: dict, nodes):
                 head.op_count += g.op_count
                 head.param_count += g.param_count
                 head.param_bytes += g.param_bytes
+                head.grad_sq += g.grad_sq
+                head.with_grad += g.with_grad
+                head.missing += g.missing
                 head.saved_bytes += g.saved_bytes
                 rename[p] = run[0]
             head.folded = len(run)

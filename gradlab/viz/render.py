@@ -27,16 +27,12 @@ anything else on; nothing reaches a notebook's stderr.
 """
 from __future__ import annotations
 
-import contextlib
 import html
-import io
-import os
-import sys
-import tempfile
 import threading
 
 from .collapse import DrawPlan, plan as make_plan
 from .model import GraphModel
+from .quiet import quiet_stderr
 
 # Okabe-Ito: (fill, border)
 PALETTE = {
@@ -150,12 +146,17 @@ def op_label(o, view="forward") -> str:
 
 
 def group_label(g) -> str:
-    title = g.path if g.folded == 1 else f"{g.path} ... {g.last_path}"
+    title = (g.path or "(whole model)") if g.folded == 1 else f"{g.path} ... {g.last_path}"
     kind = g.module_type or "module"
     head = f"<B>{_esc(kind)}{' &#215;' + str(g.folded) if g.folded > 1 else ''}</B>"
     rows = [head, _small(_esc(title), "#333333", 10),
             _small(f"{g.op_count} ops, {g.param_count:,} params ({fmt_bytes(g.param_bytes)})"),
             _small(f"saved for backward {fmt_bytes(g.saved_bytes)}")]
+    if g.with_grad:
+        rows.append(_small(f"grads: {g.with_grad} tensors, total norm {_num(g.grad_sq ** 0.5)}", "#1f4e79"))
+    if g.missing:
+        names = ", ".join(g.missing[:3]) + (f" +{len(g.missing) - 3}" if len(g.missing) > 3 else "")
+        rows.append(_small(f"<B>grad: None for {len(g.missing)}</B> ({_esc(names)})", MISSING))
     return _table(rows)
 
 
@@ -191,8 +192,11 @@ def _node_stmt(nid, n, view, prefix) -> str:
     if n.kind == "group":
         fill, color = PALETTE["group"]
         cls = "group folded" if n.folded > 1 else "group"
+        pen = 1.5
+        if n.missing:
+            cls, color, pen = cls + " missing-grad", MISSING, 3.0
         return f"{_q(nid)} " + _attrs(id=pid, **{"class": _q(cls)}, label=group_label(n), shape="box3d",
-                                       style="filled", fillcolor=_q(fill), color=_q(color), penwidth=1.5)
+                                       style="filled", fillcolor=_q(fill), color=_q(color), penwidth=pen)
     fill, color = PALETTE["more"]
     label = _table([f"<B>... {n.hidden} more nodes</B>", _small("not drawn: see the note below")])
     return f"{_q(nid)} " + _attrs(id=pid, **{"class": '"more"'}, label=label, shape="note",
@@ -341,44 +345,6 @@ def to_dot(model: GraphModel, depth=None, max_nodes=400, fold=True, legend=True,
 
 # ------------------------------------------------------------------ rendering
 _render_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """Send fd 2 (C-level stderr) and ``sys.stderr`` to a scratch file while Graphviz runs.
-
-    Fontconfig's one-time warning is dropped; any other message is passed on
-    to ``sys.stderr`` afterwards so that real problems are not hidden.
-    """
-    try:
-        sys.stderr.flush()
-    except Exception:  # pragma: no cover - a closed stderr
-        pass
-    saved = tmp = None
-    try:
-        tmp = tempfile.TemporaryFile()
-        saved = os.dup(2)
-        os.dup2(tmp.fileno(), 2)
-    except OSError:  # pragma: no cover - no fd 2 at all
-        saved = None
-    py_err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(py_err):
-            yield
-    finally:
-        text = ""
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            text = tmp.read().decode("utf-8", "replace")
-        if tmp is not None:
-            tmp.close()
-        text += py_err.getvalue()
-        rest = [ln for ln in text.splitlines()
-                if ln.strip() and not ln.startswith("Fontconfig") and "layout may take a long time" not in ln]
-        if rest:
-            sys.stderr.write("\n".join(rest) + "\n")
 
 
 def render_svg(dot: str, format: str = "svg"):
