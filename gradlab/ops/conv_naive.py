@@ -14,6 +14,7 @@ patches into one matrix. First-order gradients only.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..autograd.grad_mode import state as _grad_state
 from ..backend import xp_of
 from ..errors import GradError
 from .._tensor import Tensor
@@ -55,6 +56,10 @@ class Conv2dNaive(Op):
         return out
 
     def vjp(self, grad):
+        if _grad_state.enabled:  # backward with create_graph=True: the loops below record no graph
+            raise GradError("conv2d_naive: its backward is plain loops over arrays, so it cannot be "
+                            "differentiated again (create_graph=True); use gradlab.nn.functional.conv2d "
+                            "for higher-order gradients")
         dx, dw, db = Conv2dNaiveBackward.apply(grad, self)
         return dx, dw, (db if self.needs_input_grad[2] else None), None, None, None, None
 
@@ -89,7 +94,7 @@ class Conv2dNaiveBackward(Op):
         dx = da[:, :, p[0]:p[0] + h, p[1]:p[1] + wd]
         return dx.astype(x.dtype, copy=False), dw, g_.sum(axis=(0, 2, 3))
 
-    def vjp(self, *grads):
+    def vjp(self, *grads):  # pragma: no cover - Conv2dNaive.vjp refuses create_graph first
         raise GradError("conv2d_naive: gradients of its gradient are not implemented (it is the teaching "
                         "version); use gradlab.nn.functional.conv2d for higher-order gradients")
 
