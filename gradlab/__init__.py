@@ -50,12 +50,16 @@ def numel(t) -> int:
 # name -> (module, attribute or None for the module itself). Other layers may add entries.
 _LAZY = {
     "debug": ("gradlab.debug", None),
+    "func": ("gradlab.func", None),
+    "utils": ("gradlab.utils", None),
     "profiler": ("gradlab.profiler", None),
     "explain_grad": ("gradlab.debug", "explain_grad"),
     "memory_report": ("gradlab.debug", "memory_report"),
     "trace": ("gradlab.debug", "trace"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
+    "animate_backward": ("gradlab.viz.widgets", "animate_backward"),
+    "animate_forward": ("gradlab.viz.widgets", "animate_forward"),
     "nn": ("gradlab.nn", None),
     "optim": ("gradlab.optim", None),
     "amp": ("gradlab.amp", None),

@@ -28,9 +28,13 @@ _autograd = None
 
 
 class _Version:
-    """A counter shared by a tensor and all of its views."""
+    """A counter shared by a tensor and all of its views.
 
-    __slots__ = ("value",)
+    ``name`` remembers the name of the tensor last changed in place through it,
+    for the error message when a saved tensor turns out to be stale.
+    """
+
+    __slots__ = ("value", "name")  # ``name`` stays unset (cheap) until an in-place change sets it
 
     def __init__(self):
         self.value = 0

@@ -1,14 +1,22 @@
-"""Layer 3: autograd -- graph nodes, the reverse-mode engine, grad modes, gradcheck."""
+"""Layer 3: autograd -- graph nodes, the reverse-mode engine, grad modes, gradcheck,
+forward mode (``forward_ad``), saved-tensor hooks and the saved-bytes report (``graph``),
+in-place safety (``inplace``), anomaly detection and backward-rule overrides."""
 from .. import _tensor as _tensor_mod
-from . import engine, function, grad_mode
+from . import engine, function, grad_mode, inplace
+from . import anomaly, forward_ad, graph, overrides
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .overrides import override_vjp, register_vjp
 from .engine import backward, grad
 from .function import AccumulateGrad, Function, Op, SavedTensor
 from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 _tensor_mod._autograd = engine
+inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 
 __all__ = [
     "AccumulateGrad", "Function", "Op", "SavedTensor", "backward", "grad", "gradcheck", "gradgradcheck",
     "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    "forward_ad", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "register_vjp",
+    "override_vjp",
 ]

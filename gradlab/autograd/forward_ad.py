@@ -59,6 +59,23 @@ class _Alias(Op):
         return t
 
 
+class _SavedWithTangent(_fn.SavedTensor):
+    """A saved output that also gives back its tangent (forward over reverse, e.g. ``jacfwd(jacrev(f))``).
+
+    Only nodes recorded inside a dual level get this class, so the ordinary
+    ``SavedTensor.get`` pays nothing for forward mode.
+    """
+
+    __slots__ = ()
+
+    def get(self, node):
+        t = _fn.SavedTensor.get(self, node)
+        fw = node._saved_fw
+        if fw is not None and self.output_nr is not None and t._fw_grad is None:
+            t._fw_grad = fw.get(self.output_nr)
+        return t
+
+
 def _alias(t: Tensor) -> Tensor:
     """A fresh tensor sharing ``t``'s data and version counter (with no tangent)."""
     hook = _fn.forward_ad_hook[0]
@@ -119,6 +136,9 @@ def _propagate(node, args, outputs):
               for s_out in (outs[s.output_nr],) if s_out._fw_grad is not None}
         if fw:
             node._saved_fw = fw
+            for s in node._saved:
+                if isinstance(s, _fn.SavedTensor) and s.output_nr in fw:
+                    s.__class__ = _SavedWithTangent
             _nodes.append(weakref.ref(node))
 
 
@@ -162,6 +182,9 @@ def dual_level():
             n = ref()
             if n is not None:
                 n._saved_fw = None
+                for s in n._saved:
+                    if type(s) is _SavedWithTangent:
+                        s.__class__ = _fn.SavedTensor
         _nodes.clear()
 
 

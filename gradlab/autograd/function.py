@@ -88,19 +88,18 @@ class SavedTensor:
         if self.unpack is not None:
             return self.unpack(self.packed)
         if self.version_obj.value != self.version:
-            who = f"'{self.name}'" if self.name else "a tensor"
+            nm = self.name or getattr(self.version_obj, "name", None)
+            who = f"'{nm}'" if nm else "a tensor"
             raise GradError(
                 f"in-place change: {who} (shape {fmt_shape(self.data.shape)}) was saved by {node.name} for "
                 f"backward at version {self.version} and is now at version {self.version_obj.value}; "
-                f"use {self.name or 'x'} = {self.name or 'x'} + ... instead of {self.name or 'x'} += ... "
+                f"use {nm or 'x'} = {nm or 'x'} + ... instead of {nm or 'x'} += ... "
                 "(or .clone() it before changing it)"
             )
         if self.tensor is not None:
             return self.tensor
         t = Tensor._make(self.data, True, node, self.output_nr)
         t._version = self.version_obj
-        if node._saved_fw is not None:  # forward-over-reverse: the saved output's tangent
-            t._fw_grad = node._saved_fw.get(self.output_nr)
         return t
 
 

@@ -23,6 +23,7 @@ if "rfc3987_syntax" not in sys.modules:
     sys.modules["rfc3987_syntax"] = None
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ARROW = re.compile(r"^\s*-+>\s*\d+\s(.*)$")   # IPython's "---> 12 code" (dashes pad the number)
 MAX_MESSAGE = 400
 
 
@@ -67,8 +68,9 @@ def _failing_line(traceback_lines):
     """The line of the cell that raised (IPython marks it with '---->')."""
     for frame in traceback_lines or ():
         for line in _ANSI.sub("", frame).split("\n"):
-            if line.lstrip().startswith("---->"):
-                return line.split("---->", 1)[1].strip().lstrip("0123456789").strip()
+            m = _ARROW.match(line)
+            if m:
+                return m.group(1).strip()
     return ""
 
 

@@ -1,0 +1,357 @@
+"""In-place methods (``x.add_(y)``, ``x += y``, ``x[i] = v``...) and why they are dangerous.
+
+An in-place op overwrites a tensor's memory. That is what optimizers want
+(``p.add_(-lr * g)`` under ``no_grad``), and what autograd fears: a node may
+have *saved* that tensor for its backward. So every in-place change bumps the
+tensor's version counter (shared with its views), each saved tensor remembers
+the version it saw, and backward refuses a saved tensor whose version moved.
+
+Three cases, as in PyTorch:
+
+* nothing needs a graph (grad mode off, or no tensor involved requires grad):
+  write the new values and bump the version. This is the optimizer path.
+* a **leaf** that requires grad, with grad mode on: refused. Its old value is
+  what the gradient is *of*; changing it would make ``.grad`` meaningless.
+* a **non-leaf** (or a plain tensor meeting one that requires grad): compute
+  the op out of place on a copy of the old value, write the result into the
+  tensor's memory, and *rebase* the tensor: its ``grad_fn`` becomes the new
+  node, whose input edge is the old ``grad_fn``. Gradients stay right.
+
+The methods are installed on :class:`~gradlab.Tensor` when ``gradlab.autograd``
+is imported (this module needs the ops, which the tensor layer may not import).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _tensor as _tensor_mod
+from ..backend import dtypes as _dt
+from ..errors import DTypeError, GradError, ShapeError, fmt_shape
+from .._tensor import Tensor
+from .function import Op
+from .grad_mode import state as _grad_state
+
+#: Nodes whose output is a view of their input's memory: an in-place change of such
+#: a tensor would also change the base, which gradlab's graph does not track.
+VIEW_NODES = frozenset({"index", "reshape", "permute", "broadcast_to", "as_strided", "alias", "transpose",
+                        "squeeze", "unsqueeze", "expand", "view", "diagonal", "select", "narrow"})
+
+
+def _set_tangent(t, tangent):
+    from .forward_ad import _set_tangent as set_
+    set_(t, tangent)
+
+
+def _O():
+    return _tensor_mod._ops
+
+
+def _needs_graph(self, others) -> bool:
+    if not _grad_state.enabled:
+        return False
+    if self.requires_grad:
+        return True
+    return any(isinstance(o, Tensor) and o.requires_grad for o in others)
+
+
+def _label(t):
+    return f"'{t.name}'" if t.name else f"a tensor of shape {fmt_shape(t.shape)}"
+
+
+def _refuse_leaf(self, name):
+    raise GradError(
+        f"{name}: {_label(self)} is a leaf that requires grad, and changing it in place would destroy the value its "
+        f"gradient is about; do parameter updates inside `with gradlab.no_grad():` (as optimizers do), "
+        f"or compute a new tensor (x = x + ...) instead")
+
+
+def _write(self, result, name):
+    """Copy ``result``'s values into ``self``'s memory (same shape; cast to self's dtype) and bump the version."""
+    r = result.data if isinstance(result, Tensor) else result
+    shape = np.shape(r)
+    if tuple(shape) != self.data.shape:
+        try:
+            ok = np.broadcast_shapes(shape, self.data.shape) == self.data.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ShapeError(
+                f"{name}: the result has shape {fmt_shape(shape)} but {_label(self)} has shape "
+                f"{fmt_shape(self.shape)}; an in-place op cannot change a tensor's shape (write x = x ... instead)")
+    rdt = getattr(r, "dtype", None)
+    if rdt is not None and _dt.category(rdt) > _dt.category(self.dtype):
+        raise DTypeError(
+            f"{name}: the result has dtype {_dt.dtype_name(rdt)}, which cannot be stored in place in {_label(self)} "
+            f"of dtype {_dt.dtype_name(self.dtype)}; convert first (x = x.float()) or use an out-of-place op")
+    try:
+        self.data[...] = r
+    except ValueError as e:
+        raise GradError(f"{name}: cannot write into {_label(self)}: {e} (it may be a broadcast view; "
+                        ".clone() it first)") from None
+    _bump(self)
+
+
+def _bump(t):
+    v = t._version
+    v.value += 1
+    if t.name:
+        v.name = t.name
+
+
+def apply_inplace(self, name, compute, others=()):
+    """Run ``compute(old) -> Tensor`` as an in-place change of ``self`` (see the module doc)."""
+    if not _needs_graph(self, others):
+        result = compute(self)
+        _write(self, result, name)
+        if self._fw_grad is not None or (isinstance(result, Tensor) and result._fw_grad is not None):
+            _set_tangent(self, getattr(result, "_fw_grad", None))
+        return self
+    if self.requires_grad and self.grad_fn is None:
+        _refuse_leaf(self, name)
+    fn = self.grad_fn
+    if fn is not None and fn.name in VIEW_NODES and getattr(self.data, "base", None) is not None:
+        raise GradError(
+            f"{name}: {_label(self)} is a view (made by {fn.name}) of another tensor in the graph; gradlab does not "
+            f"track in-place changes through views. Compute a new tensor instead (y = x.clone(); y[...] = ...)")
+    old = Tensor._make(self.data.copy(), self.requires_grad, fn, self._output_nr)
+    if self._fw_grad is not None:
+        old._fw_grad = self._fw_grad
+    result = compute(old)
+    _write(self, result, name)
+    # rebase: from now on this tensor is the output of the in-place node
+    retained = self._retains_grad
+    self.requires_grad = result.requires_grad
+    self.grad_fn = result.grad_fn
+    self._output_nr = result._output_nr
+    if self._fw_grad is not None or result._fw_grad is not None:
+        _set_tangent(self, result._fw_grad)
+    if retained and self.grad_fn is not None:
+        self._retains_grad = False
+        self.retain_grad()
+    return self
+
+
+def _replace(value):
+    """``compute`` for ops that overwrite every element: the old value gets a zero gradient."""
+    def compute(s):
+        O = _O()
+        if isinstance(value, Tensor) and value.requires_grad:
+            keep = Tensor._make(np.zeros(s.shape, dtype=bool))
+            v = value if value.dtype == s.dtype else value.to(s.dtype)
+            return O.where(keep, s, v)
+        v = value.data if isinstance(value, Tensor) else value
+        out = np.empty_like(s.data)
+        out[...] = v
+        if s.requires_grad:  # still an output of the graph, with gradient 0 to the old value
+            return O.add(O.mul(s, 0.0), Tensor._make(out))
+        return Tensor._make(out)
+    return compute
+
+
+# ------------------------------------------------------------------ methods
+def add_(self, other, *, alpha=1):
+    """``self += alpha * other`` in place."""
+    return apply_inplace(self, "add_", lambda s: _O().add(s, other if alpha == 1 else _O().mul(other, alpha)),
+                         (other,))
+
+
+def sub_(self, other, *, alpha=1):
+    """``self -= alpha * other`` in place."""
+    return apply_inplace(self, "sub_", lambda s: _O().sub(s, other if alpha == 1 else _O().mul(other, alpha)),
+                         (other,))
+
+
+def mul_(self, other):
+    """``self *= other`` in place."""
+    return apply_inplace(self, "mul_", lambda s: _O().mul(s, other), (other,))
+
+
+def div_(self, other, *, rounding_mode=None):
+    """``self /= other`` in place (``rounding_mode``: None, 'floor' or 'trunc')."""
+    def compute(s):
+        q = _O().div(s, other)
+        if rounding_mode == "floor":
+            q = _O().floor(q)
+        elif rounding_mode == "trunc":
+            q = _O().trunc(q)
+        elif rounding_mode is not None:
+            raise ValueError(f"div_: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        return q
+    return apply_inplace(self, "div_", compute, (other,))
+
+
+def zero_(self):
+    """Set every element to 0 (``optimizer.zero_grad(set_to_none=False)`` uses this)."""
+    if not _needs_graph(self, ()):
+        self.data.fill(0)
+        _bump(self)
+        return self
+    return apply_inplace(self, "zero_", _replace(0))
+
+
+def fill_(self, value):
+    """Set every element to ``value`` (a number or a one-element tensor)."""
+    if isinstance(value, Tensor) and value.numel() != 1:
+        raise ShapeError(f"fill_: value must be a number or a one-element tensor, got shape {fmt_shape(value.shape)}")
+    if not _needs_graph(self, (value,)):
+        self.data[...] = value.data if isinstance(value, Tensor) else value
+        _bump(self)
+        return self
+    return apply_inplace(self, "fill_", _replace(value), (value,))
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src``'s values (broadcast, cast to this dtype) into this tensor; gradient flows to ``src``."""
+    if not isinstance(src, Tensor):
+        from ..factories import tensor
+        src = tensor(src, dtype=self.dtype)
+    if not _needs_graph(self, (src,)):
+        _write(self, src.data.astype(self.dtype, copy=False) if src.dtype != self.dtype else src.data, "copy_")
+        return self
+    return apply_inplace(self, "copy_", _replace(src), (src,))
+
+
+def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """Clamp in place to ``[min, max]``."""
+    return apply_inplace(self, "clamp_", lambda s: _O().clamp(s, min, max), (min, max))
+
+
+def masked_fill_(self, mask, value):
+    """Set the elements where ``mask`` is True to ``value``, in place."""
+    return apply_inplace(self, "masked_fill_", lambda s: _O().where(mask, value, s), (value,))
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """``self += value * tensor1 * tensor2`` in place (Adam's second moment)."""
+    return apply_inplace(self, "addcmul_", lambda s: _O().add(s, _O().mul(_O().mul(tensor1, tensor2), value)),
+                         (tensor1, tensor2))
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """``self += value * tensor1 / tensor2`` in place (Adam's update)."""
+    return apply_inplace(self, "addcdiv_", lambda s: _O().add(s, _O().mul(_O().div(tensor1, tensor2), value)),
+                         (tensor1, tensor2))
+
+
+def lerp_(self, end, weight):
+    """``self += weight * (end - self)`` in place (exponential moving averages)."""
+    return apply_inplace(self, "lerp_", lambda s: _O().add(s, _O().mul(_O().sub(end, s), weight)), (end, weight))
+
+
+def neg_(self):
+    return apply_inplace(self, "neg_", lambda s: _O().neg(s))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with samples from N(mean, std^2), from gradlab's seeded generator (for init)."""
+    from ..factories import randn
+    return _fill_random(self, "normal_", lambda: randn(*self.shape, dtype=_float_dtype(self)) * std + mean)
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with samples from U(a, b), from gradlab's seeded generator (for init)."""
+    from ..factories import rand
+    return _fill_random(self, "uniform_", lambda: rand(*self.shape, dtype=_float_dtype(self)) * (b - a) + a)
+
+
+def _float_dtype(t):
+    if not _dt.is_floating(t.dtype):
+        raise DTypeError(f"random fill: {_label(t)} has dtype {_dt.dtype_name(t.dtype)}; it needs a floating dtype")
+    return t.dtype
+
+
+def _fill_random(self, name, draw):
+    if _needs_graph(self, ()):
+        return apply_inplace(self, name, _replace(draw()))
+    _write(self, draw(), name)
+    return self
+
+
+def _iadd(self, other):
+    return add_(self, other)
+
+
+def _isub(self, other):
+    return sub_(self, other)
+
+
+def _imul(self, other):
+    return mul_(self, other)
+
+
+def _itruediv(self, other):
+    return div_(self, other)
+
+
+# ---------------------------------------------------------------- setitem
+class SetItem(Op):
+    """``out = x.clone(); out[index] = value``: the node ``x[index] = value`` records."""
+
+    name = "setitem"
+    formula = "dX = dY with dY[idx] = 0 ; dV = sum_to(dY[idx], V.shape)"
+
+    @staticmethod
+    def forward(ctx, x, value, index):
+        ctx.index = index
+        ctx.v_shape = value.shape if isinstance(value, Tensor) else None
+        out = x.data.copy()
+        out[index] = value.data if isinstance(value, Tensor) else value
+        return out
+
+    def _mask(self, like):
+        m = np.ones(like.shape, dtype=like.dtype)
+        m[self.index] = 0
+        return Tensor._make(m)
+
+    def vjp(self, g):
+        O = _O()
+        gx = g * self._mask(g.data)
+        gv = None
+        if self.v_shape is not None:
+            gv = O.sum_to(O.getitem(g, self.index), self.v_shape)
+        return gx, gv, None
+
+    def jvp(self, tx, tv, _):
+        x = self.args[0]
+        if tx is None:
+            tx = Tensor._make(np.zeros(x.shape, dtype=x.dtype))
+        return SetItem.apply(tx, tv if tv is not None else 0.0, self.index)
+
+
+def setitem(self, index, value):
+    """``self[index] = value``: in place, recorded in the graph when needed."""
+    from ..ops.index import _norm_index
+    idx = _norm_index(index, self.shape, "setitem")
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)):
+        from ..factories import tensor
+        value = tensor(value, dtype=self.dtype)
+    if not _needs_graph(self, (value,)):
+        try:
+            self.data[idx] = value.data if isinstance(value, Tensor) else value
+        except IndexError as e:
+            from ..errors import IndexOutOfRange
+            raise IndexOutOfRange(f"setitem: {e} (indexing a tensor of shape {fmt_shape(self.shape)})") from None
+        except ValueError as e:
+            vs = fmt_shape(value.shape) if isinstance(value, Tensor) else type(value).__name__
+            raise ShapeError(f"setitem: cannot assign a value of shape {vs} to {_label(self)}[{index!r}]: {e}") \
+                from None
+        _bump(self)
+        return
+    if isinstance(value, Tensor) and value.dtype != self.dtype:
+        value = value.to(self.dtype)
+    apply_inplace(self, "setitem", lambda s: SetItem.apply(s, value, idx), (value,))
+
+
+METHODS = {
+    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_, "fill_": fill_, "copy_": copy_,
+    "clamp_": clamp_, "clip_": clamp_, "masked_fill_": masked_fill_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
+    "lerp_": lerp_, "neg_": neg_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd,
+    "__isub__": _isub, "__imul__": _imul, "__itruediv__": _itruediv, "__setitem__": setitem,
+}
+
+
+def install():
+    """Give Tensor its in-place methods (kept where another layer already defined one)."""
+    for name, fn in METHODS.items():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, fn)

@@ -1,0 +1,193 @@
+"""Live widgets: step through the backward (or forward) pass of *your* graph.
+
+``gradlab.animate_backward(loss)`` runs ``loss.backward()`` for real while
+recording every node the engine visits (``record.BackwardRecorder``), then
+shows the graph (laid out once by ``show_graph``'s renderer) with Play /
+Pause / Step controls. Each step is one node in the engine's real order:
+the gradient it received, the formula it applied, what it sent to each
+input, which broadcast axes were summed, leaves' ``.grad`` filling in, and
+the bytes of saved tensors freed as it goes.
+
+``gradlab.animate_forward(fn, *args)`` calls ``fn(*args)`` and shows the
+nodes appearing in execution order, with the saved-for-backward bytes
+growing; with ``backward=True`` (the default, for a scalar result) it then
+continues through the backward, so the memory chart rises and falls: why
+training needs more memory than inference.
+
+All frames are computed here and sent once; stepping runs in the browser
+(``widgets/graph_player.js``, an anywidget ES module) with no kernel round
+trip. Each widget's display bundle also carries the graph as
+``image/svg+xml``, so exported HTML, GitHub and front ends without widget
+support still show the graph. Clicking a node opens the inspector.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .. import _tensor
+from ..errors import ArgumentError, GradError
+from . import widgets_data as _data
+from .record import record_backward, record_forward, BackwardRecorder, observing_backward
+
+
+def asset_dir() -> Path:
+    """Where ``graph_player.js``/``.css`` live: the source tree's ``widgets/`` or the installed copy."""
+    here = Path(__file__).resolve().parents[2] / "widgets"
+    candidates = [here, Path(sys.prefix) / "share" / "gradlab" / "widgets",
+                  Path(sys.base_prefix) / "share" / "gradlab" / "widgets"]
+    env = os.environ.get("GRADLAB_WIDGETS_DIR")
+    if env:
+        candidates.insert(0, Path(env))
+    for c in candidates:
+        if (c / "graph_player.js").is_file():
+            return c
+    raise FileNotFoundError(
+        "gradlab's widget files (graph_player.js, graph_player.css) were not found in " +
+        ", ".join(str(c) for c in candidates) + "; reinstall gradlab (pip install -e .) or set GRADLAB_WIDGETS_DIR")
+
+
+def _anywidget():
+    try:
+        import anywidget
+        import traitlets
+    except ImportError as exc:
+        raise ImportError("the live widgets need anywidget: pip install 'gradlab[lab]' (or pip install anywidget)"
+                          ) from exc
+    return anywidget, traitlets
+
+
+_CLASS = None
+
+
+def _widget_class():
+    """The anywidget class, made on first use so that ``import gradlab`` never imports anywidget."""
+    global _CLASS
+    if _CLASS is not None:
+        return _CLASS
+    anywidget, t = _anywidget()
+    d = asset_dir()
+
+    class GraphPlayer(anywidget.AnyWidget):
+        """A recorded pass over a drawn graph; see :func:`animate_backward`."""
+        _esm = d / "graph_player.js"
+        _css = d / "graph_player.css"
+        title = t.Unicode("").tag(sync=True)
+        svg = t.Unicode("").tag(sync=True)
+        nodes = t.Dict().tag(sync=True)
+        frames = t.List().tag(sync=True)
+        mem0 = t.Int(0).tag(sync=True)
+        step = t.Int(0).tag(sync=True)
+
+        def __init__(self, *, static_svg="", order=(), **kw):
+            super().__init__(**kw)
+            self._static_svg = static_svg
+            #: the model ids of the nodes, one per frame, in the order the engine ran them
+            self.order = list(order)
+
+        @property
+        def num_steps(self) -> int:
+            return len(self.frames)
+
+        def _repr_mimebundle_(self, **kwargs):
+            res = super()._repr_mimebundle_(**kwargs)
+            data, meta = res if isinstance(res, tuple) else (res, {})
+            if self._static_svg:
+                data = dict(data)
+                data["image/svg+xml"] = self._static_svg   # static fallback (nbconvert, GitHub)
+            return data, meta
+
+        def __repr__(self):
+            return f"<gradlab {self.title}>"
+
+    _CLASS = GraphPlayer
+    return GraphPlayer
+
+
+def _inline(svg: str) -> str:
+    i = svg.find("<svg")
+    return svg[i:] if i > 0 else svg
+
+
+def _graph_view(root, view, legend):
+    from .show import show_graph
+    # every node drawn on its own (no folding, no collapsing): each step must have its node
+    return show_graph(root, view=view, max_nodes=None, fold=False, legend=legend)
+
+
+def _check_root(root, what):
+    if not isinstance(root, _tensor.Tensor):
+        raise ArgumentError(f"{what}: expected a gradlab Tensor (e.g. the loss), got {type(root).__name__}")
+    if root.grad_fn is None:
+        raise GradError(
+            f"{what}: the tensor has no graph behind it (grad_fn is None): it is a leaf, or it was computed under "
+            "no_grad() or from tensors without requires_grad=True; set requires_grad=True on the inputs")
+
+
+def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backward", legend: bool = True,
+                     title: str = None):
+    """Run ``loss.backward()`` and return a widget that replays it step by step.
+
+    The backward really runs (the leaves' ``.grad`` is filled, as after
+    ``loss.backward()``; without ``retain_graph=True`` the graph is freed):
+    what the widget shows is what the engine did. ``view``: draw the
+    ``"backward"`` graph (gradients flowing from the output to the leaves, the
+    default) or the ``"forward"`` one, laid out as ``show_graph`` lays it out.
+    """
+    _check_root(loss, "animate_backward")
+    gv = _graph_view(loss, view, legend)
+    model = gv.model
+    infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model))
+    svg = _inline(gv.svg())
+    rec = record_backward(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
+    frames = _data.backward_frames(model, rec, infos)
+    _refresh_leaf_grads(model, infos)
+    cls = _widget_class()
+    name = loss.name or model.root_name or "output"
+    return cls(title=title or f"backward of '{name}': {len(frames)} steps", svg=svg, nodes=infos, frames=frames,
+               mem0=int(rec.start_bytes), static_svg=svg, order=[f["n"] for f in frames])
+
+
+def animate_forward(fn, *args, backward: bool = True, view: str = "forward", legend: bool = True,
+                    title: str = None, **kwargs):
+    """Call ``fn(*args, **kwargs)`` and return a widget that replays its forward pass.
+
+    Nodes appear in the order the ops ran, and the chart shows the bytes of
+    tensors saved for backward growing. With ``backward=True`` and a scalar
+    result, the backward then runs for real and is replayed too, so the
+    chart falls as each node frees what it saved. Returns the widget; the
+    result of ``fn`` is ``widget.result``.
+    """
+    if not callable(fn):
+        raise ArgumentError(f"animate_forward: the first argument must be a function to call, got "
+                            f"{type(fn).__name__}; e.g. animate_forward(lambda x: (x * 2).sum(), x)")
+    out, frec = record_forward(fn, *args, **kwargs)
+    root = out[0] if isinstance(out, (tuple, list)) and out else out
+    _check_root(root, "animate_forward")
+    gv = _graph_view(root, view, legend)
+    model = gv.model
+    sites = _data.meta_sites(model)
+    sites.update(_data.site_map(model, frec))
+    infos = _data.node_infos(model, root=root, sites=sites)
+    svg = _inline(gv.svg())
+    frames = _data.forward_frames(model, frec)
+    if backward and root.data.size == 1:
+        rec = BackwardRecorder(preview_limit=_data.HEAT_SIDE ** 2)
+        with observing_backward(rec):
+            root.backward()
+        frames += _data.backward_frames(model, rec, infos)
+        _refresh_leaf_grads(model, infos)
+    cls = _widget_class()
+    w = cls(title=title or f"forward of {getattr(fn, '__name__', 'fn')}: {len(frames)} steps", svg=svg,
+            nodes=infos, frames=frames, mem0=0, static_svg=svg, order=[f["n"] for f in frames])
+    w.result = out
+    return w
+
+
+def _refresh_leaf_grads(model, infos):
+    """After the backward: the leaves' final ``.grad`` for the inspector."""
+    from .record import Value, is_leaf_node
+    for node, nid in list(model.node_ids.items()):
+        if is_leaf_node(node) and nid in infos and node.variable.grad is not None:
+            infos[nid]["grad"] = _data.value_json(Value.of(node.variable.grad, _data.HEAT_SIDE ** 2), heat=True)
