@@ -223,6 +223,10 @@ def test_retained_intermediate_is_drawn_with_its_grad():
     v = show_graph(loss, params={"h": t["h"]})
     h = next(n for n in v.model.tensors if n.name == "h")
     assert h.role == "intermediate" and h.grad.norm == pytest.approx(np.linalg.norm(t["h"].grad.data))
+    g = dot_graph(v)
+    # drawn in place: relu -> h -> the matmul that consumes it
+    assert g.in_degree(h.id) == 1 and g.out_degree(h.id) == 1
+    assert g.successors(h.id)[0].attr["label"].startswith("<TABLE") and "matmul" in g.successors(h.id)[0].attr["label"]
 
 
 # -------------------------------------------------------------- backward view
@@ -372,6 +376,7 @@ def test_view_outputs(tmp_path):
     graphviz = pytest.importorskip("graphviz")
     d = v.to_graphviz()
     assert isinstance(d, graphviz.Digraph) and 'id="op0"' in d.source
+    assert set(pgv.AGraph(string=d.source).nodes()) == set(dot_graph(v).nodes())   # the same drawing
     assert "forward graph of 'output'" in repr(v) and "memory:" in repr(v)
 
 

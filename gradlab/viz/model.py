@@ -101,6 +101,7 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
         if name is not None:
             names.setdefault(id(t), name)
     b = _Builder(root, view, names)
+    b.named_values = [t for _, t in named if t.grad_fn is not None]
     with no_gc():
         b.walk()
         b.add_params(named)
@@ -161,6 +162,9 @@ class _Builder:
                     t = ref()
                     if t is not None:
                         want.setdefault((n, nr), t)
+        for t in self.named_values:          # intermediates passed with params=: drawn in place
+            if t.grad_fn in op_id:
+                want.setdefault((t.grad_fn, t._output_nr), t)
         self.want = want
         self.backward_ran = any(n._released for n in ops) or any(
             a.variable.grad is not None for a in accs) or root.grad is not None
