@@ -70,7 +70,8 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             extras.setdefault(anchor, []).append(cell)
 
     name = os.path.basename(sol_path)
-    cells = [_code_cell(c.source, {"kind": "extra"}, c.get("metadata", {}).get("tags", ())) for c in extras[None]]
+    cells = [_code_cell(c.source, {"kind": "extra", "after": None}, c.get("metadata", {}).get("tags", ()))
+             for c in extras[None]]
     for i, icell in enumerate(sol_nb.cells):
         gid = grade_id(icell)
         if gid is None or icell.cell_type != "code":
@@ -99,7 +100,8 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             source = scell.source if scell is not None else icell.source
             cells.append(_code_cell(source, {"kind": "extra", "grade_id": gid}))
         for extra in extras.get(gid, ()):
-            cells.append(_code_cell(extra.source, {"kind": "extra"}, extra.get("metadata", {}).get("tags", ())))
+            tags = extra.get("metadata", {}).get("tags", ())
+            cells.append(_code_cell(extra.source, {"kind": "extra", "after": gid}, tags))
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": copy.deepcopy(dict(sol_nb.metadata.get("kernelspec") or {})) or
                    {"display_name": "Python 3", "language": "python", "name": "python3"}}

@@ -96,7 +96,12 @@ def _score(result, parts, records, problem, timeout):
     for rec in records:
         if rec.get("kind") == "test" and rec["status"] != "crash":
             continue  # the part's own line already says why
-        where = f"cell {rec.get('cell')}" + (f" ('{rec['grade_id']}')" if rec.get("grade_id") else " (your own cell)")
+        if rec.get("grade_id"):
+            where = f"cell '{rec['grade_id']}'"
+        elif rec.get("after"):
+            where = f"your own cell after '{rec['after']}'"
+        else:
+            where = "your own cell at the top"
         if rec["status"] == "crash":
             result.notes.append(f"{where}: the kernel died; later cells were not run")
         elif rec["status"] == "timeout":
