@@ -154,6 +154,13 @@ def user_site(depth: int = 1):
     return None
 
 
+def host(arr, dtype=None):
+    """The values as a NumPy array (a CuPy array is copied to the host first)."""
+    if not isinstance(arr, np.ndarray) and hasattr(arr, "get") and hasattr(arr, "__cuda_array_interface__"):
+        arr = arr.get()
+    return np.asarray(arr, dtype=dtype)
+
+
 # ----------------------------------------------------------------- formatting
 def human_bytes(n) -> str:
     if n is None:
@@ -168,7 +175,7 @@ def human_bytes(n) -> str:
 
 def value_range(arr) -> str:
     """``min .. max`` over the finite values, plus how many NaN/Inf (never warns)."""
-    a = np.asarray(arr)
+    a = host(arr)
     if a.size == 0:
         return "empty"
     if a.dtype.kind not in "fc" and a.dtype.name != "bfloat16":
@@ -186,7 +193,7 @@ def value_range(arr) -> str:
 
 
 def nonfinite_count(arr) -> int:
-    a = np.asarray(arr)
+    a = host(arr)
     if a.dtype.kind in "biu" or a.dtype == bool:
         return 0
     return int(a.size - np.isfinite(a.astype(np.float64) if a.dtype.name == "bfloat16" else a).sum())

@@ -20,7 +20,7 @@ import numpy as np
 from ..autograd import engine as _engine
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
-from ._common import DebugInputError, Tensor, graph_leaves, is_accumulate, label, node_module, require_tensor, walk
+from ._common import DebugInputError, Tensor, graph_leaves, host, label, require_tensor, walk
 from .provenance import follow, last_recording_for, watch
 from .saturation import measure, path_nodes
 
@@ -77,20 +77,20 @@ def _log_grad(t):
     entry = _grad_log.get(id(t))
     if entry is not None and entry[0]() is t and t.grad is not None:
         entry[1] += 1
-        entry[2] = float(np.sqrt(np.sum(np.asarray(t.grad.data, dtype=np.float64) ** 2)))
+        entry[2] = float(np.sqrt(np.sum(host(t.grad.data, dtype=np.float64) ** 2)))
 
 
 def _grad_state(g):
     if g is None:
         return "none"
-    a = np.asarray(g.data, dtype=np.float64)
+    a = host(g.data, dtype=np.float64)
     if a.size and not np.isfinite(a).all():
         return "nonfinite"
     return "zero" if not a.any() else "nonzero"
 
 
 def _norm(arr):
-    return float(np.sqrt(np.sum(np.asarray(arr, dtype=np.float64) ** 2)))
+    return float(np.sqrt(np.sum(host(arr, dtype=np.float64) ** 2)))
 
 
 def _in_optimizer(t, optimizer):
@@ -161,7 +161,8 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
         elif t.grad_fn is None and getattr(t, "_is_param", False):
             why = "it is a frozen parameter (requires_grad_(False) was called on it)"
         else:
-            why = "it was created without requires_grad=True (or computed under no_grad() / from tensors that do not require grad)"
+            why = ("it was created without requires_grad=True (or computed under no_grad() / from tensors that "
+                   "do not require grad)")
         return done("requires_grad_false",
                     f"{name} does not require grad: {why}. Backward never computes a gradient for it; "
                     "call t.requires_grad_() on the leaf (before computing the loss).")
@@ -211,7 +212,8 @@ def _on_graph(t, nodes):
 
 
 def _cleared_verdict(name, state):
-    how = "set to None (zero_grad(set_to_none=True), the default)" if state == "none" else "zero-filled (zero_grad(set_to_none=False))"
+    how = ("set to None (zero_grad(set_to_none=True), the default)" if state == "none"
+           else "zero-filled (zero_grad(set_to_none=False))")
     return (f"backward did compute a nonzero gradient for {name}, but it was {how} before being read. Read or "
             "plot gradients between loss.backward() and optimizer.zero_grad(); zero_grad belongs at the start "
             "of the next step.")
@@ -224,7 +226,7 @@ def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, d
               f"tensor(s); {name} is {'in' if in_graph else 'NOT in'} it")
     checked.append("whether t is in the loss's graph")
     if not loss.requires_grad:
-        ev.append(f"the loss itself does not require grad (no grad_fn): it was computed with no graph at all")
+        ev.append("the loss itself does not require grad (no grad_fn): it was computed with no graph at all")
     if not in_graph:
         return _explain_missing(t, name, loss, nodes, rec, ev, checked, done)
 
@@ -236,7 +238,7 @@ def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, d
         ev.append("the graph's saved tensors were freed: backward() has already run through it")
     if fresh is not None:
         ev.append(f"recomputing from the graph gives {name} a gradient of norm {_norm(fresh.data):.4g}")
-    fresh_nonzero = fresh is not None and bool(np.asarray(fresh.data).any())
+    fresh_nonzero = fresh is not None and bool(host(fresh.data).any())
     if logged_nonzero or (fresh_nonzero and (released or state == "zero")):
         return done("cleared_by_zero_grad", _cleared_verdict(name, state))
     if fresh_nonzero and state == "none":
@@ -309,9 +311,9 @@ def _explain_missing(t, name, loss, nodes, rec, ev, checked, done):
                       "through NumPy (.numpy()/from_numpy/gradlab.tensor) or detach()")
             return done("numpy_round_trip", _cut_verdict(name, "numpy_round_trip", None))
     if _dt.is_floating(t.dtype):
-        trunc = np.trunc(np.asarray(t.data, dtype=np.float64))
+        trunc = np.trunc(host(t.data, dtype=np.float64))
         for n, arr, ver, where in candidates:
-            if not np.array_equal(trunc, np.asarray(t.data, dtype=np.float64)) and _same(arr, trunc):
+            if not np.array_equal(trunc, host(t.data, dtype=np.float64)) and _same(arr, trunc):
                 ev.append(f"a tensor {where} holds {name}'s values truncated to integers: an integer cast")
                 return done("integer_cast", _cut_verdict(name, "integer_cast", None))
     return done("not_used",
@@ -329,7 +331,7 @@ def _may_share(a, b):
 
 
 def _same(a, b):
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = host(a), host(b)
     return a.shape == b.shape and a.size > 1 and not np.all(a == a.flat[0]) and bool(
         np.array_equal(a.astype(np.float64), b.astype(np.float64)))
 

@@ -18,7 +18,7 @@ from ..autograd import engine as _engine
 from ..autograd import function as _fn
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
-from ._common import (DebugInputError, Tensor, current_module, graph_leaves, label, node_module, nonfinite_count,
+from ._common import (DebugInputError, Tensor, current_module, graph_leaves, host, label, node_module, nonfinite_count,
                       user_site, value_range, walk)
 from .provenance import tensor_args
 
@@ -63,11 +63,11 @@ _EXP_LIMIT = {"float16": 11.09, "bfloat16": 88.72, "float32": 88.72, "float64": 
 
 
 def _arr(x):
-    return np.asarray(x.data if isinstance(x, Tensor) else x)
+    return host(x.data if isinstance(x, Tensor) else x)
 
 
 def _has_zero(a):
-    return a.size > 0 and a.dtype.kind in "fiub" and bool(np.any(np.asarray(a, dtype=np.float64) == 0))
+    return a.size > 0 and a.dtype.kind in "fiub" and bool(np.any(host(a, dtype=np.float64) == 0))
 
 
 def forward_cause(name, args, out_arrays, later=()):
@@ -110,7 +110,7 @@ def forward_cause(name, args, out_arrays, later=()):
 def backward_cause(node, grads_in):
     name = node.name
     saved = [s for s in getattr(node, "saved", ()) if s.data is not None]
-    vals = [np.asarray(s.data, dtype=np.float64) for s in saved]
+    vals = [host(s.data, dtype=np.float64) for s in saved]
     if name == "log" and vals and (vals[0] == 0).any():
         return "log's gradient dY / X is infinite where X == 0: keep log's input away from 0 (clamp(min=1e-8))"
     if name == "sqrt" and vals and (vals[0] == 0).any():

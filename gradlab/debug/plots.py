@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GradError
-from ._common import DebugInputError, Tensor, named_parameters, require_tensor
+from ._common import DebugInputError, Tensor, host, named_parameters, require_tensor
 
 
 def _figure(nrows=1, ncols=1, size=None):
@@ -35,7 +35,7 @@ def _figure(nrows=1, ncols=1, size=None):
 
 
 def _f64(t):
-    return np.asarray(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
+    return host(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
 
 
 def _grads(model, tool):

@@ -17,7 +17,7 @@ import numpy as np
 from ..autograd import function as _fn
 from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt
-from ._common import Tensor, user_site
+from ._common import Tensor, host, user_site
 
 _last = [None]  # the most recent finished recording (explain_grad looks here)
 
@@ -90,7 +90,7 @@ def _same_values(a, b) -> bool:
     if a.shape != b.shape or a.size < 2:
         return False
     try:
-        fa, fb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        fa, fb = host(a, dtype=np.float64), host(b, dtype=np.float64)
     except (TypeError, ValueError):
         return False
     if np.all(fa == fa.flat[0]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import is_accumulate, node_module
+from ._common import host, is_accumulate, node_module
 
 _KINDS = {"relu": "dead_relu", "sigmoid": "saturated_sigmoid", "tanh": "saturated_tanh"}
 
@@ -67,7 +67,7 @@ class Finding:
 
 
 def _zero_derivative(name, y):
-    y = np.asarray(y, dtype=np.float64)
+    y = host(y, dtype=np.float64)
     if name == "relu":
         return y <= 0
     if name == "sigmoid":

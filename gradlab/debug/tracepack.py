@@ -49,7 +49,7 @@ from ..autograd import engine as _engine
 from ..autograd import function as _fn
 from ..backend import dtypes as _dt
 from ..errors import GradlabError
-from ._common import Tensor, graph_leaves, nonfinite_count, require_tensor, walk
+from ._common import Tensor, graph_leaves, host, nonfinite_count, require_tensor, walk
 
 FIELDS = {
     "graph_run": ("graph_run_id", "framework_version", "compile_mode", "model_config_hash", "input_batch_id"),
@@ -195,7 +195,7 @@ class trace:
     def node_start(self, node, grads):
         bw = self._bw
         if bw is not None and type(node).__name__ == "AccumulateGrad" and grads and grads[0] is not None:
-            g = np.asarray(grads[0].data, dtype=np.float64)
+            g = host(grads[0].data, dtype=np.float64)
             bw["sq"] += float(np.sum(g * g))
             bw["got"] = True
 
@@ -224,7 +224,7 @@ class trace:
         for i, leaf in enumerate(leaves):
             self._tensor_record(self._names.get(id(leaf)) or leaf.name or f"leaf{i}", leaf)
         root = bw["roots"][0] if bw["roots"] else None
-        loss_value = float(np.asarray(root.data, dtype=np.float64).reshape(-1)[0]) \
+        loss_value = float(host(root.data, dtype=np.float64).reshape(-1)[0]) \
             if root is not None and root.numel() == 1 else None
         scale = self.loss_scale
         if scale is None and self.scaler is not None and hasattr(self.scaler, "get_scale"):
