@@ -17,9 +17,10 @@ from .collapse import DrawPlan, GroupNode, plan
 from .model import Edge, GraphModel, GradSummary, MemoryTotals, OpNode, SavedInfo, TensorNode, build_model
 from .render import quiet_stderr, render_svg, to_dot
 from .show import GraphView, NotATensorError, show_graph
+from .monitor import LossMonitor
 
 __all__ = [
     "show_graph", "GraphView", "NotATensorError", "build_model", "plan", "to_dot", "render_svg", "quiet_stderr",
     "GraphModel", "TensorNode", "OpNode", "Edge", "GradSummary", "SavedInfo", "MemoryTotals", "DrawPlan",
-    "GroupNode",
+    "GroupNode", "LossMonitor",
 ]
