@@ -26,7 +26,9 @@ from .autograd import function as _fn
 from .errors import ArgumentError, GradlabError
 from ._tensor import Tensor
 
-__all__ = ["profile", "FunctionEvent", "FunctionEventAvg"]
+__all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg"]
+
+_active: list = []  # the profilers now running (record_function labels go to them)
 
 
 class FunctionEvent:
@@ -141,7 +143,10 @@ class profile:
     ``prof.export_chrome_trace(path)``.
     """
 
-    def __init__(self, record_shapes: bool = False, enabled: bool = True):
+    def __init__(self, activities=None, record_shapes: bool = False, profile_memory: bool = True,
+                 with_stack: bool = False, enabled: bool = True):
+        # activities / profile_memory / with_stack are accepted for PyTorch compatibility: gradlab
+        # profiles the CPU (NumPy) and always counts allocated bytes.
         self.record_shapes = record_shapes
         self.enabled = enabled
         self._events = []
@@ -203,6 +208,7 @@ class profile:
             _fn.op_observers.append(self)
             _engine.backward_observers.append(self)
         self._running = True
+        _active.append(self)
         return self
 
     def __exit__(self, *exc):
@@ -211,6 +217,8 @@ class profile:
                 lst.remove(self)
         self._stack.clear()
         self._running = False
+        if self in _active:
+            _active.remove(self)
         return False
 
     # results
@@ -221,7 +229,7 @@ class profile:
     def key_averages(self) -> KeyAverages:
         groups = {}
         for e in self._events:
-            kind = "backward" if e.kind != "forward" else "forward"
+            kind = "backward" if e.kind in ("backward", "backward-op") else e.kind
             g = groups.get(e.name)
             if g is None:
                 g = groups[e.name] = FunctionEventAvg(e.name, kind)
@@ -239,7 +247,8 @@ class profile:
         events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": {"name": "gradlab"}}]
         for e in sorted(self._events, key=lambda e: (e.start_us, -e.duration_us)):
             tid = tids.setdefault(e.tid, len(tids))
-            ev = {"name": e.name, "cat": "backward" if e.kind != "forward" else "forward", "ph": "X",
+            cat = "backward" if e.kind in ("backward", "backward-op") else e.kind
+            ev = {"name": e.name, "cat": cat, "ph": "X",
                   "ts": round(e.start_us, 3), "dur": round(e.duration_us, 3), "pid": pid, "tid": tid,
                   "args": {"bytes allocated": e.bytes}}
             if e.input_shapes is not None:
@@ -254,3 +263,25 @@ class profile:
 
     def __repr__(self):
         return self.table()
+
+
+class record_function:
+    """``with record_function("data loading"):`` -- a labelled range of your own in the profile.
+
+    Its time includes the ops run inside it (shown as its children), as in PyTorch.
+    Outside a running profiler it does nothing.
+    """
+
+    def __init__(self, name: str):
+        self.name = str(name)
+        self._events = []
+
+    def __enter__(self):
+        self._events = [(p, p._open(self.name, "user")) for p in _active]
+        return self
+
+    def __exit__(self, *exc):
+        for p, e in self._events:
+            p._close(e)
+        self._events = []
+        return False

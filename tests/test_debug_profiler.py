@@ -75,3 +75,18 @@ def test_empty_profile():
     with gradlab.profiler.profile() as prof:
         pass
     assert "no ops were recorded" in prof.table()
+
+
+def test_record_function_groups_its_ops():
+    x = gradlab.randn(16, 16)
+    with gradlab.profiler.profile(activities=None, profile_memory=True) as prof:
+        with gradlab.profiler.record_function("my block"):
+            y = (x @ x).relu()
+        y.sum()
+    avg = {a.key: a for a in prof.key_averages()}
+    block = avg["my block"]
+    assert block.count == 1 and block.kind == "user"
+    assert block.cpu_time_total >= avg["matmul"].cpu_time_total + avg["relu"].cpu_time_total
+    assert block.cpu_memory_usage == avg["matmul"].cpu_memory_usage + avg["relu"].cpu_memory_usage
+    with gradlab.profiler.record_function("outside any profiler"):
+        pass  # does nothing, raises nothing
