@@ -42,10 +42,16 @@ def linear(input, weight, bias=None):
         raise ShapeError(f"linear: input {fmt_shape(x.shape)} has {x.shape[-1] if x.ndim else 0} features in its "
                          f"last dim but weight {fmt_shape(w.shape)} expects {w.shape[-1]} (in_features = "
                          "weight.shape[1])")
+    lead = None
+    if x.ndim > 2 and w.ndim == 2:  # (B, T, in) -> (B*T, in): one large matrix product, not B small ones
+        lead = x.shape[:-1]
+        x = O.reshape(x, (-1, x.shape[-1]))
     out = O.matmul(x, w.mT if w.ndim == 2 else w)
     if bias is not None:
         b = check_tensor(bias, "linear", "bias")
         out = out + b
+    if lead is not None:
+        out = O.reshape(out, lead + (w.shape[0],))
     return out
 
 

@@ -70,13 +70,14 @@ class GPT(Module):
     targets)`` returns ``(logits, loss)`` with the mean cross-entropy over the
     positions whose target is not ``-100`` (``ignore_index``, as in PyTorch).
 
-    Initialisation follows GPT-2: weights ``N(0, 0.02)``, biases zero, and the
+    The MLP uses GPT-2's tanh approximation of GELU (``activation="gelu_tanh"``;
+    pass ``"gelu"`` for the exact one). Initialisation follows GPT-2: weights ``N(0, 0.02)``, biases zero, and the
     projections back into the residual stream scaled by ``1/sqrt(2 * n_layer)``
     so the residual sum does not grow with depth.
     """
 
     def __init__(self, vocab_size, block_size, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=True,
-                 bias=True, dim_feedforward=None, device=None, dtype=None):
+                 bias=True, dim_feedforward=None, activation="gelu_tanh", device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.vocab_size, self.block_size = vocab_size, block_size
@@ -85,7 +86,7 @@ class GPT(Module):
         self.tok_emb = Embedding(vocab_size, n_embd, **kw)
         self.pos_emb = Embedding(block_size, n_embd, **kw)
         self.drop = Dropout(dropout)
-        self.blocks = ModuleList([TransformerBlock(n_embd, n_head, dim_feedforward, dropout, True, bias, **kw)
+        self.blocks = ModuleList([TransformerBlock(n_embd, n_head, dim_feedforward, dropout, True, bias, activation, **kw)
                                   for _ in range(n_layer)])
         self.ln_f = LayerNorm(n_embd, bias=bias, **kw)
         self.head = Linear(n_embd, vocab_size, bias=False, **kw)
