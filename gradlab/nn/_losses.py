@@ -67,14 +67,14 @@ class NLLLoss(Op):
         wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
         wt = wt.astype(logp.dtype, copy=False)
         loss = -picked * wt
-        denom = 1.0
-        if reduction == "mean":
-            denom = wt.sum()
+        denom = wt.sum(dtype="float32" if wt.dtype.itemsize < 4 else wt.dtype) if reduction == "mean" else 1.0
         ctx.info = (idx, wt, denom, cdim, reduction, logp.shape, logp.dtype)
         if reduction == "none":
             return loss
+        acc = "float32" if loss.dtype.itemsize < 4 else loss.dtype  # 16-bit floats sum in float32
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
-            out = loss.sum() / denom if reduction == "mean" else loss.sum()
+            total = loss.sum(dtype=acc)
+            out = total / wt.sum(dtype=acc) if reduction == "mean" else total
         return xp.asarray(out, dtype=logp.dtype)
 
     def _coeff(self):

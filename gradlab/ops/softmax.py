@@ -26,6 +26,11 @@ from ._util import check_tensor, one_dim
 from .registry import Sample, register
 
 
+def _acc(a):
+    """16-bit floats are computed in float32 (PyTorch's accumulate type) and rounded once at the end."""
+    return a.astype("float32") if a.dtype.itemsize < 4 else a
+
+
 def _shifted(a, dim):
     xp = xp_of(a)
     m = xp.max(a, axis=dim, keepdims=True) if a.size else xp.zeros_like(a)
@@ -41,9 +46,9 @@ class Softmax(Op):
     def forward(ctx, x, dim):
         ctx.dim = dim
         xp = xp_of(x.data)
-        e = xp.exp(_shifted(x.data, dim))
+        e = xp.exp(_shifted(_acc(x.data), dim))
         with np.errstate(invalid="ignore"):  # a row that is all -inf gives nan, as in PyTorch
-            y = e / xp.sum(e, axis=dim, keepdims=True)
+            y = (e / xp.sum(e, axis=dim, keepdims=True)).astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
@@ -64,9 +69,9 @@ class LogSoftmax(Op):
     def forward(ctx, x, dim):
         ctx.dim = dim
         xp = xp_of(x.data)
-        z = _shifted(x.data, dim)
+        z = _shifted(_acc(x.data), dim)
         with np.errstate(invalid="ignore", divide="ignore"):
-            y = z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+            y = (z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))).astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
