@@ -214,3 +214,14 @@ def test_bad_input():
     with pytest.raises(DebugInputError, match="loss must be"):
         explain_grad(_w(2), loss=3)
     assert isinstance(DebugInputError("x"), gradlab.GradlabError)
+
+
+def test_cleared_seen_in_optimizer_state():
+    model = nn.Linear(3, 1)
+    opt = optim.Adam(model.parameters())
+    model(gradlab.randn(4, 3)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    e = explain_grad(model.weight, optimizer=opt)
+    assert e.cause == "cleared_by_zero_grad"
+    assert any("optimizer keeps state" in line for line in e.evidence)

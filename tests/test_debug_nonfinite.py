@@ -107,3 +107,11 @@ def test_works_alongside_detect_anomaly():
         r = find_nonfinite(loss)
     assert r.found and r.phase == "backward" and r.op == "sqrt"
     assert "x.sqrt().sum()" in str(r.site)
+
+
+def test_loss_fn_for_a_model():
+    model = nn.Sequential(nn.Linear(3, 2))
+    x = gradlab.randn(4, 3)
+    target = gradlab.tensor([1.0, 0.0])
+    r = find_nonfinite(model, x, loss_fn=lambda out: (out.sigmoid() * 0.0 + target).log().sum())
+    assert r.found and r.op == "log" and "log of 0" in r.likely_cause

@@ -194,6 +194,14 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     logged = log is not None and log[0]() is t and log[1] > 0
     if logged:
         ev.append(f"track_grads saw backward accumulate into {name} {log[1]} time(s), last gradient norm {log[2]:.4g}")
+    if optimizer is not None and not opt_missing and state == "none":
+        st = getattr(optimizer, "state", {}).get(t) if isinstance(getattr(optimizer, "state", None), dict) else None
+        if st:
+            ev.append(f"the optimizer keeps state for {name} ({', '.join(sorted(map(str, st)))}): earlier steps "
+                      "did get a gradient for it")
+            logged = logged or loss is None
+            if log is None or log[0]() is not t:
+                log = [None, 1, 1.0]
     if loss_t is None:
         checked.append("gradient history (track_grads)")
         if logged and log[2] > 0:

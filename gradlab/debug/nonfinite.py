@@ -191,13 +191,14 @@ def _meta_site(node):
     return None
 
 
-def find_nonfinite(target, *args, backward=True, **kwargs) -> NonfiniteReport:
+def find_nonfinite(target, *args, backward=True, loss_fn=None, **kwargs) -> NonfiniteReport:
     """Find the first op (forward, then backward) that turned finite values into NaN/Inf.
 
     ``target`` is a function or model called as ``target(*args, **kwargs)`` (its
     forward is watched op by op), or an already computed loss tensor (then only
     backward can be watched). ``backward=False`` skips the backward check. The
-    backward check uses ``gradlab.grad``, so no ``.grad`` is changed.
+    backward check uses ``gradlab.grad``, so no ``.grad`` is changed. ``loss_fn(output)``
+    turns a model's output into the loss (otherwise backward starts from the output's sum).
     """
     fwd = _Forward()
     if isinstance(target, Tensor):
@@ -209,6 +210,8 @@ def find_nonfinite(target, *args, backward=True, **kwargs) -> NonfiniteReport:
         _fn.op_observers.append(fwd)
         try:
             out = target(*args, **kwargs)
+            if loss_fn is not None and fwd.first is None:
+                out = loss_fn(out)
         finally:
             _fn.op_observers.remove(fwd)
         note = None
