@@ -74,3 +74,14 @@ def test_empty_block():
     with trace_shapes(file=buf) as tr:
         pass
     assert tr.rows == [] and "no ops ran" in buf.getvalue()
+
+
+def test_backward_ops_are_marked():
+    w = gradlab.randn(3, 2, requires_grad=True)
+    x = gradlab.randn(4, 3)
+    with trace_shapes(file=io.StringIO()) as tr:
+        (x @ w).sum().backward()
+    ops = [r.op for r in tr.rows]
+    assert ops[:2] == ["matmul", "sum"]
+    assert any(o.endswith("(backward)") for o in ops[2:])
+    assert all(o.endswith("(backward)") for o in ops[2:])

@@ -108,7 +108,7 @@ def _resolve_loss(loss):
     if isinstance(loss, Tensor):
         return loss, last_recording_for(loss)
     if callable(loss):
-        with watch() as rec:
+        with watch(publish=False) as rec:
             out = loss()
         if not isinstance(out, Tensor):
             raise DebugInputError(f"explain_grad: the loss function returned {type(out).__name__}, not a Tensor")

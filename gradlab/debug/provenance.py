@@ -54,8 +54,9 @@ class watch:
     cut (detach, no_grad, an integer cast, a NumPy round trip).
     """
 
-    def __init__(self):
+    def __init__(self, publish=True):
         self.records = []
+        self._publish = publish
 
     def before(self, cls, args):
         return (_grad_state.enabled, user_site(2))
@@ -72,7 +73,8 @@ class watch:
     def __exit__(self, *exc):
         if self in _fn.op_observers:
             _fn.op_observers.remove(self)
-        _last[0] = self
+        if self._publish:
+            _last[0] = self
         return False
 
     def produced(self, t) -> bool:

@@ -126,7 +126,8 @@ class trace_shapes:
                 ins.append(s)
             elif isinstance(a, (int, float, bool)) and not isinstance(a, bool) and len(args) <= 3:
                 ins.append("scalar")
-        row = ShapeRow(len(self.rows), cls.name, ins, current_module(), user_site(2))
+        name = cls.name if _fn._current_root[0] is None else f"{cls.name} (backward)"
+        row = ShapeRow(len(self.rows), name, ins, current_module(), user_site(2))
         self.rows.append(row)
         return row
 
