@@ -41,3 +41,6 @@ for _fn in (relu, silu, leaky_relu):
     _register(_fn.__name__, samples=_info.samples, formula=_info.formula, namespace="gradlab.nn.functional",
               elementwise=True, torch=_info.torch, atol=_info.atol, rtol=_info.rtol, eps=_info.eps)(_fn)
 del _fn, _info
+from ._activations import (  # noqa: F401,E402
+    celu, elu, glu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, relu6, selu, softmin, softsign,
+)

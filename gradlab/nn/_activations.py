@@ -1,0 +1,135 @@
+"""More activation functions of ``F``, each a short composite of gradlab ops.
+
+Being composites, their graphs show the pieces and their gradients (of any
+order) come from those pieces' rules. Two habits keep them safe:
+
+* never let an unused ``where`` branch overflow (``exp(x)`` for large ``x``
+  would be ``inf``, and ``0 * inf`` in backward is ``nan``): ``elu`` feeds
+  ``exp`` only ``min(x, 0)``;
+* use the exact stable form where one exists: ``logsigmoid(x) = -softplus(-x)``
+  computed as ``-logaddexp(0, -x)``, finite for any ``x``.
+"""
+from __future__ import annotations
+
+from .. import ops as O
+from ..errors import ShapeError, fmt_shape
+from ..ops._util import check_tensor, one_dim
+from ..ops.registry import Sample, register
+from ..ops.samples import unary_samples
+from ..ops.softmax import softmax
+from ._losses import _Softplus
+
+NS = "gradlab.nn.functional"
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = -log(1 + exp(-x))``, finite for any ``x``."""
+    return -_Softplus.apply(-check_tensor(input, "logsigmoid"))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    x = check_tensor(input, "elu")
+    return O.where(x > 0, x, alpha * (O.exp(O.clamp(x, max=0.0)) - 1))
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    x = check_tensor(input, "celu")
+    return O.where(x > 0, x, alpha * (O.exp(O.clamp(x, max=0.0) / alpha) - 1))
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    return _SELU_SCALE * elu(input, _SELU_ALPHA)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``clamp(x, min_val, max_val)``."""
+    return O.clamp(check_tensor(input, "hardtanh"), min=min_val, max=max_val)
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)``."""
+    return O.clamp(check_tensor(input, "relu6"), min=0.0, max=6.0)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
+    return O.clamp(check_tensor(input, "hardsigmoid") + 3, min=0.0, max=6.0) / 6
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    x = check_tensor(input, "hardswish")
+    return x * hardsigmoid(x)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))``."""
+    x = check_tensor(input, "mish")
+    return x * O.tanh(_Softplus.apply(x))
+
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    x = check_tensor(input, "softsign")
+    return x / (1 + O.abs(x))
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``: most weight on the smallest entries."""
+    x = check_tensor(input, "softmin")
+    if dtype is not None:
+        x = x.to(dtype)
+    return softmax(-x, dim)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim``; return ``a * sigmoid(b)``."""
+    x = check_tensor(input, "glu")
+    d = one_dim(dim, x.ndim, "glu")
+    n = x.shape[d]
+    if n % 2:
+        raise ShapeError(f"glu: dim {dim} of input {fmt_shape(x.shape)} has odd size {n}; it must split in halves")
+    a = O.getitem(x, (slice(None),) * d + (slice(0, n // 2),))
+    b = O.getitem(x, (slice(None),) * d + (slice(n // 2, n),))
+    return a * O.sigmoid(b)
+
+
+def _softmin_samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    yield Sample((src.tensor(shape), src.dim(len(shape))))
+
+
+def _glu_samples(src):
+    shape = list(src.shape(1, 3, 1, 3))
+    d = src.dim(len(shape))
+    shape[d] *= 2
+    yield Sample((src.tensor(tuple(shape)), d))
+
+
+def _torch_f(name):
+    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
+
+
+_TABLE = [
+    (logsigmoid, unary_samples(low=-30, high=30), "dX = dY * sigmoid(-X)"),
+    (elu, unary_samples(away_from=0.0), "dX = dY * (1 if X > 0 else alpha * exp(X))"),
+    (celu, unary_samples(away_from=0.0), "dX = dY * (1 if X > 0 else exp(X / alpha))"),
+    (selu, unary_samples(away_from=0.0), "dX = dY * scale * (1 if X > 0 else alpha * exp(X))"),
+    (hardtanh, unary_samples(low=-3, high=3, away_from=1.0), "dX = dY * [min_val < X < max_val]"),
+    (relu6, unary_samples(low=-2, high=8, away_from=0.0), "dX = dY * [0 < X < 6]"),
+    (hardsigmoid, unary_samples(low=-5, high=5, away_from=3.0), "dX = dY / 6 * [-3 < X < 3]"),
+    (hardswish, unary_samples(low=-5, high=5, away_from=3.0), "dX = dY * (relu6(X + 3) + X * [-3 < X < 3]) / 6"),
+    (mish, unary_samples(), "dX = dY * (tanh(sp) + X * sigmoid(X) * (1 - tanh(sp)^2))   (sp = softplus(X))"),
+    (softsign, unary_samples(), "dX = dY / (1 + |X|)^2"),
+    (softmin, _softmin_samples, "dX = -S * (dY - sum(dY * S, dim))   (S = softmin(X))"),
+    (glu, _glu_samples, "dA = dY * sigmoid(B) ; dB = dY * A * sigmoid(B) * (1 - sigmoid(B))"),
+]
+for _fn, _samples, _formula in _TABLE:
+    register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__),
+             elementwise=_fn not in (softmin, glu))(_fn)
+del _fn, _samples, _formula
