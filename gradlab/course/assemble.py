@@ -32,6 +32,11 @@ def parts_of(solution_nb):
     return [(grade_id(c), points(c)) for c in solution_nb.cells if is_test(c)]
 
 
+def answer_ids(nb):
+    """grade_ids that identify an exercise: its solution and test cells (not generic ones like 'setup')."""
+    return [grade_id(c) for c in nb.cells if grade_id(c) and (is_solution(c) or is_test(c))]
+
+
 def _code_cell(source, info, tags=()):
     import nbformat
     cell = nbformat.v4.new_code_cell(source)
@@ -51,10 +56,10 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
     sub_path, sol_path = os.fspath(sub_path), os.fspath(sol_path)
     instr_ids = [grade_id(c) for c in sol_nb.cells if grade_id(c)]
     sub_ids = {grade_id(c) for c in sub_nb.cells if grade_id(c)}
-    if not sub_ids & set(instr_ids):
+    if not sub_ids & set(answer_ids(sol_nb)):
         raise CourseError(
             f"{sub_path}: none of its cells match the exercise {os.path.basename(sol_path)} "
-            f"(expected grade_ids such as {', '.join(repr(i) for i in instr_ids[:3])}); "
+            f"(expected grade_ids such as {', '.join(repr(i) for i in answer_ids(sol_nb)[:3])}); "
             "is it a notebook from a different exercise? Pass the right one with --against"
         )
     known = set(instr_ids)

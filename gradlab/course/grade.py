@@ -12,7 +12,7 @@ import glob
 import os
 from dataclasses import dataclass, field
 
-from .assemble import assemble, parts_of
+from .assemble import answer_ids, assemble, parts_of
 from .notebook import CourseError, exercise_name, grade_id, read_notebook
 from .runner import run_notebooks
 
@@ -68,7 +68,7 @@ def find_solution(sub_nb, sub_path, solutions_dir):
     best, best_n = None, 0
     for c in cands:
         try:
-            n = len(ids & {grade_id(x) for x in read_notebook(c).cells if grade_id(x)})
+            n = len(ids & set(answer_ids(read_notebook(c))))
         except CourseError:
             continue
         if n > best_n:
