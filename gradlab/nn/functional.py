@@ -44,3 +44,4 @@ del _fn, _info
 from ._activations import (  # noqa: F401,E402
     celu, elu, glu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, relu6, selu, softmin, softsign,
 )
+from ._losses_more import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss  # noqa: F401,E402
