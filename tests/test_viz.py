@@ -20,6 +20,7 @@ from gradlab.autograd import engine as _engine
 from gradlab.autograd import function as _function
 from gradlab.viz import NotATensorError, build_model, plan, render_svg, show_graph, to_dot
 from gradlab.viz.model import collect
+from gradlab.errors import fmt_shape
 from gradlab.viz.render import fmt_bytes
 
 pgv = pytest.importorskip("pygraphviz")
@@ -134,6 +135,8 @@ def test_forward_mlp_nodes_edges_and_ids_match_the_graph():
         assert nodes[nid]["class"] == "tensor parameter"
         assert nodes[nid]["peripheries"] == "2"                      # told apart by border, not colour only
         assert name in nodes[nid]["label"] and "parameter" in nodes[nid]["label"]
+        leaf = t[name]
+        assert f"{fmt_shape(leaf.shape)} float32 {leaf.device} requires_grad" in nodes[nid]["label"]
     const = [k for k, a in nodes.items() if a["class"] == "tensor constant"]
     assert len(const) == 1 and "(8, 4)" in nodes[const[0]]["label"]   # x, no grad
     out = v.model.root_id

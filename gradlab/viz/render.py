@@ -114,9 +114,7 @@ def tensor_label(t, view="forward") -> str:
         head = f"<B>{_esc(t.name)}</B>.grad " + _small("AccumulateGrad" if t.in_graph else "not in graph", "#333333")
     elif view == "backward" and t.role == "output":
         head = f"<B>{_esc(t.name)}</B> " + _small("output: backward starts here with grad 1", "#333333")
-    flags = [fmt_shape(t.shape), t.dtype]
-    if t.device != "cpu":
-        flags.append(t.device)
+    flags = [fmt_shape(t.shape), t.dtype, t.device]
     if t.requires_grad:
         flags.append("requires_grad")
     rows = [head, _small(_esc(" ".join(flags)), "#222222", 10)]
