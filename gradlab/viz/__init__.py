@@ -11,7 +11,12 @@ API for other tools (the backward animation builds on it):
 * ``plan(model, depth=None, max_nodes=400, fold=True) -> DrawPlan``: what is
   drawn; ``plan.element_of[model_id]`` is the SVG id that shows it;
 * ``to_dot(model, ..., plan=None, id_prefix="") -> str`` and
-  ``render_svg(dot, format="svg")`` (in process, via pygraphviz).
+  ``render_svg(dot, format="svg")`` (in process, via pygraphviz);
+* ``show_graph(...)`` returns a ``GraphView`` holding all three
+  (``view.model``, ``view.plan``, ``view.source``); ``view.element_id(node)``
+  is the SVG id for a backward node, ``id_prefix`` included.
+
+The dataclasses live in ``nodes.py``; the id scheme is described in ``model.py``.
 """
 from .collapse import DrawPlan, GroupNode, plan
 from .model import Edge, GraphModel, GradSummary, MemoryTotals, OpNode, SavedInfo, TensorNode, build_model

@@ -117,8 +117,11 @@ def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=No
 
     ``view``: ``"forward"`` (how the value was computed) or ``"backward"``
     (how gradients flow back, with accumulation points marked).
-    ``depth``: group ops by the modules that ran them, drawing modules
-    ``depth`` name parts deep as single boxes (``None``: every op).
+    ``depth``: group ops by the modules that ran them (``node.meta["module"]``,
+    recorded by ``gradlab.nn``): ``depth=1`` draws each top-level module
+    (``tok_emb``, ``blocks``, ``head``) as one box, ``depth=2`` each of
+    ``blocks.0``, ``blocks.1``...; ops of shallower modules stay visible.
+    ``None``: every op.
     ``max_nodes``: above this many nodes the drawing collapses by itself and
     says how to expand (``None``: never). ``params``: a dict name -> tensor
     (or ``model.named_parameters()``) to name leaves and to flag the ones that
