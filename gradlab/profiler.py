@@ -73,6 +73,9 @@ class FunctionEventAvg:
         self.cpu_memory_usage += e.total_bytes
         self.self_cpu_memory_usage += e.bytes
 
+    cuda_time_total = self_cuda_time_total = device_time_total = self_device_time_total = 0.0
+    cuda_memory_usage = self_cuda_memory_usage = device_memory_usage = self_device_memory_usage = 0
+
     @property
     def cpu_time(self):
         return self.cpu_time_total / self.count if self.count else 0.0
@@ -84,7 +87,10 @@ class FunctionEventAvg:
 
 
 SORT_KEYS = ("cpu_time_total", "self_cpu_time_total", "cpu_time", "self_cpu_time", "count", "cpu_memory_usage",
-             "self_cpu_memory_usage")
+             "self_cpu_memory_usage",
+             # PyTorch's device columns: gradlab times the host only, so these are 0 (the order is kept)
+             "cuda_time_total", "self_cuda_time_total", "device_time_total", "self_device_time_total",
+             "cuda_memory_usage", "self_cuda_memory_usage", "device_memory_usage", "self_device_memory_usage")
 
 
 def _fmt_time(us):

@@ -225,3 +225,11 @@ def test_cleared_seen_in_optimizer_state():
     e = explain_grad(model.weight, optimizer=opt)
     assert e.cause == "cleared_by_zero_grad"
     assert any("optimizer keeps state" in line for line in e.evidence)
+
+
+def test_graphless_loss_says_the_path_was_cut():
+    w = _w(3)
+    loss = (w.detach() * 2).sum()  # nothing in the loss requires grad: no trace of w anywhere
+    e = explain_grad(w, loss)
+    assert e.cause == "path_cut"
+    assert "detach()" in e.verdict and "no_grad()" in e.verdict and "function" in e.verdict

@@ -107,8 +107,17 @@ def test_unwritable_path_fails_before_training(tmp_path):
         with gradlab.trace(tmp_path / "missing" / "run.jsonl"):
             ran.append(1)
     assert not ran
-    with pytest.raises(TraceError, match="directory"):
+    with pytest.raises(TraceError, match="folder"):
         gradlab.trace(tmp_path)
+    with pytest.raises(FileNotFoundError):  # also the matching built-in OSError
+        gradlab.trace(tmp_path / "missing" / "run.jsonl")
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(TraceError, match="is a file"):
+        gradlab.trace(a_file / "run.jsonl")
+    assert not (tmp_path / "probe.jsonl").exists()
+    gradlab.trace(tmp_path / "probe.jsonl")  # probing a good path leaves no file behind
+    assert not (tmp_path / "probe.jsonl").exists()
     if os.geteuid() != 0:  # root can write anywhere
         ro = tmp_path / "ro"
         ro.mkdir()

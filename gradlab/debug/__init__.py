@@ -21,7 +21,7 @@ from .plots import (UpdateRatioTracker, activation_stats, grad_histograms, grad_
                     update_ratio_plot)
 from .provenance import watch
 from .shapes import trace_shapes
-from .tracepack import TraceError, TracePack, trace
+from .tracepack import TraceError, TracePack, trace  # noqa: F401 - and its OSError subclasses
 
 __all__ = [
     "DebugInputError", "Explanation", "explain_grad", "track_grads", "MemoryReport", "memory_report",

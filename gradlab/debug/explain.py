@@ -324,11 +324,18 @@ def _explain_missing(t, name, loss, nodes, rec, ev, checked, done):
             if not np.array_equal(trunc, host(t.data, dtype=np.float64)) and _same(arr, trunc):
                 ev.append(f"a tensor {where} holds {name}'s values truncated to integers: an integer cast")
                 return done("integer_cast", _cut_verdict(name, "integer_cast", None))
+    how = ("To see which and where, pass loss as a function (explain_grad(t, loss=lambda: <forward>)) or build "
+           "the loss inside gradlab.debug.watch().")
+    if not loss.requires_grad:
+        return done("path_cut",
+                    f"the loss has no graph at all (no grad_fn), although {name} requires grad: it was computed "
+                    f"without any tensor that requires grad, so the path from {name} was cut by detach(), no_grad(), "
+                    f"an integer cast or a round trip through NumPy (.item(), .numpy(), .tolist()), or {name} was "
+                    f"not used. {how}")
     return done("not_used",
                 f"{name} is not on the loss's graph, and no leaf or saved tensor of that graph shares its storage or "
-                "values: either the loss does not use it, or the path was cut by no_grad(), an integer cast or a "
-                "copy that changed the values. To see the exact line, pass loss as a function "
-                "(explain_grad(t, loss=lambda: <forward>)) or build the loss inside gradlab.debug.watch().")
+                "values: either the loss does not use it, or the path was cut by detach(), no_grad(), an integer "
+                f"cast or a round trip through NumPy that left no trace in the graph. {how}")
 
 
 def _may_share(a, b):

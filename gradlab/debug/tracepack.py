@@ -88,20 +88,51 @@ def config_hash(model_config):
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class TraceNotFoundError(TraceError, FileNotFoundError):
+    """The trace pack's folder does not exist (or the pack to load does not)."""
+
+
+class TracePermissionError(TraceError, PermissionError):
+    """The trace pack's location cannot be written."""
+
+
+class TraceIsADirectoryError(TraceError, IsADirectoryError):
+    """The path given for the trace pack is a folder."""
+
+
+class TraceNotADirectoryError(TraceError, NotADirectoryError):
+    """A part of the path that should be a folder is a file."""
+
+
+_ERRNO_CLASS = {2: TraceNotFoundError, 13: TracePermissionError, 1: TracePermissionError, 30: TracePermissionError,
+                21: TraceIsADirectoryError, 20: TraceNotADirectoryError}
+
+
 def _check_writable(path):
+    """Fail now, with a clear message, if ``path`` cannot be written (probed by opening it)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TraceError(f"trace: path must be a file path (str or os.PathLike), got {type(path).__name__}")
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
-        raise TraceError(f"trace: cannot write the trace pack to '{path}': it is a directory; give a file path "
-                         "such as 'run.jsonl'")
+        raise TraceIsADirectoryError(f"trace: cannot write the trace pack to '{path}': it is a folder; give a file "
+                                     "path such as 'run.jsonl'")
+    if not os.path.exists(folder):
+        raise TraceNotFoundError(f"trace: cannot write the trace pack to '{path}': the folder '{folder}' does not "
+                                 "exist; create it first (os.makedirs) or choose another path")
     if not os.path.isdir(folder):
-        raise TraceError(f"trace: cannot write the trace pack to '{path}': the folder '{folder}' does not exist; "
-                         "create it first (os.makedirs) or choose another path")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise TraceError(f"trace: cannot write the trace pack to '{path}': permission denied; choose a path in a "
-                         "writable folder")
+        raise TraceNotADirectoryError(f"trace: cannot write the trace pack to '{path}': '{folder}' is a file, not "
+                                      "a folder; choose another path")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        cls = _ERRNO_CLASS.get(e.errno, TraceError)
+        raise cls(f"trace: cannot write the trace pack to '{path}': {e.strerror or e}; choose a path in a "
+                  "writable folder") from None
+    if not existed:
+        os.remove(path)
     return path
 
 
