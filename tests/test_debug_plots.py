@@ -45,6 +45,14 @@ def test_grad_norm_bars():
     np.testing.assert_allclose(heights, list(expected.values()), rtol=1e-6)
 
 
+def test_grad_norm_bars_by_module():
+    model, *_ = _trained()
+    ax = grad_norm_bars(model, by="module", log=False).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "2"] and ax.get_xlabel() == "module"
+    first = np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum()) for p in model[0].parameters()))
+    assert ax.patches[0].get_height() == pytest.approx(first)
+
+
 def test_grad_histograms():
     model, *_ = _trained()
     fig = grad_histograms(model, bins=20)

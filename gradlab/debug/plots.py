@@ -46,16 +46,25 @@ def _grads(model, tool):
     return items
 
 
-def grad_norm_bars(model, log=True):
-    """A bar per parameter: the L2 norm of its gradient (log scale by default)."""
+def grad_norm_bars(model, log=True, by="parameter"):
+    """A bar per parameter (or per module with ``by="module"``): the L2 norm of its gradient.
+
+    Log scale by default, since healthy and vanishing layers differ by orders of magnitude.
+    """
+    if by not in ("parameter", "module"):
+        raise DebugInputError(f"grad_norm_bars: by must be 'parameter' or 'module', got {by!r}")
     items = _grads(model, "grad_norm_bars")
-    names = [n for n, _ in items]
-    norms = [float(np.sqrt(np.nansum(_f64(p.grad) ** 2))) for _, p in items]
+    sq = {}
+    for n, p in items:
+        key = (n.rsplit(".", 1)[0] if "." in n else "(model)") if by == "module" else n
+        sq[key] = sq.get(key, 0.0) + float(np.nansum(_f64(p.grad) ** 2))
+    names = list(sq)
+    norms = [float(np.sqrt(v)) for v in sq.values()]
     fig, axes = _figure(size=(max(6.4, 0.5 * len(names)), 4.0))
     ax = axes[0, 0]
     ax.bar(range(len(names)), norms, color="#4c72b0")
     ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
-    ax.set_xlabel("parameter")
+    ax.set_xlabel(by)
     ax.set_ylabel("gradient L2 norm")
     ax.set_title("Gradient norm per layer")
     if log and any(v > 0 for v in norms):
