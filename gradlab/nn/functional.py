@@ -13,7 +13,9 @@ from ._losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, 
 from ..ops.conv import conv2d, fold, unfold  # noqa: F401
 from ..ops.pad import pad  # noqa: F401
 from ._basic import dropout, embedding, linear, one_hot  # noqa: F401
-from ._norm import layer_norm  # noqa: F401
+from ._norm import (  # noqa: F401
+    batch_norm, cosine_similarity, group_norm, instance_norm, layer_norm, normalize, pairwise_distance, rms_norm,
+)
 from ._attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.pool import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: F401
