@@ -28,7 +28,11 @@ class MatMul(Op):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         x, y, dt = arrays_for("matmul", a, b)
-        out = np.matmul(x, y)
+        if dt.itemsize <= 2:  # float16/bfloat16 products may overflow to inf: quietly, as in PyTorch
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = np.matmul(x, y)
+        else:
+            out = np.matmul(x, y)
         return out if out.dtype == dt else out.astype(dt)  # NumPy returns float32 for bfloat16 operands
 
     def vjp(self, g):

@@ -96,6 +96,9 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, axes, keepdim, dtype):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        if x.data.itemsize <= 2:  # a float16 sum may overflow to inf: quietly, as in PyTorch
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.asarray(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
         return np.asarray(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
 
     def vjp(self, g):
@@ -131,7 +134,7 @@ class Mean(Op):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         reduced = range(x.ndim) if axes is None else axes
         ctx.count = int(np.prod([x.shape[a] for a in reduced]))
-        with np.errstate(invalid="ignore", divide="ignore"):  # the mean of nothing is nan, as in PyTorch
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the mean of nothing is nan, as in PyTorch
             return np.asarray(np.mean(x.data, axis=axes, keepdims=keepdim), dtype=x.dtype)
 
     def vjp(self, g):
