@@ -233,3 +233,13 @@ def test_graphless_loss_says_the_path_was_cut():
     e = explain_grad(w, loss)
     assert e.cause == "path_cut"
     assert "detach()" in e.verdict and "no_grad()" in e.verdict and "function" in e.verdict
+
+
+def test_ok_gradient_notes_partly_dead_relus():
+    w = _w(4, 4)
+    x = gradlab.randn(8, 4)
+    b = gradlab.tensor([0.0, 0.0, 0.0, -100.0])  # one unit of four is dead
+    loss = (x @ w + b).relu().sum()
+    loss.backward(retain_graph=True)
+    e = explain_grad(w, loss)
+    assert e.cause == "ok" and "25%" in e.verdict and "dead" in e.verdict

@@ -172,6 +172,7 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
                     f"{name} is not a leaf (it is the output of {t.grad_fn.name}) and retain_grad() was not called, "
                     "so backward passed its gradient on without storing it. Call t.retain_grad() before backward(), "
                     "or read it with t.register_hook(...) or gradlab.grad(loss, t).")
+    note = ""
     if (state == "nonzero" or state == "nonfinite") and loss is not None:
         loss_t, rec = _resolve_loss(loss)
         nodes = walk(loss_t)
@@ -179,13 +180,21 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
             ev.append(f"{name}.grad holds a gradient from an earlier backward, but this loss does not reach {name}")
             checked.append("whether t is in the loss's graph")
             return _explain_missing(t, name, loss_t, nodes, rec, ev, checked, done)
+        partly = [f for f in measure(path_nodes(nodes, t)) if f.dead_fraction]
+        checked.append("relu / sigmoid / tanh outputs saved on the path from the loss to t")
+        for f in partly:
+            ev.append(f.describe())
+        if partly:
+            worst = max(partly, key=lambda f: f.dead_fraction)
+            note = (f" Note: {worst.dead_fraction:.0%} of the units of {worst.where()} are dead for every example, "
+                    "so the parts of the gradient behind them are zero.")
     if state == "nonzero" or state == "nonfinite":
         if opt_missing:
             return Explanation(name, "not_in_optimizer",
                                f"{name} has a gradient, but it is not in the optimizer's param groups, so "
                                "optimizer.step() never updates it. Build the optimizer after the model is complete, "
                                "or add it: optimizer.add_param_group({'params': [t]}).", ev, checked)
-        verdict = (f"{name}.grad is set and nonzero; nothing is wrong with it." if state == "nonzero" else
+        verdict = (f"{name}.grad is set and nonzero; nothing is wrong with it.{note}" if state == "nonzero" else
                    f"{name}.grad is set but contains NaN/Inf; use gradlab.debug.find_nonfinite to find the op.")
         return Explanation(name, "ok" if state == "nonzero" else "nonfinite", verdict, ev, checked)
 
