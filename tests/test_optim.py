@@ -140,6 +140,10 @@ SCHEDS = {
     "step": (lambda o: gsched.StepLR(o, step_size=3, gamma=0.5), lambda t, o: t.optim.lr_scheduler.StepLR(o, 3, 0.5)),
     "lambda": (lambda o: gsched.LambdaLR(o, lambda e: 0.9 ** e),
                lambda t, o: t.optim.lr_scheduler.LambdaLR(o, lambda e: 0.9 ** e)),
+    "multistep": (lambda o: gsched.MultiStepLR(o, [2, 5, 5, 9], 0.5),
+                  lambda t, o: t.optim.lr_scheduler.MultiStepLR(o, [2, 5, 5, 9], 0.5)),
+    "exponential": (lambda o: gsched.ExponentialLR(o, 0.9), lambda t, o: t.optim.lr_scheduler.ExponentialLR(o, 0.9)),
+    "linear": (lambda o: gsched.LinearLR(o, 0.25, 1.0, 6), lambda t, o: t.optim.lr_scheduler.LinearLR(o, 0.25, 1.0, 6)),
     "cosine": (lambda o: gsched.CosineAnnealingLR(o, T_max=7, eta_min=0.001),
                lambda t, o: t.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7, eta_min=0.001)),
 }

@@ -117,6 +117,63 @@ class StepLR(LRScheduler):
         return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by ``gamma`` at each epoch listed in ``milestones``."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        from collections import Counter
+        self.milestones, self.gamma = Counter(sorted(milestones)), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return [g["lr"] for g in self.optimizer.param_groups]
+        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in self.optimizer.param_groups]
+
+    def state_dict(self):
+        d = super().state_dict()
+        d["milestones"] = {int(k): int(v) for k, v in self.milestones.items()}
+        return d
+
+    def load_state_dict(self, state_dict):
+        from collections import Counter
+        super().load_state_dict(state_dict)
+        self.milestones = Counter({int(k): int(v) for k, v in dict(self.milestones).items()})
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by ``gamma`` every epoch."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return [g["lr"] for g in self.optimizer.param_groups]
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs (a warmup)."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ArgumentError("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [g["lr"] * self.start_factor for g in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [g["lr"] for g in groups]
+        return [g["lr"] * (1.0 + (self.end_factor - self.start_factor) / (
+            self.total_iters * self.start_factor + (self.last_epoch - 1) * (self.end_factor - self.start_factor)))
+            for g in groups]
+
+
 class CosineAnnealingLR(LRScheduler):
     """Half a cosine from ``initial_lr`` down to ``eta_min`` over ``T_max`` steps (PyTorch's recursive form)."""
 
