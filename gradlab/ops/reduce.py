@@ -57,7 +57,12 @@ class SumTo(Op):
         axes = tuple(range(lead)) + tuple(
             lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
         ctx.in_shape, ctx.axes = x.shape, axes  # the widget shows which axes were summed
-        return np.sum(x.data, axis=axes).reshape(shape) if axes else x.data.reshape(shape)
+        if not axes:
+            return x.data.reshape(shape)
+        if x.data.itemsize <= 2:  # float16 sums may overflow to inf: quietly, as in PyTorch
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.sum(x.data, axis=axes).reshape(shape)
+        return np.sum(x.data, axis=axes).reshape(shape)
 
     def vjp(self, g):
         return O.broadcast_to(g, self.in_shape), None
