@@ -47,3 +47,6 @@ from ._activations import (  # noqa: F401,E402
     celu, elu, glu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, relu6, selu, softmin, softsign,
 )
 from ._losses_more import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss  # noqa: F401,E402
+from ._conv1d import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, max_pool1d,
+)
