@@ -20,7 +20,8 @@ import numpy as np
 from ..autograd import engine as _engine
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
-from ._common import DebugInputError, Tensor, graph_leaves, host, label, require_tensor, walk
+from ._common import (DebugInputError, Tensor, graph_leaves, host, is_accumulate, label, node_module,
+                      require_tensor, walk)
 from .provenance import follow, last_recording_for, watch
 from .saturation import measure, path_nodes
 
@@ -131,7 +132,7 @@ def _fresh_grad(loss, t):
 def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     """Say why ``t.grad`` is None or all zero: a verdict first, then the evidence."""
     t = require_tensor(t, "explain_grad")
-    name = label(t)
+    name = f"'{t.name}'" if t.name else "t"
     state = _grad_state(t.grad)
     kind = "a leaf" if t.grad_fn is None else f"an intermediate result of {t.grad_fn.name}"
     grad_desc = {"none": "None", "zero": "all zeros", "nonfinite": "contains NaN/Inf"}.get(state)
@@ -222,6 +223,18 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     return _explain_with_loss(t, name, state, loss_t, rec, logged and log[2] > 0, ev, checked, done)
 
 
+def _users(t, nodes):
+    """``op (module)`` for each node that takes ``t`` as an input."""
+    target = t.grad_fn if t.grad_fn is not None else next(
+        (n for n in nodes if is_accumulate(n) and n.variable is t), None)
+    out = []
+    for n in nodes:
+        if any(e is not None and e[0] is target for e in getattr(n, "next_functions", ()) or ()):
+            mod = node_module(n)
+            out.append(f"{n.name}" + (f" in module {mod}" if mod else ""))
+    return sorted(set(out))
+
+
 def _on_graph(t, nodes):
     if t.grad_fn is not None:
         return t.grad_fn in set(nodes)
@@ -239,13 +252,16 @@ def _cleared_verdict(name, state):
 def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, done):
     nodes = walk(loss)
     in_graph = _on_graph(t, nodes)
-    ev.append(f"the loss {label(loss)} has a graph of {len(nodes)} node(s) with {len(graph_leaves(nodes))} leaf "
+    ev.append(f"the loss ({label(loss)}) has a graph of {len(nodes)} node(s) with {len(graph_leaves(nodes))} leaf "
               f"tensor(s); {name} is {'in' if in_graph else 'NOT in'} it")
     checked.append("whether t is in the loss's graph")
     if not loss.requires_grad:
         ev.append("the loss itself does not require grad (no grad_fn): it was computed with no graph at all")
     if not in_graph:
         return _explain_missing(t, name, loss, nodes, rec, ev, checked, done)
+    users = _users(t, nodes)
+    if users:
+        ev.append(f"{name} is used by " + ", ".join(users))
 
     # t is on the graph: did a gradient arrive, and is it zero?
     released = any(getattr(n, "_released", False) for n in nodes)
