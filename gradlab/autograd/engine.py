@@ -295,7 +295,7 @@ def _run_hooks(hooks, g, tensor, node):
 def _call_vjp(node, grads):
     if node._released:
         raise _fn._freed_error(node)
-    if len(grads) > 1 and None in grads and node._materialize:
+    if len(grads) > 1 and node._materialize and any(g is None for g in grads):  # (`None in grads` would call ==)
         grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i])) for i, g in enumerate(grads)]
     outs = node.vjp(*grads)
     if type(outs) is not tuple:
