@@ -127,6 +127,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
             raise ArgumentError(f"scatter: reduce={reduce!r} is not supported; use scatter_add for 'add'")
         return scatter_add(x, dim, index, src)
     src = _scatter_src("scatter", x, src)
+    if x.ndim == 0:  # a 0-d tensor behaves as one element along dim 0
+        return O.reshape(scatter(O.reshape(x, (1,)), 0, _lift(index), _lift(src)), ())
     d, index = _check_scatter("scatter", x, dim, index, src)
     return Scatter.apply(x, src, d, index)
 
@@ -137,8 +139,14 @@ def scatter_add(input, dim, index, src):
     This is the VJP of ``gather``, and how a graph network sums messages per node."""
     x = check_tensor(input, "scatter_add")
     src = check_tensor(_scatter_src("scatter_add", x, src), "scatter_add", "src")
+    if x.ndim == 0:
+        return O.reshape(scatter_add(O.reshape(x, (1,)), 0, _lift(index), _lift(src)), ())
     d, index = _check_scatter("scatter_add", x, dim, index, src)
     return ScatterAdd.apply(x, src, d, index)
+
+
+def _lift(t):
+    return O.reshape(t, (1,)) if isinstance(t, Tensor) and t.ndim == 0 else t
 
 
 def _distinct_index(src, shape, d, ishape):
@@ -347,8 +355,10 @@ def chunk(input, chunks, dim=0):
     x = check_tensor(input, "chunk")
     if not isinstance(chunks, (int, np.integer)) or chunks <= 0:
         raise ArgumentError(f"chunk: chunks must be a positive integer, got {chunks!r}")
+    if x.ndim == 0:
+        raise ShapeError("chunk: cannot chunk a 0-d tensor; it has no dims")
     d = one_dim(dim, x.ndim, "chunk")
-    n = x.shape[d] if x.ndim else 0
+    n = x.shape[d]
     if n == 0:
         return tuple(O.getitem(x, (slice(None),) * d + (slice(0, 0),)) for _ in range(chunks))
     return split(x, math.ceil(n / chunks), d)
@@ -399,10 +409,10 @@ def repeat(input, *sizes):
 @register(samples=lambda src: [Sample((src.tensor((2, 3)), (2,)), desc="fewer dims than the input"),
                                Sample((src.tensor((3,)), (2, 2)), desc="more dims")],
           formula=Repeat.formula, torch=lambda torch, x, dims: torch.tile(x, dims))
-def tile(input, dims):
+def tile(input, *dims):
     """``repeat``, but ``dims`` shorter than the tensor's rank is padded with 1s on the left (``torch.tile``)."""
     x = check_tensor(input, "tile")
-    dims = sizes_arg((dims,) if not isinstance(dims, (int, np.integer)) else ((dims,),), "tile")
+    dims = sizes_arg(dims, "tile")
     dims = (1,) * (x.ndim - len(dims)) + dims
     return repeat(x, dims)
 
@@ -431,9 +441,12 @@ def _dims_arg(dims, ndim, op):
 
 @register(op=Flip, samples=lambda src: [Sample((src.tensor((2, 3, 4)), src.choice([0, -1, (0, 2), [1]])))],
           torch=lambda torch, x, dims: torch.flip(x, dims if isinstance(dims, (list, tuple)) else (dims,)))
-def flip(input, dims):
-    """Reverse the order of elements along ``dims`` (an int or a list); a copy, as in PyTorch."""
+def flip(input, *dims):
+    """Reverse the order of elements along ``dims`` (``flip(x, (0, 1))`` or ``x.flip(0, 1)``); a copy, as
+    in PyTorch."""
     x = check_tensor(input, "flip")
+    if len(dims) == 1:
+        dims = dims[0]
     return Flip.apply(x, _dims_arg(dims, x.ndim, "flip"))
 
 
