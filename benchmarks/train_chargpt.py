@@ -79,7 +79,7 @@ def main(argv=None):
 
     print(f"GPT: {args.layers} layers, {args.heads} heads, width {args.width}, context {args.context}, "
           f"{model.num_parameters():,} parameters; {args.steps} steps of batch {args.batch}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for step in range(1, args.steps + 1):
         x, y = train.batch(args.batch, generator=gen)
         _, loss = model(x, y)
@@ -92,9 +92,10 @@ def main(argv=None):
             print(f"step {step:5d}  train loss {loss.item():.4f}  val loss {val_loss():.4f}  "
                   f"{time.perf_counter() - t0:6.1f} s", flush=True)
     gpt_val = val_loss()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"\nvalidation loss (nats/char): GPT {gpt_val:.4f}   bigram {bigram_val:.4f}   "
-          f"(uniform would be {math.log(V):.4f});  GPT training wall time {wall:.1f} s")
+          f"(uniform would be {math.log(V):.4f});  GPT training wall time {wall:.1f} s (CPU time {cpu:.1f} s, "
+          f"load average {os.getloadavg()[0]:.1f})")
     prompt = val.text[:40]
     out = model.generate(gradlab.tensor(full.encode(prompt)[None]), 120, temperature=0.8, top_k=20)
     print("sample:", repr(full.decode(out[0])))
