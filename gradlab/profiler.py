@@ -105,7 +105,7 @@ def _fmt_mem(b):
     for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
         if abs(b) >= size:
             return f"{b / size:.2f} {unit}"
-    return f"{int(b)} b"
+    return f"{int(b)} B"
 
 
 class KeyAverages(list):
@@ -127,12 +127,12 @@ class KeyAverages(list):
         body = [[r.key, f"{100 * r.self_cpu_time_total / self_total:.2f}%", _fmt_time(r.self_cpu_time_total),
                  f"{100 * r.cpu_time_total / self_total:.2f}%", _fmt_time(r.cpu_time_total), _fmt_time(r.cpu_time),
                  _fmt_mem(r.cpu_memory_usage), _fmt_mem(r.self_cpu_memory_usage), str(r.count)] for r in rows]
-        widths = [max(len(h), *(len(b[i]) for b in body)) + 2 for i, h in enumerate(headers)]
-        widths[0] = max(widths[0], 24)
-        line = "-" * (sum(widths) + len(widths) - 1)
+        widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(headers)]
+        widths = [max(w, 24 if i == 0 else 12) for i, w in enumerate(widths)]
+        line = "  ".join("-" * w for w in widths) + "  "
 
-        def fmt(cells):
-            return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        def fmt(cells):  # right-aligned columns, two spaces apart, as PyTorch prints them
+            return "  ".join(c.rjust(w) for c, w in zip(cells, widths)) + "  "
         out = [line, fmt(headers), line] + [fmt(b) for b in body] + [line,
                                                                     f"Self CPU time total: {_fmt_time(self_total)}"]
         return "\n".join(out)

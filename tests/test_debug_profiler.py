@@ -90,3 +90,15 @@ def test_record_function_groups_its_ops():
     assert block.cpu_memory_usage == avg["matmul"].cpu_memory_usage + avg["relu"].cpu_memory_usage
     with gradlab.profiler.record_function("outside any profiler"):
         pass  # does nothing, raises nothing
+
+
+def test_table_columns_match_pytorch(torch):
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as tprofile
+    x = torch.randn(4, 4, requires_grad=True)
+    with tprofile(activities=[ProfilerActivity.CPU], profile_memory=True) as tp:
+        (x @ x).relu().sum().backward()
+    theirs = tp.key_averages().table(row_limit=3).splitlines()[1].split("  ")
+    ours = _profiled().table(row_limit=3).splitlines()[1].split("  ")
+    clean = lambda cols: [c.strip() for c in cols if c.strip()]  # noqa: E731
+    assert clean(ours) == clean(theirs)
