@@ -123,3 +123,11 @@ def test_mixed_precision_training_step_learns():
     acc = float((model(X).argmax(-1) == y).float().mean())
     assert acc > 0.95
     assert all(p.dtype == gradlab.float32 for p in model.parameters())
+
+
+def test_unscaling_float16_gradients_is_refused():
+    p = gradlab.ones(2, dtype=gradlab.float16, requires_grad=True)
+    opt = optim.SGD([p], lr=0.1)
+    (p * 2).sum().backward()
+    with pytest.raises(ValueError, match="master weights"):
+        amp.GradScaler().unscale_(opt)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend.device import xp_of
-from ..errors import GradError
+from ..errors import ArgumentError, GradError, fmt_shape
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
@@ -83,6 +83,12 @@ class GradScaler:
                 if p.grad is None:
                     continue
                 g = p.grad.data
+                if g.dtype == np.float16:
+                    raise ArgumentError(
+                        f"GradScaler.unscale_: a parameter of shape {fmt_shape(p.shape)} has a float16 gradient; "
+                        "unscaling it in float16 would underflow again (PyTorch refuses this too). Keep the "
+                        "parameters float32 (master weights) and run the forward pass under amp.autocast "
+                        "instead of calling model.half()")
                 xp = xp_of(g)
                 g32 = g.astype(np.float32) if g.dtype.itemsize < 4 else g
                 scaled = g32 * g32.dtype.type(inv)
