@@ -6,6 +6,7 @@ from the graph itself (``node.saved``, ``.grad``) or from NumPy, never typed in.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -46,8 +47,9 @@ def dot_graph(view):
 
 
 def footer(view):
+    """The footer's text, tags and line breaks removed."""
     g = dot_graph(view)
-    return dict(g.graph_attr)["label"]
+    return " ".join(re.sub(r"<[^>]+>", " ", dict(g.graph_attr)["label"]).split())
 
 
 def drawn_nodes(g):

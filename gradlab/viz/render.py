@@ -28,6 +28,7 @@ anything else on; nothing reaches a notebook's stderr.
 from __future__ import annotations
 
 import html
+import textwrap
 import threading
 
 from .collapse import DrawPlan, plan as make_plan
@@ -261,7 +262,9 @@ def memory_line(model: GraphModel) -> str:
 def _footer(model, p):
     rows = [f'<FONT POINT-SIZE="10">{_esc(memory_line(model))}</FONT>']
     for note in list(model.notes) + list(p.notes):
-        rows.append(_small(_esc("note: " + note), "#444444", 9))
+        lines = textwrap.wrap("note: " + note, 110, subsequent_indent="   ")
+        rows.append(_small('<BR ALIGN="LEFT"/>'.join(_esc(ln) for ln in lines) + '<BR ALIGN="LEFT"/>',
+                           "#444444", 9))
     body = "".join(f'<TR><TD ALIGN="LEFT">{r}</TD></TR>' for r in rows)
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{body}</TABLE>>'
 
