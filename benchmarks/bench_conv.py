@@ -62,10 +62,10 @@ def main():
             torch.nn.functional.conv2d(tx, tw, tb, padding=1).sum().backward()
         times["PyTorch CPU"] = []
     for _ in range(3):  # interleave
-        times["gradlab im2col"].append(_best(im2col, 5))
-        times["gradlab naive loop"].append(_best(naive, 1))
+        times["gradlab im2col"].append(_best(im2col, 15))
+        times["gradlab naive loop"].append(_best(naive, 2))
         if torch is not None:
-            times["PyTorch CPU"].append(_best(torch_step, 5))
+            times["PyTorch CPU"].append(_best(torch_step, 15))
     best = {k: min(v) for k, v in times.items()}
     ref = best["gradlab im2col"]
     print(f"conv2d forward+backward, x ({N}, {CIN}, {H}, {H}) * w ({COUT}, {CIN}, {K}, {K}), padding 1, float32")

@@ -186,3 +186,14 @@ def test_small_cnn_step_matches_torch(torch):
     th = tf.max_pool2d(tf.relu(tf.conv2d(tx, tw1, tb1, padding=1)), 2)
     tloss = tf.cross_entropy(tf.linear(th.reshape(4, -1), tw2), torch.from_numpy(y))
     _check(torch, loss, tloss, [x, w1, b1, w2], [tx, tw1, tb1, tw2])
+
+
+@pytest.mark.parametrize("fn", ["conv2d", "max_pool2d", "avg_pool2d"])
+def test_empty_batch(torch, fn):
+    x, tx = _leaf(torch, (0, 2, 5, 5))
+    args = (gradlab.randn(3, 2, 3, 3, dtype=gradlab.float64),) if fn == "conv2d" else (2,)
+    targs = (torch.from_numpy(args[0].numpy()),) if fn == "conv2d" else (2,)
+    out = getattr(F, fn)(x, *args)
+    assert out.shape == tuple(getattr(torch.nn.functional, fn)(tx, *targs).shape)
+    out.sum().backward()
+    assert x.grad.shape == x.shape

@@ -99,8 +99,9 @@ class _Geometry:
 
 def _gather(a, geo, pad_value):
     n, c = a.shape[:2]
-    ap = _padded(a, geo.pads, pad_value).reshape(n, c, -1)
-    return xp_of(a).take_along_axis(ap, geo.flat.reshape(n, c, -1), axis=2).reshape(geo.flat.shape)
+    ap = _padded(a, geo.pads, pad_value).reshape(n, c, geo.plane[0] * geo.plane[1])
+    flat = geo.flat.reshape(n, c, geo.flat.shape[2] * geo.flat.shape[3])
+    return xp_of(a).take_along_axis(ap, flat, axis=2).reshape(geo.flat.shape)
 
 
 class MaxPool2d(Op):
@@ -132,7 +133,7 @@ class PoolScatter(Op):
         n, c = g.shape[:2]
         hp, wp = geo.plane
         base = (xp.arange(n * c) * (hp * wp))[:, None]
-        idx = (base + geo.flat.reshape(n * c, -1)).reshape(-1)
+        idx = (base + geo.flat.reshape(n * c, geo.flat.shape[2] * geo.flat.shape[3])).reshape(-1)
         out = xp.bincount(idx, weights=g.data.reshape(-1), minlength=n * c * hp * wp)
         t, _, l, _ = geo.pads
         out = out.reshape(n, c, hp, wp)[:, :, t:t + geo.hw[0], l:l + geo.hw[1]]
@@ -214,7 +215,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     xe = ConstantPad.apply(x, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])), 0) if any(extra) else x
     n, c = x.shape[:2]
     cols = Unfold.apply(xe, k, (1, 1), p, s)                       # (N, C*kh*kw, L)
-    sums = O.sum(O.reshape(cols, (n, c, k[0] * k[1], -1)), dim=2)  # (N, C, L)
+    sums = O.sum(O.reshape(cols, (n, c, k[0] * k[1], out_hw[0] * out_hw[1])), dim=2)  # (N, C, L)
     if divisor_override:
         out = sums / float(divisor_override)
     else:
