@@ -102,7 +102,6 @@ def test_jvp_matches_finite_differences(name):
 
 @pytest.mark.parametrize("name", FWD)
 def test_jacrev_equals_jacfwd(name):
-    checked = 0
     for info, s, leaves in _cases(name):
         probe = _call(info, s, [l.detach() for l in leaves])
         fl = _floating(probe)
@@ -124,8 +123,18 @@ def test_jacrev_equals_jacfwd(name):
             assert a.shape == b.shape, f"{name}: jacrev {a.shape} vs jacfwd {b.shape} for input {k} on {s}"
             np.testing.assert_allclose(a.data, b.data, atol=1e-8, rtol=1e-6,
                                        err_msg=f"{name}: jacrev != jacfwd for input {k} on {s}")
-        checked += 1
-    assert checked or True  # some ops only have large samples; their JVPs are still checked above
+        _CHECKED.add(name)
+
+
+_CHECKED: set = set()
+
+
+def test_jacobians_were_compared_for_most_ops():
+    """Samples too large for full Jacobians are skipped above; make sure that stays the exception."""
+    if len(_CHECKED) < 10:
+        pytest.skip("run together with test_jacrev_equals_jacfwd")
+    missing = sorted(set(FWD) - _CHECKED)
+    assert len(missing) <= len(FWD) // 5, f"no sample small enough for jacrev == jacfwd: {missing}"
 
 
 @pytest.mark.parametrize("name", NONDIFF)
