@@ -26,6 +26,7 @@ def test_policy_low_precision_products_float32_reductions(low):
         assert ln(y).dtype == gradlab.float32
         loss = F.cross_entropy(y, gradlab.tensor([0, 2]))
         assert loss.dtype == gradlab.float32
+        assert y.sum().dtype == gradlab.float32 and y.mean(dim=0).dtype == gradlab.float32
         # float64 is never touched
         assert (gradlab.ones(2, 2, dtype=gradlab.float64) @ gradlab.ones(2, 2, dtype=gradlab.float64)).dtype == gradlab.float64
         with amp.autocast(enabled=False):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim
@@ -126,6 +127,8 @@ def _sum_dtype(x, dtype):
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
+    if _amp.enabled:
+        (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
     return Sum.apply(x, axes, bool(keepdim), _sum_dtype(x, dtype))
 
@@ -158,6 +161,8 @@ def mean(input, dim=None, keepdim=False, *, axis=None):
     if _dt.category(x.dtype) < 2:
         raise TypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
+    if _amp.enabled:
+        (x,) = _autocast_args("mean", x)
     return Mean.apply(x, axes, bool(keepdim))
 
 
