@@ -80,10 +80,14 @@ class NLLLoss(Op):
     def _coeff(self):
         idx, wt, denom, cdim, _, shape, dtype = self.info
         xp = xp_of(wt)
-        m = xp.zeros(shape, dtype=dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
-            coef = xp.where(wt == 0, 0, -wt / denom)  # ignored rows get 0 even when all are ignored
-            xp.put_along_axis(m, idx, xp.expand_dims(coef, cdim).astype(dtype), axis=cdim)
+            coef = xp.expand_dims(xp.where(wt == 0, 0, -wt / denom), cdim).astype(dtype)  # 0 at ignored rows
+        if hasattr(xp, "put_along_axis"):
+            m = xp.zeros(shape, dtype=dtype)
+            xp.put_along_axis(m, idx, coef, axis=cdim)
+        else:  # array modules without put_along_axis: compare with every class instead
+            classes = xp.arange(shape[cdim]).reshape((-1,) + (1,) * (len(shape) - cdim - 1))
+            m = xp.where(idx == classes, coef, 0).astype(dtype)
         return Tensor._make(m)
 
     def vjp(self, g):

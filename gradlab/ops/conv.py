@@ -21,6 +21,8 @@ loops, for comparing and benchmarking.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops as O
 from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
@@ -59,6 +61,14 @@ def out_size(size, k, d, p, s):
 
 
 # ---------------------------------------------------------------- array level
+def strided_view(a, shape, strides):
+    """A read-only strided view of ``a`` (NumPy or CuPy): the windows, without copying anything."""
+    xp = xp_of(a)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
 def im2col(a, k, d, p, s):
     """``(N, C, H, W)`` array -> ``(N, C*kh*kw, OH*OW)`` columns (a strided view, then one copy)."""
     xp = xp_of(a)
@@ -68,8 +78,7 @@ def im2col(a, k, d, p, s):
     oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
     ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
     sn, sc, sh, sw = a.strides
-    win = xp.lib.stride_tricks.as_strided(
-        a, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]), writeable=False)
+    win = strided_view(a, (n, c, k[0], k[1], oh, ow), (sn, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]))
     return win.reshape(n, c * k[0] * k[1], oh * ow)
 
 

@@ -27,7 +27,7 @@ from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor
-from .conv import Unfold, pair
+from .conv import Unfold, pair, strided_view
 from .pad import ConstantPad
 from .registry import Sample, register
 
@@ -74,11 +74,8 @@ def _setup(op, input, kernel_size, stride, padding, dilation, ceil_mode):
 
 def _windows(a, k, s, d, out_hw):
     """``(N, C, Hp, Wp)`` -> a read-only view ``(N, C, OH, OW, kh, kw)`` of every window."""
-    xp = xp_of(a)
     sn, sc, sh, sw = a.strides
-    return xp.lib.stride_tricks.as_strided(
-        a, a.shape[:2] + tuple(out_hw) + tuple(k), (sn, sc, sh * s[0], sw * s[1], sh * d[0], sw * d[1]),
-        writeable=False)
+    return strided_view(a, a.shape[:2] + tuple(out_hw) + tuple(k), (sn, sc, sh * s[0], sw * s[1], sh * d[0], sw * d[1]))
 
 
 def _padded(a, pads, value):
