@@ -16,6 +16,7 @@ would prove nothing.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -105,6 +106,19 @@ def lab_server(browser_requirements, lab_root):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["JUPYTER_CONFIG_DIR"] = str(lab_root.parent / f"{lab_root.name}-jupyter-config")
     env.pop("JUPYTER_TOKEN", None)
+    # user settings: store widget state on save (the worst case for the saved notebook's size)
+    settings = lab_root.parent / f"{lab_root.name}-settings"
+    plugin = settings / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text('{"saveState": true}')
+    # render every cell (no windowing), so that widgets below the fold exist in the page
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True, exist_ok=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    notes = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    notes.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     log = open(lab_root.parent / f"{lab_root.name}-server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", f"--config={cfg}", "--no-browser"],
@@ -164,6 +178,9 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
     return path
 
 
+_workspace_ids = itertools.count()
+
+
 class LabPage:
     """A Playwright page on a notebook in JupyterLab, collecting console errors."""
 
@@ -175,25 +192,35 @@ class LabPage:
         page.on("pageerror", lambda e: self.console_errors.append(f"pageerror: {e}"))
 
     def open(self, name: str, timeout=90_000):
-        self.page.goto(f"{self.url}/lab/tree/{name}", timeout=timeout)
+        """Open notebook ``name`` in a fresh workspace (nothing else open) and wait for its kernel."""
+        self.name = name
+        ws = f"t{next(_workspace_ids)}"
+        self.page.goto(f"{self.url}/lab/workspaces/{ws}/tree/{name}?reset", timeout=timeout)
         self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=timeout)
-        # the notebook panel is current and its kernel is up
         self.page.wait_for_function(
-            """() => { const w = window.jupyterapp.shell.currentWidget;
-                       return w && w.sessionContext && w.sessionContext.session &&
-                              w.sessionContext.session.kernel &&
+            """(name) => { const w = window.jupyterapp.shell.currentWidget;
+                       return w && w.context && w.context.path === name && w.sessionContext &&
+                              w.sessionContext.session && w.sessionContext.session.kernel &&
                               w.sessionContext.session.kernel.status === 'idle'; }""",
-            timeout=timeout)
+            arg=name, timeout=timeout)
 
     def run_all(self, timeout=120_000):
-        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        # every code cell has an execution count and the kernel is idle again
-        self.page.wait_for_function(
-            """() => { const w = window.jupyterapp.shell.currentWidget;
-                       const cells = w.content.widgets.filter(c => c.model.type === 'code');
-                       return cells.every(c => c.model.executionCount !== null) &&
-                              w.sessionContext.session.kernel.status === 'idle'; }""",
-            timeout=timeout)
+        self.page.evaluate(
+            """(name) => { const w = window.jupyterapp.shell.currentWidget;
+                           if (!w || w.context.path !== name) throw new Error('the current tab is not ' + name);
+                           return window.jupyterapp.commands.execute('notebook:run-all-cells'); }""", self.name)
+        # every code cell ran (or one failed, which stops run-all) and the kernel is idle again
+        try:
+            self.page.wait_for_function(
+                """() => { const w = window.jupyterapp.shell.currentWidget;
+                           const cells = w.content.widgets.filter(c => c.model.type === 'code');
+                           const failed = cells.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error'));
+                           return (failed || cells.every(c => c.model.executionCount !== null)) &&
+                                  w.sessionContext.session.kernel.status === 'idle'; }""",
+                timeout=timeout)
+        except Exception:
+            self.screenshot("run_all_timeout.png")
+            raise
 
     def cell_errors(self) -> list[str]:
         """Error outputs (tracebacks) of the notebook's cells, as text."""
@@ -203,6 +230,13 @@ class LabPage:
                          const o = c.model.outputs.toJSON();
                          for (const x of o) if (x.output_type === 'error') out.push(x.ename + ': ' + x.evalue); }
                        return out; }""")
+
+    def save(self, timeout=30_000):
+        """Save the notebook through JupyterLab (as a student's Ctrl+S would)."""
+        self.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        self.page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget; return w && !w.context.model.dirty; }",
+            timeout=timeout)
 
     def screenshot(self, name: str, locator=None) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
