@@ -345,6 +345,8 @@ class Tensor:
         return repr(self)
 
     # ------------------------------------------------- operators -> gradlab.ops
+    # (In-place methods -- add_, mul_, zero_, +=, x[i] = v ... -- are installed by
+    # gradlab/autograd/inplace.py, which explains versions and graph rebasing.)
     def __add__(self, other): return _ops.add(self, other)
     def __radd__(self, other): return _ops.add(other, self)
     def __sub__(self, other): return _ops.sub(self, other)

@@ -183,3 +183,34 @@ def test_transforms_work_under_no_grad():
     np.testing.assert_allclose(g.data, 2 * x.data)
     np.testing.assert_allclose(j.data, np.diag(np.exp(x.data)))
     assert not g.requires_grad
+
+
+def test_aux_and_multiple_outputs(torch):
+    x = T([0.5, -1.0, 2.0])
+    j, aux = func.jacrev(lambda a: (a.exp(), a.sum()), has_aux=True)(x)
+    jf, auxf = func.jacfwd(lambda a: (a.exp(), a.sum()), has_aux=True)(x)
+    np.testing.assert_allclose(j.data, np.diag(np.exp(x.data)))
+    np.testing.assert_allclose(jf.data, j.data)
+    assert aux.item() == auxf.item() == 1.5
+    (o1, o2), vjp_fn = func.vjp(lambda a: (a * 2, a.exp()), x)
+    g = vjp_fn((T([1.0, 1.0, 1.0]), T([1.0, 0.0, 0.0])))
+    tx = torch.tensor(x.data)
+    _, tvjp = torch.func.vjp(lambda a: (a * 2, a.exp()), tx)
+    tg = tvjp((torch.ones(3, dtype=torch.float64), torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)))
+    np.testing.assert_allclose(g[0].data, tg[0].numpy())
+    jm = func.jacrev(lambda a: (a * 2, a.exp()))(x)
+    assert isinstance(jm, tuple) and jm[0].shape == (3, 3)
+    p, t = func.jvp(lambda a: (a * 2, a.exp()), (x,), (T([1.0, 1.0, 1.0]),))
+    np.testing.assert_allclose(t[1].data, np.exp(x.data))
+
+
+def test_unpack_dual_of_a_tensor_that_requires_grad():
+    x = T([1.0, 2.0], rg=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, T([1.0, 0.0]))
+        y = d * 3
+        primal, tangent = fwAD.unpack_dual(y)
+        assert primal.requires_grad and fwAD.unpack_dual(primal).tangent is None
+        np.testing.assert_allclose(tangent.data, [3.0, 0.0])
+        primal.sum().backward()
+    np.testing.assert_allclose(x.grad.data, [3.0, 3.0])
