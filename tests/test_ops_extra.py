@@ -454,3 +454,11 @@ def test_jvp_rules_match_finite_differences(name, fn, shape):
             return cls.apply(*new)
     numeric = (moved(1).data - moved(-1).data) / (2 * eps)
     np.testing.assert_allclose(jvp.data, numeric, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_numpy_only_erf_is_accurate_without_scipy():
+    """gelu's exact form needs erf; without SciPy gradlab computes it with NumPy alone."""
+    from gradlab.ops.activations import _erf_numpy
+    xs = np.concatenate([np.linspace(-7, 7, 4001), [1.9999999, 2.0, 2.0000001, -2.0, 30.0, np.inf, -np.inf]])
+    ref = np.array([math.erf(v) for v in xs])
+    np.testing.assert_allclose(_erf_numpy(xs), ref, rtol=0, atol=5e-15)
