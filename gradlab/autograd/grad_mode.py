@@ -86,7 +86,12 @@ class set_grad_enabled(_Mode):
 
 
 class inference_mode(_Mode):
-    """Like ``no_grad`` and stricter: tensors made inside never join a graph later."""
+    """``no_grad`` for pure inference; ``is_inference_mode_enabled()`` reports it.
+
+    PyTorch's version is also stricter (tensors made inside can never be saved
+    for a backward later), which lets it skip version counters; gradlab keeps
+    it simple and behaves exactly like ``no_grad`` otherwise.
+    """
 
     def __init__(self, mode: bool = True):
         self._mode = bool(mode)
