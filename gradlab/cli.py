@@ -51,8 +51,8 @@ def _write(path, text):
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    # the command's own process: skip jsonschema's slow optional IRI grammar (see course/_nbval_plugin.py)
-    sys.modules.setdefault("rfc3987_syntax", None)
+    if argv is None:  # the `gradlab` command's own process: skip jsonschema's slow optional IRI grammar
+        sys.modules.setdefault("rfc3987_syntax", None)  # (see course/_nbval_plugin.py); not when called as a library
     from .course.notebook import CourseError
     try:
         if args.command == "course" and args.course_command == "build":

@@ -22,6 +22,8 @@ pytest.importorskip("xdist", reason="gradlab grade -n needs pytest-xdist (pip in
 
 from gradlab.cli import main  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))

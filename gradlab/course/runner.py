@@ -73,6 +73,8 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
     cmd += files
     env = dict(os.environ)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"   # only nbval, xdist and ours: no stray plugins
+    for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        env.pop(var, None)                          # the caller's pytest settings are not the grader's
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_gradlab_root(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("MPLBACKEND", "Agg")
