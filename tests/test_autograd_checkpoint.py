@@ -112,3 +112,13 @@ def test_checkpoint_sequential_matches():
     x.grad = None
     ref.sum().backward()
     np.testing.assert_allclose(g, x.grad.data, rtol=1e-6)
+
+
+def test_double_backward_through_checkpoint_is_refused_clearly():
+    import pytest
+    from gradlab.errors import GradError
+    params = _params(4)
+    x = gradlab.randn(2, D, requires_grad=True)
+    loss = _run(params, x, True)
+    with pytest.raises(GradError, match="higher-order gradients"):
+        gradlab.grad(loss, x, create_graph=True)

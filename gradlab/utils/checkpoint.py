@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import state as _grad_state
 from ..backend.random import get_rng_state, set_rng_state
+from ..errors import GradError
 from .._tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
@@ -54,6 +55,11 @@ class _Holder:
     def unpack(self, packed):
         if isinstance(packed, Tensor):
             return packed
+        if _grad_state.enabled:  # backward(create_graph=True): the engine records the backward pass
+            raise GradError(
+                "checkpoint: higher-order gradients (create_graph=True) through a checkpointed function are not "
+                "supported by gradlab; the recomputed activations are not connected to the original graph. "
+                "Run that part without checkpoint()")
         if self.recomputed is None:
             self._recompute()
         return self.recomputed[packed.index]
