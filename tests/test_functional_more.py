@@ -125,3 +125,24 @@ def test_activation_inplace_flag_is_accepted(torch):
         out = getattr(F, name)(gradlab.tensor(a), inplace=False)
         tout = getattr(torch.nn.functional, name)(torch.from_numpy(a), inplace=False)
         assert_close(out.data, tout.numpy(), what=name)
+
+
+@pytest.mark.parametrize("kw", [dict(scale_factor=1.7), dict(scale_factor=0.6), dict(size=(7, 3)),
+                                dict(scale_factor=1.7, recompute_scale_factor=True), dict(size=(2, 9))])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bilinear-corners", "area"])
+def test_interpolate_matches_torch(torch, kw, mode):
+    if mode == "area" and "scale_factor" in kw:
+        pytest.skip("area with a scale factor: PyTorch's adaptive pooling is the same op")
+    extra = dict(align_corners=True) if mode == "bilinear-corners" else {}
+    mode = mode.replace("-corners", "")
+    x, tx = _pair(torch, np.random.default_rng(5).standard_normal((2, 3, 5, 6)))
+    _grads_match(torch, F.interpolate(x, mode=mode, **kw, **extra),
+                 torch.nn.functional.interpolate(tx, mode=mode, **kw, **extra), [x], [tx])
+
+
+def test_interpolate_bad_arguments():
+    x = gradlab.randn(1, 2, 4, 4)
+    with pytest.raises(ArgumentError, match="exactly one of size= and scale_factor="):
+        F.interpolate(x)
+    with pytest.raises(ArgumentError, match="mode 'linear' is not available for a 2-D resize"):
+        F.interpolate(x, scale_factor=2, mode="linear")
