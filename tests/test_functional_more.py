@@ -146,3 +146,15 @@ def test_interpolate_bad_arguments():
         F.interpolate(x)
     with pytest.raises(ArgumentError, match="mode 'linear' is not available for a 2-D resize"):
         F.interpolate(x, scale_factor=2, mode="linear")
+
+
+def test_dropout2d_zeroes_whole_channels():
+    x = gradlab.ones(8, 16, 3, 3, requires_grad=True)
+    gradlab.manual_seed(0)
+    y = F.dropout2d(x, 0.5)
+    per_channel = y.detach().numpy().reshape(8, 16, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1)), "each channel is all kept or all dropped"
+    assert 0.25 < float((per_channel[..., 0] == 0).mean()) < 0.75
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())
+    assert F.dropout2d(x, 0.5, training=False) is x

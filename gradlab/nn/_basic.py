@@ -107,6 +107,40 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return Dropout.apply(x, Tensor._make(m))
 
 
+def _channel_dropout(name, k, input, p, training):
+    """Zero whole channels: one draw per (sample, channel), shared by its ``k`` spatial dims."""
+    x = check_tensor(input, name)
+    if x.ndim not in (k + 1, k + 2):
+        raise ShapeError(f"{name}: input must be (N, C, {k} spatial dims) or unbatched (C, ...), got "
+                         f"{fmt_shape(x.shape)}")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"{name}: p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return x
+    xp = xp_of(x.data)
+    shape = x.shape[:x.ndim - k] + (1,) * k
+    if p == 1:
+        m = xp.zeros(shape, dtype=x.dtype)
+    else:
+        m = xp.asarray(generator().random(shape) >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+    return Dropout.apply(x, Tensor._make(m))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels of ``(N, C, L)`` with probability ``p`` (survivors scaled by ``1/(1-p)``)."""
+    return _channel_dropout("dropout1d", 1, input, p, training)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels (feature maps) of ``(N, C, H, W)`` with probability ``p``."""
+    return _channel_dropout("dropout2d", 2, input, p, training)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels of ``(N, C, D, H, W)`` with probability ``p``."""
+    return _channel_dropout("dropout3d", 3, input, p, training)
+
+
 def _dropout_samples(src):
     shape = src.shape(0, 3, 0, 4)
     yield Sample((src.tensor(shape),), dict(p=0.5, training=False), desc="eval mode: identity")
@@ -116,6 +150,20 @@ def _dropout_samples(src):
 
 register("dropout", samples=_dropout_samples, namespace=NS, op=Dropout,
          torch=lambda torch, *a, **k: torch.nn.functional.dropout(*a, **k))(dropout)
+
+
+def _channel_dropout_samples(k):
+    def samples(src):
+        shape = (src.integers(1, 2), src.integers(1, 3)) + (2,) * k
+        yield Sample((src.tensor(shape),), dict(p=0.5, training=False), desc="eval mode: identity")
+        yield Sample((src.tensor(shape), 1.0), desc="p=1: all zero")
+    return samples
+
+
+for _k, _fn in ((1, dropout1d), (2, dropout2d), (3, dropout3d)):
+    register(_fn.__name__, samples=_channel_dropout_samples(_k), namespace=NS, op=Dropout,
+             torch=(lambda name: lambda torch, *a, **kw: getattr(torch.nn.functional, name)(*a, **kw))(_fn.__name__))(_fn)
+del _k, _fn
 
 
 # ---------------------------------------------------------------- embedding

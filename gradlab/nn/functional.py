@@ -12,7 +12,7 @@ from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ._losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: F401
 from ..ops.conv import conv2d, fold, unfold  # noqa: F401
 from ..ops.pad import pad  # noqa: F401
-from ._basic import dropout, embedding, linear, one_hot  # noqa: F401
+from ._basic import dropout, dropout1d, dropout2d, dropout3d, embedding, linear, one_hot  # noqa: F401
 from ._norm import (  # noqa: F401
     batch_norm, cosine_similarity, group_norm, instance_norm, layer_norm, normalize, pairwise_distance, rms_norm,
 )
