@@ -5,6 +5,7 @@ from the graph itself (``node.saved``, ``.grad``) or from NumPy, never typed in.
 """
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
@@ -454,6 +455,12 @@ def test_notebook_gets_inline_svg_and_no_stderr(tmp_path):
     assert [o for o in outputs if o.output_type == "stream"] == []
     result = [o for o in outputs if o.output_type == "execute_result"]
     assert result and result[0].data["image/svg+xml"].lstrip().startswith("<svg")
+    nbconvert = pytest.importorskip("nbconvert")
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    # exported HTML embeds the picture (inline, or as a base64 data: image in nbconvert 7), ids intact
+    found = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)
+    embedded = [base64.b64decode(m).decode() for m in found]
+    assert any('<g id="op0" class="node op">' in part for part in embedded + [html])
 
 
 def test_backward_view_collapses_and_boxes_report_grads():
