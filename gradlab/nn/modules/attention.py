@@ -88,18 +88,16 @@ class MultiheadAttention(Module):
         n, L, E = query.shape
         S = key.shape[1]
         H, D = self.num_heads, self.head_dim
-        if self_attn:
-            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            qkv = O.permute(O.reshape(qkv, (n, L, 3, H, D)), (2, 0, 3, 1, 4))
-            q, k, v = qkv[0], qkv[1], qkv[2]
-        else:
-            w, b = self.in_proj_weight, self.in_proj_bias
-            q = F.linear(query, w[:E], None if b is None else b[:E])
-            k = F.linear(key, w[E:2 * E], None if b is None else b[E:2 * E])
-            v = F.linear(value, w[2 * E:], None if b is None else b[2 * E:])
-            q = O.transpose(O.reshape(q, (n, L, H, D)), 1, 2)
-            k = O.transpose(O.reshape(k, (n, S, H, D)), 1, 2)
-            v = O.transpose(O.reshape(v, (n, S, H, D)), 1, 2)
+        # Three products against slices of the packed (3E, E) weight. (One product with the whole weight,
+        # then slicing its output, computes the same; but slicing the big output costs more in backward,
+        # where each slice's gradient is scattered into a zero array of the full output's size.)
+        w, b = self.in_proj_weight, self.in_proj_bias
+        q = F.linear(query, w[:E], None if b is None else b[:E])
+        k = F.linear(key, w[E:2 * E], None if b is None else b[E:2 * E])
+        v = F.linear(value, w[2 * E:], None if b is None else b[2 * E:])
+        q = O.transpose(O.reshape(q, (n, L, H, D)), 1, 2)
+        k = O.transpose(O.reshape(k, (n, S, H, D)), 1, 2)
+        v = O.transpose(O.reshape(v, (n, S, H, D)), 1, 2)
         mask = self._mask(attn_mask, key_padding_mask, is_causal, n, L, S, query)
         p = self.dropout if self.training else 0.0
         if not need_weights:
