@@ -27,13 +27,11 @@ from .compare import (  # noqa: E402,A004
     less, less_equal, logical_and, logical_not, logical_or, logical_xor, lt, ne, not_equal, remainder, sign,
 )
 from .cast import bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as  # noqa: E402,A004
-from .activations import (  # noqa: E402,A004
-    ceil, cos, erf, expm1, floor, gelu, leaky_relu, log1p, reciprocal, round, silu, sin, softplus, trunc,
-)
+from .unary import ceil, cos, erf, expm1, floor, log1p, reciprocal, round, sin, trunc  # noqa: E402,A004
+from .activations import gelu, leaky_relu, silu, softplus  # noqa: E402
 from .reductions import cumsum, logsumexp, norm, prod, std, var  # noqa: E402
-from .indexing import (  # noqa: E402
-    as_strided, chunk, flip, index_select, masked_fill, repeat, roll, scatter, scatter_add, split, tile, tril, triu,
-)
+from .indexing import index_select, masked_fill, scatter, scatter_add, tril, triu  # noqa: E402
+from .rearrange import as_strided, chunk, flip, repeat, roll, split, tile  # noqa: E402
 from .contract import bmm, einsum, outer, tensordot  # noqa: E402
 from .quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: E402
 
