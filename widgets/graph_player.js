@@ -110,6 +110,10 @@ function render({ model, el }) {
     <span class="gl-key gl-key-target">receives a gradient now</span>
     <span class="gl-key gl-key-done">done</span><span class="gl-key gl-key-pending">not reached yet</span>
     <span class="gl-dim">click a node to inspect · ←/→ step · space play/pause</span>`;
+  if (!F) {  // a still graph (graph_widget): only the inspector
+    bar.hidden = true; panel.hidden = true; mem.hidden = true;
+    legend.innerHTML = `<span class="gl-dim">click a node to inspect it</span>`;
+  }
   root.append(head, bar, body, legend);
   el.append(root);
 

@@ -185,6 +185,21 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
     return w
 
 
+def graph_widget(root, view: str = "forward", legend: bool = True, title: str = None):
+    """``show_graph``'s picture as a widget: click any node to open the inspector (no animation).
+
+    Nothing runs: the graph is read as it is now (after a backward, leaves show their ``.grad``).
+    """
+    _check_root(root, "graph_widget")
+    gv = _graph_view(root, view, legend)
+    model = gv.model
+    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model))
+    svg = _inline(gv.svg())
+    cls = _widget_class()
+    return cls(title=title or f"{view} graph of '{model.root_name}' (click a node)", svg=svg, nodes=infos,
+               frames=[], static_svg=svg)
+
+
 def _refresh_leaf_grads(model, infos):
     """After the backward: the leaves' final ``.grad`` for the inspector."""
     from .record import Value, is_leaf_node
