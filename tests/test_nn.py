@@ -8,7 +8,6 @@ import pytest
 
 import gradlab
 from gradlab import nn
-from gradlab.nn import functional as F
 
 
 def _copy_from_torch(gl_module, torch_module):

@@ -15,17 +15,14 @@ graph by module.
 """
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 
 from .._tensor import Tensor
-from ..autograd import function as _fn
-from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentError
+from . import _state_dict as _sd
 from ._naming import call_module
-from .parameter import Parameter, is_parameter
-
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+from .parameter import is_parameter
 
 
 class _RemovableHandle:
@@ -380,18 +377,7 @@ class Module:
 
         The tensors share memory with the module (detached unless ``keep_vars``).
         """
-        if destination is None:
-            destination = OrderedDict()
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers:
-                destination[prefix + name] = b if keep_vars else b.detach()
-        for name, m in self._modules.items():
-            if m is not None:
-                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
+        return _sd.state_dict(self, destination, prefix, keep_vars)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy values from ``state_dict`` into this module's tensors (in place).
@@ -400,44 +386,7 @@ class Module:
         and unexpected keys and any shape differences. Returns
         ``(missing_keys, unexpected_keys)``.
         """
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        mismatched = []
-        for k, t in own.items():
-            if k in state_dict:
-                v = state_dict[k]
-                shape = tuple(v.shape) if hasattr(v, "shape") else ()
-                if shape != tuple(t.shape):
-                    mismatched.append(f"'{k}': checkpoint has shape {fmt_shape(shape)}, "
-                                      f"the model has {fmt_shape(t.shape)}")
-        problems = []
-        if strict and missing:
-            problems.append("missing keys (in the model, not in the state_dict): " + ", ".join(f"'{k}'" for k in missing))
-        if strict and unexpected:
-            problems.append("unexpected keys (in the state_dict, not in the model): "
-                            + ", ".join(f"'{k}'" for k in unexpected))
-        if mismatched:
-            problems.append("shape mismatch: " + "; ".join(mismatched))
-        if problems:
-            raise ShapeError(
-                f"load_state_dict for {type(self).__name__}: " + ". ".join(problems)
-                + ". Check that the model is built with the same sizes as the one saved"
-                + ("" if not (missing or unexpected) or not strict else ", or pass strict=False to load the matching keys only")
-            )
-        with no_grad():
-            for k, t in own.items():
-                if k not in state_dict:
-                    continue
-                v = state_dict[k]
-                arr = v.data if isinstance(v, Tensor) else v
-                if assign:
-                    t.data = arr
-                else:
-                    xp_arr = _as_array_like(arr, t.data)
-                    t.data[...] = xp_arr
-                t._version.value += 1
-        return _IncompatibleKeys(missing, unexpected)
+        return _sd.load_state_dict(self, state_dict, strict, assign)
 
     # ------------------------------------------------------------ display
     def extra_repr(self) -> str:
@@ -462,17 +411,3 @@ class Module:
 
     def __repr__(self):
         return "\n".join(self._repr_lines())
-
-
-def _as_array_like(arr, target):
-    """``arr`` as an array on ``target``'s device and dtype."""
-    from ..backend.device import xp_of
-    import numpy as np
-    if not hasattr(arr, "shape"):
-        arr = np.asarray(arr)
-    xp = xp_of(target)
-    if xp is not np and isinstance(arr, np.ndarray):
-        arr = xp.asarray(arr)
-    elif xp is np and not isinstance(arr, np.ndarray):
-        arr = arr.get() if hasattr(arr, "get") else np.asarray(arr)
-    return arr.astype(target.dtype, copy=False)
