@@ -49,6 +49,8 @@ def _encode(obj, arrays, path):
         return {"__ndarray__": _add_array(obj, arrays)}
     if obj is None or isinstance(obj, (bool, str)):
         return obj
+    if isinstance(obj, np.bool_):
+        return bool(obj)
     if isinstance(obj, (int, np.integer)):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
