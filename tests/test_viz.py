@@ -480,3 +480,50 @@ def test_backward_view_collapses_and_boxes_report_grads():
     assert v.element_id(acc) == "mod_blocks_1"
     assert all(e.attr["class"] == "grad" for e in g.edges() if "legend" not in e.attr.get("class", ""))
     assert g.in_degree(v.model.root_id) == 0
+
+
+def test_bad_view_and_depth_are_named_in_the_error():
+    loss, _ = mlp()
+    with pytest.raises(ValueError, match="view must be 'forward' or 'backward', got 'sideways'"):
+        show_graph(loss, view="sideways")
+    with pytest.raises(ValueError, match="depth must be None or >= 0, got -1"):
+        show_graph(loss, depth=-1)
+
+
+@pytest.mark.parametrize("view", ["forward", "backward"])
+def test_random_programs_draw_every_node_and_edge(view):
+    """Random small programs: every recorded node is drawn once, every input edge carries its shape."""
+    from hypothesis import given, strategies as st
+
+    unary = [gradlab.tanh, gradlab.exp, gradlab.relu, lambda a: a * 2.0, lambda a: a.sum(dim=-1, keepdim=True)]
+    binary = [gradlab.add, gradlab.mul, gradlab.sub, gradlab.maximum]
+
+    @given(st.lists(st.tuples(st.booleans(), st.integers(0, 99), st.integers(0, 99)), min_size=1, max_size=12))
+    def check(steps):
+        vals = [gradlab.randn(3, 4, requires_grad=True), gradlab.randn(3, 4), gradlab.randn(3, 4, requires_grad=True)]
+        for is_binary, i, j in steps:
+            a = vals[i % len(vals)]
+            if is_binary:
+                vals.append(binary[j % len(binary)](a, vals[j % len(vals)]))
+            else:
+                vals.append(unary[j % len(unary)](a))
+        root = vals[-1].sum()
+        v = show_graph(root, view=view, max_nodes=None)
+        if root.grad_fn is None:                        # built from the constant only
+            assert len(drawn_nodes(dot_graph(v))) == 1 and v.reason
+            return
+        ops, accs = collect(root.grad_fn)
+        g = dot_graph(v)
+        nodes = drawn_nodes(g)
+        assert {v.model.node_ids[n] for n in ops} == {k for k, a in nodes.items() if a["class"].startswith("op")}
+        assert {v.model.node_ids[a] for a in accs} <= set(nodes)
+        for n in ops:
+            nid = v.model.node_ids[n]
+            for i, e in enumerate(n.next_functions):
+                if n.input_meta[i] is None or (e is None and view == "backward"):
+                    continue                            # a plain Python argument / no gradient flows
+                eid = f"e_{nid}_in{i}" if view == "forward" else f"g_{nid}_in{i}"
+                edge = next(x for x in g.edges() if x.attr["id"] == eid)
+                assert edge.attr["label"] == fmt_shape(n.input_meta[i][0])
+        ET.fromstring(v.svg())                           # Graphviz accepted it and the SVG is well-formed
+    check()

@@ -110,10 +110,15 @@ def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
                 if k is not None:
                     key[t.id] = k
     groups = {}
+    used_ids = set()
     for nid, k in key.items():
         g = groups.get(k)
         if g is None:
-            g = groups[k] = GroupNode(_gid(k), k)
+            gid = _gid(k)
+            while gid in used_ids:                 # "a.b" and "a_b" would clash
+                gid += "_"
+            used_ids.add(gid)
+            g = groups[k] = GroupNode(gid, k)
         g.members.append(nid)
         n = nodes[nid]
         if n.kind == "op":
