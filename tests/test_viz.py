@@ -527,3 +527,15 @@ def test_random_programs_draw_every_node_and_edge(view):
                 assert edge.attr["label"] == fmt_shape(n.input_meta[i][0])
         ET.fromstring(v.svg())                           # Graphviz accepted it and the SVG is well-formed
     check()
+
+
+def test_display_falls_back_to_text_when_drawing_fails(monkeypatch):
+    loss, _ = mlp()
+    v = show_graph(loss)
+    import gradlab.viz.render as render
+
+    def broken(dot, format="svg"):
+        raise RuntimeError("no layout engine")
+    monkeypatch.setattr(render, "render_svg", broken)
+    bundle = v._repr_mimebundle_()
+    assert list(bundle) == ["text/plain"] and "could not draw it: RuntimeError: no layout engine" in bundle["text/plain"]

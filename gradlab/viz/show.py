@@ -57,7 +57,11 @@ class GraphView:
         return self._inline_svg()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"image/svg+xml": self._inline_svg(), "text/plain": repr(self)}
+        try:
+            svg = self._inline_svg()
+        except Exception as exc:  # never a blank output: say what went wrong instead of a picture
+            return {"text/plain": f"{self!r}\n  could not draw it: {type(exc).__name__}: {exc}"}
+        return {"image/svg+xml": svg, "text/plain": repr(self)}
 
     def save(self, path) -> str:
         """Write the picture: the format follows the extension (``.svg``, ``.png``, ``.dot``/``.gv``, ``.pdf``)."""
