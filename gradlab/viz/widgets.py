@@ -14,6 +14,9 @@ growing; with ``backward=True`` (the default, for a scalar result) it then
 continues through the backward, so the memory chart rises and falls: why
 training needs more memory than inference.
 
+``graph_widget(root)`` is ``show_graph``'s picture as a widget: no
+animation, but click any node to inspect it.
+
 All frames are computed here and sent once; stepping runs in the browser
 (``widgets/graph_player.js``, an anywidget ES module) with no kernel round
 trip. Each widget's display bundle also carries the graph as

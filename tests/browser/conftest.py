@@ -51,9 +51,12 @@ def _missing(reason: str):
 
 
 def chromium_path() -> str | None:
-    cand = os.environ.get("GRADLAB_CHROMIUM") or "/usr/bin/chromium"
-    if Path(cand).exists():
-        return cand
+    """``$GRADLAB_CHROMIUM`` if set (and only it), else Debian's ``/usr/bin/chromium`` or one on PATH."""
+    env = os.environ.get("GRADLAB_CHROMIUM")
+    if env:
+        return env if Path(env).exists() else None
+    if Path("/usr/bin/chromium").exists():
+        return "/usr/bin/chromium"
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
