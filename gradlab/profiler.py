@@ -113,7 +113,8 @@ class KeyAverages(list):
 
     def table(self, sort_by=None, row_limit=100, top_level_events_only=False):
         if sort_by is not None and sort_by not in SORT_KEYS:
-            raise ArgumentError(f"profile.table: sort_by={sort_by!r} is not a column; use one of {', '.join(SORT_KEYS)}")
+            raise ArgumentError(f"profile.table: sort_by={sort_by!r} is not a column; "
+                                f"use one of {', '.join(SORT_KEYS)}")
         rows = list(self)
         if sort_by is not None:
             rows.sort(key=lambda r: getattr(r, sort_by), reverse=True)

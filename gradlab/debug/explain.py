@@ -22,7 +22,8 @@ from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
 from ._common import (DebugInputError, Tensor, graph_leaves, host, is_accumulate, label, node_module,
                       require_tensor, walk)
-from .provenance import follow, last_recording_for, watch
+from .cuts import explain_missing
+from .provenance import last_recording_for, watch
 from .saturation import measure, path_nodes
 
 _grad_log = {}  # id(tensor) -> [weakref, times accumulated, last norm]
@@ -180,7 +181,7 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
         if not _on_graph(t, nodes):
             ev.append(f"{name}.grad holds a gradient from an earlier backward, but this loss does not reach {name}")
             checked.append("whether t is in the loss's graph")
-            return _explain_missing(t, name, loss_t, nodes, rec, ev, checked, done)
+            return explain_missing(t, name, loss_t, nodes, rec, ev, checked, done)
         partly = [f for f in measure(path_nodes(nodes, t)) if f.dead_fraction]
         checked.append("relu / sigmoid / tanh outputs saved on the path from the loss to t")
         for f in partly:
@@ -258,7 +259,7 @@ def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, d
     if not loss.requires_grad:
         ev.append("the loss itself does not require grad (no grad_fn): it was computed with no graph at all")
     if not in_graph:
-        return _explain_missing(t, name, loss, nodes, rec, ev, checked, done)
+        return explain_missing(t, name, loss, nodes, rec, ev, checked, done)
     users = _users(t, nodes)
     if users:
         ev.append(f"{name} is used by " + ", ".join(users))
@@ -311,85 +312,3 @@ def _explain_zero(t, name, loss, nodes, released, ev, checked, done):
                 f"{name} is on the loss's graph, but the loss does not change with it here: the gradient is exactly "
                 "zero and no dead ReLU or saturated sigmoid/tanh explains it (a multiplication by zero, a "
                 "clamp/max that picked other values, or a loss that is constant in t).")
-
-
-def _explain_missing(t, name, loss, nodes, rec, ev, checked, done):
-    if rec is not None:
-        derived, _alive = follow(t, rec.records)
-        checked.append(f"every op of the recorded forward ({len(rec.records)} ops) for a path from t to the loss")
-        cut = derived.get(id(loss), "absent") if id(loss) in derived else "absent"
-        if cut == "absent":
-            return done("not_used", f"{name} is not used to compute the loss: none of the {len(rec.records)} "
-                                    f"recorded ops that lead to it read {name} or any tensor computed from it.")
-        if cut is None:  # pragma: no cover - in_graph would have been True
-            return done("unknown", f"{name} reaches the loss, yet is not on its graph.")
-        ev.append(f"{cut.detail}, at {cut.record.site}")
-        return done(cut.kind, _cut_verdict(name, cut.kind, str(cut.record.site)))
-    # static heuristics: the graph no longer knows t, but its leaves or saved tensors may look like it
-    saved = [(n, s) for n in nodes for s in getattr(n, "saved", ())]
-    if any(getattr(n, "_released", False) for n in nodes):
-        ev.append("backward() already freed this graph's saved tensors, so only its leaves could be compared "
-                  "with t (call explain_grad before backward, or pass loss as a function)")
-    checked.append(f"the graph's {len(graph_leaves(nodes))} leaves and {len(saved)} saved tensors for ones that "
-                   "share t's storage or values")
-    candidates = [(None, v.data, v._version, "leaf") for v in graph_leaves(nodes)]
-    candidates += [(n, s.data, s.version_obj, f"saved by {n.name}") for n, s in saved if s.data is not None]
-    for n, arr, ver, where in candidates:
-        if ver is t._version:
-            ev.append(f"a tensor {where} shares {name}'s storage and version counter but is not {name}: a .detach() of it")
-            return done("detached", _cut_verdict(name, "detached", None))
-    for n, arr, ver, where in candidates:
-        if _may_share(arr, t.data) or _same(arr, t.data):
-            ev.append(f"a tensor {where} has exactly {name}'s values (or memory) but no graph back to it: a copy "
-                      "through NumPy (.numpy()/from_numpy/gradlab.tensor) or detach()")
-            return done("numpy_round_trip", _cut_verdict(name, "numpy_round_trip", None))
-    if _dt.is_floating(t.dtype):
-        trunc = np.trunc(host(t.data, dtype=np.float64))
-        for n, arr, ver, where in candidates:
-            if not np.array_equal(trunc, host(t.data, dtype=np.float64)) and _same(arr, trunc):
-                ev.append(f"a tensor {where} holds {name}'s values truncated to integers: an integer cast")
-                return done("integer_cast", _cut_verdict(name, "integer_cast", None))
-    how = ("To see which and where, pass loss as a function (explain_grad(t, loss=lambda: <forward>)) or build "
-           "the loss inside gradlab.debug.watch().")
-    if not loss.requires_grad:
-        return done("path_cut",
-                    f"the loss has no graph at all (no grad_fn), although {name} requires grad: it was computed "
-                    f"without any tensor that requires grad, so the path from {name} was cut by detach(), no_grad(), "
-                    f"an integer cast or a round trip through NumPy (.item(), .numpy(), .tolist()), or {name} was "
-                    f"not used. {how}")
-    return done("not_used",
-                f"{name} is not on the loss's graph, and no leaf or saved tensor of that graph shares its storage or "
-                "values: either the loss does not use it, or the path was cut by detach(), no_grad(), an integer "
-                f"cast or a round trip through NumPy that left no trace in the graph. {how}")
-
-
-def _may_share(a, b):
-    try:
-        return a.shape == b.shape and bool(np.may_share_memory(a, b))
-    except TypeError:
-        return False
-
-
-def _same(a, b):
-    a, b = host(a), host(b)
-    return a.shape == b.shape and a.size > 1 and not np.all(a == a.flat[0]) and bool(
-        np.array_equal(a.astype(np.float64), b.astype(np.float64)))
-
-
-_FIX = {
-    "detached": "detach() makes a new tensor with no history: gradients stop there. Use the tensor itself",
-    "no_grad": "ops inside no_grad() record no graph. Compute the loss outside no_grad()",
-    "integer_cast": "an integer tensor cannot carry a gradient. Keep the values floating (round in the loss "
-                    "only if you mean to cut the gradient)",
-    "non_differentiable": "a comparison / argmax / integer result has no gradient. Use a smooth surrogate "
-                          "(e.g. softmax instead of argmax) on the path to the loss",
-    "numpy_round_trip": "NumPy cannot record the graph, so values that went through .numpy() come back as "
-                        "a new leaf. Do the computation with gradlab ops",
-}
-
-
-def _cut_verdict(name, kind, site):
-    what = {"detached": "detach()", "no_grad": "no_grad()", "integer_cast": "an integer cast",
-            "non_differentiable": "a non-differentiable op", "numpy_round_trip": "a round trip through NumPy"}[kind]
-    at = f" at {site}" if site else ""
-    return f"the path from {name} to the loss is cut by {what}{at}; {_FIX[kind]}."

@@ -71,7 +71,8 @@ class MemoryReport:
         c = self.counts
         act = self.activations
         return [
-            ["parameters (trainable)", c.get("trainable", 0), self.trainable_parameters, human_bytes(self.trainable_parameters)],
+            ["parameters (trainable)", c.get("trainable", 0), self.trainable_parameters,
+             human_bytes(self.trainable_parameters)],
             ["parameters (frozen)", c.get("frozen", 0), self.frozen_parameters, human_bytes(self.frozen_parameters)],
             ["gradients", c.get("grads", 0), self.gradients, human_bytes(self.gradients)],
             ["optimizer state", c.get("state", 0), self.optimizer_state, human_bytes(self.optimizer_state)],
@@ -81,6 +82,9 @@ class MemoryReport:
         ]
 
     HEADERS = ["part", "tensors", "bytes", "size"]
+
+    def _modules_sorted(self):
+        return sorted(self.per_module.items(), key=lambda kv: -kv[1])
 
     def verdict(self) -> str:
         parts = {"parameters": self.parameters, "gradients": self.gradients,
@@ -94,11 +98,12 @@ class MemoryReport:
         if self.per_module:
             out += ["", "saved activations by module:",
                     text_table(["module", "bytes", "size"],
-                               [[m, b, human_bytes(b)] for m, b in sorted(self.per_module.items(), key=lambda kv: -kv[1])])]
+                               [[m, b, human_bytes(b)] for m, b in self._modules_sorted()])]
         if self.top_saved:
             out += ["", "largest saved tensors:",
                     text_table(["op", "module", "shape", "dtype", "bytes"],
-                               [[s["op"], s["module"] or "", s["shape"], s["dtype"], s["bytes"]] for s in self.top_saved])]
+                               [[s["op"], s["module"] or "", s["shape"], s["dtype"], s["bytes"]]
+                                for s in self.top_saved])]
         if self.notes:
             out += [""] + [f"note: {n}" for n in self.notes]
         return "\n".join(out)

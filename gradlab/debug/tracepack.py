@@ -316,7 +316,8 @@ class TracePack:
                 if k in ignore:
                     continue
                 va, vb = a.get(k), b.get(k)
-                same = va == vb or (isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb))
+                both_nan = isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)
+                same = va == vb or both_nan
                 if not same:
                     out.append((i, k, va, vb))
         return out
