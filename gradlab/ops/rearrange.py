@@ -120,10 +120,10 @@ def repeat(input, *sizes):
 @register(samples=lambda src: [Sample((src.tensor((2, 3)), (2,)), desc="fewer dims than the input"),
                                Sample((src.tensor((3,)), (2, 2)), desc="more dims")],
           formula=Repeat.formula, torch=lambda torch, x, dims: torch.tile(x, dims))
-def tile(input, *dims):
+def tile(input, *dims_args, dims=None):
     """``repeat``, but ``dims`` shorter than the tensor's rank is padded with 1s on the left (``torch.tile``)."""
     x = check_tensor(input, "tile")
-    dims = sizes_arg(dims, "tile")
+    dims = sizes_arg(dims_args if dims is None else (dims,), "tile")
     dims = (1,) * (x.ndim - len(dims)) + dims
     return repeat(x, dims)
 
@@ -152,12 +152,14 @@ def _dims_arg(dims, ndim, op):
 
 @register(op=Flip, samples=lambda src: [Sample((src.tensor((2, 3, 4)), src.choice([0, -1, (0, 2), [1]])))],
           torch=lambda torch, x, dims: torch.flip(x, dims if isinstance(dims, (list, tuple)) else (dims,)))
-def flip(input, *dims):
-    """Reverse the order of elements along ``dims`` (``flip(x, (0, 1))`` or ``x.flip(0, 1)``); a copy, as
-    in PyTorch."""
+def flip(input, *dims_args, dims=None):
+    """Reverse the order of elements along ``dims`` (``flip(x, (0, 1))``, ``flip(x, dims=[0])`` or
+    ``x.flip(0, 1)``); a copy, as in PyTorch."""
     x = check_tensor(input, "flip")
-    if len(dims) == 1:
-        dims = dims[0]
+    if dims is None:
+        if not dims_args:
+            raise TypeError("flip: give the dims to reverse, e.g. flip(x, 0) or flip(x, dims=(0, 1))")
+        dims = dims_args[0] if len(dims_args) == 1 else dims_args
     return Flip.apply(x, _dims_arg(dims, x.ndim, "flip"))
 
 
