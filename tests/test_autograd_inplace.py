@@ -167,3 +167,23 @@ def test_inplace_on_a_view_of_a_graph_tensor_is_refused_clearly():
     v = y[0]
     with pytest.raises(GradError, match="is a view.*index"):
         v.mul_(2)
+
+
+@pytest.mark.parametrize("op", [n for n in __import__("gradlab.autograd.inplace", fromlist=["x"]).ELEMENTWISE
+                                if n != "pow"] + ["pow", "clamp_min", "clamp_max"])
+def test_elementwise_inplace_methods_match_torch(op, torch):
+    xa = np.array([0.3, 1.7, 0.9, 2.2])
+    args = {"pow": (2.5,), "clamp_min": (1.0,), "clamp_max": (1.0,)}.get(op, ())
+
+    def run(lib, x):
+        y = x * 1.5
+        getattr(y, op + "_")(*args)
+        return (y * y).sum()
+    x = gradlab.tensor(xa, dtype=gradlab.float64, requires_grad=True)
+    loss = run(gradlab, x)
+    loss.backward()
+    tx = torch.tensor(xa, requires_grad=True)
+    tl = run(torch, tx)
+    tl.backward()
+    np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)

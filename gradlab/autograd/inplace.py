@@ -242,6 +242,14 @@ def neg_(self):
     return apply_inplace(self, "neg_", lambda s: _O().neg(s))
 
 
+def clamp_min_(self, min):  # noqa: A002
+    return clamp_(self, min=min)
+
+
+def clamp_max_(self, max):  # noqa: A002
+    return clamp_(self, max=max)
+
+
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std^2), from gradlab's seeded generator (for init)."""
     from ..factories import randn
@@ -345,9 +353,23 @@ def setitem(self, index, value):
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_, "fill_": fill_, "copy_": copy_,
     "clamp_": clamp_, "clip_": clamp_, "masked_fill_": masked_fill_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
-    "lerp_": lerp_, "neg_": neg_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd,
+    "lerp_": lerp_, "neg_": neg_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd,
     "__isub__": _isub, "__imul__": _imul, "__itruediv__": _itruediv, "__setitem__": setitem,
 }
+
+
+#: ``x.exp_()`` is ``x.exp()`` written back into ``x``: one generic method per op listed here.
+ELEMENTWISE = ("exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "sin", "cos", "floor", "ceil", "round",
+               "trunc", "reciprocal", "pow", "sign", "log1p", "expm1", "square")
+
+
+def _elementwise_inplace(op_name):
+    def method(self, *args, **kwargs):
+        others = tuple(a for a in args if isinstance(a, Tensor))
+        return apply_inplace(self, op_name + "_", lambda s: getattr(_O(), op_name)(s, *args, **kwargs), others)
+    method.__name__ = op_name + "_"
+    method.__doc__ = f"``{op_name}`` in place: ``x.{op_name}_()`` writes ``x.{op_name}()`` into ``x``."
+    return method
 
 
 def install():
@@ -355,3 +377,6 @@ def install():
     for name, fn in METHODS.items():
         if name not in Tensor.__dict__:
             setattr(Tensor, name, fn)
+    for op_name in ELEMENTWISE:
+        if op_name + "_" not in Tensor.__dict__:
+            setattr(Tensor, op_name + "_", _elementwise_inplace(op_name))
