@@ -7,3 +7,9 @@ from .linear import Embedding, Identity, Linear, LoRALinear  # noqa: F401
 from .normalization import LayerNorm  # noqa: F401
 from .transformer import GPT, TransformerBlock  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401
+
+__all__ = [
+    "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GPT", "Identity",
+    "LayerNorm", "Linear", "LogSoftmax", "LoRALinear", "MaxPool2d", "MSELoss", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "ReLU", "Sequential", "Sigmoid", "SiLU", "Softmax", "Tanh", "TransformerBlock",
+]
