@@ -2,7 +2,8 @@
 
 Each returns ``(X, y)``: ``X`` float32 of shape ``(n, 2)``, ``y`` int64 class
 labels. They are drawn from their own generator seeded with ``seed``, so the
-same call always gives the same data (and does not disturb ``manual_seed``).
+same call always gives the same data (and does not disturb ``manual_seed``);
+``random_state=`` is accepted as scikit-learn's name for it.
 
 * ``moons`` -- two interleaving half circles (needs a curved boundary);
 * ``spirals`` -- ``n_classes`` interleaved spiral arms (hard for a linear model,
@@ -23,8 +24,8 @@ def _out(X, y, as_dataset):
     return TensorDataset(X, y) if as_dataset else (X, y)
 
 
-def moons(n_samples=200, noise=0.1, seed=0, as_dataset=False):
-    rng = np.random.default_rng(seed)
+def moons(n_samples=200, noise=0.1, seed=0, as_dataset=False, random_state=None):
+    rng = np.random.default_rng(seed if random_state is None else random_state)
     n_out = n_samples // 2
     n_in = n_samples - n_out
     t_out = np.linspace(0, np.pi, n_out)
@@ -37,9 +38,9 @@ def moons(n_samples=200, noise=0.1, seed=0, as_dataset=False):
     return _out(X[perm], y[perm], as_dataset)
 
 
-def spirals(n_samples=300, n_classes=3, noise=0.2, turns=1.0, seed=0, as_dataset=False):
+def spirals(n_samples=300, n_classes=3, noise=0.2, turns=1.0, seed=0, as_dataset=False, random_state=None):
     """``n_classes`` spiral arms (``n_samples`` points in total), CS231n style."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if random_state is None else random_state)
     per = n_samples // n_classes
     X, y = [], []
     for c in range(n_classes):
@@ -53,8 +54,9 @@ def spirals(n_samples=300, n_classes=3, noise=0.2, turns=1.0, seed=0, as_dataset
     return _out(X[perm], y[perm], as_dataset)
 
 
-def blobs(n_samples=200, centers=3, cluster_std=1.0, center_box=(-6.0, 6.0), seed=0, as_dataset=False):
-    rng = np.random.default_rng(seed)
+def blobs(n_samples=200, centers=3, cluster_std=1.0, center_box=(-6.0, 6.0), seed=0, as_dataset=False,
+          random_state=None):
+    rng = np.random.default_rng(seed if random_state is None else random_state)
     if isinstance(centers, int):
         centers = rng.uniform(center_box[0], center_box[1], size=(centers, 2))
     centers = np.asarray(centers, dtype=np.float64)
