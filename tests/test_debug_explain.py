@@ -243,3 +243,16 @@ def test_ok_gradient_notes_partly_dead_relus():
     loss.backward(retain_graph=True)
     e = explain_grad(w, loss)
     assert e.cause == "ok" and "25%" in e.verdict and "dead" in e.verdict
+
+
+def test_dead_relus_after_backward_freed_the_graph():
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 1))
+    model[0].bias.data[:] = -100.0
+    model[2].bias.data[:] = -100.0
+    x = gradlab.randn(8, 4)
+    loss = model(x).sum()
+    loss.backward()  # frees the saved relu outputs
+    e = explain_grad(model[0].weight, loss)
+    assert e.cause == "dead_relu" and "cannot be measured" in e.verdict
+    e2 = explain_grad(model[0].weight, loss=lambda: model(x).sum())  # rerun: now measured
+    assert e2.cause == "dead_relu" and "100%" in e2.verdict

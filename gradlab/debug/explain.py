@@ -298,7 +298,7 @@ def _explain_zero(t, name, loss, nodes, released, ev, checked, done):
     found = measure(path)
     for f in found:
         ev.append(f.describe())
-    worst = max(found, key=lambda f: f.dead_fraction, default=None)
+    worst = max(found, key=lambda f: -1.0 if f.dead_fraction is None else f.dead_fraction, default=None)
     if worst is not None and worst.dead_fraction is not None and worst.dead_fraction > 0:
         return done(worst.cause, worst.verdict(name), [f.cause for f in found if f.dead_fraction])
     names = sorted({n.name for n in path if n.name in ("relu", "sigmoid", "tanh")})

@@ -189,7 +189,7 @@ class trace:
             rec[f] = fields[f]
         self.records.append(rec)
         if self._file is not None:
-            self._file.write(json.dumps(rec, allow_nan=False, separators=(", ", ": ")) + "\n")
+            self._file.write(json.dumps(rec, allow_nan=False, separators=(", ", ": "), default=_plain) + "\n")
             self._file.flush()
 
     def log_tensor(self, name, t):
@@ -268,6 +268,15 @@ class trace:
         leaf_bytes = sum(v.nbytes + (v.grad.nbytes if v.grad is not None else 0) for v in bw["leaves"])
         self._write("runtime_snapshot", kernel_trace_id=None, compiler_version=None,
                     peak_memory=int(bw["saved"] + leaf_bytes), memory_fragmentation=None, sync_point=None)
+
+
+def _plain(value):
+    """JSON for ids given as tensors or NumPy scalars (e.g. ``input_batch_id=batch_idx``)."""
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
 
 
 def _checkpointed(node):
