@@ -74,32 +74,59 @@ class NLLLoss(Op):
         acc = "float32" if loss.dtype.itemsize < 4 else loss.dtype  # 16-bit floats sum in float32
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
             total = loss.sum(dtype=acc)
-            out = total / wt.sum(dtype=acc) if reduction == "mean" else total
+            out = total / denom if reduction == "mean" else total
         return xp.asarray(out, dtype=logp.dtype)
 
-    def _coeff(self):
-        idx, wt, denom, cdim, _, shape, dtype = self.info
-        xp = xp_of(wt)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            coef = xp.expand_dims(xp.where(wt == 0, 0, -wt / denom), cdim).astype(dtype)  # 0 at ignored rows
-        if hasattr(xp, "put_along_axis"):
-            m = xp.zeros(shape, dtype=dtype)
-            xp.put_along_axis(m, idx, coef, axis=cdim)
-        else:  # array modules without put_along_axis: compare with every class instead
-            classes = xp.arange(shape[cdim]).reshape((-1,) + (1,) * (len(shape) - cdim - 1))
-            m = xp.where(idx == classes, coef, 0).astype(dtype)
-        return Tensor._make(m)
-
     def vjp(self, g):
-        cdim, reduction = self.info[3], self.info[4]
-        if reduction == "none":
-            g = O.unsqueeze(g, cdim)
-        return (g * self._coeff(),) + (None,) * 5
+        return (NLLBackward.apply(g, self.info),) + (None,) * 5
 
     def jvp(self, t, *_):
-        cdim, reduction = self.info[3], self.info[4]
-        prod = t * self._coeff()
-        return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
+        return _pick(t, self.info)
+
+
+def _row_coeff(info):
+    """Per row: ``-w[t] / denominator`` (0 at ignored rows, even when every row is ignored)."""
+    _, wt, denom = info[:3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp_of(wt).where(wt == 0, 0, -wt / denom)
+
+
+def _scatter(coef, info):
+    """A zero tensor of the input's shape with ``coef`` (one value per row) at each row's target class."""
+    idx, _, _, cdim, _, shape, dtype = info
+    xp = xp_of(idx)
+    coef = xp.expand_dims(coef, cdim).astype(dtype)
+    if hasattr(xp, "put_along_axis"):
+        m = xp.zeros(shape, dtype=dtype)
+        xp.put_along_axis(m, idx, coef, axis=cdim)
+        return m
+    classes = xp.arange(shape[cdim]).reshape((-1,) + (1,) * (len(shape) - cdim - 1))  # no put_along_axis (CuPy)
+    return xp.where(idx == classes, coef, 0).astype(dtype)
+
+
+def _pick(t, info):
+    """``sum(t * M)`` over the class dim (then over everything unless reduction is 'none'): M applied forwards."""
+    cdim, reduction = info[3], info[4]
+    prod = t * Tensor._make(_scatter(_row_coeff(info), info))
+    return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
+
+
+class NLLBackward(Op):
+    """nll_loss's VJP in one op: write ``dY * M`` straight into a zero tensor (no dense multiply)."""
+
+    name = "nll_loss_backward"
+    formula = "dG = sum(dZ * M)   (M = the constant from nll_loss: -w[t]/denominator at the target classes)"
+
+    @staticmethod
+    def forward(ctx, g, info):
+        ctx.info = info
+        return _scatter(_row_coeff(info) * g.data, info)  # 'none': one dY per row; else dY is a scalar
+
+    def vjp(self, gz):
+        return _pick(gz, self.info), None
+
+    def jvp(self, t, _):
+        return NLLBackward.apply(t, self.info)
 
 
 def _class_dim(op, x):

@@ -7,7 +7,9 @@ after the shift the largest exponent is ``exp(0) = 1``, so nothing overflows.
 ``log_softmax`` goes further and never takes the log of a rounded-to-zero
 probability: ``log_softmax(x) = (x - m) - log(sum(exp(x - m)))``.
 
-Backward (``Y`` is the op's own output, ``S`` the sum along ``dim``)::
+Backward (``Y`` is the op's own output, ``S`` the sum along ``dim``), each one
+op of its own (``softmax_backward``, ``log_softmax_backward``) whose VJP is in
+turn written with gradlab ops, so second derivatives work::
 
     softmax:      dX = Y * (dY - S(dY * Y))
     log_softmax:  dX = dY - exp(Y) * S(dY)
@@ -46,19 +48,55 @@ class Softmax(Op):
     def forward(ctx, x, dim):
         ctx.dim = dim
         xp = xp_of(x.data)
-        e = xp.exp(_shifted(_acc(x.data), dim))
+        e = _shifted(_acc(x.data), dim)
+        xp.exp(e, out=e)
         with np.errstate(invalid="ignore"):  # a row that is all -inf gives nan, as in PyTorch
-            y = (e / xp.sum(e, axis=dim, keepdims=True)).astype(x.dtype, copy=False)
+            e /= xp.sum(e, axis=dim, keepdims=True)
+        y = e.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
     def vjp(self, g):
         (y,) = self.saved_tensors
-        return y * (g - O.sum(g * y, dim=self.dim, keepdim=True)), None
+        return SoftmaxBackward.apply(g, y, self.dim), None
 
     def jvp(self, t, _):
         y = self.out
         return y * (t - O.sum(t * y, dim=self.dim, keepdim=True))
+
+
+class SoftmaxBackward(Op):
+    """``Y * (dY - sum(dY * Y))`` in one op (as PyTorch's ``_softmax_backward_data``); its own VJP uses ops."""
+
+    name = "softmax_backward"
+    formula = "dG = Y * (dZ - sum(dZ * Y)) ; dY = dZ * (G - sum(G * Y)) - G * sum(dZ * Y)"
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        a, b = g.data, y.data
+        out = a * b
+        s = out.sum(axis=dim, keepdims=True)
+        out -= b * s
+        return out
+
+    def vjp(self, gz):
+        g, y = self.saved_tensors
+        d = self.dim
+        t = O.sum(gz * y, dim=d, keepdim=True)
+        return SoftmaxBackward.apply(gz, y, d), gz * (g - O.sum(g * y, dim=d, keepdim=True)) - g * t, None
+
+    def jvp(self, tg, ty, _):
+        g, y = self.args[:2]
+        d = self.dim
+        out = None
+        if tg is not None:
+            out = SoftmaxBackward.apply(tg, y, d)
+        if ty is not None:
+            part = ty * (g - O.sum(g * y, dim=d, keepdim=True)) - y * O.sum(g * ty, dim=d, keepdim=True)
+            out = part if out is None else out + part
+        return out
 
 
 class LogSoftmax(Op):
@@ -71,16 +109,52 @@ class LogSoftmax(Op):
         xp = xp_of(x.data)
         z = _shifted(_acc(x.data), dim)
         with np.errstate(invalid="ignore", divide="ignore"):
-            y = (z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))).astype(x.dtype, copy=False)
+            z -= xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+        y = z.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
     def vjp(self, g):
         (y,) = self.saved_tensors
-        return g - O.exp(y) * O.sum(g, dim=self.dim, keepdim=True), None
+        return LogSoftmaxBackward.apply(g, y, self.dim), None
 
     def jvp(self, t, _):
         return t - O.sum(O.exp(self.out) * t, dim=self.dim, keepdim=True)
+
+
+class LogSoftmaxBackward(Op):
+    """``dY - exp(Y) * sum(dY)`` in one op (PyTorch's ``_log_softmax_backward_data``); its VJP uses ops."""
+
+    name = "log_softmax_backward"
+    formula = "dG = dZ - sum(dZ * exp(Y)) ; dY = -dZ * exp(Y) * sum(G)"
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        xp = xp_of(g.data)
+        out = xp.exp(y.data)
+        out *= g.data.sum(axis=dim, keepdims=True)
+        xp.subtract(g.data, out, out=out)
+        return out
+
+    def vjp(self, gz):
+        g, y = self.saved_tensors
+        d = self.dim
+        e = O.exp(y)
+        return gz - O.sum(gz * e, dim=d, keepdim=True), -gz * e * O.sum(g, dim=d, keepdim=True), None
+
+    def jvp(self, tg, ty, _):
+        g, y = self.args[:2]
+        d = self.dim
+        e = O.exp(y)
+        out = None
+        if tg is not None:
+            out = tg - e * O.sum(tg, dim=d, keepdim=True)
+        if ty is not None:
+            part = -ty * e * O.sum(g, dim=d, keepdim=True)
+            out = part if out is None else out + part
+        return out
 
 
 def _prepare(op, input, dim, dtype):
