@@ -357,7 +357,8 @@ def hvp(func, primals, tangents):
     then ``v^T dg/dx`` is one more backward pass (H is symmetric, so this is
     ``H v``). Same return convention as ``torch.autograd.functional.hvp``.
     """
-    primals = tuple(primals) if isinstance(primals, (tuple, list)) else (primals,)
+    as_tuple = isinstance(primals, (tuple, list))
+    primals = tuple(primals) if as_tuple else (primals,)
     tangents = tuple(tangents) if isinstance(tangents, (tuple, list)) else (tangents,)
     if len(primals) != len(tangents):
         raise ArgumentError(f"hvp: got {len(primals)} primal(s) but {len(tangents)} tangent(s)")
@@ -371,7 +372,7 @@ def hvp(func, primals, tangents):
             raise GradError("hvp: the function must return a one-element tensor (a scalar)")
         gs = _grads([out], xs, [Tensor._make(np.ones_like(out.data))], create_graph=True)
         hv = _grads(gs, xs, list(tangents), create_graph=_grad_state.enabled)
-    hv = tuple(hv) if len(xs) > 1 else hv[0]
+    hv = tuple(hv) if as_tuple else hv[0]
     return _finish(out, xs), _finish(hv, xs)
 
 

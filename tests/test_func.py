@@ -214,3 +214,38 @@ def test_unpack_dual_of_a_tensor_that_requires_grad():
         np.testing.assert_allclose(tangent.data, [3.0, 0.0])
         primal.sum().backward()
     np.testing.assert_allclose(x.grad.data, [3.0, 3.0])
+
+
+def test_autograd_functional_matches_torch(torch):
+    import torch.autograd.functional as TF
+
+    import gradlab.autograd.functional as GF
+    rng = np.random.default_rng(3)
+    xa, wa = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    va, ua = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    g_in, t_in = (T(xa), T(wa)), (torch.tensor(xa), torch.tensor(wa))
+    f = lambda a, b: _f(gradlab, a, b)           # noqa: E731
+    tf = lambda a, b: _f(torch, a, b)            # noqa: E731
+    loss = lambda a, b: _loss(gradlab, a, b)     # noqa: E731
+    tloss = lambda a, b: _loss(torch, a, b)      # noqa: E731
+
+    def close(a, b):
+        if isinstance(a, tuple):
+            assert isinstance(b, tuple) and len(a) == len(b)
+            for x, y in zip(a, b):
+                close(x, y)
+        else:
+            assert a.shape == tuple(b.shape)
+            np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-9, atol=1e-12)
+    for strategy in ("reverse-mode", "forward-mode"):
+        close(GF.jacobian(f, g_in, strategy=strategy), TF.jacobian(tf, t_in))
+    close(GF.jacobian(lambda a: a.exp(), T(xa)), TF.jacobian(lambda a: a.exp(), torch.tensor(xa)))
+    close(GF.hessian(loss, g_in), TF.hessian(tloss, t_in))
+    close(GF.vjp(loss, g_in)[1], TF.vjp(tloss, t_in)[1])
+    close(GF.jvp(f, g_in, (T(va), T(ua)))[1], TF.jvp(tf, t_in, (torch.tensor(va), torch.tensor(ua)))[1])
+    close(GF.hvp(loss, g_in, (T(va), T(ua)))[1], TF.hvp(tloss, t_in, (torch.tensor(va), torch.tensor(ua)))[1])
+    close(GF.vhp(loss, g_in, (T(va), T(ua)))[1], TF.vhp(tloss, t_in, (torch.tensor(va), torch.tensor(ua)))[1])
+    j = GF.jacobian(f, g_in)
+    assert not j[0].requires_grad
+    with pytest.raises(ArgumentError, match="pass v"):
+        GF.vjp(f, g_in)

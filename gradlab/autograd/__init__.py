@@ -3,7 +3,7 @@ forward mode (``forward_ad``), saved-tensor hooks and the saved-bytes report (``
 in-place safety (``inplace``), anomaly detection and backward-rule overrides."""
 from .. import _tensor as _tensor_mod
 from . import engine, function, grad_mode, inplace
-from . import anomaly, forward_ad, graph, overrides
+from . import anomaly, forward_ad, functional, graph, overrides
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .overrides import override_vjp, register_vjp
 from .engine import backward, grad
@@ -17,6 +17,6 @@ inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 __all__ = [
     "AccumulateGrad", "Function", "Op", "SavedTensor", "backward", "grad", "gradcheck", "gradgradcheck",
     "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
-    "forward_ad", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "register_vjp",
+    "forward_ad", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "register_vjp",
     "override_vjp",
 ]
