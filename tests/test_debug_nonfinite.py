@@ -115,3 +115,15 @@ def test_loss_fn_for_a_model():
     target = gradlab.tensor([1.0, 0.0])
     r = find_nonfinite(model, x, loss_fn=lambda out: (out.sigmoid() * 0.0 + target).log().sum())
     assert r.found and r.op == "log" and "log of 0" in r.likely_cause
+
+
+def test_nonfinite_loss_tensor_points_at_the_culprit():
+    x = gradlab.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    r = find_nonfinite((x * 2).log().sum())
+    assert r.found and r.op == "log" and "log of 0" in r.likely_cause
+    a = gradlab.tensor([1.0, 2.0], requires_grad=True)
+    b = gradlab.tensor([0.0, 1.0], requires_grad=True)
+    r = find_nonfinite(((a / b) * 3).sum())
+    assert r.op == "div" and "division by zero" in r.likely_cause
+    r = find_nonfinite(((a * 100).exp() * 3).sum())
+    assert r.op == "exp" and "exp overflow" in r.likely_cause

@@ -191,6 +191,46 @@ def _meta_site(node):
     return None
 
 
+def _static_cause(node):
+    """A known culprit visible in a node's saved inputs (log of 0, x / 0...), or None."""
+    ins = [host(s.data) for s in node.saved if s.data is not None and s.output_nr is None]
+    if not ins:
+        return None
+    args = [Tensor._make(a) for a in ins]
+    x = ins[0].astype("float64") if ins[0].dtype.kind in "fiu" else None
+    if node.name == "log" and x is not None and (x <= 0).any():
+        return forward_cause("log", args, ())
+    if node.name == "div" and len(ins) > 1 and _has_zero(ins[1]):
+        return forward_cause("div", args, ())
+    if node.name in ("sqrt", "pow") and x is not None and (x < 0).any():
+        return forward_cause(node.name, args, ())
+    return None
+
+
+def _from_graph(out, note):
+    """The loss is already non-finite: find the first node (in creation order) that shows why."""
+    nodes = sorted((n for n in walk(out) if n.saved), key=lambda n: n.seq)
+    for n in nodes:
+        bad = [s for s in n.saved if s.data is not None and nonfinite_count(s.data)]
+        cause = _static_cause(n) if not bad else None
+        if bad or cause:
+            s = bad[0] if bad else n.saved[0]
+            if bad and s.output_nr is None:
+                cause = f"{n.name} received a non-finite input: the op before it made it (not saved, so not shown)"
+            elif bad and n.name == "exp":  # its input is not saved; an inf output means it was above the limit
+                big = np.array([_EXP_LIMIT.get(_dt.dtype_name(s.dtype), 88.72) + 1], dtype=s.dtype)
+                cause = forward_cause("exp", [Tensor._make(big)], ())
+            elif bad:
+                cause = forward_cause(n.name, [], ())
+            return NonfiniteReport(True, f"{label(out)} is non-finite; in its graph the first op that shows why is "
+                                         f"{n.name} (#{n.seq}); {note}", "forward", n.name, _meta_site(n),
+                                   [(f"saved {'output' if x.output_nr is not None else 'input'} "
+                                     f"{fmt_shape(x.shape)}", value_range(x.data)) for x in n.saved
+                                    if x.data is not None], None, cause, node_module(n), 0, len(nodes))
+    return NonfiniteReport(True, f"{label(out)} is non-finite, but no saved tensor in its graph shows where; "
+                                 f"{note}", "forward", ops_checked=0)
+
+
 def find_nonfinite(target, *args, backward=True, loss_fn=None, **kwargs) -> NonfiniteReport:
     """Find the first op (forward, then backward) that turned finite values into NaN/Inf.
 
@@ -228,16 +268,7 @@ def find_nonfinite(target, *args, backward=True, loss_fn=None, **kwargs) -> Nonf
     if not isinstance(out, Tensor):
         raise DebugInputError(f"find_nonfinite: the function returned {type(out).__name__}; return the loss Tensor")
     if isinstance(target, Tensor) and nonfinite_count(out.data):
-        nodes = sorted((n for n in walk(out) if n.saved), key=lambda n: n.seq)
-        for n in nodes:
-            for s in n.saved:
-                if s.data is not None and nonfinite_count(s.data):
-                    return NonfiniteReport(True, f"{label(out)} is non-finite; in its graph the first node holding "
-                                           f"NaN/Inf is {n.name} (#{n.seq}); {note}", "forward", n.name,
-                                           _meta_site(n), [(f"saved {fmt_shape(s.shape)}", value_range(s.data))],
-                                           None, None, node_module(n), 0, len(nodes))
-        return NonfiniteReport(True, f"{label(out)} is non-finite, but no saved tensor in its graph shows where; "
-                                     f"{note}", "forward", ops_checked=0)
+        return _from_graph(out, note)
     if not backward:
         return NonfiniteReport(False, f"no NaN/Inf in the forward pass ({fwd.count} ops)", ops_checked=fwd.count)
     if not out.requires_grad:
