@@ -15,6 +15,7 @@ gradient back on the diagonal of a zero matrix.
 """
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -119,12 +120,8 @@ class Einsum(Op):
 
     @staticmethod
     def forward(ctx, equation, *operands):
-        labels, out, sizes = _parse(equation, [x.shape for x in operands])
-        ctx.labels, ctx.out, ctx.sizes = labels, out, sizes
-        ctx.equation = _eq(labels, out)
+        ctx.labels, ctx.out, ctx.sizes, ctx.equation, ctx.formula = _plan(equation, tuple(x.shape for x in operands))
         ctx.save_for_backward(*operands)
-        ctx.formula = " ; ".join(f"d{_name(k)} = einsum('{_grad_eq(labels, out, sizes, x.shape, k)[0]}', dY, ...)"
-                                 for k, x in enumerate(operands))
         dt = _dt.result_type(*operands)
         # 16-bit floats are summed in float32 (as PyTorch does; NumPy's einsum has no bfloat16 at all)
         work = _dt.float32 if dt in (_dt.float16, _dt.bfloat16) else dt
@@ -140,7 +137,7 @@ class Einsum(Op):
         x = xs[k]
         eq, keep = _grad_eq(self.labels, self.out, self.sizes, x.shape, k)
         others = [xs[j] for j in range(len(xs)) if j != k]
-        trivial = not others and keep == self.out
+        trivial = not others and tuple(keep) == self.out
         r = g if trivial else O.einsum(eq, g, *others)
         uniq = list(dict.fromkeys(self.labels[k]))
         usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
@@ -163,6 +160,16 @@ class Einsum(Op):
             term = O.einsum(self.equation, *[t if j == k else x for j, x in enumerate(xs)])
             total = term if total is None else total + term
         return total
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(equation, shapes):
+    """Parse once per (equation, shapes): a training loop calls the same einsum thousands of times."""
+    labels, out, sizes = _parse(equation, shapes)
+    labels, out = tuple(tuple(t) for t in labels), tuple(out)  # shared by every call: immutable
+    formula = " ; ".join(f"d{_name(k)} = einsum('{_grad_eq(labels, out, sizes, shape, k)[0]}', dY, ...)"
+                         for k, shape in enumerate(shapes))
+    return labels, out, sizes, _eq(labels, out), formula
 
 
 def _name(k):
