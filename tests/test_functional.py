@@ -354,3 +354,27 @@ def test_fake_quantize_int8_defaults_and_errors():
         F.fake_quantize(x, 0.0)
     with pytest.raises(ArgumentError, match="zero_point 300"):
         F.fake_quantize(x, 0.1, zero_point=300)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "softmax", "log_softmax"])
+def test_hessian_forward_over_reverse_matches_torch(torch, fn):
+    """func.hessian runs forward mode over reverse mode: the backward ops need JVP rules too."""
+    from gradlab import func
+    a = np.random.default_rng(15).standard_normal((2, 4))
+    y = np.array([1, 3])
+    if fn == "cross_entropy":
+        def g(x):
+            return F.cross_entropy(x, gradlab.tensor(y), label_smoothing=0.1)
+
+        def t(x):
+            return torch.nn.functional.cross_entropy(x, torch.from_numpy(y), label_smoothing=0.1)
+    else:
+        def g(x):
+            return (getattr(F, fn)(x, dim=1) ** 2).sum()
+
+        def t(x):
+            return (getattr(torch.nn.functional, fn)(x, dim=1) ** 2).sum()
+    h = func.hessian(g)(gradlab.tensor(a))
+    th = torch.autograd.functional.hessian(t, torch.from_numpy(a))
+    assert np.abs(th.numpy()).max() > 1e-3
+    assert_close(h.data, th.numpy(), what="Hessian")
