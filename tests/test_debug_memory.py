@@ -42,6 +42,13 @@ def test_parts_add_up():
     assert r2.gradients == n_param_bytes
     assert r2.optimizer_state >= 2 * n_param_bytes  # Adam: exp_avg and exp_avg_sq per parameter
     assert r2.activations is None and "not measured" in repr(r2)
+    # the per-module table splits every part, and the parts add up to the totals
+    assert r2.modules["0"]["parameters"] == sum(p.nbytes for p in model[0].parameters())
+    for part, total in (("parameters", r2.parameters), ("gradients", r2.gradients),
+                        ("optimizer_state", r2.optimizer_state)):
+        assert sum(row[part] for row in r2.modules.values()) == total
+    assert sum(row["activations"] for row in r.modules.values()) == r.activations
+    assert "by module:" in repr(r2)
 
 
 def test_no_grad_keeps_no_activations():

@@ -51,6 +51,7 @@ class MemoryReport:
         self.dropped = 0
         self.counts = {}
         self.per_module = {}
+        self.modules = {}  # module -> {"parameters", "gradients", "optimizer_state", "activations"} bytes
         self.top_saved = []
         self.notes = []
 
@@ -83,6 +84,18 @@ class MemoryReport:
 
     HEADERS = ["part", "tensors", "bytes", "size"]
 
+    _PARTS = ("parameters", "gradients", "optimizer_state", "activations")
+
+    def _add(self, module, part, nbytes):
+        row = self.modules.setdefault(module, dict.fromkeys(self._PARTS, 0))
+        row[part] += int(nbytes)
+
+    def module_rows(self):
+        rows = sorted(self.modules.items(), key=lambda kv: -sum(kv[1].values()))
+        return [[m] + [human_bytes(r[p]) for p in self._PARTS] + [human_bytes(sum(r.values()))] for m, r in rows]
+
+    MODULE_HEADERS = ["module", "parameters", "gradients", "optimizer state", "saved activations", "total"]
+
     def _modules_sorted(self):
         return sorted(self.per_module.items(), key=lambda kv: -kv[1])
 
@@ -95,10 +108,8 @@ class MemoryReport:
 
     def __str__(self):
         out = [f"memory_report: {self.verdict()}", "", text_table(self.HEADERS, self.rows())]
-        if self.per_module:
-            out += ["", "saved activations by module:",
-                    text_table(["module", "bytes", "size"],
-                               [[m, b, human_bytes(b)] for m, b in self._modules_sorted()])]
+        if self.modules:
+            out += ["", "by module:", text_table(self.MODULE_HEADERS, self.module_rows())]
         if self.top_saved:
             out += ["", "largest saved tensors:",
                     text_table(["op", "module", "shape", "dtype", "bytes"],
@@ -112,11 +123,8 @@ class MemoryReport:
 
     def _repr_html_(self):
         parts = [f"<p><b>memory_report</b>: {self.verdict()}</p>", html_table(self.HEADERS, self.rows())]
-        if self.per_module:
-            parts.append(html_table(["module", "bytes", "size"],
-                                    [[m, b, human_bytes(b)] for m, b in sorted(self.per_module.items(),
-                                                                               key=lambda kv: -kv[1])],
-                                    caption="saved activations by module"))
+        if self.modules:
+            parts.append(html_table(self.MODULE_HEADERS, self.module_rows(), caption="by module"))
         if self.top_saved:
             parts.append(html_table(["op", "module", "shape", "dtype", "bytes"],
                                     [[s["op"], s["module"] or "", s["shape"], s["dtype"], s["bytes"]]
@@ -134,6 +142,7 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
     """
     params = named_parameters(model, "memory_report")
     rep = MemoryReport()
+    owner = {id(p): (n.rsplit(".", 1)[0] if "." in n else "(model)") for n, p in params}
     seen = set()
     param_roots = set()
     for _name, p in params:
@@ -141,6 +150,9 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
             continue
         seen.add(id(p))
         param_roots.add(id(_root(p.data)))
+        rep._add(owner[id(p)], "parameters", p.nbytes)
+        if p.grad is not None:
+            rep._add(owner[id(p)], "gradients", p.grad.nbytes)
         if p.requires_grad:
             rep.trainable_parameters += p.nbytes
             rep.counts["trainable"] = rep.counts.get("trainable", 0) + 1
@@ -159,6 +171,7 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
                                   f"param_groups), got {type(optimizer).__name__}")
         for p, st in state.items():
             rep.optimizer_state += _state_bytes(st)
+            rep._add(owner.get(id(p), "(not in the model)"), "optimizer_state", _state_bytes(st))
             rep.counts["state"] = rep.counts.get("state", 0) + (len(st) if isinstance(st, dict) else 1)
         if not state:
             rep.notes.append("the optimizer has no state yet (it is created by the first step())")
@@ -204,6 +217,7 @@ def _activations(rep, loss, param_roots, top):
             rep.activations += nbytes
             rep.counts["saved"] += 1
             rep.per_module[mod or "(outside modules)"] = rep.per_module.get(mod or "(outside modules)", 0) + nbytes
+            rep._add(mod or "(outside modules)", "activations", nbytes)
             entries.append({"op": n.name, "module": mod, "shape": s.shape, "dtype": str(s.dtype), "bytes": nbytes,
                             "name": s.name})
     entries.sort(key=lambda e: -e["bytes"])
