@@ -184,3 +184,20 @@ def test_integer_outputs_of_differentiable_inputs_carry_no_graph():
     y = x.long()
     assert y.dtype == gradlab.int64 and not y.requires_grad and y.grad_fn is None
     assert y.tolist() == [0, 2, -1]
+
+
+def test_mixed_dtype_ops_promote_and_send_each_input_its_own_dtype(torch):
+    a = gradlab.tensor([1.0, 2.0], dtype="float32", requires_grad=True)
+    b = gradlab.tensor([3.0, 4.0], dtype="float64", requires_grad=True)
+    h = gradlab.tensor([0.5, 0.25], dtype="float16", requires_grad=True)
+    y = (a * b).sum() + gradlab.einsum("i,i->", h, a)
+    ta = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    tb = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    th = torch.tensor([0.5, 0.25], dtype=torch.float16, requires_grad=True)
+    ty = (ta * tb).sum() + (th.float() * ta).sum()
+    assert y.dtype == gradlab.float64 and _tname(ty.dtype) == "float64"
+    y.backward()
+    ty.backward()
+    for g, tg in ((a, ta), (b, tb), (h, th)):
+        assert _name(g.grad.dtype) == _tname(tg.grad.dtype)
+        np.testing.assert_allclose(g.grad.numpy().astype(np.float64), tg.grad.double().numpy(), rtol=1e-3)
