@@ -10,8 +10,10 @@ the gradient is exactly zero; or backward did put a gradient there and
 first, then the evidence and what was checked.
 
 Pass ``loss`` as a tensor, or as a function of no arguments that computes it:
-then the forward is re-run under :class:`gradlab.debug.watch` and the exact
-line where the path was cut is found.
+then the forward is run once more under :class:`gradlab.debug.watch` (so it
+draws random numbers again, as any extra forward does) and the exact line
+where the path was cut is found. ``.grad`` is never changed: gradients are
+recomputed with ``gradlab.grad``.
 """
 from __future__ import annotations
 
