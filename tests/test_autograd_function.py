@@ -248,3 +248,32 @@ def test_without_anomaly_mode_nan_passes_silently_and_no_meta():
     finally:
         gradlab.autograd.set_detect_anomaly(False)
     assert not gradlab.autograd.is_anomaly_enabled()
+
+
+def test_once_differentiable_and_save_for_forward():
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x * x
+
+        @staticmethod
+        @gradlab.autograd.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+
+    x = T([0.5, -2.0])
+    (g,) = gradlab.grad(Cube.apply(x).sum(), x)
+    np.testing.assert_allclose(g.data, 3 * x.data ** 2)           # first order is fine
+    (g,) = gradlab.grad(Cube.apply(x).sum(), x, create_graph=True)
+    with pytest.raises(GradError, match="Cube: its backward is marked @once_differentiable"):
+        gradlab.grad(g.sum(), x)
+    _, t = gradlab.func.jvp(Cube.apply, (T([0.5, -2.0], rg=False),), (T([1.0, 1.0], rg=False),))
+    np.testing.assert_allclose(t.data, [0.75, 12.0])

@@ -7,7 +7,7 @@ from . import anomaly, forward_ad, functional, graph, overrides
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .overrides import override_vjp, register_vjp
 from .engine import backward, grad
-from .function import AccumulateGrad, Function, Op, SavedTensor
+from .function import AccumulateGrad, Function, Op, SavedTensor, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
@@ -15,7 +15,7 @@ _tensor_mod._autograd = engine
 inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 
 __all__ = [
-    "AccumulateGrad", "Function", "Op", "SavedTensor", "backward", "grad", "gradcheck", "gradgradcheck",
+    "AccumulateGrad", "Function", "Op", "SavedTensor", "once_differentiable", "backward", "grad", "gradcheck", "gradgradcheck",
     "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "forward_ad", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "register_vjp",
     "override_vjp",

@@ -154,11 +154,17 @@ class Function:
     def set_materialize_grads(self, value: bool):
         self._materialize = bool(value)
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors for a user Function's ``jvp`` (read back with ``ctx.saved_tensors``)."""
+        self._fwd_saved = tensors
+
     @property
     def saved_tensors(self) -> tuple:
         """What forward saved: inputs first, then saved outputs, rebuilt as tensors."""
         if self._released:
             raise _freed_error(self)
+        if not self._saved and self.__dict__.get("_fwd_saved"):
+            return self._fwd_saved  # inside a jvp: what save_for_forward kept
         return tuple(s.get(self) if isinstance(s, SavedTensor) else s for s in self._saved)
 
     @property
@@ -236,6 +242,41 @@ class Function:
         raise GradError(
             f"forward-mode AD: the op {self.name} has no JVP rule; add a jvp(self, *tangents) method beside its "
             "vjp (one tangent per positional input, None = zero), or use reverse mode (gradlab.func.jacrev)")
+
+
+def once_differentiable(backward):
+    """Decorator for a user Function's ``backward`` that is not itself differentiable.
+
+    The backward then runs without recording, and a second derivative through it
+    raises a clear error instead of silently coming out as zero.
+    """
+    import functools
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        create = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            res = backward(ctx, *grads)
+        finally:
+            _grad_state.enabled = create
+        if not create or not any(e is not None for e in ctx.next_functions):
+            return res
+        outs = res if isinstance(res, tuple) else (res,)
+        outs = tuple(_once_node(ctx, g) if isinstance(g, Tensor) else g for g in outs)
+        return outs if isinstance(res, tuple) else outs[0]
+    return wrapper
+
+
+def _once_node(ctx, g):
+    """``g`` as the output of a node that depends on ``ctx``'s inputs and refuses to differentiate."""
+    node = object.__new__(_OnceDifferentiable)
+    node.fn_name = ctx.name
+    node.next_functions = tuple(ctx.next_functions)
+    node.input_meta = tuple(ctx.input_meta)
+    node.out_meta = ((g.shape, g.dtype),)
+    node.seq = next(_seq)
+    return Tensor._make(g.data, True, node, 0)
 
 
 # Built-in ops compute on arrays; they subclass this.
@@ -404,3 +445,15 @@ class AccumulateGrad(Function):
 
     def __repr__(self):
         return f"<AccumulateGrad for {self.variable._label()}>"
+
+
+class _OnceDifferentiable(Function):
+    """A node whose backward refuses: marks the result of a ``@once_differentiable`` backward."""
+
+    name = "once_differentiable"
+    formula = "(no second derivative)"
+
+    def vjp(self, *grads):
+        raise GradError(f"{self.fn_name}: its backward is marked @once_differentiable, so it cannot be "
+                        "differentiated again (no second derivative through it); write the backward with "
+                        "differentiable gradlab ops instead")
