@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _tensor as _tensor_mod
 from ..backend import dtypes as _dt
+from ..backend import xp_of
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from .function import Op
@@ -136,11 +137,11 @@ def _replace(value):
     def compute(s):
         O = _O()
         if isinstance(value, Tensor) and value.requires_grad:
-            keep = Tensor._make(np.zeros(s.shape, dtype=bool))
+            keep = Tensor._make(xp_of(s.data).zeros(s.shape, dtype=bool))
             v = value if value.dtype == s.dtype else value.to(s.dtype)
             return O.where(keep, s, v)
         v = value.data if isinstance(value, Tensor) else value
-        out = np.empty_like(s.data)
+        out = xp_of(s.data).empty_like(s.data)
         out[...] = v
         if s.requires_grad:  # still an output of the graph, with gradient 0 to the old value
             return O.add(O.mul(s, 0.0), Tensor._make(out))
@@ -307,7 +308,7 @@ class SetItem(Op):
         return out
 
     def _mask(self, like):
-        m = np.ones(like.shape, dtype=like.dtype)
+        m = xp_of(like).ones(like.shape, dtype=like.dtype)
         m[self.index] = 0
         return Tensor._make(m)
 
@@ -322,7 +323,7 @@ class SetItem(Op):
     def jvp(self, tx, tv, _):
         x = self.args[0]
         if tx is None:
-            tx = Tensor._make(np.zeros(x.shape, dtype=x.dtype))
+            tx = Tensor._make(xp_of(x.data).zeros(x.shape, dtype=x.dtype))
         return SetItem.apply(tx, tv if tv is not None else 0.0, self.index)
 
 
