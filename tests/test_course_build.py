@@ -192,3 +192,25 @@ def test_bad_input_different_exercise(tmp_path, capsys):
 def test_bad_arguments(tmp_path, capsys):
     assert "--timeout must be positive" in _bad(tmp_path, capsys, ["x.ipynb", "--timeout", "0"])
     assert os.path.exists(ROOT / "solutions")
+
+
+def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
+    """A kernel that fails to start on a loaded machine is retried once, not scored as the student's zero."""
+    import sys
+    grade_mod = sys.modules["gradlab.course.grade"]
+    from gradlab.course import grade
+    calls = []
+
+    def fake_run(jobs, timeout, workers):
+        calls.append([i for i, _ in jobs])
+        status = "no-kernel" if len(calls) == 1 else "ok"
+        recs = {}
+        for i, nb in jobs:
+            recs[i] = [dict(c.metadata["gradlab"], status=status, message="", cell=k)
+                       for k, c in enumerate(nb.cells)]
+        return recs, None
+
+    monkeypatch.setattr(grade_mod, "run_notebooks", fake_run)
+    (res,) = grade([str(ROOT / "solutions" / "01_unbroadcast.ipynb")], solutions_dir=str(ROOT / "solutions"))
+    assert calls == [[0], [0]], "the notebook is run a second time"
+    assert res.earned == res.possible > 0 and not res.failed

@@ -109,7 +109,7 @@ def pytest_runtest_makereport(item, call):
     if call.excinfo is None:
         info["status"], info["message"] = "ok", ""
     elif call.when == "setup":
-        info["status"], info["message"] = "not-run", _short(f"the kernel did not start: {call.excinfo.value}")
+        info["status"], info["message"] = "no-kernel", _short(f"the kernel did not start: {call.excinfo.value}")
     else:
         info["status"], info["message"] = _message(item, call)
     info["duration"] = round(call.stop - call.start, 3)

@@ -110,6 +110,10 @@ def _score(result, parts, records, problem, timeout):
             result.notes.append(f"{where} raised {rec.get('message', '')}")
 
 
+def _kernel_failed(records) -> bool:
+    return not records or all(r["status"] == "no-kernel" for r in records)
+
+
 def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1):
     """Grade submission paths; returns [NotebookResult] in the order given."""
     results, jobs, meta = [], [], {}
@@ -138,6 +142,11 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         jobs.append((i, nb))
     if jobs:
         records, problem = run_notebooks(jobs, timeout=timeout, workers=workers)
+        # a kernel that did not start (a loaded machine) is the grader's problem, not the student's: retry once
+        retry = [(i, nb) for i, nb in jobs if _kernel_failed(records.get(i))]
+        if retry and not problem:
+            again, _ = run_notebooks(retry, timeout=timeout, workers=1)
+            records.update({i: recs for i, recs in again.items() if recs})
         for i, _ in jobs:
             _score(results[i], meta[i], records.get(i, []), problem, timeout)
             if problem and not records.get(i):

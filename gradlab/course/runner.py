@@ -43,7 +43,7 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
     """Run [(key, notebook)] and return {key: [cell record, ...]} plus the pytest log tail.
 
     A cell record is the dict written by ``_nbval_plugin``: kind, grade_id,
-    points, status ('ok', 'error', 'timeout', 'crash', 'not-run') and message.
+    points, status ('ok', 'error', 'timeout', 'crash', 'not-run', 'no-kernel') and message.
     """
     check_tools(workers)
     tmp = keep_dir or tempfile.mkdtemp(prefix="gradlab-grade-")
