@@ -277,3 +277,18 @@ def test_once_differentiable_and_save_for_forward():
         gradlab.grad(g.sum(), x)
     _, t = gradlab.func.jvp(Cube.apply, (T([0.5, -2.0], rg=False),), (T([1.0, 1.0], rg=False),))
     np.testing.assert_allclose(t.data, [0.75, 12.0])
+
+
+def test_detect_anomaly_as_decorator_and_check_nan_off():
+    @gradlab.autograd.detect_anomaly()
+    def step(x):
+        assert gradlab.autograd.is_anomaly_enabled()
+        (x * 0).log().sum().backward()
+
+    with pytest.raises(AnomalyError, match="log"):
+        step(T([1.0]))
+    assert not gradlab.autograd.is_anomaly_enabled()
+    x = T([1.0])
+    with gradlab.autograd.detect_anomaly(check_nan=False):
+        (x * 0).log().sum().backward()   # records creation sites but does not stop
+    assert not np.isfinite(x.grad.data).all()

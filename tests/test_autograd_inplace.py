@@ -187,3 +187,16 @@ def test_elementwise_inplace_methods_match_torch(op, torch):
     tl.backward()
     np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-12)
     np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_retain_grad_follows_the_tensor_through_an_inplace_change(torch):
+    def run(lib, x):
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return y.grad
+    x = gradlab.tensor([1.0, -2.0], dtype=gradlab.float64, requires_grad=True)
+    tx = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    np.testing.assert_allclose(run(gradlab, x).data, run(torch, tx).numpy())
+    np.testing.assert_allclose(x.grad.data, tx.grad.numpy())

@@ -126,9 +126,12 @@ def apply_inplace(self, name, compute, others=()):
     self._output_nr = result._output_nr
     if self._fw_grad is not None or result._fw_grad is not None:
         _set_tangent(self, result._fw_grad)
-    if retained and self.grad_fn is not None:
+    if retained:  # .grad now means the gradient of the new value, as in PyTorch
+        if fn is not None and fn._retained:
+            fn._retained.pop(old._output_nr, None)
         self._retains_grad = False
-        self.retain_grad()
+        if self.grad_fn is not None:
+            self.retain_grad()
     return self
 
 
