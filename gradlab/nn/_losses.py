@@ -224,7 +224,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = O.where(valid, smooth, 0.0)
     if red == "mean":
         keep = t != ignore_index
-        denom = float((w[np.where(keep, t, 0)] * keep).sum() if w is not None else keep.sum())
+        denom = float((w[xp_of(t).where(keep, t, 0)] * keep).sum() if w is not None else keep.sum())
         smooth = O.sum(smooth) / denom if denom else O.sum(smooth) * float("nan")
     elif red == "sum":
         smooth = O.sum(smooth)
