@@ -150,6 +150,9 @@ class trace:
         self.run_id = run_id
         self.model_config_hash = config_hash(model_config)
         self.input_batch_id = input_batch_id
+        # deterministic, so two packs of the same seeded run compare equal
+        self._run = run_id or "run-" + hashlib.sha256(
+            f"{self.model_config_hash}|{input_batch_id}".encode()).hexdigest()[:8]
         self.loss_scale = None
         self.scaler = scaler
         self.records = []
@@ -243,9 +246,7 @@ class trace:
         if bw is None:
             return
         self._runs += 1
-        run = self.run_id or "run-" + hashlib.sha256(
-            f"{self.model_config_hash}|{self.input_batch_id}".encode()).hexdigest()[:8]
-        self._write("graph_run", graph_run_id=f"{run}-{self._runs}", framework_version=_version(),
+        self._write("graph_run", graph_run_id=f"{self._run}-{self._runs}", framework_version=_version(),
                     compile_mode="eager", model_config_hash=self.model_config_hash,
                     input_batch_id=self.input_batch_id)
         for i, r in enumerate(bw["roots"]):
