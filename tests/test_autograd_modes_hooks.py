@@ -191,3 +191,18 @@ def test_report_after_backward_is_empty():
     assert graph.saved_tensors(y).total_bytes == 12
     y.backward()
     assert graph.saved_tensors(y).total_bytes == 0  # freed by backward
+
+
+def test_inplace_change_is_detected_through_saved_tensor_hooks_too():
+    x = gradlab.randn(3, requires_grad=True)
+    y = x * 1
+    y.name = "y"
+    with graph.save_on_cpu():
+        z = (y * y).sum()
+    rep = graph.saved_tensors(z)
+    packed = [e for e in rep if e.kind == "packed"]
+    assert len(packed) == 2 and sum(e.nbytes for e in packed) == 2 * y.nbytes  # two host copies, counted
+    with gradlab.no_grad():
+        y.add_(1)
+    with pytest.raises(GradError, match="'y' \\(shape \\(3,\\)\\) was saved by mul"):
+        z.backward()

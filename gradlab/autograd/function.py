@@ -85,17 +85,17 @@ class SavedTensor:
         return self.data.dtype if self.data is not None else getattr(self.packed, "dtype", None)
 
     def get(self, node) -> Tensor:
-        if self.unpack is not None:
-            return self.unpack(self.packed)
         if self.version_obj.value != self.version:
             nm = self.name or getattr(self.version_obj, "name", None)
             who = f"'{nm}'" if nm else "a tensor"
             raise GradError(
-                f"in-place change: {who} (shape {fmt_shape(self.data.shape)}) was saved by {node.name} for "
+                f"in-place change: {who} (shape {fmt_shape(self.shape or ())}) was saved by {node.name} for "
                 f"backward at version {self.version} and is now at version {self.version_obj.value}; "
                 f"use {nm or 'x'} = {nm or 'x'} + ... instead of {nm or 'x'} += ... "
                 "(or .clone() it before changing it)"
             )
+        if self.unpack is not None:
+            return self.unpack(self.packed)
         if self.tensor is not None:
             return self.tensor
         t = Tensor._make(self.data, True, node, self.output_nr)

@@ -60,12 +60,24 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         def pack(t):
-            return (t.device, t.detach().to("cpu") if t.device.type != "cpu" else t.detach().clone())
+            return _OnCpu(t.device, t.detach().to("cpu") if t.device.type != "cpu" else t.detach().clone())
 
         def unpack(packed):
-            device, t = packed
-            return t.to(device) if device.type != "cpu" else t
+            return packed.tensor.to(packed.device) if packed.device.type != "cpu" else packed.tensor
         super().__init__(pack, unpack)
+
+
+class _OnCpu:
+    """A saved tensor parked in host memory by :class:`save_on_cpu` (the report counts its bytes)."""
+
+    __slots__ = ("device", "tensor")
+
+    def __init__(self, device, tensor):
+        self.device, self.tensor = device, tensor
+
+    shape = property(lambda self: self.tensor.shape)
+    dtype = property(lambda self: self.tensor.dtype)
+    nbytes = property(lambda self: self.tensor.nbytes)
 
 
 class disable_saved_tensors_hooks:
