@@ -75,9 +75,9 @@ def read_notebook(path):
             f"{p}: not a notebook: malformed JSON at line {e.lineno}, column {e.colno} ({e.msg}); "
             "was it saved completely? Re-download or re-save it from Jupyter"
         ) from None
-    if not isinstance(raw, dict) or "cells" not in raw or "nbformat" not in raw:
+    if not isinstance(raw, dict) or not ("cells" in raw or "worksheets" in raw) or "nbformat" not in raw:
         raise CourseError(f"{p}: not a notebook: JSON without 'cells' and 'nbformat' (an .ipynb file is expected)")
-    if raw.get("nbformat") != 4:
+    if raw.get("nbformat") not in (3, 4):  # nbformat converts 3 to 4; older ones are from a different era
         raise CourseError(f"{p}: notebook format {raw.get('nbformat')} is not supported; save it with Jupyter (format 4)")
     try:
         nb = nbformat.reads(text, as_version=4)
