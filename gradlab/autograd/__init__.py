@@ -7,7 +7,8 @@ from . import anomaly, forward_ad, functional, graph, overrides
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .overrides import override_vjp, register_vjp
 from .engine import backward, grad
-from .function import AccumulateGrad, Function, Op, SavedTensor, once_differentiable
+from .function import AccumulateGrad, Function, Op, SavedTensor
+from .once import once_differentiable
 from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
