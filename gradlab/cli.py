@@ -2,7 +2,7 @@
 
     gradlab course build [--solutions solutions/] [--out exercises/] [--check]
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
-                  [--timeout S] [--json out.json] [--junit out.xml] [-n N]
+                  [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
 
 Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
 found exercises out of date); 2 bad input (not a notebook, malformed JSON,
@@ -33,6 +33,9 @@ def _parser():
     g.add_argument("--json", default=None, metavar="OUT.json", help="also write the scores as JSON")
     g.add_argument("--junit", default=None, metavar="OUT.xml", help="also write JUnit XML (one testcase per part)")
     g.add_argument("-n", dest="workers", type=int, default=1, help="grade N notebooks in parallel (pytest-xdist)")
+    g.add_argument("--keep", default=None, metavar="DIR",
+                   help="keep the notebooks exactly as run, nbval's log and per-cell results in DIR")
+    p._course = course
     return p
 
 
@@ -68,7 +71,7 @@ def main(argv=None) -> int:
                 return _error(f"-n must be at least 1, got {args.workers}")
             from .course import grade, table, to_json, to_junit
             results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
-                            hidden=args.hidden, timeout=args.timeout, workers=args.workers)
+                            hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep)
             print(table(results))
             if args.json:
                 _write(args.json, to_json(results))
@@ -83,7 +86,7 @@ def main(argv=None) -> int:
         return _error(f"{e.filename or ''}: {e.strerror}".strip(": "))
     except KeyboardInterrupt:
         return 130
-    parser.print_help()
+    (parser._course if args.command == "course" else parser).print_help()
     return 2
 
 

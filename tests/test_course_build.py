@@ -201,7 +201,7 @@ def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
     from gradlab.course import grade
     calls = []
 
-    def fake_run(jobs, timeout, workers):
+    def fake_run(jobs, timeout, workers, keep_dir=None, labels=None):
         calls.append([i for i, _ in jobs])
         status = "no-kernel" if len(calls) == 1 else "ok"
         recs = {}

@@ -68,7 +68,9 @@ def runs(tmp_path_factory):
         "solutions": _grade(tmp, "solutions", SOLUTIONS, "--hidden"),
         "students": _grade(tmp, "students", [*EXERCISES, *sorted(FIXTURES.glob("*.ipynb")), bad],
                            timeout=LOOP_TIMEOUT),
-        "hidden": _grade(tmp, "hidden", [FIXTURES / "wrong_softmax_no_max_subtraction.ipynb"], "--hidden"),
+        "hidden": _grade(tmp, "hidden", [FIXTURES / "wrong_softmax_no_max_subtraction.ipynb"], "--hidden",
+                         "--keep", str(tmp / "kept")),
+        "kept": tmp / "kept",
     }
 
 
@@ -125,6 +127,15 @@ def test_hidden_tests_only_run_with_hidden(runs):
     assert hidden["softmax_vjp_values"]["status"] != "ok", "the hidden test catches the overflowing softmax"
     assert runs["hidden"]["nb"][name]["earned"] < runs["students"]["nb"][name]["earned"]
     assert runs["hidden"]["rc"] == 1
+
+
+def test_keep_shows_exactly_what_ran(runs):
+    kept = runs["kept"]
+    index = json.loads((kept / "index.json").read_text())
+    assert list(index.values()) == [str(FIXTURES / "wrong_softmax_no_max_subtraction.ipynb")]
+    ran = (kept / next(iter(index)) / "submission.ipynb").read_text()
+    assert "np.array([[1000.0, 0.0]])" in ran, "the hidden test was part of the notebook nbval ran"
+    assert (kept / "pytest.log").read_text().strip()
 
 
 def test_survives_an_exception_in_student_code(runs):

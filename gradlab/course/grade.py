@@ -114,8 +114,13 @@ def _kernel_failed(records) -> bool:
     return not records or all(r["status"] == "no-kernel" for r in records)
 
 
-def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1):
-    """Grade submission paths; returns [NotebookResult] in the order given."""
+def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1,
+          keep_dir=None):
+    """Grade submission paths; returns [NotebookResult] in the order given.
+
+    ``keep_dir``: keep the assembled notebooks (exactly what ran), nbval's log and the per-cell
+    results there instead of in a temporary folder that is removed.
+    """
     results, jobs, meta = [], [], {}
     sol_nb = None
     if against is not None:
@@ -141,11 +146,13 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         meta[i] = parts_of(snb)
         jobs.append((i, nb))
     if jobs:
-        records, problem = run_notebooks(jobs, timeout=timeout, workers=workers)
+        labels = {i: results[i].notebook for i, _ in jobs}
+        records, problem = run_notebooks(jobs, timeout=timeout, workers=workers, keep_dir=keep_dir, labels=labels)
         # a kernel that did not start (a loaded machine) is the grader's problem, not the student's: retry once
         retry = [(i, nb) for i, nb in jobs if _kernel_failed(records.get(i))]
         if retry and not problem:
-            again, _ = run_notebooks(retry, timeout=timeout, workers=1)
+            again, _ = run_notebooks(retry, timeout=timeout, workers=1, labels=labels,
+                                     keep_dir=os.path.join(keep_dir, "retry") if keep_dir else None)
             records.update({i: recs for i, recs in again.items() if recs})
         for i, _ in jobs:
             _score(results[i], meta[i], records.get(i, []), problem, timeout)

@@ -39,7 +39,7 @@ def check_tools(workers: int) -> None:
                           + ": pip install 'gradlab[dev]'")
 
 
-def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=None):
+def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=None, labels=None):
     """Run [(key, notebook)] and return {key: [cell record, ...]} plus the pytest log tail.
 
     A cell record is the dict written by ``_nbval_plugin``: kind, grade_id,
@@ -64,6 +64,11 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         f.write(_INI)
     results_path = os.path.join(tmp, "results.jsonl")
     log_path = os.path.join(tmp, "pytest.log")
+    if os.path.exists(results_path):
+        os.remove(results_path)  # a reused --keep folder: results of this run only
+    if labels:
+        with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
+            json.dump({os.path.dirname(rel): labels.get(key, str(key)) for rel, key in keys.items()}, f, indent=1)
     cmd = [sys.executable, "-m", "pytest", "-c", ini, "--rootdir", tmp, "-p", "no:cacheprovider",
            "-p", "gradlab.course._nbval_plugin", "-p", "nbval.plugin", "--nbval-lax", "--nbval-current-env",
            f"--nbval-cell-timeout={timeout:g}", "--nbval-kernel-startup-timeout=60", "-q", "--no-header",
