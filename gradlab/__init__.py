@@ -58,6 +58,7 @@ _LAZY = {
     "trace": ("gradlab.debug", "trace"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
+    "compile": ("gradlab.compile", "compile"),
     "animate_backward": ("gradlab.viz.widgets", "animate_backward"),
     "animate_forward": ("gradlab.viz.widgets", "animate_forward"),
     "nn": ("gradlab.nn", None),

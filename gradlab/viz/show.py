@@ -132,6 +132,8 @@ def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=No
     the root does not reach. ``fold``: fold identical repeated blocks.
     ``id_prefix``: prepended to every SVG id (several graphs in one page).
     """
+    if hasattr(root, "_show_graph_"):  # a gradlab.compile'd function draws its graphs before/after the passes
+        return root._show_graph_(which=view, rankdir=rankdir)
     model = build_model(root, view=view, params=params)
     p = _collapse.plan(model, depth=depth, max_nodes=max_nodes, fold=fold)
     rankdir = rankdir if rankdir in ("TB", "LR", "BT", "RL") else "TB"

@@ -1,0 +1,260 @@
+"""Tracing: run the function once, eagerly, and write down every op it calls.
+
+The tracer is an *op observer* (``gradlab.autograd.function.op_observers``):
+``Function.apply`` tells it about every op call, with the op's class, its
+arguments and its outputs. Tensors are matched to graph values by identity
+(and by their array, since a saved output comes back from ``saved_tensors``
+as a new Tensor around the same array). A tensor the tracer has never seen
+is *captured*: a leaf that requires grad becomes a ``param`` input (read
+afresh on every call, so training updates are seen), anything else a
+``const`` baked into the graph.
+
+The backward is traced the same way: with the forward's graph alive, the
+tracer calls ``gradlab.grad(..., create_graph=True)``. Every VJP is written
+with gradlab ops, so the backward pass *is* more ops, and they land in the
+same list: one joint forward+backward graph that ``passes.partition`` later
+cuts in two (the way AOTAutograd does).
+
+What a tracer cannot see: Python deciding things from tensor *values*.
+``if x.sum() > 0:`` runs one branch now, and only that branch is recorded.
+While tracing, ``item()``, ``bool()``, ``float()``, ``int()``, ``tolist()``
+and ``numpy()`` on a traced value warn (:class:`TraceSpecializationWarning`)
+naming the line, as ``torch.jit.trace`` and ``jax.jit`` do.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from .. import ops as _ops_mod
+from .._tensor import Tensor
+from ..autograd import function as _fn
+from ..autograd.function import SavedTensor
+from ..ops.registry import REGISTRY
+from .ir import Graph, Node
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL = tuple(os.path.join(_PKG, d) for d in ("ops", "autograd", "backend", "compile", "_tensor.py",
+                                                   "factories.py"))
+_active = []   # the tracers running now (compiled functions called while tracing run eagerly)
+
+
+class TraceSpecializationWarning(UserWarning):
+    """A traced function read a tensor's value in Python: the graph is specialised to this call."""
+
+
+def user_site(depth=2):
+    """``(file, line, globals)`` of the first frame outside the gradlab package, or None."""
+    f = sys._getframe(depth)
+    while f is not None:
+        fname = os.path.abspath(f.f_code.co_filename)
+        if not fname.startswith(_PKG + os.sep):
+            return fname, f.f_lineno, f.f_globals
+        f = f.f_back
+    return None
+
+
+def _site_text(site) -> str:
+    if site is None:
+        return None
+    return f"{os.path.basename(site[0])}:{site[1]}"
+
+
+class Tracer:
+    """Records op calls into a :class:`Graph` while it is in ``op_observers``."""
+
+    def __init__(self, name):
+        self.graph = Graph(name)
+        self.by_tensor, self.by_array, self.keep = {}, {}, []
+        self.phase = "forward"
+        self.params = []            # (Value, Tensor) lifted leaves
+        self.specializations = []   # (what, site text, code line)
+        self._suspended = False
+
+    # ------------------------------------------------------------ values
+    def _register(self, t, v):
+        self.by_tensor[id(t)] = v
+        self.by_array[id(t.data)] = v
+        self.keep.append(t)
+
+    def add_input(self, t: Tensor, label: str, kind="input"):
+        v = self.graph.new_value(t.shape, t.dtype, kind, ref=t, label=label)
+        v.name = label
+        self._register(t, v)
+        self.graph.inputs.append(v)
+        return v
+
+    def known(self, t) -> bool:
+        return id(t) in self.by_tensor or id(t.data) in self.by_array
+
+    def value_of(self, t: Tensor):
+        v = self.by_tensor.get(id(t))
+        if v is None:
+            v = self.by_array.get(id(t.data))
+            if v is None:
+                v = self._capture(t)
+            self.by_tensor[id(t)] = v
+            self.keep.append(t)
+        return v
+
+    def _capture(self, t: Tensor):
+        """A tensor made outside the trace: a lifted parameter, state hidden in a forward ctx, or a constant."""
+        if self.phase == "backward":
+            v = self._hidden(t)
+            if v is not None:
+                return v
+        g = self.graph
+        if t.requires_grad:
+            label = t.name or f"p{len(self.params)}"
+            v = g.new_value(t.shape, t.dtype, "param", ref=t, label=label)
+            v.name = _unique(label, g)
+            self.params.append((v, t))
+        else:
+            v = g.new_value(t.shape, t.dtype, "const", data=t.data, label=t.name, prefix="c")
+            g.consts.append(v)
+        self._register(t, v)
+        return v
+
+    def _hidden(self, t: Tensor):
+        """A tensor a forward op kept in its ctx (``ctx.mask = ...``): expose it as an extra output."""
+        for n in self.graph.nodes:
+            ctx = n.ctx
+            if ctx is None or n.phase != "forward":
+                continue
+            key = None
+            for k, s in enumerate(ctx.__dict__.get("_saved", ())):
+                if isinstance(s, SavedTensor) and s.tensor is t:
+                    key = ("saved", k)
+                    break
+            if key is None:
+                for name, val in ctx.__dict__.items():
+                    if val is t:
+                        key = ("attr", name)
+                        break
+            if key is not None:
+                v = self.graph.new_value(t.shape, t.dtype)
+                n.hidden.append((v, key))
+                self._register(t, v)
+                return v
+        return None
+
+    def _new_out(self, o):
+        if isinstance(o, Tensor):
+            v = self.graph.new_value(o.shape, o.dtype)
+            self._register(o, v)
+            return v
+        return None
+
+    # ---------------------------------------------------- the observer API
+    def before(self, cls, args):
+        return None
+
+    def after(self, token, cls, args, outputs, node):
+        self._record(cls.name, args, {}, outputs, cls=cls, ctx=node)
+
+    def _record(self, op, args, kwargs, outputs, cls=None, fn=None, ctx=None):
+        vargs = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        where = _site_text(user_site(3)) if self.phase == "forward" else None
+        n = Node(op, vargs, [self._new_out(o) for o in outs], cls=cls, fn=fn, where=where, phase=self.phase,
+                 kwargs=kwargs)
+        n.ctx = ctx
+        self.graph.nodes.append(n)
+
+    # --------------------------------------------- ops with no Function
+    def _wrap(self, name, fn):
+        """A registered op with no node of its own (``gt``, ``eq``...): record it as one call."""
+        tracer = self
+
+        def wrapper(*args, **kwargs):
+            if tracer._suspended or tracer not in _fn.op_observers:
+                return fn(*args, **kwargs)
+            tracer._suspended = True
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                tracer._suspended = False
+            tracer._record(name, args, kwargs, out, fn=fn)
+            return out
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    # ------------------------------------------- data-dependent control flow
+    def _spy(self, what, original):
+        tracer = self
+
+        def spy(t, *a, **k):
+            caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
+            if tracer.known(t) and tracer.value_of(t).kind != "const" and not caller.startswith(_INTERNAL):
+                tracer._specialised(what, t)
+            return original(t, *a, **k)
+        return spy
+
+    def _specialised(self, what, t):
+        site = user_site(3)
+        code = ""
+        if site is not None:
+            import linecache
+            code = linecache.getline(site[0], site[1]).strip()
+        where = _site_text(site) or "?"
+        self.specializations.append((what, where, code))
+        msg = (f"gradlab.compile: {self.graph.name} {what} a traced tensor ({self.value_of(t).type}) at {where}"
+               f"{f' ({code})' if code else ''}. The compiled graph is specialised to the value it has now: "
+               "Python control flow or numbers that depend on it are baked in, and later calls with other "
+               "values will NOT take another branch. Keep that part outside the compiled function, or compute it "
+               "with tensor ops (gradlab.where, clamp, masks).")
+        if site is not None:
+            warnings.warn_explicit(msg, TraceSpecializationWarning, site[0], site[1], module=site[2].get(
+                "__name__", "__main__"), registry=site[2].setdefault("__warningregistry__", {}))
+        else:  # pragma: no cover
+            warnings.warn(msg, TraceSpecializationWarning, stacklevel=3)
+
+    # --------------------------------------------------------- on / off
+    def __enter__(self):
+        self._patched = []
+        for name, info in REGISTRY.items():
+            if info.op is None and not info.differentiable and info.namespace == "gradlab":
+                orig = getattr(_ops_mod, name, None)
+                if orig is not None and getattr(orig, "__wrapped__", None) is None:
+                    self._patched.append((_ops_mod, name, orig))
+                    setattr(_ops_mod, name, self._wrap(name, orig))
+        spies = {"item": "reads .item() of", "tolist": "reads .tolist() of", "numpy": "reads .numpy() of",
+                 "__bool__": "uses bool() (an `if`/`while`/`and` test) on", "__float__": "calls float() on",
+                 "__int__": "calls int() on", "__index__": "uses as an index"}
+        for meth, what in spies.items():
+            orig = Tensor.__dict__.get(meth)
+            if orig is not None:
+                self._patched.append((Tensor, meth, orig))
+                setattr(Tensor, meth, self._spy(what, orig))
+        _fn.op_observers.append(self)
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        if self in _fn.op_observers:
+            _fn.op_observers.remove(self)
+        _active.remove(self)
+        for owner, name, orig in reversed(self._patched):
+            setattr(owner, name, orig)
+        return False
+
+
+def _unique(label, graph):
+    names = {v.name for v in graph.inputs} | {v.name for v in graph.consts}
+    base, i = label, 1
+    while label in names:
+        label, i = f"{base}_{i}", i + 1
+    return label
+
+
+def is_tracing() -> bool:
+    return bool(_active)
+
+
+def ones_like_array(a):
+    out = np.empty_like(a) if isinstance(a, np.ndarray) else a.copy()
+    out.fill(1)
+    return out

@@ -1,0 +1,232 @@
+"""gradlab.compile: tracing, guards, passes, fusion, compiled backward, honest limits."""
+from __future__ import annotations
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+import gradlab as G
+from gradlab._tensor import Tensor
+from gradlab.compile import TraceSpecializationWarning, cuda_source
+from gradlab.ops.registry import REGISTRY, SampleSource
+
+
+def gelu_block(x, b):
+    h = x + b
+    return (0.5 * h * (1 + G.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))) * 1.5
+
+
+def _grads(f, *ts):
+    for t in ts:
+        t.grad = None
+    y = f(*ts)
+    y.backward(G.ones_like(y) * 0.5)
+    return y.detach().numpy().copy(), [t.grad.numpy().copy() for t in ts]
+
+
+def test_graph_prints_as_text_with_shapes_and_values_equal_eager():
+    cf = G.compile(gelu_block)
+    x, b = G.randn(8, 16, requires_grad=True), G.randn(16, requires_grad=True)
+    y = cf(x, b)
+    text = str(cf.entry.traced_forward)
+    assert "tanh(" in text and "f32[8,16]" in text and "%x: f32[8,16]" in text
+    assert "test_compile.py" in text  # each traced op names the line that made it
+    np.testing.assert_allclose(y.detach().numpy(), gelu_block(x, b).detach().numpy(), rtol=1e-6)
+    assert "fused_0" in str(cf.graph)
+
+
+def test_gradients_equal_eager_and_forward_keeps_only_inputs():
+    cf = G.compile(gelu_block)
+    x, b = G.randn(6, 5, requires_grad=True), G.randn(5, requires_grad=True)
+    cf(x, b)
+    x2, b2 = G.randn(6, 5, requires_grad=True), G.randn(5, requires_grad=True)  # new values, same signature
+    ye, ge = _grads(gelu_block, x2, b2)
+    yc, gc = _grads(cf, x2, b2)
+    np.testing.assert_allclose(yc, ye, rtol=1e-6)
+    for a, e in zip(gc, ge):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    assert len(cf.log) == 1
+    # the elementwise chain is recomputed in the backward kernel: only x and b are saved
+    assert [v.name for v in cf.backward_graph.inputs if v.kind != "grad"] == ["x", "b"]
+    assert sum(1 for n in cf.backward_graph.nodes if n.group) == 1
+
+
+def _elementwise_cases():
+    for name, info in REGISTRY.items():
+        if info.elementwise:
+            for k, s in enumerate(info.samples(SampleSource(3))):
+                if k >= 2:
+                    break
+                yield pytest.param(name, s, id=f"{name}-{k}")
+
+
+@pytest.mark.parametrize("name,sample", list(_elementwise_cases()))
+def test_every_registered_elementwise_op_compiles_with_eager_gradients(name, sample):
+    info = REGISTRY[name]
+    pos = [i for i, a in enumerate(sample.args) if isinstance(a, Tensor)]
+
+    def f(*ts):
+        args = list(sample.args)
+        for i, t in zip(pos, ts):
+            args[i] = t
+        return info.fn(*args, **sample.kwargs) * 2.0
+
+    cf = G.compile(f)
+    ts = [sample.args[i] for i in pos]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TraceSpecializationWarning)
+        cf(*ts)
+    # other values with the same signature: the replayed graph must not have baked the first ones in
+    ts2 = [Tensor._make(np.asarray(t.data * 0.9 + 0.05)).requires_grad_(t.requires_grad) for t in ts]
+    yc, ye = cf(*ts2), f(*ts2)
+    np.testing.assert_allclose(yc.detach().numpy(), ye.detach().numpy(), rtol=1e-9, atol=1e-12)
+    wrt = [t for t in ts2 if t.requires_grad]
+    if yc.requires_grad and wrt:
+        g = G.randn(*yc.shape, dtype=yc.dtype)
+        for a, e in zip(G.grad(yc, wrt, g, allow_unused=True), G.grad(ye, wrt, g, allow_unused=True)):
+            assert (a is None) == (e is None)
+            if a is not None:
+                np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-9, atol=1e-12)
+    assert len(cf.log) == 1
+
+
+def test_small_mlp_parameters_are_lifted_and_trained():
+    G.manual_seed(0)
+    model = G.nn.Sequential(G.nn.Linear(4, 8), G.nn.Tanh(), G.nn.Linear(8, 3))
+
+    def loss_fn(x, t):
+        return ((model(x) - t) ** 2).mean()
+
+    closs = G.compile(loss_fn)
+    opt = G.optim.SGD(model.parameters(), lr=0.1)
+    x, t = G.randn(5, 4), G.randn(5, 3)
+    for _ in range(3):
+        opt.zero_grad()
+        le = loss_fn(x, t)
+        le.backward()
+        ge = [p.grad.numpy().copy() for p in model.parameters()]
+        opt.zero_grad()
+        lc = closs(x, t)
+        lc.backward()
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-5)
+        for p, e in zip(model.parameters(), ge):
+            np.testing.assert_allclose(p.grad.numpy(), e, rtol=1e-4, atol=1e-6)
+        opt.step()  # the compiled graph reads the parameters afresh each call
+    assert len(closs.log) == 1
+    assert sum(1 for v in closs.entry.traced.inputs if v.kind == "param") == 4
+
+
+def test_retraces_when_shape_or_dtype_changes_and_says_why():
+    cf = G.compile(lambda x: G.exp(x) * 2)
+    cf(G.randn(3, 4))
+    cf(G.randn(3, 4))
+    assert len(cf.log) == 1
+    cf(G.randn(2, 4))
+    cf(G.randn(2, 4, dtype=G.float64))
+    assert len(cf.log) == 3
+    text = cf.explain()
+    assert "'x' shape changed: (3, 4) -> (2, 4)" in text
+    assert "'x' dtype changed: float32 -> float64" in text
+    cf(G.randn(3, 4))  # cached: no new trace
+    assert len(cf.log) == 3
+
+
+def test_passes_report_cse_dce_and_constant_folding():
+    c = G.tensor(2.0)
+
+    def f(x):
+        a = G.exp(x)
+        b = G.exp(x)          # same as a
+        unused = G.sin(x)     # dead  # noqa: F841
+        k = G.exp(c) * 3.0    # only constants: folded
+        return a * b + k
+
+    cf = G.compile(f)
+    x = G.randn(4, requires_grad=True)
+    y = cf(x)
+    text = cf.explain()
+    assert "common subexpressions:" in text and "is the same as" in text
+    assert "dead code:" in text and "sin(%x) is never used" in text
+    assert "constant folding:" in text and "computed once" in text
+    np.testing.assert_allclose(y.detach().numpy(), f(x).detach().numpy(), rtol=1e-6)
+    ops = [m.op for n in cf.graph.nodes for m in (n.group or [n])]
+    assert ops.count("exp") == 1 and "sin" not in ops
+
+
+def test_fused_kernel_allocates_no_full_size_intermediates():
+    x, b = G.randn(512, 1024), G.randn(1024)
+    cf = G.compile(gelu_block)
+    with G.no_grad():
+        cf(x, b)
+        node = cf.graph.nodes[0]
+        assert node.group and len(node.group) == 11 and "out=" in node.source and "for s in range" in node.source
+        tracemalloc.start()
+        gelu_block(x, b)
+        eager = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        tracemalloc.start()
+        cf(x, b)
+        compiled = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    out_bytes = 512 * 1024 * 4
+    assert compiled < 2 * out_bytes < eager  # the output + a few chunk-sized scratch buffers
+
+
+def test_cuda_elementwise_kernel_source_is_generated():
+    cf = G.compile(gelu_block)
+    with G.no_grad():
+        cf(G.randn(4, 8), G.randn(8))
+    src = cuda_source(cf.graph.nodes[0])
+    assert src["in_params"] == "float32 in0, float32 in1" and src["out_params"] == "float32 out0"
+    assert "tanh(" in src["operation"] and "out0 = " in src["operation"]
+    assert src["operation"].count(";") >= 11
+
+
+def test_data_dependent_control_flow_warns_naming_the_line():
+    def f(x):
+        if x.sum() > 0:   # a Python branch on a traced value
+            return x * 2
+        return x * 3
+
+    cf = G.compile(f)
+    with pytest.warns(TraceSpecializationWarning, match=r"bool\(\).*test_compile.py:\d+.*if x.sum\(\) > 0"):
+        cf(G.ones(3))
+    assert "specialised to values read while tracing" in cf.explain()
+
+    def g(x):
+        return x * x.max().item()
+
+    with pytest.warns(TraceSpecializationWarning, match=r"\.item\(\)"):
+        G.compile(g)(G.ones(3))
+
+
+def test_show_graph_draws_before_and_after_with_fused_box():
+    cf = G.compile(gelu_block)
+    cf(G.randn(4, 8, requires_grad=True), G.randn(8, requires_grad=True))
+    view = G.show_graph(cf)
+    assert "cluster_before" in view.source and "cluster_after" in view.source
+    assert "fused_0" in view.source and "11 ops, one kernel" in view.source
+    bview = cf.show_graph("backward")
+    assert "incoming grad" in bview.source
+    svg = view.svg()
+    assert "<svg" in svg and "after_n0" in svg
+
+
+def test_multiple_outputs_inference_mode_and_higher_order():
+    cf = G.compile(lambda x: (G.tanh(x) * 2, G.exp(x) + 1))
+    x = G.randn(5, requires_grad=True)
+    a, b = cf(x)
+    (a.sum() * 3 + b.sum()).backward()
+    expect = 6 * (1 - np.tanh(x.data) ** 2) + np.exp(x.data)
+    np.testing.assert_allclose(x.grad.numpy(), expect, rtol=1e-5)
+    with G.no_grad():
+        a2, _ = cf(x)
+    assert not a2.requires_grad and "grad mode changed: on -> off" in cf.explain()
+    # second derivatives: the compiled backward hands over to the eager program under create_graph
+    sq = G.compile(lambda x: x * x * x)
+    x = G.randn(3, dtype=G.float64, requires_grad=True)
+    (g,) = G.grad(sq(x).sum(), [x], create_graph=True)
+    (gg,) = G.grad(g.sum(), [x])
+    np.testing.assert_allclose(gg.numpy(), 6 * x.data, rtol=1e-10)
