@@ -320,7 +320,7 @@ function render({ model, el }) {
   slider.onchange = () => go(Number(slider.value), true);
   speed.onchange = () => { if (timer) { stop(false); play(); } };
   root.addEventListener("keydown", (ev) => {
-    if (ev.target.tagName === "SELECT" || ev.target.tagName === "INPUT" && ev.key !== " ") return;
+    if (ev.target.tagName === "SELECT" || (ev.target.tagName === "INPUT" && ev.key !== " ")) return;
     let used = true;
     if (ev.key === "ArrowRight") bFwd.onclick();
     else if (ev.key === "ArrowLeft") bBack.onclick();
@@ -328,6 +328,8 @@ function render({ model, el }) {
     else used = false;
     if (used) { ev.preventDefault(); ev.stopPropagation(); }
   });
+  // space on a focused button would also "click" it on keyup: the keydown above already acted
+  root.addEventListener("keyup", (ev) => { if (ev.key === " " && ev.target.tagName === "BUTTON") ev.preventDefault(); });
   root.addEventListener("click", (ev) => { if (!ev.target.closest("select, input, button")) root.focus({ preventScroll: true }); });
   model.on("change:step", () => { const s = model.get("step"); if (s !== cur) { stop(false); go(s, false); } });
 

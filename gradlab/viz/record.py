@@ -317,8 +317,8 @@ class ForwardRecorder:
     def __call__(self, node):
         before = self._ledger.bytes
         self.holdings[node] = self._ledger.add(node)
-        meta = getattr(node, "meta", None) or {}
-        site = meta.get("site") or meta.get("creation_site") or meta.get("stack") if isinstance(meta, dict) else None
+        meta = getattr(node, "meta", None)
+        site = (meta.get("site") or meta.get("creation_site")) if isinstance(meta, dict) else None
         if site is None and self.sites:
             site = user_site()
         self.steps.append(ForwardStep(len(self.steps), node, node.name, self._ledger.bytes - before,

@@ -144,6 +144,14 @@ def test_keyboard_steps_and_plays(widget_notebook):
     page.keyboard.press(" ")
     page.wait_for_function("r => +r.dataset.step === %d && r.dataset.playing === '0'" % len(order),
                            arg=root.element_handle(), timeout=20_000)
+    # space with a button focused toggles play once (not once for the key and again for a button click)
+    big = _roots(page).nth(1)
+    big.locator(".gl-speed").select_option("0.5")
+    big.locator(".gl-back").click()
+    page.keyboard.press(" ")
+    assert _state(big)["playing"] == "1"
+    page.keyboard.press(" ")
+    assert _state(big)["playing"] == "0" and _state(big)["step"] <= 1
 
 
 def test_play_reaches_the_last_step(widget_notebook):
