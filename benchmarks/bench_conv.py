@@ -1,5 +1,9 @@
 """conv2d forward + backward: im2col (F.conv2d) vs the naive loop (conv2d_naive) vs PyTorch CPU.
 
+A fourth row, "NumPy im2col arrays", runs the same array operations with no
+autograd at all (im2col, matmul, col2im, the weight and bias gradients): the
+gap between it and gradlab's row is what the graph and the op layer cost.
+
 Batch 32, 3 -> 16 channels, 32x32 images, 3x3 kernel, padding 1, float32,
 gradients for input, weight and bias. Each figure is the best of several
 repeats, contenders interleaved so machine noise hits them alike.
@@ -13,7 +17,7 @@ import numpy as np
 
 import gradlab
 import gradlab.nn.functional as F
-from gradlab.ops.conv import conv2d_naive
+from gradlab.ops.conv import col2im, conv2d_naive, im2col
 
 try:
     import torch
@@ -46,14 +50,24 @@ def main():
             y.sum().backward()
         return step
 
-    im2col, naive = run(F.conv2d), run(conv2d_naive)
+    geom = ((K, K), (1, 1), (1, 1), (1, 1))
+
+    def raw_numpy():  # forward and the three gradients, arrays only
+        cols = im2col(xa, *geom)
+        y = np.matmul(wa.reshape(COUT, -1), cols) + ba.reshape(1, COUT, 1)
+        g = np.ones_like(y)
+        col2im(np.matmul(wa.reshape(COUT, -1).T, g), (H, H), *geom)  # dx
+        np.matmul(g, im2col(xa, *geom).transpose(0, 2, 1)).sum(0)       # dw
+        g.sum(axis=(0, 2))                                                # db
+
+    im2col_step, naive = run(F.conv2d), run(conv2d_naive)
     # same numbers from both versions
-    im2col()
+    im2col_step()
     g1 = (x.grad.numpy().copy(), w.grad.numpy().copy())
     naive()
     assert np.allclose(g1[0], x.grad.numpy(), atol=1e-3) and np.allclose(g1[1], w.grad.numpy(), rtol=1e-3, atol=1e-2)
 
-    times = {"gradlab im2col": [], "gradlab naive loop": []}
+    times = {"gradlab im2col": [], "gradlab naive loop": [], "NumPy im2col arrays": []}
     if torch is not None:
         tx, tw, tb = (torch.from_numpy(a.copy()).requires_grad_() for a in (xa, wa, ba))
 
@@ -62,7 +76,8 @@ def main():
             torch.nn.functional.conv2d(tx, tw, tb, padding=1).sum().backward()
         times["PyTorch CPU"] = []
     for _ in range(3):  # interleave
-        times["gradlab im2col"].append(_best(im2col, 15))
+        times["gradlab im2col"].append(_best(im2col_step, 15))
+        times["NumPy im2col arrays"].append(_best(raw_numpy, 15))
         times["gradlab naive loop"].append(_best(naive, 2))
         if torch is not None:
             times["PyTorch CPU"].append(_best(torch_step, 15))
