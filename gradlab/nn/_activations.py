@@ -99,6 +99,60 @@ def glu(input, dim=-1):
     return a * O.sigmoid(b)
 
 
+def prelu(input, weight):
+    """``x`` if ``x > 0`` else ``weight * x``, with a learned slope per channel (dim 1) or one shared slope."""
+    x, w = check_tensor(input, "prelu"), check_tensor(weight, "prelu", "weight")
+    if w.ndim != 1 or (w.shape[0] != 1 and (x.ndim < 2 or w.shape[0] != x.shape[1])):
+        raise ShapeError(f"prelu: weight {fmt_shape(w.shape)} must hold 1 slope or one per channel (dim 1 of "
+                         f"input {fmt_shape(x.shape)})")
+    if w.shape[0] != 1:
+        w = O.reshape(w, (1, -1) + (1,) * (x.ndim - 2))
+    elif x.ndim == 0:
+        w = O.reshape(w, ())
+    return O.where(x > 0, x, w * x)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, else ``value``."""
+    x = check_tensor(input, "threshold")
+    return O.where(x > threshold, x, float(value))
+
+
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    x = check_tensor(input, "hardshrink")
+    return O.where(O.abs(x) > lambd, x, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between (the proximal step of L1)."""
+    x = check_tensor(input, "softshrink")
+    return O.where(x > lambd, x - lambd, O.where(x < -lambd, x + lambd, 0.0))
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    x = check_tensor(input, "tanhshrink")
+    return x - O.tanh(x)
+
+
+def _prelu_samples(src):
+    shape = (src.integers(1, 3), src.integers(1, 3)) + src.shape(0, 2, 1, 3)
+    yield Sample((src.tensor(shape, away_from=0.0), src.tensor((shape[1],), 0.05, 0.5)), desc="a slope per channel")
+    yield Sample((src.tensor(src.shape(0, 3, 1, 3), away_from=0.0), src.tensor((1,), 0.05, 0.5)), desc="one slope")
+
+
+def _shrink_samples(src):
+    shape = src.shape(0, 3, 1, 4)
+    x = src.tensor(shape, -2, 2)
+    x.data[abs(abs(x.data) - 0.5) < 0.05] += 0.2  # away from the kinks at +-lambd
+    yield Sample((x,), dict(lambd=0.5))
+
+
+def _threshold_samples(src):
+    yield Sample((src.tensor(src.shape(0, 3, 1, 4), away_from=0.1), 0.1, -1.0))
+
+
 def _softmin_samples(src):
     shape = src.shape(1, 3, 1, 4)
     yield Sample((src.tensor(shape), src.dim(len(shape))))
@@ -128,8 +182,13 @@ _TABLE = [
     (softsign, unary_samples(), "dX = dY / (1 + |X|)^2"),
     (softmin, _softmin_samples, "dX = -S * (dY - sum(dY * S, dim))   (S = softmin(X))"),
     (glu, _glu_samples, "dA = dY * sigmoid(B) ; dB = dY * A * sigmoid(B) * (1 - sigmoid(B))"),
+    (prelu, _prelu_samples, "dX = dY * (1 if X > 0 else W) ; dW = sum(dY * X * [X <= 0]) per channel"),
+    (threshold, _threshold_samples, "dX = dY * [X > threshold]"),
+    (hardshrink, _shrink_samples, "dX = dY * [|X| > lambd]"),
+    (softshrink, _shrink_samples, "dX = dY * [|X| > lambd]"),
+    (tanhshrink, unary_samples(), "dX = dY * tanh(X)^2"),
 ]
 for _fn, _samples, _formula in _TABLE:
     register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__),
-             elementwise=_fn not in (softmin, glu))(_fn)
+             elementwise=_fn not in (softmin, glu, prelu))(_fn)
 del _fn, _samples, _formula

@@ -44,7 +44,8 @@ for _fn in (relu, silu, leaky_relu):
               elementwise=True, torch=_info.torch, atol=_info.atol, rtol=_info.rtol, eps=_info.eps)(_fn)
 del _fn, _info
 from ._activations import (  # noqa: F401,E402
-    celu, elu, glu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, relu6, selu, softmin, softsign,
+    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, selu, softmin,
+    softshrink, softsign, tanhshrink, threshold,
 )
 from ._losses_more import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss  # noqa: F401,E402
 from ._conv1d import (  # noqa: F401,E402
