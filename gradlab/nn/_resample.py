@@ -117,3 +117,51 @@ def _interp_samples(src):
 register("interpolate", samples=_interp_samples, namespace=NS,
          formula="dX = Ah^T @ dY @ Aw   (Y = Ah @ X @ Aw^T, A = the per-axis interpolation matrices)",
          torch=lambda torch, *a, **k: torch.nn.functional.interpolate(*a, **k))(interpolate)
+
+
+# ------------------------------------------------------------ pixel (un)shuffle
+def pixel_shuffle(input, upscale_factor):
+    """``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``: move channel blocks into space (sub-pixel upsampling)."""
+    x = check_tensor(input, "pixel_shuffle")
+    r = int(upscale_factor)
+    if x.ndim < 3 or r < 1 or x.shape[-3] % (r * r):
+        raise ShapeError(f"pixel_shuffle: input {fmt_shape(x.shape)} needs at least 3 dims and a channel count "
+                         f"(dim -3) divisible by upscale_factor^2 = {r * r}")
+    lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
+    n = len(lead)
+    y = O.reshape(x, lead + (c // (r * r), r, r, h, w))
+    y = O.permute(y, tuple(range(n)) + tuple(n + i for i in (0, 3, 1, 4, 2)))
+    return O.reshape(y, lead + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``: the inverse of :func:`pixel_shuffle`."""
+    x = check_tensor(input, "pixel_unshuffle")
+    r = int(downscale_factor)
+    if x.ndim < 3 or r < 1 or x.shape[-2] % r or x.shape[-1] % r:
+        raise ShapeError(f"pixel_unshuffle: input {fmt_shape(x.shape)} needs at least 3 dims and H, W divisible "
+                         f"by downscale_factor = {r}")
+    lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
+    n = len(lead)
+    y = O.reshape(x, lead + (c, h // r, r, w // r, r))
+    y = O.permute(y, tuple(range(n)) + tuple(n + i for i in (0, 2, 4, 1, 3)))
+    return O.reshape(y, lead + (c * r * r, h // r, w // r))
+
+
+def _shuffle_samples(src):
+    r = src.integers(1, 2)
+    yield Sample((src.tensor((src.integers(1, 2), src.integers(1, 2) * r * r, src.integers(1, 3), src.integers(1, 3))),
+                  r))
+    yield Sample((src.tensor((8, 2, 3)), 2), desc="unbatched")
+
+
+def _unshuffle_samples(src):
+    r = src.integers(1, 2)
+    yield Sample((src.tensor((src.integers(1, 2), src.integers(1, 2), 2 * r, 3 * r)), r))
+    yield Sample((src.tensor((1, 4, 2)), 2), desc="unbatched")
+
+
+register("pixel_shuffle", samples=_shuffle_samples, namespace=NS, formula="dX = pixel_unshuffle(dY, r)",
+         torch=lambda torch, *a, **k: torch.nn.functional.pixel_shuffle(*a, **k))(pixel_shuffle)
+register("pixel_unshuffle", samples=_unshuffle_samples, namespace=NS, formula="dX = pixel_shuffle(dY, r)",
+         torch=lambda torch, *a, **k: torch.nn.functional.pixel_unshuffle(*a, **k))(pixel_unshuffle)

@@ -51,4 +51,4 @@ from ._losses_more import binary_cross_entropy, huber_loss, kl_div, l1_loss, smo
 from ._conv1d import (  # noqa: F401,E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, max_pool1d,
 )
-from ._resample import interpolate  # noqa: F401,E402
+from ._resample import interpolate, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
