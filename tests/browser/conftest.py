@@ -83,17 +83,25 @@ def browser_requirements():
 
 
 @pytest.fixture(scope="session")
-def lab_root():
-    root = Path(tempfile.mkdtemp(prefix="gradlab-lab-"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def lab_base():
+    """A scratch folder for the server's config, settings and log; the notebooks live in ``root/``."""
+    base = Path(tempfile.mkdtemp(prefix="gradlab-lab-"))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def lab_root(lab_base):
+    root = lab_base / "root"
+    root.mkdir()
+    return root
 
 
 @pytest.fixture(scope="session")
 def lab_server(browser_requirements, lab_root):
     """A running JupyterLab on 127.0.0.1; yields its base URL."""
     port = _free_port()
-    cfg = lab_root.parent / f"{lab_root.name}-config.py"
+    cfg = lab_root.parent / "config.py"
     cfg.write_text(
         "from jupyterlab.galata import configure_jupyter_server\n"
         "configure_jupyter_server(c)\n"
@@ -101,16 +109,17 @@ def lab_server(browser_requirements, lab_root):
         "c.ServerApp.ip = '127.0.0.1'\n"
         f"c.ServerApp.root_dir = {str(lab_root)!r}\n"
         "c.ServerApp.allow_root = True\n"
+        f"c.LabApp.workspaces_dir = {str(lab_root.parent / 'workspaces')!r}\n"
         "c.ServerApp.open_browser = False\n"
         "c.LabApp.news_url = None\n"
         "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["JUPYTER_CONFIG_DIR"] = str(lab_root.parent / f"{lab_root.name}-jupyter-config")
+    env["JUPYTER_CONFIG_DIR"] = str(lab_root.parent / "jupyter-config")
     env.pop("JUPYTER_TOKEN", None)
     # user settings: store widget state on save (the worst case for the saved notebook's size)
-    settings = lab_root.parent / f"{lab_root.name}-settings"
+    settings = lab_root.parent / "settings"
     plugin = settings / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
     plugin.parent.mkdir(parents=True, exist_ok=True)
     plugin.write_text('{"saveState": true}')
@@ -122,7 +131,7 @@ def lab_server(browser_requirements, lab_root):
     notes.parent.mkdir(parents=True, exist_ok=True)
     notes.write_text('{"fetchNews": "false", "checkForUpdates": false}')
     env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
-    log = open(lab_root.parent / f"{lab_root.name}-server.log", "w")
+    log = open(lab_root.parent / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", f"--config={cfg}", "--no-browser"],
         cwd=str(lab_root), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
