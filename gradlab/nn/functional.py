@@ -47,7 +47,11 @@ from ._activations import (  # noqa: F401,E402
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, selu, softmin,
     softshrink, softsign, tanhshrink, threshold,
 )
-from ._losses_more import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss  # noqa: F401,E402
+from ._losses_more import (  # noqa: F401,E402
+    binary_cross_entropy, cosine_embedding_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
+    triplet_margin_loss,
+)
 from ._conv1d import (  # noqa: F401,E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, max_pool1d,
 )
