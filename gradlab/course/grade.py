@@ -126,7 +126,8 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
     if against is not None:
         sol_nb = read_notebook(against)
         if not parts_of(sol_nb):
-            raise CourseError(f"{against}: has no graded test cells (nbgrader grade: true); it cannot be graded against")
+            raise CourseError(f"{against}: has no graded test cells (nbgrader grade: true); "
+                              "it cannot be graded against")
     cache = {}
     for i, sub in enumerate(submissions):
         res = NotebookResult(os.fspath(sub))

@@ -78,7 +78,8 @@ def read_notebook(path):
     if not isinstance(raw, dict) or not ("cells" in raw or "worksheets" in raw) or "nbformat" not in raw:
         raise CourseError(f"{p}: not a notebook: JSON without 'cells' and 'nbformat' (an .ipynb file is expected)")
     if raw.get("nbformat") not in (3, 4):  # nbformat converts 3 to 4; older ones are from a different era
-        raise CourseError(f"{p}: notebook format {raw.get('nbformat')} is not supported; save it with Jupyter (format 4)")
+        raise CourseError(f"{p}: notebook format {raw.get('nbformat')} is not supported; "
+                          "save it with Jupyter (format 4)")
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:  # nbformat raises several types for broken files
@@ -185,9 +186,11 @@ def check_solution_notebook(nb, where: str) -> None:
         if meta:
             gid = grade_id(cell)
             if gid is None:
-                raise CourseError(f"{here}: nbgrader metadata without a grade_id; give every graded/solution/locked cell one")
+                raise CourseError(f"{here}: nbgrader metadata without a grade_id; "
+                                  "give every graded/solution/locked cell one")
             if gid in seen:
-                raise CourseError(f"{here}: grade_id '{gid}' is used again (first at cell {seen[gid]}); grade_ids must be unique")
+                raise CourseError(f"{here}: grade_id '{gid}' is used again (first at cell {seen[gid]}); "
+                                  "grade_ids must be unique")
             seen[gid] = i
             if meta.get("grade") and "points" not in meta:
                 raise CourseError(f"{here} ('{gid}'): a graded cell needs 'points' in its nbgrader metadata")
@@ -196,9 +199,11 @@ def check_solution_notebook(nb, where: str) -> None:
         sol = list(_region(lines, BEGIN_SOLUTION, END_SOLUTION, here))
         hid = list(_region(lines, BEGIN_HIDDEN, END_HIDDEN, here))
         if sol and not is_solution(cell):
-            raise CourseError(f"{here}: has '{BEGIN_SOLUTION}' but is not marked solution: true in nbgrader metadata")
+            raise CourseError(f"{here}: has '{BEGIN_SOLUTION}' but is not marked "
+                              "solution: true in nbgrader metadata")
         if hid and not is_test(cell):
-            raise CourseError(f"{here}: has '{BEGIN_HIDDEN}' but is not a graded test cell (grade: true, solution: false)")
+            raise CourseError(f"{here}: has '{BEGIN_HIDDEN}' but is not a graded test cell "
+                              "(grade: true, solution: false)")
     if not any(is_test(c) for c in nb.cells):
         raise CourseError(f"{where}: has no graded test cells (nbgrader metadata grade: true); nothing to grade")
 
