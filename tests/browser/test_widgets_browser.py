@@ -227,6 +227,17 @@ def test_dark_theme_follows_jupyterlab(widget_notebook):
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
 
 
+def test_the_kernel_can_set_the_step(widget_notebook):
+    """``widget.step = k`` in Python moves the view; a step taken in the browser is synced back on pause."""
+    page = widget_notebook.page
+    root = _roots(page).nth(0)
+    order = widget_notebook.recorded["mlp"]["order"]
+    page.evaluate("""() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel
+                          .requestExecute({code: 'bw.step = 4'}).done""")
+    page.wait_for_function("r => +r.dataset.step === 4", arg=root.element_handle(), timeout=20_000)
+    assert _state(root)["current"] == order[3]
+
+
 def test_no_console_errors(widget_notebook):
     assert widget_notebook.console_errors == [], widget_notebook.console_errors
 
