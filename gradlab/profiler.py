@@ -21,6 +21,8 @@ import os
 import threading
 import time
 
+import numpy as np
+
 from .autograd import engine as _engine
 from .autograd import function as _fn
 from .errors import ArgumentError, GradlabError
@@ -29,6 +31,16 @@ from ._tensor import Tensor
 __all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg"]
 
 _active: list = []  # the profilers now running (record_function labels go to them)
+
+
+def _is_view(arr, inputs):
+    """Does ``arr`` reuse an input's memory (a view such as a transpose), allocating nothing?"""
+    if getattr(arr, "base", None) is None:
+        return False
+    try:
+        return any(np.may_share_memory(arr, a) for a in inputs)
+    except TypeError:  # arrays of another backend
+        return True
 
 
 class FunctionEvent:
@@ -190,7 +202,8 @@ class profile:
 
     def after(self, e, cls, args, outputs, node):
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
-        nbytes = sum(o.data.nbytes for o in outs if isinstance(o, Tensor) and getattr(o.data, "base", None) is None)
+        ins = [a.data for a in args if isinstance(a, Tensor)]
+        nbytes = sum(o.data.nbytes for o in outs if isinstance(o, Tensor) and not _is_view(o.data, ins))
         self._close(e, int(nbytes))
 
     def _in_backward(self):

@@ -102,3 +102,15 @@ def test_table_columns_match_pytorch(torch):
     ours = _profiled().table(row_limit=3).splitlines()[1].split("  ")
     clean = lambda cols: [c.strip() for c in cols if c.strip()]  # noqa: E731
     assert clean(ours) == clean(theirs)
+
+
+def test_views_allocate_nothing():
+    x = gradlab.randn(8, 8)
+    with gradlab.profiler.profile() as prof:
+        x.t()
+        x.reshape(64)
+        x * 2
+    avg = {a.key: a for a in prof.key_averages()}
+    view_ops = [k for k in avg if k not in ("mul",)]
+    assert view_ops and all(avg[k].self_cpu_memory_usage == 0 for k in view_ops)
+    assert avg["mul"].self_cpu_memory_usage == 8 * 8 * 4
