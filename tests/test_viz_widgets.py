@@ -165,3 +165,18 @@ def test_assets_exist_and_import_gradlab_does_not_import_anywidget(widgets):
     code = "import sys, gradlab; gradlab.tensor(1.0); print('anywidget' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_exported_html_shows_the_static_graph(widgets):
+    """Without stored widget state, nbconvert falls back to the bundle's image/svg+xml."""
+    nbformat = pytest.importorskip("nbformat")
+    nbconvert = pytest.importorskip("nbconvert")
+    x = gradlab.randn(3, requires_grad=True)
+    w = gradlab.animate_backward((x * x).sum())
+    data, _ = w._repr_mimebundle_()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("gradlab.animate_backward(loss)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=data)]
+    nb.cells = [cell]
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    assert 'data-mime-type="image/svg+xml"' in html
