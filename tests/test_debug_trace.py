@@ -162,3 +162,23 @@ def test_activation_checkpointing_flag(tmp_path):
         ckpt(model, x).sum().backward()
     flags = [r["activation_checkpointing"] for r in gradlab.trace.load(path).backward_traces]
     assert flags == [False, True]
+
+
+def test_loss_scale_from_a_grad_scaler(tmp_path):
+    amp = pytest.importorskip("gradlab.amp", reason="mixed precision has not landed")
+    model = nn.Linear(3, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    scaler = amp.GradScaler(init_scale=1024.0)
+    x = gradlab.randn(4, 3)
+    path = tmp_path / "amp.jsonl"
+    with gradlab.trace(path, model=model, scaler=scaler):
+        loss = model(x).pow(2).mean()
+        scaler.scale(loss).backward()
+        scaled_norm = float(np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum())
+                                        for p in model.parameters())))
+        scaler.step(opt)
+        scaler.update()
+    rec = gradlab.trace.load(path).backward_traces[0]
+    assert rec["loss_scale"] == 1024.0
+    assert rec["loss_value"] == pytest.approx(loss.item(), rel=1e-6)
+    assert rec["grad_norm"] == pytest.approx(scaled_norm / 1024.0, rel=1e-6)

@@ -20,7 +20,8 @@ tensors passed to ``tr.log_tensor``): ``tensor_name``, ``shape``, ``dtype``,
 ``backward_trace``: ``loss_value`` (null for a non-scalar root),
 ``grad_norm`` (L2 norm over all gradients this backward accumulated into
 leaves), ``loss_scale`` (``tr.loss_scale``, or the ``scaler``'s
-``get_scale()``; null without mixed precision), ``activation_checkpointing``
+``get_scale()``; null without mixed precision; when set, ``loss_value`` and
+``grad_norm`` are divided by it, so they are the unscaled values), ``activation_checkpointing``
 (whether the graph held a checkpoint node), ``anomaly_op`` (the first op that
 made a NaN/Inf in this step, as ``"forward:<op>"`` or ``"backward:<op>"``;
 null if none).
@@ -263,8 +264,11 @@ class trace:
             scale = self.scaler.get_scale()
         anomaly = self._forward_anomaly or bw["anomaly"]
         self._forward_anomaly = None
-        self._write("backward_trace", loss_value=_encode_float(loss_value),
-                    grad_norm=_encode_float(math.sqrt(bw["sq"])) if bw["got"] else None,
+        grad_norm = math.sqrt(bw["sq"]) if bw["got"] else None
+        if scale:  # the root was loss * scale: record the loss and gradients the model really has
+            loss_value = None if loss_value is None else loss_value / scale
+            grad_norm = None if grad_norm is None else grad_norm / scale
+        self._write("backward_trace", loss_value=_encode_float(loss_value), grad_norm=_encode_float(grad_norm),
                     loss_scale=_encode_float(scale), activation_checkpointing=bw["ckpt"], anomaly_op=anomaly)
         leaf_bytes = sum(v.nbytes + (v.grad.nbytes if v.grad is not None else 0) for v in bw["leaves"])
         self._write("runtime_snapshot", kernel_trace_id=None, compiler_version=None,
