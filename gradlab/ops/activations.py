@@ -52,12 +52,60 @@ class Gelu(Op):
         pdf = O.exp(-0.5 * x * x) * _INV_SQRT_2PI
         return cdf + x * pdf
 
+    def _d2ydx2(self, x):
+        if self.approximate == "tanh":
+            t = O.tanh(_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x))
+            du = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * x * x)
+            return (1 - t * t) * (du + 0.5 * x * (6 * _SQRT_2_OVER_PI * _GELU_C * x - 2 * t * du * du))
+        return O.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x)
+
     def vjp(self, g):
         (x,) = self.saved_tensors
-        return g * self._dydx(x), None
+        return GeluBackward.apply(g, x, self.approximate), None
 
     def jvp(self, t, _):
         return t * self._dydx(self.args[0])
+
+
+class GeluBackward(Op):
+    """``dY * gelu'(X)`` in one NumPy expression: gelu's VJP as an op of its own.
+
+    Written with ops (``Gelu._dydx``) it is a dozen elementwise ops, each a node
+    and a full-size array, on the widest activation of a transformer's MLP; as
+    one op it is several times faster (PyTorch has ``gelu_backward`` for the
+    same reason). Its own VJP (second derivatives) is written with ops.
+    """
+
+    name = "gelu_backward"
+    formula = "dG = dZ * gelu'(X) ; dX = dZ * G * gelu''(X)"
+
+    @staticmethod
+    def forward(ctx, g, x, approximate):
+        ctx.save_for_backward(g, x)
+        ctx.approximate = approximate
+        a = x.data
+        if approximate == "tanh":
+            a2 = a * a
+            t = np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a2 * a))
+            d = 0.5 * (1 + t) + (0.5 * a) * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _GELU_C * a2))
+        else:
+            d = 0.5 * (1 + _erf_array(a / _SQRT2)) + a * (np.exp(-0.5 * a * a) * _INV_SQRT_2PI)
+        return np.asarray(g.data * d, dtype=np.result_type(g.data, a))
+
+    _dydx = Gelu._dydx
+    _d2ydx2 = Gelu._d2ydx2
+
+    def vjp(self, gz):
+        g, x = self.saved_tensors
+        return gz * self._dydx(x), gz * g * self._d2ydx2(x), None
+
+    def jvp(self, tg, tx, _):
+        g, x = self.args
+        out = None if tg is None else tg * self._dydx(x)
+        if tx is not None:
+            d = tx * g * self._d2ydx2(x)
+            out = d if out is None else out + d
+        return out
 
 
 def _gelu_samples(src):
