@@ -206,3 +206,31 @@ def test_inplace_change_is_detected_through_saved_tensor_hooks_too():
         y.add_(1)
     with pytest.raises(GradError, match="'y' \\(shape \\(3,\\)\\) was saved by mul"):
         z.backward()
+
+
+def test_report_accepts_nodes_and_lists_and_disable_hooks():
+    x = gradlab.randn(3, requires_grad=True)
+    a, b = x.exp(), x.tanh()
+    both = graph.saved_tensors([a, b])
+    assert both.total_bytes == graph.saved_tensors(a).total_bytes + graph.saved_tensors(b.grad_fn).total_bytes
+    calls = []
+    with graph.saved_tensors_hooks(lambda t: calls.append(1) or t, lambda t: t):
+        with graph.disable_saved_tensors_hooks():
+            x.exp()
+        assert not calls
+        x.exp()
+        assert calls == [1]
+
+
+def test_enter_and_exit_dual_level():
+    from gradlab.autograd import forward_ad as fwAD
+    fwAD.enter_dual_level()
+    try:
+        assert fwAD.is_active()
+        d = fwAD.make_dual(gradlab.tensor([2.0]), gradlab.tensor([1.0]))
+        assert fwAD.unpack_dual(d * d).tangent.item() == 4.0
+    finally:
+        fwAD.exit_dual_level()
+    assert not fwAD.is_active()
+    with pytest.raises(GradError, match="no dual level"):
+        fwAD.exit_dual_level()
