@@ -197,3 +197,22 @@ def test_empty_batch(torch, fn):
     assert out.shape == tuple(getattr(torch.nn.functional, fn)(tx, *targs).shape)
     out.sum().backward()
     assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2),
+                                dict(stride=(2, 3), padding=(0, 1))])
+def test_conv_transpose2d_matches_torch(torch, kw):
+    g = kw.get("groups", 1)
+    (x, tx), (w, tw), (b, tb) = _leaf(torch, (2, 4, 5, 4), 0), _leaf(torch, (4, 3, 3, 3), 1), _leaf(torch, (3 * g,), 2)
+    _check(torch, F.conv_transpose2d(x, w, b, **kw), torch.nn.functional.conv_transpose2d(tx, tw, tb, **kw),
+           [x, w, b], [tx, tw, tb])
+
+
+def test_conv_transpose2d_is_conv2d_input_gradient():
+    """conv_transpose2d(g, W) is exactly the gradient conv2d sends to its input."""
+    x = gradlab.randn(1, 3, 7, 7, dtype=gradlab.float64, requires_grad=True)
+    w = gradlab.randn(5, 3, 3, 3, dtype=gradlab.float64)
+    y = F.conv2d(x, w, stride=2, padding=1)
+    g = gradlab.randn(*y.shape, dtype=gradlab.float64)
+    (dx,) = gradlab.grad(y, [x], g)
+    np.testing.assert_allclose(F.conv_transpose2d(g, w, stride=2, padding=1).numpy(), dx.numpy(), atol=1e-12)

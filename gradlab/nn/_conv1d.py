@@ -1,8 +1,11 @@
-"""1-D convolution and pooling, and adaptive average pooling.
+"""1-D convolution and pooling, transposed convolution, and adaptive average pooling.
 
 * ``conv1d``, ``max_pool1d``, ``avg_pool1d`` are their 2-D versions on an
   image of height 1: ``(N, C, L)`` becomes ``(N, C, 1, L)``. One
   implementation, so they share its gradient (and its tests).
+* ``conv_transpose2d`` is conv2d's input-gradient run forwards: each input
+  pixel scatters ``W``-weighted copies onto the (larger) output, i.e.
+  ``fold(W^T @ X)`` -- the upsampling layer of decoders and GANs.
 * ``adaptive_avg_pool2d(x, (OH, OW))`` picks the windows so that the output
   has the requested size: output row ``i`` averages input rows
   ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH)``. Averaging rows and averaging
@@ -18,7 +21,7 @@ from ..backend import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor
-from ..ops.conv import conv2d
+from ..ops.conv import Fold, conv2d, pair
 from ..ops.pool import avg_pool2d, max_pool2d
 from ..ops.registry import Sample, register
 
@@ -48,6 +51,43 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = conv2d(O.unsqueeze(x, -2), O.unsqueeze(w, -2), bias, stride=(1, _one(stride, "conv1d", "stride")),
                  padding=pad, dilation=(1, _one(dilation, "conv1d", "dilation")), groups=groups)
     return O.squeeze(out, -2)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed convolution of ``(N, C_in, H, W)`` by ``(C_in, C_out/groups, kh, kw)``: ``fold(W^T @ X)``.
+
+    Output size ``(H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1`` (likewise W).
+    """
+    op = "conv_transpose2d"
+    x, w = check_tensor(input, op), check_tensor(weight, op, "weight")
+    if x.ndim not in (3, 4):
+        raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) or 3-D (C, H, W), got {fmt_shape(x.shape)}")
+    if w.ndim != 4:
+        raise ShapeError(f"{op}: weight must be 4-D (in_channels, out_channels/groups, kH, kW), got {fmt_shape(w.shape)}")
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = O.unsqueeze(x, 0)
+    n, c, h, wd = x.shape
+    cin, cog, kh, kw = w.shape
+    if cin != c or c % groups:
+        raise ShapeError(f"{op}: weight {fmt_shape(w.shape)} expects {cin} input channels (weight.shape[0]) but "
+                         f"input {fmt_shape(x.shape)} has {c}" + (f"; groups={groups} must divide it" if c % groups else ""))
+    s, p = pair(stride, op, "stride"), pair(padding, op, "padding", allow_zero=True)
+    d, op_ = pair(dilation, op, "dilation"), pair(output_padding, op, "output_padding", allow_zero=True)
+    if op_[0] >= max(s[0], d[0]) or op_[1] >= max(s[1], d[1]):
+        raise ArgumentError(f"{op}: output_padding {op_} must be smaller than stride {s} or dilation {d}")
+    hout = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op_[0] + 1
+    wout = (wd - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + op_[1] + 1
+    if hout < 1 or wout < 1:
+        raise ShapeError(f"{op}: the output size ({hout}, {wout}) is not positive; reduce padding")
+    g = groups
+    wg = O.reshape(w, (g, cin // g, cog * kh * kw))                          # (G, Cin/G, Cout/G*kk)
+    xg = O.reshape(x, (n, g, cin // g, h * wd))                               # (N, G, Cin/G, L)
+    cols = O.reshape(O.matmul(wg.mT, xg), (n, g * cog * kh * kw, h * wd))   # (N, Cout*kk, L)
+    out = Fold.apply(cols, (hout, wout), (kh, kw), d, p, s)
+    if bias is not None:
+        out = out + O.reshape(check_tensor(bias, op, "bias"), (1, -1, 1, 1))
+    return O.squeeze(out, 0) if unbatched else out
 
 
 def _check_1d(op, input):
@@ -130,6 +170,17 @@ def _conv1d_samples(src):
     yield Sample((src.tensor((2, 5)), src.tensor((3, 2, 2))), dict(padding="same"), desc="unbatched, 'same'")
 
 
+def _convt_samples(src):
+    g = src.choice([1, 2])
+    cin, cog = g * src.integers(1, 2), src.integers(1, 2)
+    k = (src.integers(1, 3), src.integers(1, 2))
+    s, p = (src.integers(1, 2), src.integers(1, 2)), (src.integers(0, (k[0] - 1) // 2), 0)
+    yield Sample((src.tensor((src.integers(1, 2), cin, src.integers(1, 3), src.integers(1, 3))),
+                  src.tensor((cin, cog, k[0], k[1])), src.tensor((g * cog,))),
+                 dict(stride=s, padding=p, output_padding=(s[0] - 1, 0), groups=g))
+    yield Sample((src.tensor((2, 2, 2)), src.tensor((2, 1, 2, 2))), dict(dilation=2), desc="unbatched, dilated")
+
+
 def _pool1d_samples(kind):
     def samples(src):
         k, s = src.integers(1, 3), src.integers(1, 2)
@@ -159,6 +210,7 @@ def _torch_f(name):
 
 for _fn, _samples, _formula in [
     (conv1d, _conv1d_samples, "conv2d's rule on height-1 images"),
+    (conv_transpose2d, _convt_samples, "dX = conv2d(dY, W) ; dW = sum_n X @ unfold(dY)^T   (the adjoint pair)"),
     (max_pool1d, _pool1d_samples("max"), "dX = zeros; dX[argmax of each window] += dY"),
     (avg_pool1d, _pool1d_samples("avg"), "dX = fold(dY / count)"),
     (adaptive_avg_pool2d, _adaptive_samples(2), "dX = Ph^T @ dY @ Pw   (Y = Ph @ X @ Pw^T)"),

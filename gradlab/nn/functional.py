@@ -53,6 +53,6 @@ from ._losses_more import (  # noqa: F401,E402
     triplet_margin_loss,
 )
 from ._conv1d import (  # noqa: F401,E402
-    adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, max_pool1d,
+    adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, conv_transpose2d, max_pool1d,
 )
 from ._resample import interpolate, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
