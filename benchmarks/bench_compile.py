@@ -21,6 +21,7 @@ import tracemalloc
 import numpy as np
 
 import gradlab as G
+from gradlab.compile import kernels
 
 
 def block(x, b):
@@ -52,7 +53,10 @@ def main():
     ap.add_argument("--rows", type=int, default=1024)
     ap.add_argument("--cols", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--chunk", type=int, default=None, help="elements per fused-kernel chunk")
     a = ap.parse_args()
+    if a.chunk:
+        kernels.CHUNK = a.chunk
     G.manual_seed(0)
     x = G.randn(a.rows, a.cols, requires_grad=True)
     b = G.randn(a.cols, requires_grad=True)
@@ -63,17 +67,22 @@ def main():
     yc = step(cblock, x, b)
     err = max(np.abs(ye.detach().numpy() - yc.detach().numpy()).max(),
               np.abs(ge[0] - x.grad.numpy()).max(), np.abs(ge[1] - b.grad.numpy()).max() / a.rows)
-    te, tc = [], []
+    te, tc, t1 = [], [], []
+    threads = kernels.THREADS
     for _ in range(a.repeat):
         t0 = time.perf_counter(); step(block, x, b); te.append(time.perf_counter() - t0)
         t0 = time.perf_counter(); step(cblock, x, b); tc.append(time.perf_counter() - t0)
+        kernels.THREADS = 1
+        t0 = time.perf_counter(); step(cblock, x, b); t1.append(time.perf_counter() - t0)
+        kernels.THREADS = threads
     pe, pc = peak(block, x, b), peak(cblock, x, b)
-    e, c = float(np.median(te)), float(np.median(tc))
+    e, c, c1 = float(np.median(te)), float(np.median(tc)), float(np.median(t1))
     n = a.rows * a.cols
     print(f"elementwise block (11 ops) forward+backward on ({a.rows}, {a.cols}) float32 = {n / 1e6:.1f}M elements")
-    print(f"{'':24}{'eager':>12}{'compiled':>12}{'ratio':>10}")
-    print(f"{'time (median of ' + str(a.repeat) + ')':24}{e * 1e3:>10.1f}ms{c * 1e3:>10.1f}ms{e / c:>9.2f}x")
-    print(f"{'peak memory (tracemalloc)':24}{pe / 2**20:>10.1f}MB{pc / 2**20:>10.1f}MB{pe / pc:>9.2f}x")
+    print(f"{'':28}{'eager':>10}{'compiled':>10}{'ratio':>8}   (compiled kernels use {threads} thread(s))")
+    print(f"{'time (median of ' + str(a.repeat) + ')':28}{e * 1e3:>8.1f}ms{c * 1e3:>8.1f}ms{e / c:>7.2f}x")
+    print(f"{'time, kernels on 1 thread':28}{e * 1e3:>8.1f}ms{c1 * 1e3:>8.1f}ms{e / c1:>7.2f}x")
+    print(f"{'peak memory (tracemalloc)':28}{pe / 2**20:>8.1f}MB{pc / 2**20:>8.1f}MB{pe / pc:>7.2f}x")
     print(f"max difference compiled vs eager (values, grads): {err:.2e}")
     print("\n" + cblock.explain())
 

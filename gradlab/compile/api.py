@@ -242,7 +242,7 @@ class CompiledFunction:
             all_inputs = tin + [t for _, t in tracer.params]
             wrt_ids = {id(t): j for j, t in enumerate(wrt)}
             e.grad_slots = [wrt_ids.get(id(t)) for t in all_inputs]
-            fwd, bwd, saved = P.partition(g, e.n_out, grad_inputs, lambda n: fusible(n), e.report)
+            fwd, bwd, saved = P.partition(g, e.n_out, grad_inputs, _recomputable, e.report)
             e.traced_forward, e.traced_backward = fwd, bwd
             e.forward = optimize(fwd, e.report, fuse=self.fuse)
             e.backward = optimize(bwd, e.report, fuse=self.fuse)
@@ -294,6 +294,16 @@ class CompiledFunction:
 
     def __repr__(self):
         return f"<gradlab.compile({self.__name__}): {len(self.cache)} compiled signature(s)>"
+
+
+#: transcendental ops cost ~10 multiplies per element: their results are saved for the backward, not recomputed
+EXPENSIVE = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "gelu", "silu", "softplus",
+                       "expm1", "log1p"})
+
+
+def _recomputable(n) -> bool:
+    """Recompute a forward value in the backward (instead of keeping it) when it is a cheap elementwise op."""
+    return fusible(n) and n.op not in EXPENSIVE
 
 
 def P_name(label, tracer):

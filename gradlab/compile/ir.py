@@ -172,8 +172,8 @@ class Graph:
                    for n in self.nodes for v in n.all_outputs)
 
     def __str__(self):
-        head = ", ".join(f"%{v.name}: {v.type}" + (f" [{v.kind}]" if v.kind != "input" else "")
-                         for v in self.inputs)
+        head = ", ".join(f"%{v.name}: {v.type}" + (f" [{'saved' if v.kind == 'op' else v.kind}]"
+                                                         if v.kind != "input" else "") for v in self.inputs)
         lines = [f"graph {self.name}({head}) {{"]
         for c in self.consts:
             lines.append(f"  %{c.name}: {c.type} = const {_const_text(c)}")

@@ -10,7 +10,8 @@
   Cheap elementwise values are *recomputed* in the backward instead of saved:
   the backward's fused kernel re-derives them from the inputs, so the forward
   keeps far less memory alive between the two passes (what PyTorch's
-  min-cut partitioner does for pointwise ops).
+  min-cut partitioner does for pointwise ops). Results of expensive ops
+  (``tanh``, ``exp``...: the caller's ``is_recomputable`` decides) are saved.
 
 Fusion lives in ``fuse.py``. Every pass appends plain sentences to a report
 list, shown by ``compiled.explain()``.

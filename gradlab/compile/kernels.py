@@ -1,0 +1,263 @@
+"""Code generation for fused kernels: NumPy on the CPU, a CuPy ``ElementwiseKernel`` on CUDA.
+
+See ``fuse.py`` for why. The CPU kernel is generated Python source (kept in
+``node.source`` so a student can read it): it allocates the outputs, then
+walks the rows in chunks of about :data:`CHUNK` elements, evaluating every op
+of the chain on the chunk with ufuncs writing into scratch buffers (``out=``).
+The chunks are shared among :data:`THREADS` threads: NumPy's ufuncs release
+the GIL while they loop, so on a machine with several cores the chunks really
+run in parallel (what ``numexpr`` does too).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._tensor import Tensor
+from .ir import Node, Value, show_arg
+
+CHUNK = 1 << 15   # elements per chunk (per scratch buffer): 128 KB of float32, a kernel's buffers fit in L2
+THREADS = min(4, os.cpu_count() or 1)   # threads sharing a kernel's chunks (1: run in the calling thread)
+_pool = []
+
+_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "absolute",
+          "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1", "reciprocal": "reciprocal",
+          "floor": "floor", "ceil": "ceil", "trunc": "trunc", "sign": "sign", "logical_not": "logical_not"}
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
+           "maximum": "maximum", "minimum": "minimum", "gt": "greater", "lt": "less", "ge": "greater_equal",
+           "le": "less_equal", "eq": "equal", "ne": "not_equal", "logical_and": "logical_and",
+           "logical_or": "logical_or"}
+
+
+def _np_rule(op, ins, out):
+    """NumPy statements computing ``op`` from input expressions into ``out`` (None: no rule)."""
+    if op in _UNARY and len(ins) == 1:
+        return [f"_np.{_UNARY[op]}({ins[0]}, out={out})"]
+    if op in _BINARY and len(ins) == 2:
+        return [f"_np.{_BINARY[op]}({ins[0]}, {ins[1]}, out={out})"]
+    if op == "relu":
+        return [f"_np.maximum({ins[0]}, 0, out={out})"]
+    if op == "sigmoid":
+        return [f"_np.negative({ins[0]}, out={out})", f"_np.exp({out}, out={out})", f"_np.add({out}, 1, out={out})",
+                f"_np.reciprocal({out}, out={out})"]
+    if op == "tanh_backward" and len(ins) == 2:   # g * (1 - y^2)
+        return [f"_np.multiply({ins[1]}, {ins[1]}, out={out})", f"_np.subtract(1, {out}, out={out})",
+                f"_np.multiply({ins[0]}, {out}, out={out})"]
+    if op == "sigmoid_backward" and len(ins) == 2:   # g * y * (1 - y)
+        return [f"_np.subtract(1, {ins[1]}, out={out})", f"_np.multiply({out}, {ins[1]}, out={out})",
+                f"_np.multiply({ins[0]}, {out}, out={out})"]
+    if op == "where" and len(ins) == 3:
+        return [f"_np.copyto({out}, {ins[2]})", f"_np.copyto({out}, {ins[1]}, where={ins[0]})"]
+    if op in ("to", "clone") and len(ins) >= 1:
+        return [f"_np.copyto({out}, {ins[0]}, casting='unsafe')"]
+    return None
+
+
+#: ops (by name) with a NumPy rule, beyond the registry's elementwise ones
+NUMPY_RULES = sorted(set(_UNARY) | set(_BINARY) | {"relu", "sigmoid", "where", "to", "clone", "tanh_backward",
+                                                   "sigmoid_backward"})
+
+_C1 = {"neg": "(-{0})", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "tanh": "tanh({0})",
+       "abs": "fabs({0})", "sin": "sin({0})", "cos": "cos({0})", "log1p": "log1p({0})", "expm1": "expm1({0})",
+       "reciprocal": "(1 / {0})", "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})",
+       "round": "rint({0})", "sign": "(({0} > 0) - ({0} < 0))", "relu": "({0} > 0 ? {0} : 0)",
+       "sigmoid": "(1 / (1 + exp(-{0})))", "erf": "erf({0})", "silu": "({0} / (1 + exp(-{0})))",
+       "logical_not": "(!{0})", "clone": "{0}"}
+_C2 = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
+       "pow": "pow({0}, {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})", "gt": "({0} > {1})",
+       "lt": "({0} < {1})", "ge": "({0} >= {1})", "le": "({0} <= {1})", "eq": "({0} == {1})",
+       "ne": "({0} != {1})", "leaky_relu": "({0} > 0 ? {0} : {0} * {1})", "logical_and": "({0} && {1})",
+       "logical_or": "({0} || {1})", "tanh_backward": "({0} * (1 - {1} * {1}))",
+       "sigmoid_backward": "({0} * {1} * (1 - {1}))"}
+#: ops (by name) with a CUDA C rule
+CUDA_RULES = sorted(set(_C1) | set(_C2) | {"where", "to", "gelu"})
+_CTYPE = {"float16": "float16", "float32": "float", "float64": "double", "bool": "bool", "int32": "int",
+          "int64": "long long", "int8": "signed char", "uint8": "unsigned char", "int16": "short"}
+
+
+def _c_rule(op, ins, lits, dtype):
+    if op in _C1 and len(ins) == 1:
+        return _C1[op].format(*ins)
+    if op in _C2 and len(ins) == 2:
+        return _C2[op].format(*ins)
+    if op == "where" and len(ins) == 3:
+        return f"({ins[0]} ? {ins[1]} : {ins[2]})"
+    if op == "to":
+        return f"(({_CTYPE.get(dtype.name, 'float')}){ins[0]})"
+    if op == "gelu" and len(ins) == 1 and (not lits or lits[0] == "none"):
+        return f"({ins[0]} * normcdf({ins[0]}))"
+    return None
+
+
+# ------------------------------------------------------- NumPy codegen
+def numpy_kernel(node: Node, chunk: int = None):
+    """Generate and compile the CPU kernel of a fused node: ``(source, callable)``."""
+    chunk = chunk or CHUNK
+    grp, ins, outs = node.group, node.inputs, node.outputs
+    shape = grp[-1].outputs[0].shape
+    rest = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    chunked = len(shape) >= 1 and shape[0] > 1 and shape[0] * rest > chunk
+    rows = max(1, chunk // max(rest, 1))
+    env, consts = {"_np": np, "_Tensor": Tensor}, {}
+    lines = [f"def {node.op}({', '.join(f'in{i}' for i in range(len(ins)))}):",
+             f'    """{len(grp)} ops: {", ".join(n.op for n in grp)}."""']
+    for j, v in enumerate(outs):
+        lines.append(f"    out{j} = _np.empty({v.shape!r}, dtype=_np.{v.dtype.name})")
+    name = {}
+    for i, v in enumerate(ins):
+        name[v] = f"in{i}"
+    last = {}
+    for k, n in enumerate(grp):
+        for a in n.inputs:
+            last[a] = k
+    # scratch buffers for internal values, reused once a value is dead
+    free, bufs, buf_of = {}, [], {}
+    body = []
+    for k, n in enumerate(grp):
+        v = n.outputs[0]
+        if v in outs:
+            target = f"o{outs.index(v)}"
+        else:
+            pool = free.setdefault(v.dtype.name, [])
+            if pool:
+                b = pool.pop()
+            else:
+                b = len(bufs)
+                bufs.append(v.dtype.name)
+            buf_of[v] = b
+            target = f"t{b}"
+        for a in set(n.inputs):
+            if a in buf_of and last.get(a) == k:
+                free.setdefault(a.dtype.name, []).append(buf_of[a])
+        args = []
+        for a in n.args:
+            if isinstance(a, Value):
+                args.append(_ref(a, name, ins, outs, buf_of, shape))
+            else:
+                args.append(repr(a))
+        tens = [x for a, x in zip(n.args, args) if isinstance(a, Value) or isinstance(a, (int, float))]
+        simple = n.op == "to" or all(isinstance(a, Value) or isinstance(a, (int, float, bool)) for a in n.args)
+        stmts = _np_rule(n.op, tens, target) if simple and not n.kwargs else None
+        if stmts is None:  # call the op's own forward on the chunk
+            fname = f"_op{k}"
+            env[fname] = _forward_caller(n)
+            vals = ", ".join(x for a, x in zip(n.args, args) if isinstance(a, Value))
+            stmts = [f"{target}[...] = {fname}({vals})"]
+        body.append(f"# %{v.name} = {n.op}({', '.join(show_arg(a) for a in n.args)})")
+        body.extend(stmts)
+    step_shape = (rows,) + tuple(shape[1:]) if chunked else tuple(shape)
+    lines.append("    def part(lo, hi):")
+    for b, dt in enumerate(bufs):
+        lines.append(f"        _t{b} = _np.empty({step_shape!r}, dtype=_np.{dt})")
+    lines.append("        with _np.errstate(all='ignore'):")
+    if chunked:
+        lines.append(f"            for s in range(lo, hi, {rows}):")
+        lines.append("                e = min(s + " + str(rows) + ", hi)")
+        ind = " " * 16
+        for i, v in enumerate(ins):
+            sl = "[s:e]" if len(v.shape) == len(shape) and v.shape[0] == shape[0] else ""
+            lines.append(f"{ind}a{i} = in{i}{sl}")
+        for j in range(len(outs)):
+            lines.append(f"{ind}o{j} = out{j}[s:e]")
+        for b in range(len(bufs)):
+            lines.append(f"{ind}t{b} = _t{b}[:e - s]")
+    else:
+        ind = " " * 12
+        for i in range(len(ins)):
+            lines.append(f"{ind}a{i} = in{i}")
+        for j in range(len(outs)):
+            lines.append(f"{ind}o{j} = out{j}[...]" if outs[j].shape else f"{ind}o{j} = out{j}")
+        for b in range(len(bufs)):
+            lines.append(f"{ind}t{b} = _t{b}")
+    lines += [ind + s for s in body]
+    env["_parallel"] = parallel_rows
+    lines.append(f"    _parallel(part, {shape[0] if chunked else 1}, {rows if chunked else 1})")
+    lines.append(f"    return ({', '.join(f'out{j}' for j in range(len(outs)))},)")
+    src = "\n".join(lines)
+    env.update(consts)
+    exec(compile(src, f"<gradlab.compile {node.op}>", "exec"), env)
+    return src, env[node.op]
+
+
+def parallel_rows(part, n, rows):
+    """Run ``part(lo, hi)`` over ``[0, n)``: split among :data:`THREADS` threads when there is enough work."""
+    nthreads = min(THREADS, n // max(rows, 1) // 2)
+    if nthreads <= 1:
+        part(0, n)
+        return
+    if not _pool or _pool[0][1] != THREADS:
+        _pool[:] = [(ThreadPoolExecutor(THREADS, thread_name_prefix="gradlab-kernel"), THREADS)]
+    per = -(-n // nthreads)
+    per = -(-per // rows) * rows  # whole chunks per thread
+    bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
+    futures = [_pool[0][0].submit(part, lo, hi) for lo, hi in bounds[1:]]
+    part(*bounds[0])
+    for f in futures:
+        f.result()
+
+
+def _ref(a, name, ins, outs, buf_of, shape):
+    if a in name:
+        return f"a{ins.index(a)}"
+    if a in outs:
+        return f"o{outs.index(a)}"
+    return f"t{buf_of[a]}"
+
+
+def _forward_caller(n: Node):
+    """``f(*arrays) -> array``: the op's own forward (for ops with no NumPy rule)."""
+    from .runtime import run_node
+    pos = [i for i, a in enumerate(n.args) if isinstance(a, Value)]
+
+    def call(*arrays):
+        args = list(n.args)
+        for i, arr in zip(pos, arrays):
+            args[i] = arr
+        return run_node(n, args)[0][0]
+    return call
+
+
+# -------------------------------------------------------- CUDA codegen
+def cuda_source(node: Node) -> dict:
+    """The pieces of a ``cupy.ElementwiseKernel`` for a fused node: in/out params, body, name."""
+    ins, outs = node.inputs, node.outputs
+    name = {v: f"in{i}" for i, v in enumerate(ins)}
+    body = []
+    for k, n in enumerate(node.group):
+        v = n.outputs[0]
+        args, lits = _c_args(n, name)
+        expr = _c_rule(n.op, args, lits, v.dtype)
+        if expr is None:
+            raise NotImplementedError(f"compile: no CUDA rule for {n.op}")
+        local = f"v{k}"
+        body.append(f"{_CTYPE.get(v.dtype.name, 'float')} {local} = {expr};  // %{v.name} = {n.op}")
+        name[v] = local
+    for j, v in enumerate(outs):
+        body.append(f"out{j} = {name[v]};")
+    return {"in_params": ", ".join(f"{v.dtype.name} in{i}" for i, v in enumerate(ins)),
+            "out_params": ", ".join(f"{v.dtype.name} out{j}" for j, v in enumerate(outs)),
+            "operation": "\n".join(body), "name": f"gradlab_{node.op}"}
+
+
+def _c_args(n: Node, name):
+    """C operands of a node (values by name, numbers as literals) and its other literal arguments."""
+    args = [name[a] if isinstance(a, Value) else repr(a) for a in n.args
+            if isinstance(a, Value) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
+    return args, [a for a in n.args if not isinstance(a, Value)]
+
+
+def _cupy_kernel(node: Node):
+    """Build the CuPy kernel lazily (compiled by NVRTC on first call)."""
+    cache = {}
+
+    def run(*arrays):
+        import cupy
+        if "k" not in cache:
+            src = cuda_source(node)
+            cache["k"] = cupy.ElementwiseKernel(src["in_params"], src["out_params"], src["operation"], src["name"])
+        outs = [cupy.empty(v.shape, dtype=v.dtype) for v in node.outputs]
+        cache["k"](*arrays, *outs)
+        return tuple(outs)
+    return run
