@@ -182,3 +182,24 @@ def test_loss_scale_from_a_grad_scaler(tmp_path):
     assert rec["loss_scale"] == 1024.0
     assert rec["loss_value"] == pytest.approx(loss.item(), rel=1e-6)
     assert rec["grad_norm"] == pytest.approx(scaled_norm / 1024.0, rel=1e-6)
+
+
+def test_compiled_step_is_recorded(tmp_path):
+    gc = pytest.importorskip("gradlab.compile", reason="gradlab.compile has not landed").compile
+    w = gradlab.randn(3, 2, requires_grad=True)
+
+    def step(x):
+        return (x @ w).tanh().sum()
+
+    fast = gc(step)
+    x = gradlab.randn(4, 3)
+    path = tmp_path / "c.jsonl"
+    with gradlab.trace(path):
+        step(x).backward()
+        fast(x).backward()
+    pack = gradlab.trace.load(path)
+    assert [r["compile_mode"] for r in pack.graph_runs] == ["eager", "compiled"]
+    snaps = pack.runtime_snapshots
+    assert snaps[0]["kernel_trace_id"] is None and snaps[0]["compiler_version"] is None
+    assert snaps[1]["kernel_trace_id"] == "compiled<step>"
+    assert snaps[1]["compiler_version"].startswith("gradlab.compile")

@@ -8,8 +8,8 @@ these fields (what ``load`` checks):
 
 ``graph_run``: ``graph_run_id`` (``<run_id>-<n>``, n counting backward calls;
 without ``run_id`` a deterministic id from the config hash and batch id),
-``framework_version`` ("gradlab <version>"), ``compile_mode`` (always "eager":
-gradlab has no compiler), ``model_config_hash`` (sha256 of the canonical JSON
+``framework_version`` ("gradlab <version>"), ``compile_mode`` ("compiled" when
+the graph ran a ``gradlab.compile``-d function, else "eager"), ``model_config_hash`` (sha256 of the canonical JSON
 of ``model_config``, first 16 hex digits; null without one), ``input_batch_id``.
 
 ``tensor_trace`` (the loss, then each leaf that received a gradient, then
@@ -26,8 +26,9 @@ leaves), ``loss_scale`` (``tr.loss_scale``, or the ``scaler``'s
 made a NaN/Inf in this step, as ``"forward:<op>"`` or ``"backward:<op>"``;
 null if none).
 
-``runtime_snapshot``: ``kernel_trace_id`` (null: an eager NumPy engine
-launches no kernels), ``compiler_version`` (null: no compiler),
+``runtime_snapshot``: ``kernel_trace_id`` (the compiled graphs that ran,
+e.g. "compiled<step>"; null in eager mode, which launches no kernels),
+``compiler_version`` ("gradlab.compile <version>" when compiled, else null),
 ``peak_memory`` (bytes gradlab can account for at this backward: saved
 activations of the graph + the leaves + their gradients; not the process's
 RSS), ``memory_fragmentation`` (null: NumPy's allocator reports none),
@@ -43,6 +44,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -165,7 +167,7 @@ class trace:
         self._file = None
         self._runs = 0
         self._forward_anomaly = None
-        self._bw = None
+        self._bws = []  # one entry per backward now running (innermost last; None: not recorded)
 
     # ------------------------------------------------------------ the block
     def __enter__(self):
@@ -220,22 +222,27 @@ class trace:
 
     # --------------------------------------------- engine observer (backward)
     def begin(self, roots):
+        tracer = sys.modules.get("gradlab.compile.trace")
+        if tracer is not None and getattr(tracer, "is_tracing", lambda: False)():
+            self._bws.append(None)  # gradlab.compile tracing its backward: not a training step
+            return
         roots = list(roots)
         nodes = walk(roots)
         leaves = graph_leaves(nodes)
-        self._bw = {"roots": roots, "leaves": leaves, "sq": 0.0, "got": False, "anomaly": None,
+        self._bws.append({"roots": roots, "leaves": leaves, "sq": 0.0, "got": False, "anomaly": None,
                     "saved": sum(n.saved_bytes for n in nodes if hasattr(n, "saved_bytes")),
-                    "ckpt": any(_checkpointed(n) for n in nodes)}
+                    "ckpt": any(_checkpointed(n) for n in nodes),
+                    "compiled": sorted({str(n.name) for n in nodes if _compiled(n)})})
 
     def node_start(self, node, grads):
-        bw = self._bw
+        bw = self._bws[-1] if self._bws else None
         if bw is not None and type(node).__name__ == "AccumulateGrad" and grads and grads[0] is not None:
             g = host(grads[0].data, dtype=np.float64)
             bw["sq"] += float(np.sum(g * g))
             bw["got"] = True
 
     def node_end(self, node, grads_in, grads_out):
-        bw = self._bw
+        bw = self._bws[-1] if self._bws else None
         if bw is None or bw["anomaly"] is not None or not grads_out:
             return
         if any(isinstance(g, Tensor) and nonfinite_count(g.data) for g in grads_out) and not any(
@@ -243,12 +250,12 @@ class trace:
             bw["anomaly"] = f"backward:{node.name}"
 
     def end(self):
-        bw, self._bw = self._bw, None
+        bw = self._bws.pop() if self._bws else None
         if bw is None:
             return
         self._runs += 1
         self._write("graph_run", graph_run_id=f"{self._run}-{self._runs}", framework_version=_version(),
-                    compile_mode="eager", model_config_hash=self.model_config_hash,
+                    compile_mode="compiled" if bw["compiled"] else "eager", model_config_hash=self.model_config_hash,
                     input_batch_id=self.input_batch_id)
         for i, r in enumerate(bw["roots"]):
             self._tensor_record(r.name or ("loss" if i == 0 else f"loss{i}"), r)
@@ -271,7 +278,9 @@ class trace:
         self._write("backward_trace", loss_value=_encode_float(loss_value), grad_norm=_encode_float(grad_norm),
                     loss_scale=_encode_float(scale), activation_checkpointing=bw["ckpt"], anomaly_op=anomaly)
         leaf_bytes = sum(v.nbytes + (v.grad.nbytes if v.grad is not None else 0) for v in bw["leaves"])
-        self._write("runtime_snapshot", kernel_trace_id=None, compiler_version=None,
+        compiled = bw["compiled"]
+        self._write("runtime_snapshot", kernel_trace_id=",".join(compiled) if compiled else None,
+                    compiler_version=f"gradlab.compile {_version().split()[-1]}" if compiled else None,
                     peak_memory=int(bw["saved"] + leaf_bytes), memory_fragmentation=None, sync_point=None)
 
 
@@ -282,6 +291,11 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
+
+
+def _compiled(node):
+    """A node recorded by a ``gradlab.compile``-d function (one node runs the whole compiled graph)."""
+    return any(c.__name__ == "_CompiledNode" for c in type(node).__mro__)
 
 
 def _checkpointed(node):
