@@ -26,7 +26,7 @@ from .backend import xp_of
 from .errors import ArgumentError, GradError, ShapeError, fmt_shape
 from ._tensor import Tensor
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap"]
 
 
 # ------------------------------------------------------------------ helpers
@@ -374,6 +374,39 @@ def hvp(func, primals, tangents):
         hv = _grads(gs, xs, list(tangents), create_graph=_grad_state.enabled)
     hv = tuple(hv) if as_tuple else hv[0]
     return _finish(out, xs), _finish(hv, xs)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Map ``func`` over a batch dimension, as ``torch.func.vmap`` (e.g. per-sample gradients).
+
+    gradlab's version is honest rather than fast: it slices the batched
+    arguments, calls ``func`` once per example and stacks the results along
+    ``out_dims``. ``in_dims``: an int (every tensor argument), ``None`` (not
+    batched) or a tuple with one entry per positional argument.
+    """
+    def wrapper(*args):
+        from . import ops as O
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ArgumentError(f"vmap: in_dims has {len(dims)} entries for {len(args)} positional argument(s)")
+        sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None and isinstance(a, Tensor)}
+        if not sizes:
+            raise ArgumentError("vmap: no argument is batched (every in_dim is None or not a Tensor)")
+        if len(sizes) > 1:
+            raise ShapeError(f"vmap: the batched arguments have different batch sizes {sorted(sizes)}; "
+                             "they must all be equal")
+        n = sizes.pop()
+        results = []
+        for i in range(n):
+            call = [O.getitem(a, (slice(None),) * (d % a.ndim) + (i,)) if d is not None and isinstance(a, Tensor)
+                    else a for a, d in zip(args, dims)]
+            results.append(func(*call))
+        first = results[0]
+        if isinstance(first, tuple):
+            od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(first)
+            return tuple(O.stack([r[k] for r in results], dim=od[k]) for k in range(len(first)))
+        return O.stack(results, dim=out_dims)
+    return wrapper
 
 
 class _enable:

@@ -249,3 +249,21 @@ def test_autograd_functional_matches_torch(torch):
     assert not j[0].requires_grad
     with pytest.raises(ArgumentError, match="pass v"):
         GF.vjp(f, g_in)
+
+
+def test_vmap_per_sample_gradients_match_torch(torch):
+    rng = np.random.default_rng(4)
+    xa, ya, wa = rng.standard_normal((5, 3)), rng.standard_normal(5), rng.standard_normal(3)
+
+    def loss(lib, w, x, y):
+        return ((x * w).sum().tanh() - y) ** 2
+    per = func.vmap(func.grad(lambda w, x, y: loss(gradlab, w, x, y)), in_dims=(None, 0, 0))(T(wa), T(xa), T(ya))
+    tper = torch.func.vmap(torch.func.grad(lambda w, x, y: loss(torch, w, x, y)), in_dims=(None, 0, 0))(
+        torch.tensor(wa), torch.tensor(xa), torch.tensor(ya))
+    assert per.shape == (5, 3)
+    np.testing.assert_allclose(per.data, tper.numpy(), rtol=1e-10, atol=1e-12)
+    both = func.vmap(lambda a: (a.sum(), a * 2), in_dims=1, out_dims=(0, 1))(T(xa))
+    np.testing.assert_allclose(both[0].data, xa.sum(0))
+    np.testing.assert_allclose(both[1].data, xa * 2)
+    with pytest.raises(ShapeError, match="batch sizes"):
+        func.vmap(lambda a, b: a + b)(T(xa), T(wa))
