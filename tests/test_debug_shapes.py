@@ -85,3 +85,17 @@ def test_backward_ops_are_marked():
     assert ops[:2] == ["matmul", "sum"]
     assert any(o.endswith("(backward)") for o in ops[2:])
     assert all(o.endswith("(backward)") for o in ops[2:])
+
+
+def test_silent_broadcast_is_flagged():
+    pred = gradlab.randn(16, 1)
+    target = gradlab.randn(16)
+    buf = io.StringIO()
+    with trace_shapes(file=buf) as tr:
+        ((pred - target) ** 2).mean()   # (16, 1) - (16,) -> (16, 16): the classic bug
+        (pred.squeeze(-1) - target).sum()  # the fix: no note
+    sub = [r for r in tr.rows if r.op == "sub"]
+    assert sub[0].outputs == ["(16, 16)"] and "both inputs broadcast" in sub[0].note
+    assert sub[1].note is None
+    assert all(r.note is None for r in tr.rows if r.op in ("pow", "mean", "sum"))
+    assert "note" in buf.getvalue().splitlines()[0] and "intended?" in buf.getvalue()

@@ -5,7 +5,9 @@ Shape bugs are found by reading shapes, one op at a time: which op got a
 (``gradlab.autograd.function.op_observers``) notes each op's name, the
 shapes of its tensor inputs (numbers show as ``scalar``), its output shapes and
 the module it ran in (``node.meta["module"]``, or gradlab.nn's module stack
-when no node is recorded). The table prints when the block ends; if an op
+when no node is recorded). An elementwise op whose result is bigger than every
+input (both sides broadcast, e.g. ``(16, 1) - (16,)`` -> ``(16, 16)``) gets a
+note: the silent shape bug that trains without an error. The table prints when the block ends; if an op
 raises inside it, the table up to that op prints with the error marked, and
 the original gradlab error is re-raised unchanged.
 """
@@ -90,16 +92,46 @@ def _user_frame_of(tb):
 class ShapeRow:
     """One op call: ``op``, ``inputs`` (shape strings), ``outputs``, ``dtype``, ``module``, ``site``, ``error``."""
 
-    __slots__ = ("index", "op", "inputs", "outputs", "dtype", "module", "site", "error")
+    __slots__ = ("index", "op", "inputs", "outputs", "dtype", "module", "site", "error", "note")
 
     def __init__(self, index, op, inputs, module, site):
         self.index, self.op, self.inputs, self.module, self.site = index, op, inputs, module, site
-        self.outputs, self.dtype, self.error = None, None, None
+        self.outputs, self.dtype, self.error, self.note = None, None, None, None
 
-    def cells(self):
+    def cells(self, with_note=False):
         out = "FAILED" if self.error is not None else ", ".join(self.outputs or ())
-        return [self.index, self.op, ", ".join(self.inputs) or "-", out, self.dtype or "", self.module or "",
-                str(self.site) if self.site else ""]
+        row = [self.index, self.op, ", ".join(self.inputs) or "-", out, self.dtype or "", self.module or "",
+               str(self.site) if self.site else ""]
+        return row + [self.note or ""] if with_note else row
+
+
+_ELEMENTWISE = []  # op classes that broadcast elementwise (from the op registry, filled on first use)
+_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "where", "logical_and", "logical_or", "logical_xor"}
+
+
+def _elementwise_classes():
+    if not _ELEMENTWISE:
+        from ..ops import REGISTRY
+        _ELEMENTWISE.append({info.op for info in REGISTRY.values() if info.elementwise and info.op is not None})
+    return _ELEMENTWISE[0]
+
+
+def broadcast_note(cls, args, outputs):
+    """A warning when an elementwise op made a result bigger than every input: both sides broadcast.
+
+    ``(16, 1) - (16,)`` gives ``(16, 16)``: legal, and almost never what was meant (the classic silent
+    bug in a loss: predictions (N, 1) minus targets (N,)).
+    """
+    ins = [a for a in args if isinstance(a, Tensor)]
+    if len(ins) < 2 or not outputs:
+        return None
+    if cls not in _elementwise_classes() and cls.name not in _COMPARE:
+        return None
+    out = outputs[0]
+    if out.numel() > max(t.numel() for t in ins) and all(t.ndim > 0 for t in ins):
+        shapes = " with ".join(fmt_shape(t.shape) for t in ins)
+        return f"both inputs broadcast: {shapes} -> {fmt_shape(out.shape)}; intended?"
+    return None
 
 
 class trace_shapes:
@@ -139,6 +171,7 @@ class trace_shapes:
         mod = node_module(node) if node is not None else None
         if mod is not None:
             row.module = mod
+        row.note = broadcast_note(cls, args, ts)
 
     def __enter__(self):
         _fn.op_observers.append(self)
@@ -175,13 +208,20 @@ class trace_shapes:
         """The row of the op that raised (``None`` if nothing failed)."""
         return next((r for r in self.rows if r.error is not None), None)
 
+    def _layout(self):
+        noted = any(r.note for r in self.rows)
+        headers = self.HEADERS + (["note"] if noted else [])
+        return headers, [r.cells(noted) for r in self.rows]
+
     def table(self) -> str:
         if not self.rows:
             return "trace_shapes: no ops ran inside the block"
-        return text_table(self.HEADERS, [r.cells() for r in self.rows], align=[">", "<", "<", "<", "<", "<", "<"])
+        headers, rows = self._layout()
+        return text_table(headers, rows, align=[">"] + ["<"] * (len(headers) - 1))
 
     def __repr__(self):
         return self.table()
 
     def _repr_html_(self):
-        return html_table(self.HEADERS, [r.cells() for r in self.rows], caption="trace_shapes")
+        headers, rows = self._layout()
+        return html_table(headers, rows, caption="trace_shapes")
