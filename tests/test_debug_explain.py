@@ -256,3 +256,14 @@ def test_dead_relus_after_backward_freed_the_graph():
     assert e.cause == "dead_relu" and "cannot be measured" in e.verdict
     e2 = explain_grad(model[0].weight, loss=lambda: model(x).sum())  # rerun: now measured
     assert e2.cause == "dead_relu" and "100%" in e2.verdict
+
+
+def test_live_detached_copy_is_found_for_a_graphless_loss():
+    w = _w(4, 3)
+    frozen_copy = w.detach()  # the bug: the model uses a detached copy
+    x = gradlab.randn(2, 4)
+    loss = (x @ frozen_copy).sum()
+    e = explain_grad(w, loss)
+    assert e.cause == "detached" and "most likely" in e.verdict
+    assert any("detach() copy" in line for line in e.evidence)
+    del frozen_copy

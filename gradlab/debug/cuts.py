@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import dtypes as _dt
-from ._common import graph_leaves, host
+from ._common import Tensor, graph_leaves, host
 from .provenance import follow
 
 
@@ -40,20 +40,29 @@ def explain_missing(t, name, loss, nodes, rec, ev, checked, done):
     candidates += [(n, s.data, s.version_obj, f"saved by {n.name}") for n, s in saved if s.data is not None]
     for n, arr, ver, where in candidates:
         if ver is t._version:
-            ev.append(f"a tensor {where} shares {name}'s storage and version counter but is not {name}: "
+            ev.append(f"a tensor {where} shares the storage and version counter of {name} but is not {name}: "
                       "a .detach() of it")
             return done("detached", _cut_verdict(name, "detached", None))
     for n, arr, ver, where in candidates:
         if _may_share(arr, t.data) or _same(arr, t.data):
-            ev.append(f"a tensor {where} has exactly {name}'s values (or memory) but no graph back to it: a copy "
+            ev.append(f"a tensor {where} has exactly the values (or memory) of {name} but no graph back to it: a copy "
                       "through NumPy (.numpy()/from_numpy/gradlab.tensor) or detach()")
             return done("numpy_round_trip", _cut_verdict(name, "numpy_round_trip", None))
     if _dt.is_floating(t.dtype):
         trunc = np.trunc(host(t.data, dtype=np.float64))
         for n, arr, ver, where in candidates:
             if not np.array_equal(trunc, host(t.data, dtype=np.float64)) and _same(arr, trunc):
-                ev.append(f"a tensor {where} holds {name}'s values truncated to integers: an integer cast")
+                ev.append(f"a tensor {where} holds the values of {name} truncated to integers: an integer cast")
                 return done("integer_cast", _cut_verdict(name, "integer_cast", None))
+    copies = _detached_copies(t)
+    if copies:
+        c = copies[0]
+        what = f"'{c.name}'" if c.name else f"a tensor of shape {tuple(c.shape)}"
+        ev.append(f"{what} is alive and shares the storage and version counter of {name} but has no graph: a "
+                  f".detach() copy of {name} (found among live objects); the loss has no trace of {name}, so it "
+                  "was most likely computed from this copy")
+        checked.append("live tensors sharing t's version counter (detached copies)")
+        return done("detached", "most likely " + _cut_verdict(name, "detached", None))
     how = ("To see which and where, pass loss as a function (explain_grad(t, loss=lambda: <forward>)) or build "
            "the loss inside gradlab.debug.watch().")
     if not loss.requires_grad:
@@ -66,6 +75,21 @@ def explain_missing(t, name, loss, nodes, rec, ev, checked, done):
                 f"{name} is not on the loss's graph, and no leaf or saved tensor of that graph shares its storage or "
                 "values: either the loss does not use it, or the path was cut by detach(), no_grad(), an integer "
                 f"cast or a round trip through NumPy that left no trace in the graph. {how}")
+
+
+def _detached_copies(t):
+    """Live tensors made by ``t.detach()``: same version counter object, no graph.
+
+    ``detach()`` shares the storage *and* the version counter, so the copy can be
+    found from the counter (``gc.get_referrers``); a counter that was never
+    created means nothing ever detached ``t``.
+    """
+    counter = getattr(t, "_vcounter", None)
+    if counter is None:
+        return []
+    import gc
+    return [r for r in gc.get_referrers(counter)
+            if isinstance(r, Tensor) and r is not t and r.grad_fn is None and not r.requires_grad]
 
 
 def _may_share(a, b):
