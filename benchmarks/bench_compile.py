@@ -6,8 +6,10 @@ backward runs each VJP the same way; compiled, the forward is one fused kernel
 and the backward a few, working in cache-sized chunks, and the forward keeps
 only the inputs for the backward (the rest is recomputed inside the kernel).
 
-Timings are interleaved (eager, compiled, eager, compiled...) so that a busy
-machine slows both alike; the ratio is what to read. Peak memory is measured
+Timings are interleaved (eager, compiled, compiled on one thread, eager...)
+so that a busy machine slows all alike; the ratios are what to read. CPU time
+(``time.process_time``) is shown too: on a loaded machine it says how much
+work each side did, whatever share of the cores it got. Peak memory is measured
 with tracemalloc, which NumPy reports its array allocations to.
 
     python benchmarks/bench_compile.py [--rows 1024] [--repeat 5]
@@ -67,21 +69,31 @@ def main():
     yc = step(cblock, x, b)
     err = max(np.abs(ye.detach().numpy() - yc.detach().numpy()).max(),
               np.abs(ge[0] - x.grad.numpy()).max(), np.abs(ge[1] - b.grad.numpy()).max() / a.rows)
-    te, tc, t1 = [], [], []
+    te, tc, t1, ce, c1cpu = [], [], [], [], []
     threads = kernels.THREADS
     for _ in range(a.repeat):
-        t0 = time.perf_counter(); step(block, x, b); te.append(time.perf_counter() - t0)
-        t0 = time.perf_counter(); step(cblock, x, b); tc.append(time.perf_counter() - t0)
+        t0, p0 = time.perf_counter(), time.process_time()
+        step(block, x, b)
+        te.append(time.perf_counter() - t0)
+        ce.append(time.process_time() - p0)
+        t0 = time.perf_counter()
+        step(cblock, x, b)
+        tc.append(time.perf_counter() - t0)
         kernels.THREADS = 1
-        t0 = time.perf_counter(); step(cblock, x, b); t1.append(time.perf_counter() - t0)
+        t0, p0 = time.perf_counter(), time.process_time()
+        step(cblock, x, b)
+        t1.append(time.perf_counter() - t0)
+        c1cpu.append(time.process_time() - p0)
         kernels.THREADS = threads
     pe, pc = peak(block, x, b), peak(cblock, x, b)
-    e, c, c1 = float(np.median(te)), float(np.median(tc)), float(np.median(t1))
+    med = lambda v: float(np.median(v))  # noqa: E731
+    e, c, c1, cpe, cp1 = med(te), med(tc), med(t1), med(ce), med(c1cpu)
     n = a.rows * a.cols
     print(f"elementwise block (11 ops) forward+backward on ({a.rows}, {a.cols}) float32 = {n / 1e6:.1f}M elements")
-    print(f"{'':28}{'eager':>10}{'compiled':>10}{'ratio':>8}   (compiled kernels use {threads} thread(s))")
-    print(f"{'time (median of ' + str(a.repeat) + ')':28}{e * 1e3:>8.1f}ms{c * 1e3:>8.1f}ms{e / c:>7.2f}x")
-    print(f"{'time, kernels on 1 thread':28}{e * 1e3:>8.1f}ms{c1 * 1e3:>8.1f}ms{e / c1:>7.2f}x")
+    print(f"{'median of ' + str(a.repeat) + ', interleaved':28}{'eager':>10}{'compiled':>10}{'ratio':>8}")
+    print(f"{'wall time, ' + str(threads) + ' kernel thread(s)':28}{e * 1e3:>8.1f}ms{c * 1e3:>8.1f}ms{e / c:>7.2f}x")
+    print(f"{'wall time, 1 kernel thread':28}{e * 1e3:>8.1f}ms{c1 * 1e3:>8.1f}ms{e / c1:>7.2f}x")
+    print(f"{'CPU time, 1 kernel thread':28}{cpe * 1e3:>8.1f}ms{cp1 * 1e3:>8.1f}ms{cpe / cp1:>7.2f}x")
     print(f"{'peak memory (tracemalloc)':28}{pe / 2**20:>8.1f}MB{pc / 2**20:>8.1f}MB{pe / pc:>7.2f}x")
     print(f"max difference compiled vs eager (values, grads): {err:.2e}")
     print("\n" + cblock.explain())

@@ -95,6 +95,16 @@ def test_every_registered_elementwise_op_compiles_with_eager_gradients(name, sam
     assert len(cf.log) == 1
 
 
+def test_comparisons_and_argmax_are_recorded_not_baked_in():
+    cf = G.compile(lambda x: (G.where(G.gt(x, 0), x, -x) * (x < 0.5), x.argmax(dim=1)))
+    cf(G.randn(4, 6))
+    x2 = G.randn(4, 6)
+    a, i = cf(x2)
+    assert "gt(" in str(cf.graph) and "argmax(" in str(cf.graph)
+    np.testing.assert_array_equal(a.numpy(), np.where(x2.data > 0, x2.data, -x2.data) * (x2.data < 0.5))
+    np.testing.assert_array_equal(i.numpy(), x2.data.argmax(axis=1))
+
+
 def test_small_mlp_parameters_are_lifted_and_trained():
     G.manual_seed(0)
     model = G.nn.Sequential(G.nn.Linear(4, 8), G.nn.Tanh(), G.nn.Linear(8, 3))

@@ -37,9 +37,9 @@ def optimize(graph, report, device="cpu", fuse=True):
     g = P.eliminate_dead_code(g, report)
     if fuse:
         g = fuse_elementwise(g, report, device)
-    report.append(f"   {graph.name}: {graph.op_count} ops -> {len(g.nodes)} steps "
+    report.append(f"   {graph.name}: {graph.op_count} ops -> {len(g.nodes)} step(s) "
                   f"({sum(1 for n in g.nodes if n.group)} fused kernel(s)); arrays materialised "
-                  f"{graph.intermediate_bytes() / 2**20:.1f} MB -> {g.intermediate_bytes() / 2**20:.1f} MB")
+                  f"{P._fmt_bytes(graph.intermediate_bytes())} -> {P._fmt_bytes(g.intermediate_bytes())}")
     return g
 
 

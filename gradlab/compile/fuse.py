@@ -17,8 +17,8 @@ cycle through an op outside the group.
 Two code generators, both emitting readable source (``node.source``):
 
 * **CPU** (NumPy). NumPy ufuncs accept ``out=``. The kernel walks the arrays in
-  chunks of rows (about ``kernels.CHUNK`` elements, 128 KB of float32, so a
-  chunk and its few scratch buffers stay in L2 cache; the chunks are shared
+  chunks of rows (about ``kernels.CHUNK`` elements, 256 KB of float32, so a
+  chunk and its few scratch buffers stay in cache; the chunks are shared
   among ``kernels.THREADS`` threads, since ufuncs release the GIL) and evaluates the whole
   chain on each chunk into preallocated scratch buffers, writing results
   straight into the output arrays. No per-op full-size array is ever made.
@@ -39,6 +39,7 @@ import numpy as np
 from ..ops.registry import REGISTRY
 from . import kernels as _k
 from .ir import Graph, Node, Value
+from .passes import _fmt_bytes
 from .kernels import NUMPY_RULES, _c_args, _c_rule, cuda_source, numpy_kernel
 
 _ELEMENTWISE = None
@@ -192,7 +193,7 @@ def _make_fused(grp, uses, outs_set, pos, device, report) -> Node:
     report.append(
         f"fusion: {len(grp)} ops [{', '.join(n.op for n in grp)}] -> one kernel over "
         f"{grp[-1].outputs[0].type}: {len(produced) - len(outputs)} intermediate array(s) "
-        f"({saved / 2**20:.1f} MB) never materialised; outputs "
+        f"({_fmt_bytes(saved)}) never materialised; outputs "
         + ", ".join(f"%{v.name}" for v in outputs))
     return node
 

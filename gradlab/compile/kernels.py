@@ -18,7 +18,7 @@ import numpy as np
 from .._tensor import Tensor
 from .ir import Node, Value, show_arg
 
-CHUNK = 1 << 15   # elements per chunk (per scratch buffer): 128 KB of float32, a kernel's buffers fit in L2
+CHUNK = 1 << 16   # elements per chunk (per scratch buffer): 256 KB of float32; a kernel's buffers stay in L2/L3
 THREADS = min(4, os.cpu_count() or 1)   # threads sharing a kernel's chunks (1: run in the calling thread)
 _pool = []
 

@@ -188,7 +188,8 @@ class Tracer:
 
         def spy(t, *a, **k):
             caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
-            if tracer.known(t) and tracer.value_of(t).kind != "const" and not caller.startswith(_INTERNAL):
+            if (isinstance(t, Tensor) and tracer.known(t) and tracer.value_of(t).kind != "const"
+                    and not caller.startswith(_INTERNAL)):
                 tracer._specialised(what, t)
             return original(t, *a, **k)
         return spy
@@ -214,13 +215,29 @@ class Tracer:
 
     # --------------------------------------------------------- on / off
     def __enter__(self):
+        import gradlab as _top
         self._patched = []
+
+        def patch(name, make):
+            """Swap ``name`` in gradlab.ops and at gradlab's top level (``gradlab.gt``), where it is the same."""
+            orig = getattr(_ops_mod, name, None)
+            if orig is None or getattr(orig, "__wrapped__", None) is not None:
+                return
+            new = make(orig)
+            for mod in (_ops_mod, _top):
+                if mod.__dict__.get(name) is orig:
+                    self._patched.append((mod, name, orig))
+                    setattr(mod, name, new)
+
         for name, info in REGISTRY.items():
             if info.op is None and not info.differentiable and info.namespace == "gradlab":
-                orig = getattr(_ops_mod, name, None)
-                if orig is not None and getattr(orig, "__wrapped__", None) is None:
-                    self._patched.append((_ops_mod, name, orig))
-                    setattr(_ops_mod, name, self._wrap(name, orig))
+                patch(name, lambda orig, name=name: self._wrap(name, orig))
+        # utilities with no node of their own: argmax/argmin make tensors (recorded as calls);
+        # equal/allclose turn tensors into a Python bool (a value read while tracing)
+        for name in ("argmax", "argmin"):
+            patch(name, lambda orig, name=name: self._wrap(name, orig))
+        for name in ("equal", "allclose"):
+            patch(name, lambda orig, name=name: self._spy(f"compares with {name}()", orig))
         spies = {"item": "reads .item() of", "tolist": "reads .tolist() of", "numpy": "reads .numpy() of",
                  "__bool__": "uses bool() (an `if`/`while`/`and` test) on", "__float__": "calls float() on",
                  "__int__": "calls int() on", "__index__": "uses as an index"}
