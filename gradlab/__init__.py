@@ -34,6 +34,8 @@ from .ops import REGISTRY as _REGISTRY
 # top level those names are dtypes, as ``torch.float32`` and ``torch.bool`` are.
 from .backend.dtypes import bfloat16, bool_ as bool, double, float, half, int, long  # noqa: E402,A001
 from .factories import full, full_like, ones, ones_like, zeros, zeros_like  # noqa: E402 - the full factories
+del cuda  # ``from .ops import *`` brought the cast function; gradlab.cuda is the module, as torch.cuda
+from . import cuda  # noqa: E402 - CuPy itself loads only on demand
 
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .backend import dtypes as _dt
 from .backend.device import CPU, device_of_array
-from .errors import DTypeError, GradError, fmt_shape
+from .errors import DeviceError, DTypeError, GradError, fmt_shape
 
 # Filled in by gradlab.ops and gradlab.autograd when they are imported.
 _ops = None
@@ -180,12 +180,12 @@ class Tensor:
                 "call .detach().numpy() if you only want the values"
             )
         if self.device != CPU:
-            raise GradError(f"numpy(): {self._label()} is on {self.device}; call .cpu() first")
+            raise DeviceError(f"numpy(): {self._label()} is on {self.device}; call .cpu() first")
         return self.data
 
     def __array__(self, dtype=None, copy=None):
         if self.device != CPU:
-            raise GradError(f"{self._label()} is on {self.device}; call .cpu() before converting to NumPy")
+            raise DeviceError(f"{self._label()} is on {self.device}; call .cpu() before converting to NumPy")
         return self.data if dtype is None else self.data.astype(dtype)
 
     def item(self):

@@ -198,7 +198,16 @@ def test_cuda_elementwise_kernel_source_is_generated():
     src = cuda_source(cf.graph.nodes[0])
     assert src["in_params"] == "float32 in0, float32 in1" and src["out_params"] == "float32 out0"
     assert "tanh(" in src["operation"] and "out0 = " in src["operation"]
-    assert src["operation"].count(";") >= 11
+    assert src["operation"].count(";") >= 11 and "0.044715f" in src["operation"]
+    # the backward graph fuses for cuda too (tanh's VJP has a C rule); the CuPy kernel is built on first call
+    from gradlab.compile import fuse_elementwise
+    cg = G.compile(gelu_block)
+    cg(G.randn(4, 8, requires_grad=True), G.randn(8, requires_grad=True))
+    report = []
+    fused = fuse_elementwise(cg.entry.traced_backward, report, device="cuda")
+    kernels = [n for n in fused.nodes if n.group]
+    assert len(kernels) == 1 and "tanh_backward" in kernels[0].source["operation"]
+    assert callable(kernels[0].kernel) and "fusion:" in report[0]
 
 
 def test_data_dependent_control_flow_warns_naming_the_line():

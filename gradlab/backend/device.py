@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DeviceError
+from . import simulated as _sim
+from .simulated import SIM_XP, SimArray
 
 
 class Device:
@@ -65,9 +67,13 @@ def as_device(device) -> Device:
 
 
 def xp_for(device: Device):
-    """The array module for ``device``."""
+    """The array module for ``device``: NumPy on the cpu, CuPy on cuda (or the simulated device in tests)."""
     if device.type == "cpu":
         return np
+    if _sim.is_active():
+        if device.index:
+            raise DeviceError(f"device {device}: the simulated device is cuda:0 only; use device='cuda'")
+        return SIM_XP
     return _cupy(device)
 
 
@@ -91,21 +97,62 @@ def _cupy(device):
 
 
 def xp_of(arr):
-    """The array module (numpy or cupy) that owns ``arr``: ops create new arrays with it."""
-    if isinstance(arr, (np.ndarray, np.generic)):
+    """The array module (numpy or cupy) that owns ``arr``: ops create new arrays with it.
+
+    ``xp = xp_of(x.data); xp.zeros(...)`` makes the new array on ``x``'s device;
+    ``np.zeros(...)`` would make it on the host, and CuPy refuses to mix the two.
+    """
+    t = type(arr)
+    if t is np.ndarray:  # the common case first: this runs inside ops
         return np
-    mod = type(arr).__module__.split(".")[0]
-    if mod == "cupy":
-        import cupy
-        return cupy
-    return np
+    if t is SimArray:
+        return SIM_XP
+    if isinstance(arr, (np.ndarray, np.generic)) or t.__module__.split(".")[0] != "cupy":
+        return np
+    import cupy
+    return cupy
+
+
+_CUDA = {}
 
 
 def device_of_array(arr) -> Device:
-    """The device an array lives on (NumPy arrays are on the cpu)."""
-    if isinstance(arr, np.ndarray) or np.isscalar(arr):
+    """The device an array lives on (NumPy arrays are on the cpu, CuPy arrays on ``cuda:<id>``)."""
+    if type(arr) is np.ndarray:
         return CPU
-    dev = getattr(arr, "device", None)
-    if dev is not None and hasattr(dev, "id"):
-        return Device("cuda", dev.id)
-    return CPU
+    if isinstance(arr, SimArray):
+        idx = 0
+    elif isinstance(arr, (np.ndarray, np.generic)) or np.isscalar(arr):
+        return CPU
+    else:
+        dev = getattr(arr, "device", None)
+        if dev is None or not hasattr(dev, "id"):
+            return CPU
+        idx = dev.id
+    d = _CUDA.get(idx)
+    if d is None:
+        d = _CUDA[idx] = Device("cuda", idx)
+    return d
+
+
+def on_device(arr) -> bool:
+    """True for arrays that live on a (real or simulated) CUDA device."""
+    return type(arr) is not np.ndarray and device_of_array(arr).type == "cuda"
+
+
+def to_host(arr) -> np.ndarray:
+    """An explicit device -> host copy (``.get()``); host arrays come back as they are."""
+    return arr.get() if on_device(arr) else arr
+
+
+def to_device_array(arr, device: Device):
+    """An explicit copy of ``arr`` onto ``device`` (a no-op when it is already there)."""
+    if device.type == "cpu":
+        return to_host(arr)
+    if device_of_array(arr) == device:
+        return arr
+    xp = xp_for(device)
+    if xp is SIM_XP:
+        return xp.asarray(to_host(arr))
+    with xp.cuda.Device(device.index):
+        return xp.asarray(to_host(arr))

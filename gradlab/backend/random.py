@@ -5,6 +5,8 @@ gives the same numbers on every run (which nbval's output checks rely on).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 _generator = np.random.default_rng(0)
@@ -17,7 +19,22 @@ def manual_seed(seed: int):
     seed = int(seed)
     _generator = np.random.default_rng(seed)
     _seed = seed
+    if "cupy" in sys.modules:  # seed the GPU's generator too, without importing CuPy just for that
+        _seed_cupy(seed)
     return seed
+
+
+def _seed_cupy(seed: int) -> None:
+    """Seed CuPy's global generator (for user code that calls ``cupy.random`` directly).
+
+    gradlab's own random factories and dropout draw on the host from the generator
+    above and copy to the device, so one seed gives the same numbers on cpu and cuda.
+    """
+    try:
+        import cupy
+        cupy.random.seed(seed)
+    except Exception:  # noqa: BLE001 - CuPy without a usable GPU: nothing to seed
+        pass
 
 
 def initial_seed() -> int:

@@ -22,6 +22,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad, state as _grad_state
 from ..errors import ArgumentError, GradError
+from ..backend import xp_of
 from ..backend.dtypes import dtype_name
 from . import passes as P
 from .fuse import fuse_elementwise, fusible
@@ -90,7 +91,7 @@ class _CompiledNode(Function):
         gs = []
         for k in entry.diff_out:
             g = grads[k]
-            gs.append(g.data if g is not None else np.zeros(*entry.out_meta[k]))
+            gs.append(g.data if g is not None else xp_of(saved[0] if saved else np.zeros(0)).zeros(*entry.out_meta[k]))
         res = execute(entry.backward, saved + gs)
         out = []
         for slot in entry.grad_slots:
@@ -210,6 +211,9 @@ class CompiledFunction:
                 tin.append(t)
             else:
                 targs.append(a)
+        # fused kernels are generated for the device of the inputs: NumPy on cpu, CuPy on cuda
+        device = "cuda" if any(str(t.device).startswith("cuda") for t in tin) else "cpu"
+        e.device = device
         ctx = enable_grad() if need_grad else no_grad()
         with tracer, ctx:
             out = self.fn(*targs, **kwargs)
@@ -242,15 +246,15 @@ class CompiledFunction:
             all_inputs = tin + [t for _, t in tracer.params]
             wrt_ids = {id(t): j for j, t in enumerate(wrt)}
             e.grad_slots = [wrt_ids.get(id(t)) for t in all_inputs]
-            fwd, bwd, saved = P.partition(g, e.n_out, grad_inputs, _recomputable, e.report)
+            fwd, bwd, saved = P.partition(g, e.n_out, grad_inputs, lambda n: _recomputable(n, device), e.report)
             e.traced_forward, e.traced_backward = fwd, bwd
-            e.forward = optimize(fwd, e.report, fuse=self.fuse)
-            e.backward = optimize(bwd, e.report, fuse=self.fuse)
+            e.forward = optimize(fwd, e.report, device, fuse=self.fuse)
+            e.backward = optimize(bwd, e.report, device, fuse=self.fuse)
             e.diff_out = [k for k, o in enumerate(outs) if o.requires_grad]
             e.node_cls = type(f"compiled_{self.__name__}", (_CompiledNode,), {"name": f"compiled<{self.__name__}>"})
         else:
             e.traced = e.traced_forward = g
-            e.forward = optimize(g, e.report, fuse=self.fuse)
+            e.forward = optimize(g, e.report, device, fuse=self.fuse)
         e.specializations = list(tracer.specializations)
         return e
 
@@ -301,9 +305,9 @@ EXPENSIVE = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos", "po
                        "expm1", "log1p"})
 
 
-def _recomputable(n) -> bool:
+def _recomputable(n, device="cpu") -> bool:
     """Recompute a forward value in the backward (instead of keeping it) when it is a cheap elementwise op."""
-    return fusible(n) and n.op not in EXPENSIVE
+    return fusible(n, device) and n.op not in EXPENSIVE
 
 
 def P_name(label, tracer):

@@ -243,12 +243,16 @@ def cuda_source(node: Node) -> dict:
 
 def _c_args(n: Node, name):
     """C operands of a node (values by name, numbers as literals) and its other literal arguments."""
-    args = [name[a] if isinstance(a, Value) else repr(a) for a in n.args
+    f32 = n.outputs and n.outputs[0] is not None and n.outputs[0].dtype == np.float32
+
+    def lit(a):  # a float32 chain keeps float32 literals (0.5f), or C would compute in double
+        return f"{float(a)!r}f" if f32 and isinstance(a, float) else repr(a)
+    args = [name[a] if isinstance(a, Value) else lit(a) for a in n.args
             if isinstance(a, Value) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
     return args, [a for a in n.args if not isinstance(a, Value)]
 
 
-def _cupy_kernel(node: Node):
+def cupy_kernel(node: Node):
     """Build the CuPy kernel lazily (compiled by NVRTC on first call)."""
     cache = {}
 

@@ -73,7 +73,7 @@ def arrays_for(op: str, a, b, names=("input", "other")):
     if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.data) is not type(b.data):
         raise device_mismatch(op, a, b, names)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # where(c, 1.5, 0): no tensor to keep dt
-        x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
+        x, y = dt.type(x), dt.type(y)  # NumPy scalars: accepted next to host and device arrays alike
     return x, y, dt
 
 

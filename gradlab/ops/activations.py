@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..backend.arrays import as_array
 from .._tensor import Tensor
 from ._util import check_tensor
 from .registry import Sample, register
@@ -40,8 +41,8 @@ class Gelu(Op):
         if approximate == "tanh":
             ctx.formula = ("dX = dY * (0.5 * (1 + T) + 0.5 * X * (1 - T^2) * sqrt(2/pi) * (1 + 3 * 0.044715 * X^2))"
                            "   (T = tanh(sqrt(2/pi) * (X + 0.044715 * X^3)))")
-            return np.asarray(0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))), dtype=a.dtype)
-        return np.asarray(0.5 * a * (1 + _erf_array(a / _SQRT2)), dtype=a.dtype)
+            return as_array(0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))), dtype=a.dtype)
+        return as_array(0.5 * a * (1 + _erf_array(a / _SQRT2)), dtype=a.dtype)
 
     def _dydx(self, x):
         if self.approximate == "tanh":
@@ -90,7 +91,7 @@ class GeluBackward(Op):
             d = 0.5 * (1 + t) + (0.5 * a) * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _GELU_C * a2))
         else:
             d = 0.5 * (1 + _erf_array(a / _SQRT2)) + a * (np.exp(-0.5 * a * a) * _INV_SQRT_2PI)
-        return np.asarray(g.data * d, dtype=np.result_type(g.data, a))
+        return as_array(g.data * d, dtype=np.result_type(g.data, a))
 
     _dydx = Gelu._dydx
     _d2ydx2 = Gelu._d2ydx2
@@ -140,7 +141,7 @@ class Silu(Op):
         a = x.data
         e = np.exp(-np.abs(a))
         s = np.where(a >= 0, 1 / (1 + e), e / (1 + e))
-        return np.asarray(a * s, dtype=a.dtype)
+        return as_array(a * s, dtype=a.dtype)
 
     @staticmethod
     def _dydx(x):
@@ -174,7 +175,7 @@ class Softplus(Op):
         bx = a * beta
         # logaddexp(0, bx) = log(1 + exp(bx)) without overflow
         y = np.where(bx > threshold, a, np.logaddexp(0, bx) / beta)
-        return np.asarray(y, dtype=a.dtype)
+        return as_array(y, dtype=a.dtype)
 
     def _dydx(self, x):
         bx = x * self.beta
@@ -214,7 +215,7 @@ class LeakyRelu(Op):
         pos = a > 0
         ctx.slope = Tensor._make(np.where(pos, 1.0, negative_slope).astype(a.dtype))
         ctx.save_for_backward(ctx.slope)
-        return np.asarray(np.where(pos, a, a * negative_slope), dtype=a.dtype)
+        return as_array(np.where(pos, a, a * negative_slope), dtype=a.dtype)
 
     def vjp(self, g):
         (slope,) = self.saved_tensors

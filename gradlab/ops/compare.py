@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Op
+from ..backend.arrays import as_array
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand
 from .registry import Sample, register
@@ -20,7 +21,7 @@ def _compare(name, fn):
         a, b = operand(input, name, "input"), operand(other, name, "other")
         x, y, _ = arrays_for(name, a, b)
         try:
-            return Tensor._make(np.asarray(fn(x, y)))
+            return Tensor._make(as_array(fn(x, y)))
         except ValueError:
             check_broadcast(name, a, b)
             raise
@@ -70,7 +71,7 @@ def logical_not(input):
 
 def _pred(name, fn):
     def f(input):
-        return Tensor._make(np.asarray(fn(check_tensor(input, name).data)))
+        return Tensor._make(as_array(fn(check_tensor(input, name).data)))
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
     return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
@@ -97,14 +98,14 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
           torch=lambda torch, x: torch.any(x))
 def any(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "any")
-    return Tensor._make(np.asarray(np.any(x.data, axis=dim, keepdims=keepdim)))
+    return Tensor._make(as_array(np.any(x.data, axis=dim, keepdims=keepdim)))
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.all(x))
 def all(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "all")
-    return Tensor._make(np.asarray(np.all(x.data, axis=dim, keepdims=keepdim)))
+    return Tensor._make(as_array(np.all(x.data, axis=dim, keepdims=keepdim)))
 
 
 class ZeroGrad(Op):
@@ -115,7 +116,7 @@ class ZeroGrad(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return np.asarray(type(ctx).fn(x.data))
+        return as_array(type(ctx).fn(x.data))
 
     def vjp(self, g):
         return (g * 0,)

@@ -23,6 +23,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend.arrays import as_array
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor
@@ -126,7 +127,7 @@ class Einsum(Op):
         # 16-bit floats are summed in float32 (as PyTorch does; NumPy's einsum has no bfloat16 at all)
         work = _dt.float32 if dt in (_dt.float16, _dt.bfloat16) else dt
         arrays = [x.data if x.dtype == work else x.data.astype(work) for x in operands]
-        return np.asarray(np.einsum(ctx.equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
+        return as_array(np.einsum(ctx.equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
 
     def vjp(self, g):
         xs = self.saved_tensors

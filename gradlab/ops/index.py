@@ -15,6 +15,8 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
+from ..backend.arrays import scatter_add as _scatter_add
+from ..backend.device import xp_of
 from ._util import check_tensor, one_dim, view_of
 from .registry import Sample, register
 
@@ -71,11 +73,11 @@ class IndexAddZeros(Op):
     @staticmethod
     def forward(ctx, g, index, shape):
         ctx.index = index
-        out = np.zeros(shape, dtype=g.dtype)
+        out = xp_of(g.data).zeros(shape, dtype=g.dtype)  # on g's device
         if _is_basic(index):
             out[index] = g.data
         else:
-            np.add.at(out, index, g.data)
+            _scatter_add(out, index, g.data)
         return out
 
     def vjp(self, gg):
@@ -112,7 +114,8 @@ def getitem(input, index):
 
 def _along(index: np.ndarray, dim: int):
     """The full advanced index that picks ``x[..., index[i,j,k], ...]`` along ``dim``."""
-    grid = list(np.indices(index.shape, sparse=True))
+    xp, n = xp_of(index), len(index.shape)  # np.indices(shape, sparse=True), on index's device
+    grid = [xp.arange(s).reshape((1,) * i + (s,) + (1,) * (n - i - 1)) for i, s in enumerate(index.shape)]
     grid[dim] = index
     return tuple(grid)
 

@@ -14,6 +14,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend.arrays import scatter_add as _scatter_add
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, is_scalar, one_dim
@@ -71,7 +72,7 @@ class ScatterAdd(Op):
     def forward(ctx, x, src, dim, index):
         ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
         out = x.data.copy()
-        np.add.at(out, _along(index.data, dim), src.data[_head(index.shape)])  # repeats add up
+        _scatter_add(out, _along(index.data, dim), src.data[_head(index.shape)])  # repeats add up (np.add.at)
         return out
 
     def vjp(self, g):

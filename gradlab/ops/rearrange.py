@@ -15,6 +15,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
+from ..backend.arrays import as_strided as _as_strided
 from ..errors import ArgumentError, IndexOutOfRange, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim, sizes_arg, view_of
 from .index import Index, IndexAddZeros
@@ -214,12 +215,13 @@ class AsStrided(Op):
 
     @staticmethod
     def forward(ctx, x, size, stride, offset, positions):
+        if type(x.data) is not np.ndarray:  # the gradient's scatter-add needs its indices on x's device
+            positions = xp_of(x.data).asarray(positions)
         ctx.in_shape, ctx.positions = x.shape, positions
         a = x.data
         item = a.itemsize
         flat = a.reshape(-1)
-        return np.lib.stride_tricks.as_strided(flat[offset:], shape=size, strides=tuple(s * item for s in stride),
-                                               writeable=False)
+        return _as_strided(flat[offset:], size, tuple(s * item for s in stride))  # NumPy's or CuPy's
 
     def vjp(self, g):
         flat = IndexAddZeros.apply(g, (self.positions,), (int(np.prod(self.in_shape)),))

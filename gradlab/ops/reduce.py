@@ -16,6 +16,8 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
+from ..backend.arrays import as_array
+from ..backend.device import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim
 from .registry import Sample, register
@@ -104,8 +106,8 @@ class Sum(Op):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         if x.data.itemsize <= 2:  # a float16 sum may overflow to inf: quietly, as in PyTorch
             with np.errstate(over="ignore", invalid="ignore"):
-                return np.asarray(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
-        return np.asarray(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
+                return as_array(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
+        return as_array(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
 
     def vjp(self, g):
         return _expand_back(g, self.in_shape, self.axes, self.keepdim), None, None, None
@@ -143,7 +145,7 @@ class Mean(Op):
         reduced = range(x.ndim) if axes is None else axes
         ctx.count = int(np.prod([x.shape[a] for a in reduced]))
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the mean of nothing is nan, as in PyTorch
-            return np.asarray(np.mean(x.data, axis=axes, keepdims=keepdim), dtype=x.dtype)
+            return as_array(np.mean(x.data, axis=axes, keepdims=keepdim), dtype=x.dtype)
 
     def vjp(self, g):
         # an empty input has an empty gradient, so the max(., 1) never changes a value
@@ -180,7 +182,7 @@ class Amax(Op):
                 f"{ctx.name}: cannot reduce an empty dimension of a tensor of shape {fmt_shape(x.shape)}: "
                 "the max of nothing is undefined")
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        y = np.asarray(type(ctx).fn(x.data, axis=axes, keepdims=keepdim))
+        y = as_array(type(ctx).fn(x.data, axis=axes, keepdims=keepdim))
         ctx.save_for_backward(x)
         ctx.save_output(y)
         return y
@@ -279,13 +281,13 @@ def _arg(name, fn):
         if x.data.size == 0:
             raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty")
         if dim is None:
-            out = np.asarray(fn(x.data.reshape(-1)))
+            out = as_array(fn(x.data.reshape(-1)))
             if keepdim:
                 out = out.reshape((1,) * x.ndim)
         else:
             d = one_dim(dim, x.ndim, name)
-            out = fn(x.data, axis=d, keepdims=keepdim) if x.ndim else np.asarray(0)
-        return O.Tensor._make(np.asarray(out, dtype=np.int64))
+            out = fn(x.data, axis=d, keepdims=keepdim) if x.ndim else xp_of(x.data).asarray(0)
+        return O.Tensor._make(as_array(out, dtype=np.int64))
     f.__name__ = name
     f.__doc__ = f"Index of the {name[3:]}imum (over all elements, or along ``dim``); not differentiable."
     return f

@@ -21,6 +21,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend.arrays import as_array
 from ..errors import ArgumentError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, norm_dim, one_dim
@@ -55,7 +56,7 @@ class Var(Op):
         a = x.data
         with np.errstate(invalid="ignore", divide="ignore"):  # too few elements: inf/nan, as PyTorch
             d = a - np.mean(a, axis=axes, keepdims=True)
-            return np.asarray(np.sum(d * d, axis=axes, keepdims=keepdim) / max(ctx.denom, 0), dtype=a.dtype)
+            return as_array(np.sum(d * d, axis=axes, keepdims=keepdim) / max(ctx.denom, 0), dtype=a.dtype)
 
     def _dvar_dx(self, x):
         centered = x - O.mean(x, dim=self.axes, keepdim=True)
@@ -155,7 +156,7 @@ class LogSumExp(Op):
         m = np.where(np.isfinite(m), m, 0)  # rows of -inf (or +inf) stay -inf (+inf) instead of nan
         with np.errstate(divide="ignore", over="ignore"):
             y = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
-        y = np.asarray(y if keepdim else y.reshape(_reduced(a.shape, axes)), dtype=a.dtype)
+        y = as_array(y if keepdim else y.reshape(_reduced(a.shape, axes)), dtype=a.dtype)
         ctx.save_output(y)
         return y
 
@@ -204,7 +205,7 @@ class Prod(Op):
     def forward(ctx, x, axes, keepdim, dtype):
         ctx.axes, ctx.keepdim, ctx.in_shape = axes, keepdim, x.shape
         ctx.save_for_backward(x)
-        y = np.asarray(np.prod(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
+        y = as_array(np.prod(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
         ctx.save_output(y)
         return y
 
@@ -330,7 +331,7 @@ class Norm(Op):
         else:
             with np.errstate(divide="ignore"):
                 y = np.sum(a ** p, **kw) ** (1.0 / p)
-        y = np.asarray(y, dtype=x.dtype)
+        y = as_array(y, dtype=x.dtype)
         ctx.save_output(y)
         return y
 

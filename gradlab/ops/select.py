@@ -10,6 +10,8 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend.arrays import as_array
+from ..backend.device import xp_of
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
 from .registry import Sample, register
@@ -32,7 +34,7 @@ class Maximum(Op):
             raise
         wa = type(ctx).better(x, y) + 0.5 * (x == y)  # a's share of the gradient
         ctx.shapes = (shape_of(a), shape_of(b))
-        ctx.wa = Tensor._make(np.asarray(wa, dtype=out.dtype))
+        ctx.wa = Tensor._make(as_array(wa, dtype=out.dtype))
         ctx.save_for_backward(ctx.wa)
         return out
 
@@ -85,17 +87,17 @@ class Clamp(Op):
         a = x.data
         out = a
         if lo is not None:
-            out = np.maximum(out, np.asarray(lo, dtype=a.dtype))
+            out = np.maximum(out, a.dtype.type(lo))
         if hi is not None:
-            out = np.minimum(out, np.asarray(hi, dtype=a.dtype))
-        inside = np.ones(a.shape, dtype=bool)
+            out = np.minimum(out, a.dtype.type(hi))
+        inside = xp_of(a).ones(a.shape, dtype=bool)
         if lo is not None:
             inside &= a >= lo
         if hi is not None:
             inside &= a <= hi
         ctx.mask = Tensor._make(inside)
         ctx.save_for_backward(ctx.mask)
-        return np.asarray(out, dtype=a.dtype)
+        return as_array(out, dtype=a.dtype)
 
     def vjp(self, g):
         (mask,) = self.saved_tensors

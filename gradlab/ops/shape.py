@@ -15,7 +15,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from .._tensor import Tensor
-from ._util import check_tensor, norm_dim, one_dim, sizes_arg, view_of
+from ._util import check_tensor, device_mismatch, norm_dim, one_dim, sizes_arg, view_of
 from .registry import Sample, register
 
 
@@ -279,6 +279,10 @@ class Cat(Op):
     def forward(ctx, dim, *xs):
         ctx.dim = dim
         ctx.sizes = [x.shape[dim] for x in xs]
+        kind = type(xs[0].data) if xs else None
+        for i, x in enumerate(xs):
+            if type(x.data) is not kind:  # nothing is copied between devices implicitly
+                raise device_mismatch("cat", xs[0], x, ("tensors[0]", f"tensors[{i}]"))
         dt = _dt.result_type(*xs)
         return np.concatenate([x.data.astype(dt, copy=False) for x in xs], axis=dim)
 

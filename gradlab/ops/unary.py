@@ -18,6 +18,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend import xp_of
+from ..backend.arrays import as_array, erf as _backend_erf
 from .._tensor import Tensor
 from ._util import check_tensor
 from .compare import ZeroGrad
@@ -34,15 +35,7 @@ def _float_input(x: Tensor, op: str) -> Tensor:
 
 def _erf_array(a):
     """erf on an array: SciPy's when available (or CuPy's on the GPU), else the math module's."""
-    xp = xp_of(a)
-    if xp is not np:  # pragma: no cover - GPU backend
-        from cupyx.scipy.special import erf
-        return erf(a)
-    try:
-        from scipy.special import erf
-    except ImportError:  # scipy is optional: NumPy alone, to double precision
-        return np.asarray(_erf_numpy(a), dtype=a.dtype)
-    return np.asarray(erf(a), dtype=a.dtype)
+    return _backend_erf(a, _erf_numpy)  # scipy is optional: without it, NumPy alone (_erf_numpy)
 
 
 def _erf_numpy(a):
@@ -204,7 +197,7 @@ class Round(ZeroGrad):
     @staticmethod
     def forward(ctx, x, decimals):
         # half to even, like PyTorch: round(0.5) == 0, round(1.5) == 2
-        return np.asarray(np.round(x.data, decimals))
+        return as_array(np.round(x.data, decimals))
 
     def vjp(self, g):
         return g * 0, None

@@ -9,6 +9,7 @@ weight is not part of the computation we differentiate.
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 
@@ -77,6 +78,32 @@ class Optimizer:
     @no_grad()
     def step(self, closure=None):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs):
+        """Every subclass's ``step`` first moves optimizer state to its parameter's device.
+
+        ``model.to("cuda")`` moves the parameters (the same objects) but cannot
+        know about optimizers; PyTorch leaves the state behind. Here the state
+        follows its parameter on the next ``step()`` (an explicit copy, once).
+        """
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_state_follows", False):
+            def stepper(self, *args, **kw):
+                self._state_follow_params()
+                return step(self, *args, **kw)
+            functools.update_wrapper(stepper, step)
+            stepper._state_follows = True
+            cls.step = stepper
+
+    def _state_follow_params(self):
+        """Move state tensors (momentum, moments...) onto their parameter's device where they differ."""
+        for p, st in self.state.items():
+            kind = type(p.data)
+            for k, v in st.items():
+                if k != "step" and isinstance(v, Tensor) and type(v.data) is not kind:
+                    from ..backend.device import to_device_array
+                    st[k] = Tensor._make(to_device_array(v.data, p.device))
 
     # ------------------------------------------------------------ state dicts
     def state_dict(self) -> dict:
