@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from ..viz import render as R
-from .ir import Graph, Value
+from .ir import Graph, Value, show_arg
 
 
 def _val_style(v: Value):
@@ -22,7 +22,7 @@ def _val_style(v: Value):
     return f'shape={shape}, style="{style}", fillcolor="{fill}", color="{border}", peripheries={periph}'
 
 
-def graph_dot_lines(g: Graph, prefix: str, title: str) -> list:
+def graph_dot_lines(g: Graph, prefix: str, title: str, n_out=None) -> list:
     lines = [f'subgraph "cluster_{prefix}" {{', f'label=<<b>{html.escape(title)}</b>>; fontname="Helvetica";',
              'style="rounded"; color="#999999";']
     where = {}
@@ -32,7 +32,7 @@ def graph_dot_lines(g: Graph, prefix: str, title: str) -> list:
             continue
         nid = f"{prefix}_v{v.name}"
         what = {"input": "input", "param": "parameter", "grad": "incoming grad", "const": "const",
-                "saved": "saved"}.get(v.kind, v.kind)
+                "op": "kept by forward"}.get(v.kind, v.kind)
         text = f"%{v.name}  ({what})"
         if v.kind == "const" and v.size == 1:
             text = f"%{v.name} = {float(v.data.reshape(()).item()):.4g}"
@@ -50,7 +50,9 @@ def graph_dot_lines(g: Graph, prefix: str, title: str) -> list:
             lines.append(f'"{nid}" [id="{nid}", class="op fused", shape=box, style="filled,rounded", '
                          f'fillcolor="{fill}", color="{border}", penwidth=2, label={label}, fontname="Helvetica"];')
         else:
-            lines.append(f'"{nid}" [id="{nid}", class="op", shape=ellipse, label=<{html.escape(n.op)}>, '
+            lits = [show_arg(a) for a in n.args if not isinstance(a, Value)]
+            text = n.op + (f" ({', '.join(lits)})" if lits else "")
+            lines.append(f'"{nid}" [id="{nid}", class="op", shape=ellipse, label=<{html.escape(text)}>, '
                          f'fontname="Helvetica"];')
         for a in dict.fromkeys(n.inputs):
             src = where.get(a)
@@ -62,9 +64,10 @@ def graph_dot_lines(g: Graph, prefix: str, title: str) -> list:
         if v is None:
             continue
         oid = f"{prefix}_out{j}"
+        what = (f"gradient {j}:" if n_out is None else f"output {j}:" if j < n_out else "kept for backward:")
         fill, border = R.PALETTE["output"]
         lines.append(f'"{oid}" [id="{oid}", class="tensor output", shape=box, style="filled,bold", penwidth=2.8, '
-                     f'fillcolor="{fill}", color="{border}", label=<output {j}: %{v.name}<br/>'
+                     f'fillcolor="{fill}", color="{border}", label=<{what} %{v.name}<br/>'
                      f'<font point-size="9">{v.type}</font>>, fontname="Helvetica"];')
         if v in where:
             lines.append(f'"{where[v]}" -> "{oid}";')
@@ -72,10 +75,11 @@ def graph_dot_lines(g: Graph, prefix: str, title: str) -> list:
     return lines
 
 
-def compiled_dot(before: Graph, after: Graph, title="", rankdir="TB") -> str:
-    body = graph_dot_lines(before, "before", f"traced: {before.op_count} ops")
+def compiled_dot(before: Graph, after: Graph, title="", rankdir="TB", n_out=None) -> str:
+    body = graph_dot_lines(before, "before", f"traced: {before.op_count} ops", n_out)
     n_fused = sum(1 for n in after.nodes if n.group)
-    body += graph_dot_lines(after, "after", f"after passes: {len(after.nodes)} steps, {n_fused} fused kernel(s)")
+    body += graph_dot_lines(after, "after", f"after passes: {len(after.nodes)} step(s), {n_fused} fused kernel(s)",
+                            n_out)
     return "\n".join([f'digraph "{title}" {{', f"rankdir={rankdir}; newrank=true; compound=true;",
                       'node [fontsize=11]; edge [fontsize=9, color="#555555"];'] + body + ["}"])
 
@@ -108,7 +112,7 @@ class CompiledGraphView:
 
     def __repr__(self):
         return (f"CompiledGraphView({self.before.name}: {self.before.op_count} traced ops -> "
-                f"{len(self.after.nodes)} steps, {sum(1 for n in self.after.nodes if n.group)} fused kernel(s))")
+                f"{len(self.after.nodes)} step(s), {sum(1 for n in self.after.nodes if n.group)} fused kernel(s))")
 
 
 def show_compiled(compiled, which="forward", rankdir="TB", **_ignored) -> CompiledGraphView:
@@ -120,6 +124,8 @@ def show_compiled(compiled, which="forward", rankdir="TB", **_ignored) -> Compil
             raise ArgumentError(f"show_graph: {compiled.__name__} was compiled without gradients (no input "
                                 "required grad, or grad mode was off); there is no backward graph to draw")
         before, after = e.traced_backward, e.backward
+        n_out = None
     else:
         before, after = e.traced_forward, e.forward
-    return CompiledGraphView(compiled_dot(before, after, compiled.__name__, rankdir), before, after)
+        n_out = e.n_out
+    return CompiledGraphView(compiled_dot(before, after, compiled.__name__, rankdir, n_out), before, after)
