@@ -284,7 +284,7 @@ class CompiledFunction:
             e = self.entry
             if e.specializations:
                 lines.append("specialised to values read while tracing:")
-                lines += [f"  {w}: {what} ({code})" for what, w, code in e.specializations]
+                lines += [f"  {w}: {what} a traced tensor: `{code}`" for what, w, code in e.specializations]
             lines.append("passes (latest trace):")
             lines += ["  " + s for s in e.report]
         return "\n".join(lines)
