@@ -356,3 +356,20 @@ def test_registry_op_on_device_matches_cpu(sim, name):
                 np.testing.assert_allclose(g.cpu().numpy(), gr.numpy(), rtol=1e-6, atol=1e-9, err_msg=str(s))
         ran += 1
     assert ran or name in {"functional.dropout", "functional.embedding_bag"}, f"{name}: no sample ran"
+
+
+def test_random_fills_dropout_and_generation_stay_on_the_device(sim):
+    t = gradlab.zeros(3, 4, device=sim)
+    assert on_sim(t.normal_()) and on_sim(t.uniform_()) and on_sim(nn.init.kaiming_uniform_(t))
+    x = gradlab.randn(4, 8, device=sim, requires_grad=True)
+    y = F.dropout(x, 0.5, training=True)
+    y.sum().backward()
+    assert on_sim(y) and on_sim(x.grad)
+    model = nn.GPT(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16).to(sim)
+    gradlab.manual_seed(0)
+    a = model.generate(gradlab.zeros(1, 2, dtype=gradlab.int64, device=sim), 4)
+    model.cpu()
+    gradlab.manual_seed(0)
+    b = model.generate(gradlab.zeros(1, 2, dtype=gradlab.int64), 4)
+    assert on_sim(a)
+    np.testing.assert_array_equal(a.cpu().numpy(), b.numpy())

@@ -257,13 +257,13 @@ def clamp_max_(self, max):  # noqa: A002
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std^2), from gradlab's seeded generator (for init)."""
     from ..factories import randn
-    return _fill_random(self, "normal_", lambda: randn(*self.shape, dtype=_float_dtype(self)) * std + mean)
+    return _fill_random(self, "normal_", lambda: randn(*self.shape, dtype=_float_dtype(self), device=self.device) * std + mean)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples from U(a, b), from gradlab's seeded generator (for init)."""
     from ..factories import rand
-    return _fill_random(self, "uniform_", lambda: rand(*self.shape, dtype=_float_dtype(self)) * (b - a) + a)
+    return _fill_random(self, "uniform_", lambda: rand(*self.shape, dtype=_float_dtype(self), device=self.device) * (b - a) + a)
 
 
 def _float_dtype(t):

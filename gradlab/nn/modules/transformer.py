@@ -134,11 +134,13 @@ class GPT(Module):
         generator ``gradlab.manual_seed`` seeds) or, with ``do_sample=False``,
         takes the most likely token (greedy).
         """
-        out = np.asarray(idx.data if isinstance(idx, Tensor) else idx).astype(np.int64)
+        from ...backend.device import CPU, to_device_array, to_host
+        dev = idx.device if isinstance(idx, Tensor) else CPU  # sampling runs on the host, the model on its device
+        out = to_host(idx.data if isinstance(idx, Tensor) else np.asarray(idx)).astype(np.int64)
         gen = _random.generator()
         for _ in range(int(max_new_tokens)):
-            ctx = Tensor._make(out[:, -self.block_size:])
-            logits = self(ctx).data[:, -1, :].astype(np.float64)
+            ctx = Tensor._make(to_device_array(out[:, -self.block_size:], dev))
+            logits = to_host(self(ctx).data[:, -1, :]).astype(np.float64)
             if not do_sample:
                 nxt = logits.argmax(-1)
             else:
@@ -152,7 +154,7 @@ class GPT(Module):
                 u = gen.random((probs.shape[0], 1))
                 nxt = np.minimum((np.cumsum(probs, -1) < u).sum(-1), probs.shape[-1] - 1)
             out = np.concatenate([out, nxt[:, None].astype(np.int64)], axis=1)
-        return Tensor._make(out)
+        return Tensor._make(to_device_array(out, dev))
 
     def extra_repr(self):
         return (f"vocab_size={self.vocab_size}, block_size={self.block_size}, n_layer={self.n_layer}, "
