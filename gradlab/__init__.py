@@ -18,7 +18,8 @@ from .backend.dtypes import (
 from .backend.dtypes import int as int  # noqa: PLC0414 - torch.int is int32
 from .backend.random import get_rng_state, initial_seed, manual_seed, set_rng_state
 from .errors import (
-    ArgumentError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError, IndexOutOfRange, ShapeError,
+    ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
+    IndexOutOfRange, ShapeError,
 )
 from ._tensor import Tensor
 from .factories import (

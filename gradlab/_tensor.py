@@ -20,6 +20,7 @@ import numpy as np
 
 from .backend import dtypes as _dt
 from .backend.device import CPU, device_of_array
+from .errors import ArgumentTypeError
 from .errors import DeviceError, DTypeError, GradError, fmt_shape
 
 # Filled in by gradlab.ops and gradlab.autograd when they are imported.
@@ -64,6 +65,21 @@ class Tensor:
     _is_param = False
 
     __array_priority__ = 1000  # make ``ndarray * Tensor`` call Tensor.__rmul__
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy meets a Tensor. ``array * tensor`` is the Tensor op (``tensor.__rmul__``); an in-place
+        ``array -= tensor`` -- PyTorch's ``p.data -= lr * p.grad`` -- updates the array in place (no
+        graph), instead of silently replacing ``p.data`` by a Tensor; other ufuncs see the arrays."""
+        out = kwargs.get("out")
+        if out is None and method == "__call__" and len(inputs) == 2:
+            names = _REFLECTED.get(ufunc.__name__)
+            if names is not None:
+                a, b = inputs
+                return getattr(a, names[0])(b) if isinstance(a, Tensor) else getattr(b, names[1])(a)
+        args = [i.data if isinstance(i, Tensor) else i for i in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(o.data if isinstance(o, Tensor) else o for o in out)
+        return getattr(ufunc, method)(*args, **kwargs)
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
         from .factories import _to_array  # the one place that converts user data
@@ -217,17 +233,17 @@ class Tensor:
 
     def __index__(self):
         if _dt.category(self.dtype) == 2 or self.data.size != 1:
-            raise TypeError("only integer tensors of a single element can be used as an index")
+            raise ArgumentTypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 
     def __len__(self):
         if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
+            raise ArgumentTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
     __hash__ = object.__hash__  # ``==`` is elementwise, so hash by identity as PyTorch does
@@ -374,6 +390,12 @@ class Tensor:
     def __or__(self, other): return _ops.logical_or(self, other)
     def __floordiv__(self, other): return _ops.floor_divide(self, other)
     def __mod__(self, other): return _ops.remainder(self, other)
+    def __rfloordiv__(self, other): return _ops.floor_divide(other, self)
+    def __rmod__(self, other): return _ops.remainder(other, self)
+    def __xor__(self, other): return _ops.logical_xor(self, other)
+    def __rand__(self, other): return _ops.logical_and(other, self)
+    def __ror__(self, other): return _ops.logical_or(other, self)
+    def __rxor__(self, other): return _ops.logical_xor(other, self)
 
     @property
     def T(self) -> "Tensor":
@@ -399,6 +421,18 @@ class _HookHandle:
     def remove(self):
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+# NumPy ufunc name -> (Tensor operator, reflected operator), for ``array <op> tensor``
+_REFLECTED = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", "__rtruediv__"), "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"), "power": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
+    "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"), "greater": ("__gt__", "__lt__"),
+    "greater_equal": ("__ge__", "__le__"), "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
+    "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
+    "bitwise_xor": ("__xor__", "__rxor__"),
+}
 
 
 def _method(op_name, doc=None):

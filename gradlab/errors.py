@@ -35,6 +35,10 @@ class ArgumentError(GradlabError, ValueError):
     """A bad value for an argument that is not a shape or dtype problem."""
 
 
+class ArgumentTypeError(GradlabError, TypeError):
+    """An argument of the wrong kind: a string where a tensor or a number is expected, a missing argument."""
+
+
 class GradcheckError(GradlabError, AssertionError):
     """Analytic and numeric gradients disagree."""
 

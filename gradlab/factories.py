@@ -135,8 +135,13 @@ def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
     """Integers in [low, high) (or [0, low) when ``high`` is omitted)."""
+    if isinstance(high, (tuple, list)):  # randint(high, size): PyTorch's two-argument form
+        high, size = None, high
     if high is None:
         low, high = 0, low
+    if not low < high:
+        raise ArgumentError(f"randint: need low < high, got low={low}, high={high}; "
+                            f"values are drawn from [low, high)")
     dtype = _dt.as_dtype(dtype) or _dt.int64
     size = _shape((size,), "randint")
     arr = _random.generator().integers(low, high, size=size).astype(dtype)
@@ -156,6 +161,9 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dtype = _dt.result_type(start, end, step)
     if step == 0:
         raise ArgumentError("arange: step must not be zero")
+    if (end - start) * step < 0:
+        raise ArgumentError(f"arange: step {step} points away from end: start={start}, end={end}; "
+                            f"use a {'negative' if step > 0 else 'positive'} step to count from {start} to {end}")
     dtype = _dt.as_dtype(dtype)
     xp = xp_for(as_device(device))
     t = Tensor._make(xp.arange(start, end, step).astype(dtype))
@@ -166,6 +174,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    if int(steps) < 0:
+        raise ArgumentError(f"linspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(as_device(device))
     t = Tensor._make(xp.linspace(start, end, int(steps)).astype(dtype))
     if requires_grad:
@@ -175,6 +185,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    if int(n) < 0 or (m is not None and int(m) < 0):
+        raise ArgumentError(f"eye: n and m must be >= 0, got n={n}, m={m}")
     xp = xp_for(as_device(device))
     t = Tensor._make(xp.eye(int(n), None if m is None else int(m), dtype=dtype))
     if requires_grad:

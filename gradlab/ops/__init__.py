@@ -85,3 +85,6 @@ def install(names):
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])
 install(TENSOR_METHODS)
+
+from .methods import install_methods as _install_more  # noqa: E402 - x.softmax(), x.unbind(), x.new_zeros()...
+_install_more()

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, DeviceError, IndexOutOfRange, broadcast_failure, fmt_shape
+from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 
 Scalar = (numbers.Number, np.number, np.bool_)
@@ -24,7 +25,7 @@ def check_tensor(x, op: str, arg: str = "input") -> Tensor:
         return x
     if isinstance(x, np.ndarray):
         return Tensor._make(x)
-    raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}; wrap data with gradlab.tensor(...)")
+    raise ArgumentTypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}; wrap data with gradlab.tensor(...)")
 
 
 def operand(x, op: str, arg: str):
@@ -38,7 +39,7 @@ def operand(x, op: str, arg: str):
     if isinstance(x, (list, tuple)):
         from ..factories import tensor
         return tensor(x)
-    raise TypeError(f"{op}: {arg} must be a Tensor or a number, got {type(x).__name__}")
+    raise ArgumentTypeError(f"{op}: {arg} must be a Tensor or a number, got {type(x).__name__}")
 
 
 def arrays_for(op: str, a, b, names=("input", "other")):
@@ -127,7 +128,7 @@ def norm_dim(dim, ndim: int, op: str, allow_none=True) -> tuple | None:
     n = max(ndim, 1)
     for d in dims:
         if not isinstance(d, (int, np.integer)):
-            raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
+            raise ArgumentTypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
         if not -n <= d < n:
             raise IndexOutOfRange(
                 f"{op}: dim {d} is out of range for a tensor with {ndim} dimension(s) "
@@ -142,7 +143,7 @@ def norm_dim(dim, ndim: int, op: str, allow_none=True) -> tuple | None:
 def one_dim(dim, ndim: int, op: str) -> int:
     n = max(ndim, 1)
     if not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{op}: dim must be an int, got {dim!r}")
+        raise ArgumentTypeError(f"{op}: dim must be an int, got {dim!r}")
     if not -n <= dim < n:
         raise IndexOutOfRange(
             f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s) (valid: {-n} to {n - 1})"
@@ -157,7 +158,7 @@ def sizes_arg(sizes, op) -> tuple:
     try:
         return tuple(int(s) for s in sizes)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: sizes must be integers, got {sizes!r}") from None
+        raise ArgumentTypeError(f"{op}: sizes must be integers, got {sizes!r}") from None
 
 
 def view_of(out: Tensor, base: Tensor) -> Tensor:

@@ -54,8 +54,25 @@ ne = not_equal = _compare("ne", np.not_equal)
 logical_and = _compare("logical_and", np.logical_and)
 logical_or = _compare("logical_or", np.logical_or)
 logical_xor = _compare("logical_xor", np.logical_xor)
-floor_divide = _compare("floor_divide", np.floor_divide)
-remainder = _compare("remainder", np.remainder)
+
+
+def _int_safe(name, fn):
+    """floor_divide / remainder: an integer division by zero is an error (as in PyTorch); a float one
+    gives inf/nan quietly (no NumPy RuntimeWarning)."""
+    def f(x, y):
+        if getattr(x, "dtype", np.dtype(float)).kind in "biu" and np.any(np.asarray(y) == 0) \
+                and np.result_type(x, y).kind in "biu":
+            from ..errors import ArgumentError
+            raise ArgumentError(f"{name}: integer division by zero (the divisor holds a 0); "
+                                f"use a float tensor (x.float()) to get inf/nan instead")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(x, y)
+    return f
+
+
+floor_divide = _compare("floor_divide", _int_safe("floor_divide", np.floor_divide))
+remainder = _compare("remainder", _int_safe("remainder", np.remainder))
+
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",

@@ -25,6 +25,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import check_tensor
 from .index import IndexAddZeros
@@ -37,7 +38,7 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 def _parse(equation, shapes):
     """Check ``equation`` against the operand shapes; return (terms, output), ellipses spelled out as letters."""
     if not isinstance(equation, str):
-        raise TypeError(f"einsum: the equation must be a string such as 'ij,jk->ik', got {type(equation).__name__}")
+        raise ArgumentTypeError(f"einsum: the equation must be a string such as 'ij,jk->ik', got {type(equation).__name__}")
     eq = equation.replace(" ", "")
     if eq.count("->") > 1:
         raise ArgumentError(f"einsum: equation {equation!r} has more than one '->'")

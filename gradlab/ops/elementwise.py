@@ -175,8 +175,10 @@ def _binary_entry(name, torch_name):
 
 
 @register(op=Add, **_binary_entry("add", "add"))
-def add(input, other):
-    """``input + other``, broadcasting."""
+def add(input, other, *, alpha=1):
+    """``input + other`` (``input + alpha * other`` when ``alpha`` is given), broadcasting."""
+    if alpha != 1:
+        other = mul(other, alpha)
     if type(input) is not Tensor:
         input = operand(input, "add", "input")
     if type(other) is not Tensor and type(other) is not float:
@@ -185,8 +187,10 @@ def add(input, other):
 
 
 @register(op=Sub, **_binary_entry("sub", "sub"))
-def sub(input, other):
-    """``input - other``, broadcasting."""
+def sub(input, other, *, alpha=1):
+    """``input - other`` (``input - alpha * other`` when ``alpha`` is given), broadcasting."""
+    if alpha != 1:
+        other = mul(other, alpha)
     if type(input) is not Tensor:
         input = operand(input, "sub", "input")
     if type(other) is not Tensor and type(other) is not float:
@@ -204,11 +208,34 @@ def mul(input, other):
     return Mul.apply(input, other)
 
 
+def _rounded_div(a, b, mode):
+    from ..backend import dtypes as _dt
+    from ..errors import ArgumentError
+    if mode not in ("trunc", "floor"):
+        raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
+    if _dt.category(_dt.result_type(a, b)) < 2:  # integers: an integer quotient
+        q = O.floor_divide(a, b)
+        if mode == "floor":
+            return q
+        x, y, _ = arrays_for("div", a, b)
+        fix = (np.asarray(x - q.data * y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+        return Tensor._make(q.data + fix.astype(q.data.dtype))  # floor -> toward zero
+    q = div(a, b)
+    return O.trunc(q) if mode == "trunc" else O.floor(q)
+
+
 @register(op=Div, **_binary_entry("div", "div"))
-def div(input, other):
-    """``input / other`` (true division, so integer inputs give floats), broadcasting."""
+def div(input, other, *, rounding_mode=None):
+    """``input / other`` (true division, so integer inputs give floats), broadcasting.
+
+    ``rounding_mode="trunc"`` rounds the quotient toward zero (C's integer division) and
+    ``"floor"`` rounds it down (Python's ``//``); integer inputs then give integers. Rounded
+    quotients are step functions: their gradient is zero.
+    """
     a, b = operand(input, "div", "input"), operand(other, "div", "other")
     from ..backend import dtypes as _dt
+    if rounding_mode is not None:
+        return _rounded_div(a, b, rounding_mode)
     if _dt.category(_dt.result_type(a, b)) < 2:  # int / int is a float in PyTorch
         a = a.to(_dt.get_default_dtype()) if isinstance(a, Tensor) else float(a)
     return Div.apply(a, b)
@@ -217,7 +244,13 @@ def div(input, other):
 @register(op=Pow, **_binary_entry("pow", "pow"))
 def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``, broadcasting; either side may be a number."""
-    return Pow.apply(operand(input, "pow", "input"), operand(exponent, "pow", "exponent"))
+    a, b = operand(input, "pow", "input"), operand(exponent, "pow", "exponent")
+    if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b < 0 \
+            and isinstance(a, Tensor) and a.data.dtype.kind in "biu":
+        from ..errors import ArgumentError
+        raise ArgumentError(f"pow: an integer tensor (dtype {a.dtype}) to the negative integer power {b} "
+                            f"is not allowed; use a float tensor (x.float() ** {b})")
+    return Pow.apply(a, b)
 
 
 # ---------------------------------------------------------------------- unary
@@ -373,8 +406,11 @@ class Sigmoid(Op):
     def forward(ctx, x):
         # exp(-|x|) never overflows: the stable form for both signs of x
         a = x.data
+        dt = a.dtype
+        if dt.itemsize <= 2:  # float16/bfloat16: compute in float32 and round once, as PyTorch does
+            a = a.astype(np.float32)
         e = np.exp(-np.abs(a))
-        y = np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+        y = np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(dt, copy=False)
         ctx.save_output(y)
         return y
 
@@ -422,9 +458,13 @@ class Abs(Op):
         return t * O.sign(self.args[0])
 
 
-def _unary(op_cls, name, torch_name=None, **sample_kw):
+def _unary(op_cls, name, torch_name=None, floating=False, **sample_kw):
     def fn(input):
-        return op_cls.apply(check_tensor(input, name))
+        x = check_tensor(input, name)
+        if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
+            from ..backend import dtypes as _dt
+            x = O.to(x, _dt.get_default_dtype())
+        return op_cls.apply(x)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}. Backward: {op_cls.formula}"
     tn = torch_name or name
@@ -433,10 +473,10 @@ def _unary(op_cls, name, torch_name=None, **sample_kw):
 
 
 neg = _unary(Neg, "neg")
-exp = _unary(Exp, "exp")
-log = _unary(Log, "log", low=0.2, high=3.0)
-sqrt = _unary(Sqrt, "sqrt", low=0.2, high=3.0)
-tanh = _unary(Tanh, "tanh")
-sigmoid = _unary(Sigmoid, "sigmoid")
+exp = _unary(Exp, "exp", floating=True)
+log = _unary(Log, "log", floating=True, low=0.2, high=3.0)
+sqrt = _unary(Sqrt, "sqrt", floating=True, low=0.2, high=3.0)
+tanh = _unary(Tanh, "tanh", floating=True)
+sigmoid = _unary(Sigmoid, "sigmoid", floating=True)
 relu = _unary(Relu, "relu", away_from=0.0)
 abs = _unary(Abs, "abs", away_from=0.0)  # noqa: A001 - PyTorch's name

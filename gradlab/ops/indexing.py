@@ -15,7 +15,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
-from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, is_scalar, one_dim
 from .index import Index, IndexAddZeros, _along, _check_gather
@@ -105,7 +105,7 @@ def _scatter_src(op, x, src):
         return src if src.dtype == x.dtype else O.to(src, x.dtype)
     if is_scalar(src):
         return src
-    raise TypeError(f"{op}: src must be a Tensor or a number, got {type(src).__name__}")
+    raise ArgumentTypeError(f"{op}: src must be a Tensor or a number, got {type(src).__name__}")
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
@@ -119,7 +119,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if src is None:
         src = value
     if src is None:
-        raise TypeError("scatter: give src (a tensor) or value (a number)")
+        raise ArgumentTypeError("scatter: give src (a tensor) or value (a number)")
     if reduce is not None:
         if reduce != "add" or not isinstance(src, Tensor):
             raise ArgumentError(f"scatter: reduce={reduce!r} is not supported; use scatter_add for 'add'")
@@ -256,7 +256,7 @@ def masked_fill(input, mask, value):
         if value.ndim != 0:
             raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got shape {fmt_shape(value.shape)}")
     elif not is_scalar(value):
-        raise TypeError(f"masked_fill: value must be a number or a 0-d tensor, got {type(value).__name__}")
+        raise ArgumentTypeError(f"masked_fill: value must be a number or a 0-d tensor, got {type(value).__name__}")
     return MaskedFill.apply(x, mask, value)
 
 

@@ -16,7 +16,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..backend.arrays import as_strided as _as_strided
-from ..errors import ArgumentError, IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim, sizes_arg, view_of
 from .index import Index, IndexAddZeros
 from .registry import Sample, register
@@ -159,7 +159,7 @@ def flip(input, *dims_args, dims=None):
     x = check_tensor(input, "flip")
     if dims is None:
         if not dims_args:
-            raise TypeError("flip: give the dims to reverse, e.g. flip(x, 0) or flip(x, dims=(0, 1))")
+            raise ArgumentTypeError("flip: give the dims to reverse, e.g. flip(x, 0) or flip(x, dims=(0, 1))")
         dims = dims_args[0] if len(dims_args) == 1 else dims_args
     return Flip.apply(x, _dims_arg(dims, x.ndim, "flip"))
 

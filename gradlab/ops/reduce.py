@@ -18,7 +18,7 @@ from ..amp.state import autocast_args as _autocast_args, state as _amp  # autoca
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim
 from .registry import Sample, register
 from .samples import reduce_samples
@@ -161,7 +161,7 @@ def mean(input, dim=None, keepdim=False, *, axis=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "mean")
     if _dt.category(x.dtype) < 2:
-        raise TypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
+        raise DTypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
     if _amp.enabled:
         (x,) = _autocast_args("mean", x)

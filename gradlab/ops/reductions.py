@@ -22,7 +22,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, norm_dim, one_dim
 from .reduce import _dim_arg, _expand_back, _kept_shape
@@ -389,6 +389,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
             raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', or a number such as 1, 2 or inf")
         p = 2
     if not isinstance(p, (int, float, np.number)) or isinstance(p, bool):
-        raise TypeError(f"norm: p must be a number or 'fro', got {p!r}")
+        raise ArgumentTypeError(f"norm: p must be a number or 'fro', got {p!r}")
     axes = norm_dim(dim, x.ndim, "norm")
     return Norm.apply(x, float(p), axes, bool(keepdim))

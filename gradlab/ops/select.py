@@ -12,6 +12,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
+from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
 from .registry import Sample, register
@@ -122,7 +123,10 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     Tensor bounds are supported too (and receive gradient where they were picked)."""
     x = check_tensor(input, "clamp")
     if min is None and max is None:
-        raise TypeError("clamp: give at least one of min= and max=")
+        raise ArgumentTypeError("clamp: give at least one of min= and max=")
+    if x.dtype.kind in "biu" and any(isinstance(v, float) for v in (min, max)):
+        from ..backend import dtypes as _dt  # an integer tensor clamped to 0.5 is a float tensor
+        x = x.to(_dt.get_default_dtype())
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = x
         if min is not None:

@@ -13,7 +13,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, device_mismatch, norm_dim, one_dim, sizes_arg, view_of
 from .registry import Sample, register
@@ -301,7 +301,7 @@ class Cat(Op):
 
 def _seq_arg(tensors, op):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{op}: expects a list or tuple of tensors, got {type(tensors).__name__}")
+        raise ArgumentTypeError(f"{op}: expects a list or tuple of tensors, got {type(tensors).__name__}")
     if not tensors:
         raise ArgumentError(f"{op}: expects a non-empty list of tensors")
     return [check_tensor(t, op, f"tensors[{i}]") for i, t in enumerate(tensors)]

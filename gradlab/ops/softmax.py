@@ -23,7 +23,7 @@ from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
 from ..backend import xp_of
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DTypeError
 from ._util import check_tensor, one_dim
 from .registry import Sample, register
 
@@ -166,7 +166,7 @@ def _prepare(op, input, dim, dtype):
     if dtype is not None:
         x = x.to(dtype)
     elif not _dt.is_floating(x.dtype):
-        raise TypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; {op} needs a floating tensor "
+        raise DTypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; {op} needs a floating tensor "
                         "(use x.float() or pass dtype=)")
     return x, (one_dim(dim, x.ndim, op) if x.ndim else None)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 
 
 class _RequiredParameter:
@@ -34,7 +34,7 @@ class Optimizer:
         self.state: dict = {}
         self.param_groups: list = []
         if isinstance(params, Tensor):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{type(self).__name__}: params must be an iterable of tensors or of dicts (param groups), "
                 "got a single Tensor; pass [tensor] or model.parameters()"
             )
@@ -53,7 +53,7 @@ class Optimizer:
         group["params"] = [params] if isinstance(params, Tensor) else list(params)
         for i, p in enumerate(group["params"]):
             if not isinstance(p, Tensor):
-                raise TypeError(f"{type(self).__name__}: params[{i}] is a {type(p).__name__}, not a Tensor")
+                raise ArgumentTypeError(f"{type(self).__name__}: params[{i}] is a {type(p).__name__}, not a Tensor")
             if not p.is_leaf:
                 raise ArgumentError(
                     f"{type(self).__name__}: params[{i}] is not a leaf (it was computed by {p.grad_fn.name}); "

@@ -1,0 +1,184 @@
+"""Tensor methods a PyTorch user reaches for, composed of gradlab's ops.
+
+``x.softmax(-1)``, ``x.unbind(0)``, ``x.view_as(y)``, ``x.new_zeros(3)``...
+Each is a few lines over ops that already have their VJPs, so gradients flow
+through them with no new backward code (and they need no registry entry of
+their own: the ops they are made of are tested there). They are attached to
+``Tensor`` only, not exported as functions.
+"""
+from __future__ import annotations
+
+import collections
+
+from .. import ops as O
+from ..errors import ArgumentError
+from .._tensor import Tensor
+from ._util import check_tensor, one_dim, sizes_arg
+
+
+def _softmax(self, dim, dtype=None):
+    """``F.softmax(self, dim)``."""
+    from .softmax import softmax
+    return softmax(self, dim, dtype=dtype)
+
+
+def _log_softmax(self, dim, dtype=None):
+    """``F.log_softmax(self, dim)``."""
+    from .softmax import log_softmax
+    return log_softmax(self, dim, dtype=dtype)
+
+
+def _select(self, dim, index):
+    """The slice at ``index`` along ``dim``, with that dim removed (``x.select(1, 0)`` is ``x[:, 0]``)."""
+    d = one_dim(dim, self.ndim, "select")
+    return self[(slice(None),) * d + (index,)]
+
+
+def _unbind(self, dim=0):
+    """A tuple of the slices along ``dim`` (each without that dim), as ``torch.unbind``."""
+    d = one_dim(dim, self.ndim, "unbind")
+    return tuple(_select(self, d, i) for i in range(self.shape[d]))
+
+
+def _narrow(self, dim, start, length):
+    """``length`` entries along ``dim`` from ``start`` (a view-like slice)."""
+    d = one_dim(dim, self.ndim, "narrow")
+    n = self.shape[d]
+    start = int(start)
+    if start < 0:
+        start += n
+    if not (0 <= start <= n and 0 <= int(length) and start + int(length) <= n):
+        raise ArgumentError(f"narrow: start {start} with length {length} does not fit in dim {dim} of size {n} "
+                            f"(input {tuple(self.shape)}); need 0 <= start and start + length <= {n}")
+    return self[(slice(None),) * d + (slice(start, start + int(length)),)]
+
+
+def _view_as(self, other):
+    """``self.view(other.shape)``."""
+    return self.view(tuple(check_tensor(other, "view_as", "other").shape))
+
+
+def _reshape_as(self, other):
+    """``self.reshape(other.shape)``."""
+    return self.reshape(tuple(check_tensor(other, "reshape_as", "other").shape))
+
+
+def _movedim(self, source, destination):
+    """Move dim(s) ``source`` to position(s) ``destination``, keeping the others in order."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise ArgumentError(f"movedim: source {source} and destination {destination} must name as many dims")
+    src = [one_dim(s, self.ndim, "movedim") for s in src]
+    dst = [one_dim(s, self.ndim, "movedim") for s in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ArgumentError(f"movedim: repeated dims in source {source} or destination {destination}")
+    order = [None] * self.ndim
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(d for d in range(self.ndim) if d not in src)
+    return self.permute(*[o if o is not None else next(rest) for o in order])
+
+
+def _unflatten(self, dim, sizes):
+    """Split dim ``dim`` into ``sizes`` (one entry may be -1)."""
+    d = one_dim(dim, self.ndim, "unflatten")
+    return self.reshape(*self.shape[:d], *tuple(sizes), *self.shape[d + 1:])
+
+
+def _new(fill):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        from .. import factories
+        shape = sizes_arg(size, f"new_{fill}")
+        kw = dict(dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return factories.zeros(shape, **kw) if fill == "zeros" else factories.ones(shape, **kw)
+    new.__name__ = f"new_{fill}"
+    new.__doc__ = f"A {fill} tensor of the given size with this tensor's dtype and device (unless given)."
+    return new
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device (unless given)."""
+    from .. import factories
+    return factories.full(sizes_arg((size,), "new_full"), fill_value, dtype=dtype or self.dtype,
+                          device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    """``gradlab.tensor(data)`` with this tensor's dtype and device (unless given)."""
+    from .. import factories
+    return factories.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
+
+def _remainder(self, other):
+    """``self % other`` (Python's sign rule: the result has the divisor's sign)."""
+    return O.remainder(self, other)
+
+
+def _floor_divide(self, other):
+    """``self // other``."""
+    return O.floor_divide(self, other)
+
+
+def _nonzero(self, *, as_tuple=False):
+    """The indices of the nonzero entries: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
+    from ..backend import xp_of
+    x = check_tensor(self, "nonzero")
+    xp = xp_of(x.data)
+    if x.ndim == 0:  # a 0-d tensor: one row (if nonzero) with no columns
+        n = int(bool(x.data))
+        return (Tensor._make(xp.zeros(n, "int64")),) if as_tuple else Tensor._make(xp.zeros((n, 0), "int64"))
+    idx = xp.nonzero(x.data)
+    if as_tuple:
+        return tuple(Tensor._make(i.astype("int64")) for i in idx)
+    return Tensor._make(xp.stack(idx, axis=1).astype("int64") if idx else xp.zeros((0, 0), "int64"))
+
+
+SortResult = collections.namedtuple("SortResult", ["values", "indices"])
+
+
+def _sort(self, dim=-1, descending=False, stable=False):
+    """``(values, indices)`` sorted along ``dim``; values are ``gather(self, dim, indices)``, so
+    gradients flow back to where each value came from. Ties keep their original order."""
+    from ..backend import xp_of
+    d = one_dim(dim, self.ndim, "sort") if self.ndim else 0
+    a = self.data if self.ndim else self.data.reshape(1)
+    xp = xp_of(a)
+    idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
+    if descending and a.dtype.kind == "b":
+        idx = xp.argsort(~a, axis=d, kind="stable")
+    idx = Tensor._make(idx.astype("int64") if self.ndim else idx.astype("int64").reshape(()))
+    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
+
+
+def _argsort(self, dim=-1, descending=False, stable=False):
+    """The indices that sort ``self`` along ``dim``."""
+    return _sort(self, dim, descending).indices
+
+
+def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+    """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest first."""
+    d = one_dim(dim, self.ndim, "topk") if self.ndim else 0
+    n = self.shape[d] if self.ndim else 1
+    if not 0 <= int(k) <= n:
+        raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
+    _, idx = _sort(self, d, descending=largest)
+    idx = idx[(slice(None),) * d + (slice(0, int(k)),)] if self.ndim else idx
+    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
+
+
+METHODS = {
+    "sort": _sort, "argsort": _argsort, "topk": _topk,
+    "softmax": _softmax, "log_softmax": _log_softmax, "select": _select, "unbind": _unbind, "narrow": _narrow,
+    "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
+    "unflatten": _unflatten, "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new_full,
+    "new_tensor": _new_tensor, "remainder": _remainder, "floor_divide": _floor_divide, "nonzero": _nonzero,
+}
+
+
+def install_methods():
+    """Attach the methods above to Tensor (those it does not have yet)."""
+    for name, fn in METHODS.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
