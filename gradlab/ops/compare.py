@@ -74,7 +74,6 @@ floor_divide = _compare("floor_divide", _int_safe("floor_divide", np.floor_divid
 remainder = _compare("remainder", _int_safe("remainder", np.remainder))
 
 
-
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.logical_not(x))
 def logical_not(input):
