@@ -373,3 +373,21 @@ def test_random_fills_dropout_and_generation_stay_on_the_device(sim):
     b = model.generate(gradlab.zeros(1, 2, dtype=gradlab.int64), 4)
     assert on_sim(a)
     np.testing.assert_array_equal(a.cpu().numpy(), b.numpy())
+
+
+def test_numpy_conversions_of_device_arrays_are_refused_while_simulating(sim):
+    a = gradlab.ones(2, 3, device=sim).T  # not contiguous
+    with pytest.raises(DeviceError, match=r"numpy\.asarray\(\) got an array on the simulated cuda:0 device"):
+        np.asarray(a.data)
+    assert on_sim(a.contiguous()) and a.contiguous().is_contiguous()
+    assert on_sim(gradlab.cumsum(gradlab.tensor(2.0, device=sim), 0))
+
+
+def test_bench_gpu_runs_without_a_gpu_and_on_the_simulated_device():
+    script = str(ROOT / "benchmarks" / "bench_gpu.py")
+    if not gradlab.cuda.is_available():
+        out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "no GPU here" in out.stdout, out.stderr
+    out = subprocess.run([sys.executable, script, "--simulate"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "GPU speedup over cpu" in out.stdout and "float16" in out.stdout

@@ -16,9 +16,9 @@ raises. Results are ``SimArray`` again, including 0-d results, as CuPy returns
 
 Inside ``gradlab.backend.simulate_device()`` the device name ``"cuda"`` means
 this simulated device (only ``cuda:0``), and ``gradlab.cuda.is_available()`` is
-True. What it cannot catch: ``np.asarray(device_array)`` silently gives a host
-array here (CuPy raises); the device tests catch that by checking every
-result's device.
+True. It also makes ``np.asarray(device_array)`` (and ``np.array``,
+``np.ascontiguousarray``) raise while active, as CuPy does, instead of silently
+handing back a host array.
 """
 from __future__ import annotations
 
@@ -207,6 +207,23 @@ def is_active() -> bool:
     return _active[0] > 0
 
 
+_GUARDED = ("asarray", "array", "ascontiguousarray", "asfortranarray")
+_originals: dict = {}
+
+
+def _guard(name, fn):
+    """``np.asarray(device_array)`` raises, as it does for a CuPy array (it would be a hidden copy)."""
+    @functools.wraps(fn)
+    def guarded(a, *args, **kwargs):
+        if isinstance(a, SimArray) and not kwargs.get("subok"):
+            raise DeviceError(
+                f"numpy.{name}() got an array on the simulated cuda:0 device: that would copy it to the host "
+                f"implicitly (CuPy refuses it too). Use xp = gradlab.backend.xp_of(a) and xp.{name}(...) to stay "
+                "on the device, or a.get() / tensor.cpu() for an explicit copy")
+        return fn(a, *args, **kwargs)
+    return guarded
+
+
 @contextlib.contextmanager
 def simulate_device():
     """While active, ``"cuda"`` / ``"cuda:0"`` is the simulated device (NumPy underneath).
@@ -214,12 +231,22 @@ def simulate_device():
     Use it in tests (``with gradlab.backend.simulate_device(): ...``) to run the
     device code paths -- moves, mismatches, module and optimizer moves,
     checkpoints -- on a machine without a GPU. Only one simulated device exists.
+    While it is active, ``np.asarray`` / ``np.array`` / ``np.ascontiguousarray``
+    refuse device arrays, as they refuse CuPy arrays.
     """
+    if _active[0] == 0:
+        for name in _GUARDED:
+            _originals[name] = getattr(np, name)
+            setattr(np, name, _guard(name, _originals[name]))
     _active[0] += 1
     try:
         yield
     finally:
         _active[0] -= 1
+        if _active[0] == 0:
+            for name, fn in _originals.items():
+                setattr(np, name, fn)
+            _originals.clear()
 
 
 def host_view(a):

@@ -156,9 +156,8 @@ def user_site(depth: int = 1):
 
 def host(arr, dtype=None):
     """The values as a NumPy array (a CuPy array is copied to the host first)."""
-    if not isinstance(arr, np.ndarray) and hasattr(arr, "get") and hasattr(arr, "__cuda_array_interface__"):
-        arr = arr.get()
-    return np.asarray(arr, dtype=dtype)
+    from ..backend.device import to_host
+    return np.asarray(to_host(arr), dtype=dtype)  # an explicit device -> host copy (CuPy or simulated)
 
 
 # ----------------------------------------------------------------- formatting

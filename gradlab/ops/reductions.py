@@ -277,7 +277,7 @@ class CumSum(Op):
         ctx.dim = dim
         a = x.data
         if a.ndim == 0:
-            return np.array(a, dtype=dtype or a.dtype)
+            return a.astype(dtype or a.dtype)  # a copy, on a's device
         return np.cumsum(a, axis=dim, dtype=dtype)
 
     def vjp(self, g):

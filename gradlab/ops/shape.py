@@ -13,6 +13,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, device_mismatch, norm_dim, one_dim, sizes_arg, view_of
@@ -256,7 +257,7 @@ class Contiguous(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return np.ascontiguousarray(x.data)
+        return xp_of(x.data).ascontiguousarray(x.data)  # on x's device
 
     def vjp(self, g):
         return (g,)
