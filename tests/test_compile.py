@@ -228,6 +228,28 @@ def test_data_dependent_control_flow_warns_naming_the_line():
         G.compile(g)(G.ones(3))
 
 
+def test_in_place_changes_are_traced_functionally():
+    def f(x):
+        h = x * 2
+        h.add_(1)
+        h[0] = 5.0
+        return h.exp()
+
+    cf = G.compile(f)
+    cf(G.randn(3, requires_grad=True))
+    x2 = G.randn(3, requires_grad=True)
+    yc, ye = cf(x2), f(x2)
+    np.testing.assert_allclose(yc.detach().numpy(), ye.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(G.grad(yc.sum(), x2)[0].numpy(), G.grad(ye.sum(), x2)[0].numpy(), rtol=1e-6)
+
+    def g(x):
+        x.mul_(2)
+        return x + 1
+
+    with pytest.warns(TraceSpecializationWarning, match="changes its input 'x' in place"):
+        G.compile(g)(G.ones(3))
+
+
 def test_show_graph_draws_before_and_after_with_fused_box():
     cf = G.compile(gelu_block)
     cf(G.randn(4, 8, requires_grad=True), G.randn(8, requires_grad=True))

@@ -33,6 +33,7 @@ from .. import ops as _ops_mod
 from .._tensor import Tensor
 from ..autograd import function as _fn
 from ..autograd.function import SavedTensor
+from ..errors import GradError
 from ..ops.registry import REGISTRY
 from .ir import Graph, Node
 
@@ -68,7 +69,7 @@ class Tracer:
 
     def __init__(self, name):
         self.graph = Graph(name)
-        self.by_tensor, self.by_array, self.keep = {}, {}, []
+        self.by_tensor, self.by_array, self.keep, self.versions = {}, {}, [], {}
         self.phase = "forward"
         self.params = []            # (Value, Tensor) lifted leaves
         self.specializations = []   # (what, site text, code line)
@@ -78,6 +79,7 @@ class Tracer:
     def _register(self, t, v):
         self.by_tensor[id(t)] = v
         self.by_array[id(t.data)] = v
+        self.versions[id(t)] = (t._version, t._version.value)
         self.keep.append(t)
 
     def add_input(self, t: Tensor, label: str, kind="input"):
@@ -92,6 +94,13 @@ class Tracer:
 
     def value_of(self, t: Tensor):
         v = self.by_tensor.get(id(t))
+        counter, seen = self.versions.get(id(t), (None, None))
+        if v is not None and counter is t._version and seen != counter.value:
+            # (a view gets its base's counter after it is made: a new counter object is not a change)
+            raise GradError(
+                f"gradlab.compile: {self.graph.name} changed a traced tensor ({v.type}) in place in a way the tracer "
+                f"did not see (its version went {seen} -> {counter.value}); noticed at "
+                f"{_site_text(user_site(2)) or '?'}. Write it functionally (h = h + 1) instead of changing it in place")
         if v is None:
             v = self.by_array.get(id(t.data))
             if v is None:
@@ -182,6 +191,40 @@ class Tracer:
         wrapper.__wrapped__ = fn
         return wrapper
 
+    # ------------------------------------------------------ in-place ops
+    def _traced_inplace(self, original):
+        """``h.add_(1)`` while tracing: record it functionally (``h`` now names the result of ``add(h, 1)``)."""
+        tracer = self
+
+        def apply_inplace(t, name, compute, others=()):
+            if tracer not in _fn.op_observers or not tracer.known(t):
+                return original(t, name, compute, others)
+            before = tracer.value_of(t)
+            made = []
+
+            def traced_compute(old):
+                if old is not t:       # the engine computes on a copy of the old value: same graph value
+                    tracer._register(old, before)
+                res = compute(old)
+                made.append(res)
+                return res
+            out = original(t, name, traced_compute, others)
+            if made and isinstance(made[0], Tensor):
+                after = tracer.value_of(made[0])
+                tracer._register(t, after)
+                if before.kind in ("input", "param"):
+                    tracer._mutated(name, before)
+            return out
+        return apply_inplace
+
+    def _mutated(self, name, v):
+        site = user_site(4)
+        warnings.warn(
+            f"gradlab.compile: {self.graph.name} changes its {'input' if v.kind == 'input' else 'parameter'} "
+            f"'{v.name}' in place ({name}) at {_site_text(site) or '?'}; the compiled function computes with the new "
+            "value but does not write it back into the caller's tensor. Return the new value instead",
+            TraceSpecializationWarning, stacklevel=5)
+
     # ------------------------------------------- data-dependent control flow
     def _spy(self, what, original):
         tracer = self
@@ -238,6 +281,10 @@ class Tracer:
             patch(name, lambda orig, name=name: self._wrap(name, orig))
         for name in ("equal", "allclose"):
             patch(name, lambda orig, name=name: self._spy(f"compares with {name}()", orig))
+        from ..autograd import inplace as _inplace
+        orig_inplace = _inplace.apply_inplace
+        self._patched.append((_inplace, "apply_inplace", orig_inplace))
+        _inplace.apply_inplace = self._traced_inplace(orig_inplace)
         spies = {"item": "reads .item() of", "tolist": "reads .tolist() of", "numpy": "reads .numpy() of",
                  "__bool__": "uses bool() (an `if`/`while`/`and` test) on", "__float__": "calls float() on",
                  "__int__": "calls int() on", "__index__": "uses as an index"}
