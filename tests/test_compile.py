@@ -129,6 +129,9 @@ def test_small_mlp_parameters_are_lifted_and_trained():
         opt.step()  # the compiled graph reads the parameters afresh each call
     assert len(closs.log) == 1
     assert sum(1 for v in closs.entry.traced.inputs if v.kind == "param") == 4
+    cmodel = G.compile(model)  # a compiled module still answers as the module
+    assert len(list(cmodel.parameters())) == 4
+    np.testing.assert_allclose(cmodel(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-5)
 
 
 def test_retraces_when_shape_or_dtype_changes_and_says_why():
@@ -226,6 +229,9 @@ def test_data_dependent_control_flow_warns_naming_the_line():
 
     with pytest.warns(TraceSpecializationWarning, match=r"\.item\(\)"):
         G.compile(g)(G.ones(3))
+    with pytest.raises(G.GradError, match="fullgraph=True forbids"):   # as torch.compile(fullgraph=True)
+        G.compile(g, fullgraph=True)(G.ones(3))
+    assert G.compile(g, disable=True) is g
 
 
 def test_in_place_changes_are_traced_functionally():

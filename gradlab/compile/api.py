@@ -113,10 +113,11 @@ def _eager_vjp(entry, inputs, grads):
 class CompiledFunction:
     """``fn`` compiled: call it like ``fn``. See ``explain()``, ``graph``, ``show_graph()``."""
 
-    def __init__(self, fn, fuse=True, verbose=False, cache_limit=8):
+    def __init__(self, fn, fuse=True, verbose=False, cache_limit=8, fullgraph=False):
         if not callable(fn):
             raise ArgumentError(f"compile: expected a function or module to compile, got {type(fn).__name__}")
         self.fn, self.fuse, self.verbose, self.cache_limit = fn, fuse, verbose, cache_limit
+        self.fullgraph = fullgraph
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         if inspect.isfunction(fn) or inspect.ismethod(fn):
             functools.update_wrapper(self, fn)
@@ -199,7 +200,7 @@ class CompiledFunction:
     def _compile(self, args, kwargs) -> Entry:
         e = Entry()
         e.fn = self.fn
-        tracer = Tracer(self.__name__)
+        tracer = Tracer(self.__name__, strict=self.fullgraph)
         targs, tin = [], []
         need_grad = _grad_state.enabled
         for i, a in enumerate(args):
@@ -299,6 +300,13 @@ class CompiledFunction:
     def __repr__(self):
         return f"<gradlab.compile({self.__name__}): {len(self.cache)} compiled signature(s)>"
 
+    def __getattr__(self, name):
+        """Anything else is the compiled module's own (``compiled.parameters()``, ``compiled.train()``)."""
+        fn = self.__dict__.get("fn")
+        if fn is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(fn, name)
+
 
 #: transcendental ops cost ~10 multiplies per element: their results are saved for the backward, not recomputed
 EXPENSIVE = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "sin", "cos", "pow", "gelu", "silu", "softplus",
@@ -347,7 +355,8 @@ def _show(v):
     return "?" if v is None else str(v)
 
 
-def compile(fn=None, *, fuse=True, verbose=False, cache_limit=8):
+def compile(fn=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, disable=False,
+            fuse=True, verbose=False, cache_limit=8):
     """Compile ``fn`` (a function or module of tensors): ``gradlab.compile(f)`` or ``@gradlab.compile``.
 
     The first call traces ``fn`` on its inputs into a static graph (``compiled.graph``,
@@ -355,7 +364,16 @@ def compile(fn=None, *, fuse=True, verbose=False, cache_limit=8):
     elementwise fusion) and the traced backward through the same passes; later calls
     with the same shapes/dtypes replay the compiled graphs. ``explain()`` says what
     happened; ``show_graph()`` draws it. ``verbose=True`` prints each (re)trace.
+
+    ``fullgraph=True`` (as in ``torch.compile``): reading a traced value in Python
+    (``if x.sum() > 0``, ``.item()``) is an error instead of a warning. ``disable=True``
+    returns ``fn`` itself. ``dynamic``, ``backend``, ``mode`` and ``options`` are
+    accepted for ``torch.compile`` compatibility; gradlab has one backend and
+    always specialises on shapes. ``fuse=False`` skips the fusion pass.
     """
+    if disable:
+        return fn if fn is not None else (lambda f: f)
+    kw = dict(fuse=fuse, verbose=verbose, cache_limit=cache_limit, fullgraph=fullgraph)
     if fn is None:
-        return lambda f: CompiledFunction(f, fuse=fuse, verbose=verbose, cache_limit=cache_limit)
-    return CompiledFunction(fn, fuse=fuse, verbose=verbose, cache_limit=cache_limit)
+        return lambda f: CompiledFunction(f, **kw)
+    return CompiledFunction(fn, **kw)

@@ -67,8 +67,9 @@ def _site_text(site) -> str:
 class Tracer:
     """Records op calls into a :class:`Graph` while it is in ``op_observers``."""
 
-    def __init__(self, name):
+    def __init__(self, name, strict=False):
         self.graph = Graph(name)
+        self.strict = strict        # fullgraph=True: a value read in Python is an error
         self.by_tensor, self.by_array, self.keep, self.versions = {}, {}, [], {}
         self.phase = "forward"
         self.params = []            # (Value, Tensor) lifted leaves
@@ -250,6 +251,9 @@ class Tracer:
                "Python control flow or numbers that depend on it are baked in, and later calls with other "
                "values will NOT take another branch. Keep that part outside the compiled function, or compute it "
                "with tensor ops (gradlab.where, clamp, masks).")
+        if self.strict:
+            raise GradError(msg.replace("The compiled graph is specialised to the value it has now",
+                                        "fullgraph=True forbids this: the graph would be specialised to its value"))
         if site is not None:
             warnings.warn_explicit(msg, TraceSpecializationWarning, site[0], site[1], module=site[2].get(
                 "__name__", "__main__"), registry=site[2].setdefault("__warningregistry__", {}))
