@@ -391,3 +391,12 @@ def test_bench_gpu_runs_without_a_gpu_and_on_the_simulated_device():
     out = subprocess.run([sys.executable, script, "--simulate"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "GPU speedup over cpu" in out.stdout and "float16" in out.stdout
+
+
+def test_gradcheck_and_gradgradcheck_run_on_the_device(sim):
+    from gradlab.autograd import gradcheck, gradgradcheck
+    gradlab.manual_seed(2)
+    x = gradlab.randn(3, dtype=gradlab.float64, device=sim, requires_grad=True)
+    w = gradlab.randn(3, 2, dtype=gradlab.float64, device=sim, requires_grad=True)
+    assert gradcheck(lambda a, b: F.softmax(a @ b, -1), (x, w))
+    assert gradgradcheck(lambda a, b: (a @ b).tanh(), (x, w))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import dtypes as _dt
+from ..backend.device import to_device_array, to_host
 from ..errors import ArgumentError, GradcheckError
 from .._tensor import Tensor
 from . import engine
@@ -43,9 +44,9 @@ def _numeric_column(fn, inputs, x, flat, eps, n_out):
     # (grad mode stays on: fn may itself differentiate, as in gradgradcheck)
     try:
         data[flat] = orig + eps
-        plus = [o.data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+        plus = [to_host(o.data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]  # host copies
         data[flat] = orig - eps
-        minus = [o.data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+        minus = [to_host(o.data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]
     finally:
         data[flat] = orig
     return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
@@ -94,9 +95,10 @@ def _check_output(fn, inputs, diff, oi, out, eps, atol, rtol, seed):
     analytic = []
     for v in cotangents:
         if out.requires_grad:
-            res = engine.grad([out], [inputs[i] for i in diff], [Tensor._make(v.astype(out.dtype))],
+            res = engine.grad([out], [inputs[i] for i in diff], [Tensor._make(to_device_array(v.astype(out.dtype),
+                                                                                              out.device))],
                               retain_graph=True, allow_unused=True)
-            analytic.append([np.zeros(inputs[i].shape) if g is None else g.data.astype(np.float64)
+            analytic.append([np.zeros(inputs[i].shape) if g is None else to_host(g.data).astype(np.float64)
                              for i, g in zip(diff, res)])
         else:
             analytic.append([np.zeros(inputs[i].shape) for i in diff])
@@ -127,7 +129,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     outs = _outputs(fn, inputs)
     rng = np.random.default_rng(seed)
     if grad_outputs is None:
-        grad_outputs = [Tensor._make(rng.standard_normal(o.shape)).requires_grad_() for o in outs]
+        grad_outputs = [Tensor._make(to_device_array(rng.standard_normal(o.shape), o.device)).requires_grad_()
+                        for o in outs]
     else:
         grad_outputs = list(_as_tuple(grad_outputs))
     n = len(inputs)
@@ -137,10 +140,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         os = _outputs(fn, ins)
         pairs = [(o, v) for o, v in zip(os, vs) if o.requires_grad]
         if not pairs:
-            return tuple(Tensor._make(np.zeros(ins[i].shape)) for i in diff)
+            return tuple(Tensor._make(to_device_array(np.zeros(ins[i].shape), ins[i].device)) for i in diff)
         gs = engine.grad([p[0] for p in pairs], [ins[i] for i in diff], [p[1] for p in pairs],
                          create_graph=True, allow_unused=True)
-        return tuple(g if g is not None else Tensor._make(np.zeros(ins[i].shape)) for i, g in zip(diff, gs))
+        return tuple(g if g is not None else Tensor._make(to_device_array(np.zeros(ins[i].shape), ins[i].device))
+                     for i, g in zip(diff, gs))
 
     return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, seed=seed)
