@@ -205,9 +205,10 @@ class CompiledFunction:
         need_grad = _grad_state.enabled
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
-                t = Tensor._make(a.data, bool(a.requires_grad and need_grad))
+                # trace on a copy: an in-place change inside fn must not touch the caller's tensor twice
+                t = Tensor._make(a.data.copy(), bool(a.requires_grad and need_grad))
                 t.name = a.name
-                tracer.add_input(t, P_name(self._argname(i), tracer))
+                tracer.add_input(t, _input_name(self._argname(i), tracer))
                 targs.append(t)
                 tin.append(t)
             else:
@@ -318,7 +319,8 @@ def _recomputable(n, device="cpu") -> bool:
     return fusible(n, device) and n.op not in EXPENSIVE
 
 
-def P_name(label, tracer):
+def _input_name(label, tracer):
+    """A unique graph name for an input (the parameter name of the function)."""
     names = {v.name for v in tracer.graph.inputs}
     base, i = label, 1
     while label in names:
