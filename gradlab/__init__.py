@@ -16,7 +16,7 @@ from .backend.dtypes import (
     int32, int64, long, set_default_dtype, short, uint8,
 )
 from .backend.dtypes import int as int  # noqa: PLC0414 - torch.int is int32
-from .backend.random import get_rng_state, initial_seed, manual_seed, set_rng_state
+from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from .errors import (
     ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
     IndexOutOfRange, ShapeError,

@@ -119,21 +119,21 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
                 lambda xp, s, d: xp.full(s, fill_value, dtype=d))
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform on [0, 1), drawn from the generator ``manual_seed`` controls."""
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform on [0, 1), drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
     def make(xp, s, d):
-        return xp.asarray(_random.generator().random(s).astype(d))
+        return xp.asarray(_random.generator(generator).random(s).astype(d))
     return _new("rand", size, dtype, device, requires_grad, make)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal, drawn from the generator ``manual_seed`` controls."""
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal, drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
     def make(xp, s, d):
-        return xp.asarray(_random.generator().standard_normal(s).astype(d))
+        return xp.asarray(_random.generator(generator).standard_normal(s).astype(d))
     return _new("randn", size, dtype, device, requires_grad, make)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
+def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None) -> Tensor:
     """Integers in [low, high) (or [0, low) when ``high`` is omitted)."""
     if isinstance(high, (tuple, list)):  # randint(high, size): PyTorch's two-argument form
         high, size = None, high
@@ -144,12 +144,12 @@ def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
                             f"values are drawn from [low, high)")
     dtype = _dt.as_dtype(dtype) or _dt.int64
     size = _shape((size,), "randint")
-    arr = _random.generator().integers(low, high, size=size).astype(dtype)
+    arr = _random.generator(generator).integers(low, high, size=size).astype(dtype)
     return Tensor._make(xp_for(as_device(device)).asarray(arr))
 
 
-def randperm(n, dtype=None, device=None) -> Tensor:
-    arr = _random.generator().permutation(int(n)).astype(_dt.as_dtype(dtype) or _dt.int64)
+def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
+    arr = _random.generator(generator).permutation(int(n)).astype(_dt.as_dtype(dtype) or _dt.int64)
     return Tensor._make(xp_for(as_device(device)).asarray(arr))
 
 

@@ -158,6 +158,9 @@ CASES = {
     "int_pow": lambda L: _T(L, I) ** 2,
     "rpow_int": lambda L: 2 ** _T(L, [1, 2, 3]),
     "bool_xor": lambda L: (_T(L) > 0) ^ (_T(L) < 3),
+    "int_bitwise": lambda L: [_T(L, [6, 3]) & _T(L, [3, 1]), _T(L, [6, 3]) | 1, 5 ^ _T(L, [6, 3])],
+    "mean_dtype": lambda L: _T(L, [1, 2, 4]).mean(dtype=L.float64),
+    "mean_empty": lambda L: L.zeros(0, 3).mean(0),
     # dtype promotion
     "int_times_float": lambda L: _T(L, I) * 1.5,
     "int32_plus_int64": lambda L: _T(L, I, dtype=L.int32) + _T(L, I),
@@ -350,3 +353,18 @@ def test_topk_and_sort_gradients(torch):
     (xg.topk(2).values.sum() + xg.sort(0).values[0].sum()).backward()
     (xt.topk(2).values.sum() + xt.sort(0).values[0].sum()).backward()
     np.testing.assert_allclose(xg.grad.data, xt.grad.numpy())
+
+
+def test_generator_streams_are_independent(torch):
+    g1 = gradlab.Generator().manual_seed(1)
+    g2 = gradlab.Generator().manual_seed(1)
+    gradlab.manual_seed(0)
+    a = gradlab.randn(2)
+    gradlab.manual_seed(0)
+    b = gradlab.randn(3, generator=g1)
+    assert gradlab.equal(gradlab.randn(2), a), "drawing from a Generator must not move the global stream"
+    assert gradlab.equal(b, gradlab.randn(3, generator=g2))
+    assert g1.initial_seed() == 1
+    assert gradlab.randint(0, 5, (3,), generator=g1).shape == (3,)
+    assert sorted(gradlab.randperm(4, generator=g1).tolist()) == [0, 1, 2, 3]
+    assert hasattr(torch.Generator(), "manual_seed")  # the same spelling as PyTorch

@@ -41,8 +41,48 @@ def initial_seed() -> int:
     return _seed
 
 
-def generator() -> np.random.Generator:
-    return _generator
+def generator(gen=None):
+    """The generator to draw from: ``gen`` when given (a ``gradlab.Generator`` or a NumPy one), else the global one."""
+    return _generator if gen is None else gen
+
+
+class Generator:
+    """An independent random stream, as ``torch.Generator``.
+
+    ``g = gradlab.Generator().manual_seed(0)`` then ``gradlab.randn(3, generator=g)`` draws from
+    ``g`` alone, leaving the global stream (``manual_seed``) untouched. It wraps a NumPy
+    ``Generator``, whose methods (``standard_normal``, ``integers``...) it also offers.
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self.manual_seed(0)
+
+    def manual_seed(self, seed) -> "Generator":
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self) -> int:
+        """Re-seed from fresh entropy; returns the new seed."""
+        s = int(np.random.SeedSequence().entropy % (2**63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> dict:
+        return self._rng.bit_generator.state
+
+    def set_state(self, state) -> "Generator":
+        self._rng.bit_generator.state = state
+        return self
+
+    def __getattr__(self, name):  # random(), standard_normal(), integers(), permutation()...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._rng, name)
 
 
 def get_rng_state() -> dict:

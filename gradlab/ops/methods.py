@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 
 from .. import ops as O
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, one_dim, sizes_arg
 
@@ -177,8 +177,32 @@ METHODS = {
 }
 
 
+def _bitwise(name, logical, reflected=False):
+    """``&``, ``|``, ``^``: logical on bool tensors, bitwise on integer ones (as in PyTorch)."""
+    import numpy as np
+    from ._util import arrays_for, operand
+    ufunc = getattr(np, "bitwise_" + name)
+
+    def op(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        a, b = operand(a, name, "input"), operand(b, name, "other")
+        x, y, dt = arrays_for(name, a, b)
+        if dt.kind in "iu":
+            return Tensor._make(ufunc(x, y))
+        if dt.kind != "b":
+            raise DTypeError(f"{name}: the bitwise operator needs bool or integer tensors, got dtype {dt}; "
+                             f"compare first (e.g. (x > 0) & (y > 0))")
+        return logical(a, b)
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
 def install_methods():
-    """Attach the methods above to Tensor (those it does not have yet)."""
+    """Attach the methods above to Tensor (those it does not have yet), and make ``&``, ``|``, ``^``
+    bitwise on integer tensors."""
     for name, fn in METHODS.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
+    for name, logical in (("and", O.logical_and), ("or", O.logical_or), ("xor", O.logical_xor)):
+        setattr(Tensor, f"__{name}__", _bitwise(name, logical))
+        setattr(Tensor, f"__r{name}__", _bitwise(name, logical, reflected=True))

@@ -144,7 +144,9 @@ class Mean(Op):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         reduced = range(x.ndim) if axes is None else axes
         ctx.count = int(np.prod([x.shape[a] for a in reduced]))
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the mean of nothing is nan, as in PyTorch
+        if ctx.count == 0:  # the mean of nothing is nan, as in PyTorch (and no NumPy "empty slice" warning)
+            return as_array(np.sum(x.data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return as_array(np.mean(x.data, axis=axes, keepdims=keepdim), dtype=x.dtype)
 
     def vjp(self, g):
@@ -157,9 +159,11 @@ class Mean(Op):
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
           torch=lambda torch, x, dim=None, keepdim=False: x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim))
-def mean(input, dim=None, keepdim=False, *, axis=None):
-    """Average over ``dim`` (an int, a tuple, or None for all dims)."""
+def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None):
+    """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")
+    if dtype is not None:
+        x = x.to(dtype)
     if _dt.category(x.dtype) < 2:
         raise DTypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
