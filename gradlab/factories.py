@@ -9,7 +9,7 @@ import numpy as np
 
 from .backend import dtypes as _dt
 from .backend import random as _random
-from .backend.device import as_device, xp_for
+from .backend.device import as_device, check_dtype_for, to_device_array, xp_for
 from .errors import ArgumentError, DTypeError
 from ._tensor import Tensor
 
@@ -48,7 +48,7 @@ def _to_array(data, dtype=None, device=None):
         out = arr.astype(dtype, copy=False) if dtype is not None else arr
     dev = as_device(device)
     if dev.type != "cpu":
-        out = xp_for(dev).asarray(out)
+        out = to_device_array(out, dev)
     return out
 
 
@@ -93,8 +93,9 @@ def _shape(size, fn):
 
 def _new(fn, size, dtype, device, requires_grad, make):
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
-    xp = xp_for(as_device(device))
-    t = Tensor._make(make(xp, _shape(size, fn), dtype))
+    dev = as_device(device)
+    check_dtype_for(dtype, dev)
+    t = Tensor._make(make(xp_for(dev), _shape(size, fn), dtype))
     if requires_grad:
         t.requires_grad_(True)
     return t

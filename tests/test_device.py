@@ -400,3 +400,12 @@ def test_gradcheck_and_gradgradcheck_run_on_the_device(sim):
     w = gradlab.randn(3, 2, dtype=gradlab.float64, device=sim, requires_grad=True)
     assert gradcheck(lambda a, b: F.softmax(a @ b, -1), (x, w))
     assert gradgradcheck(lambda a, b: (a @ b).tanh(), (x, w))
+
+
+def test_bfloat16_cannot_go_to_the_gpu(sim):
+    for make in (lambda: gradlab.ones(2, dtype=gradlab.bfloat16).cuda(),
+                 lambda: gradlab.zeros(2, dtype=gradlab.bfloat16, device=sim),
+                 lambda: gradlab.ones(2, device=sim).to(gradlab.bfloat16)):
+        with pytest.raises(DeviceError, match="CuPy has no bfloat16 dtype; use float16"):
+            make()
+    assert on_sim(gradlab.ones(2, device=sim).half())

@@ -145,12 +145,20 @@ def to_host(arr) -> np.ndarray:
     return arr.get() if on_device(arr) else arr
 
 
+def check_dtype_for(dtype, device: Device) -> None:
+    """CuPy has no bfloat16: say so instead of failing deep inside CuPy."""
+    if device.type == "cuda" and getattr(dtype, "name", str(dtype)) == "bfloat16":
+        raise DeviceError(f"bfloat16 tensors cannot live on {device}: CuPy has no bfloat16 dtype; use float16 "
+                          "on the GPU (x.half()) or keep bfloat16 tensors on the cpu")
+
+
 def to_device_array(arr, device: Device):
     """An explicit copy of ``arr`` onto ``device`` (a no-op when it is already there)."""
     if device.type == "cpu":
         return to_host(arr)
     if device_of_array(arr) == device:
         return arr
+    check_dtype_for(arr.dtype, device)
     xp = xp_for(device)
     if xp is SIM_XP:
         return xp.asarray(to_host(arr))

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..backend.device import Device, as_device, xp_for
+from ..backend.device import Device, as_device, check_dtype_for, to_device_array
 from .._tensor import Tensor
 from ._util import check_tensor
 from .registry import Sample, register
@@ -22,6 +22,8 @@ class Cast(Op):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.in_dtype = x.dtype
+        if type(x.data) is not np.ndarray:
+            check_dtype_for(dtype, x.device)  # no bfloat16 on a GPU
         with np.errstate(over="ignore", invalid="ignore"):  # too large for the dtype -> inf, as in PyTorch
             return x.data.astype(dtype)
 
@@ -41,7 +43,7 @@ class ToDevice(Op):
         ctx.in_device = x.device
         if device.type == "cpu":
             return x.data.get() if hasattr(x.data, "get") else x.data.copy()
-        return xp_for(device).asarray(x.data)
+        return to_device_array(x.data, device)  # an explicit host -> device (or device -> device) copy
 
     def vjp(self, g):
         return ToDevice.apply(g, self.in_device), None
