@@ -368,3 +368,61 @@ def test_generator_streams_are_independent(torch):
     assert gradlab.randint(0, 5, (3,), generator=g1).shape == (3,)
     assert sorted(gradlab.randperm(4, generator=g1).tolist()) == [0, 1, 2, 3]
     assert hasattr(torch.Generator(), "manual_seed")  # the same spelling as PyTorch
+
+
+# ------------------------------------------------------------- indexing mixes (random)
+def _random_index(rnd):
+    parts, used_ellipsis = [], False
+    for _ in range(rnd.randint(1, 4)):
+        k = rnd.choice(["int", "slice", "none", "ellipsis", "list", "tensor", "mask"])
+        if k == "ellipsis" and not used_ellipsis:
+            parts.append(Ellipsis)
+            used_ellipsis = True
+        elif k == "int":
+            parts.append(rnd.randint(-2, 1))
+        elif k == "slice":
+            parts.append(slice(rnd.choice([None, 0, 1, -2]), rnd.choice([None, 2, -1, 3]), rnd.choice([None, 1, 2])))
+        elif k == "none":
+            parts.append(None)
+        elif k == "list":
+            parts.append([rnd.randint(0, 2) for _ in range(rnd.randint(1, 3))])
+        elif k == "tensor":
+            parts.append(("T", [rnd.randint(-2, 2) for _ in range(2)]))
+        elif k == "mask":
+            parts.append(("T", [rnd.random() > 0.5 for _ in range(3)]))
+    return parts
+
+
+def _build_index(L, parts):
+    return tuple(L.tensor(p[1]) if isinstance(p, tuple) else p for p in parts)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_index_mixes_get_and_set_match_pytorch(torch, seed):
+    """Slices, None, ..., ints, lists, int tensors and bool masks in one index; integers mixed with
+    index arrays follow PyTorch (the integers apply first), for getitem, its gradient and setitem."""
+    import random
+    rnd = random.Random(seed)
+    a = np.random.default_rng(seed).standard_normal((3, 4, 5))
+    for _ in range(60):
+        parts = _random_index(rnd)
+        res = {}
+        for L in (gradlab, torch):
+            x = L.tensor(a, requires_grad=True)
+            try:
+                y = x[_build_index(L, parts)]
+            except (IndexError, ValueError, TypeError, RuntimeError) as e:
+                res[L] = type(e)
+                continue
+            w = L.tensor(np.random.default_rng(1).standard_normal(tuple(y.shape)))
+            (y * w).sum().backward()
+            z = L.tensor(a)
+            z[_build_index(L, parts)] = w * 2
+            res[L] = [np.asarray(t.detach().numpy() if L is torch else t.data) for t in (y, x.grad, z)]
+        got, want = res[gradlab], res[torch]
+        if isinstance(want, type) or isinstance(got, type):
+            assert isinstance(want, type) and isinstance(got, type), (parts, got, want)
+            continue
+        for g_, t_ in zip(got, want):
+            assert g_.shape == t_.shape, parts
+            np.testing.assert_allclose(g_, t_, err_msg=str(parts))

@@ -307,12 +307,12 @@ class SetItem(Op):
         ctx.index = index
         ctx.v_shape = value.shape if isinstance(value, Tensor) else None
         out = x.data.copy()
-        out[index] = value.data if isinstance(value, Tensor) else value
+        _assign(out, index, value.data if isinstance(value, Tensor) else value)
         return out
 
     def _mask(self, like):
         m = xp_of(like).ones(like.shape, dtype=like.dtype)
-        m[self.index] = 0
+        _assign(m, self.index, 0)
         return Tensor._make(m)
 
     def vjp(self, g):
@@ -330,6 +330,17 @@ class SetItem(Op):
         return SetItem.apply(tx, tv if tv is not None else 0.0, self.index)
 
 
+def _assign(arr, index, value):
+    """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
+    (the integers apply first; see ``ops.index._ints_first``)."""
+    from ..ops.index import _ints_first
+    split = _ints_first(index)
+    if split is None:
+        arr[index] = value
+    else:
+        arr[split[0]][split[1]] = value  # arr[ints] is a view: the write lands in arr
+
+
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
     from ..ops.index import _norm_index
@@ -339,7 +350,7 @@ def setitem(self, index, value):
         value = tensor(value, dtype=self.dtype)
     if not _needs_graph(self, (value,)):
         try:
-            self.data[idx] = value.data if isinstance(value, Tensor) else value
+            _assign(self.data, idx, value.data if isinstance(value, Tensor) else value)
         except IndexError as e:
             from ..errors import IndexOutOfRange
             raise IndexOutOfRange(f"setitem: {e} (indexing a tensor of shape {fmt_shape(self.shape)})") from None

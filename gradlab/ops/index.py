@@ -100,10 +100,44 @@ def _getitem_samples(src):
 
 
 @register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
+def _ints_first(idx):
+    """Split an index mixing integers with index arrays into (integers, the rest), or None.
+
+    PyTorch applies integer indices first, as basic indexing, and then the index arrays; NumPy
+    counts the integers as index arrays too, which moves the picked dims to the front whenever
+    they are separated by a slice or None (``x[0, :, [1, 2]]`` would come out transposed).
+    """
+    if not isinstance(idx, tuple):
+        return None
+    def is_int(i):
+        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+    def is_array(i):
+        return hasattr(i, "shape") and hasattr(i, "dtype") and len(i.shape) > 0
+    if not (any(is_int(i) for i in idx) and any(is_array(i) for i in idx)):
+        return None
+    first, rest = [], []
+    for i in idx:
+        if is_int(i):
+            first.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            first.append(Ellipsis)
+            rest.append(Ellipsis)
+        else:  # a slice or an index array (a bool mask covers as many dims as it has)
+            first.extend([slice(None)] * (len(i.shape) if is_array(i) and i.dtype.kind == "b" else 1))
+            rest.append(i)
+    return tuple(first), tuple(rest)
+
+
 def getitem(input, index):
     """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
     x = check_tensor(input, "getitem")
     idx = _norm_index(index, x.shape)
+    split = _ints_first(idx)
+    if split is not None:  # x[0, :, [1, 2]]: PyTorch applies the integers first
+        return getitem(getitem(x, split[0]), split[1])
     try:
         out = Index.apply(x, idx)
     except IndexError as e:
