@@ -24,6 +24,7 @@ lab: venv
 
 test: venv
 	$(BIN)/python -m pytest
+	GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax notebooks -n 2 --dist loadfile -p no:cacheprovider
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

@@ -18,6 +18,14 @@ settings.register_profile("thorough", deadline=None, max_examples=200,
                                                  HealthCheck.function_scoped_fixture])
 settings.load_profile(os.environ.get("GRADLAB_HYPOTHESIS_PROFILE", "default"))
 
+# One BLAS thread for the tests: the small matrices here gain nothing from more, and
+# on a busy 2-core machine competing BLAS threads make them many times slower.
+try:
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(1)
+except ImportError:  # pragma: no cover - threadpoolctl is in the dev extra
+    pass
+
 try:
     import torch as _torch
     _torch.set_num_threads(1)
