@@ -168,9 +168,10 @@ def _check_gather(op, x, dim, index):
         if i != d and a > b:
             raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than input {fmt_shape(x.shape)} "
                              f"at dim {i}; outside dim {dim} index sizes must be <= the input's")
-    if index.data.size and (index.data.max() >= x.shape[d] or index.data.min() < -x.shape[d]):
+    if index.data.size and (index.data.max() >= x.shape[d] or index.data.min() < 0):
+        # as in PyTorch, negative indices are not counted from the end here (NumPy would wrap them)
         raise IndexOutOfRange(f"{op}: index holds values outside [0, {x.shape[d]}) for dim {dim} of size "
-                              f"{x.shape[d]}")
+                              f"{x.shape[d]} (found {int(index.data.min())} to {int(index.data.max())})")
     return d, index
 
 

@@ -195,7 +195,7 @@ def index_select(input, dim, index):
     d = one_dim(dim, x.ndim, "index_select")
     n = x.shape[d] if x.ndim else 1
     flat = index.data.reshape(-1)
-    if flat.size and (flat.max() >= n or flat.min() < -n):
+    if flat.size and (flat.max() >= n or flat.min() < 0):  # no wrap-around of negatives, as in PyTorch
         raise IndexOutOfRange(f"index_select: index holds values outside [0, {n}) for dim {dim} of "
                               f"input {fmt_shape(x.shape)}")
     if x.ndim == 0:
