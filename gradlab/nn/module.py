@@ -327,7 +327,7 @@ class Module:
                             t.grad = Tensor._make(fn(t.grad.data))
         return self
 
-    def to(self, *args, dtype=None, device=None):
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Move and/or cast parameters and buffers: ``to('cuda')``, ``to(gradlab.float64)``.
 
         Only floating tensors change dtype (integer buffers keep theirs), as in PyTorch.

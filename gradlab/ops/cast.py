@@ -58,8 +58,11 @@ def _to_samples(src):
 
 @register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, d)),
           eps=1e-3, atol=1e-4)
-def to(input, *args, dtype=None, device=None, copy=False):
-    """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``."""
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``.
+
+    ``non_blocking`` is accepted for PyTorch code and ignored: copies are synchronous here.
+    """
     x = check_tensor(input, "to")
     for a in args:
         if isinstance(a, Tensor):
@@ -107,7 +110,7 @@ def cpu(input):
     return to(input, "cpu")
 
 
-def cuda(input, device=None):
+def cuda(input, device=None, non_blocking=False):
     return to(input, device or "cuda")
 
 

@@ -241,7 +241,7 @@ def _max_min(name, arg_fn, red_fn, binary_fn, input, dim, keepdim, axis, other):
         return red_fn(x, dim, keepdim)  # a tuple of dims: values only, like amax
     d = one_dim(dim, x.ndim, name)
     if x.ndim == 0:
-        return MaxResult(x, O.zeros((), dtype=_dt.int64))
+        return MaxResult(x, O.zeros((), dtype=_dt.int64, device=x.device))
     if x.shape[d] == 0:
         raise ArgumentError(f"{name}: cannot reduce the empty dim {dim} of a tensor of shape {fmt_shape(x.shape)}")
     idx = arg_fn(x, dim=d, keepdim=True)

@@ -169,8 +169,8 @@ class Where(Op):
     def jvp(self, _, ta, tb):
         cond = self.args[0]
         shape = self.out.shape
-        ta = O.zeros(shape, dtype=self.out.dtype) if ta is None else ta
-        tb = O.zeros(shape, dtype=self.out.dtype) if tb is None else tb
+        ta = O.zeros(shape, dtype=self.out.dtype, device=self.out.device) if ta is None else ta
+        tb = O.zeros(shape, dtype=self.out.dtype, device=self.out.device) if tb is None else tb
         return O.broadcast_to(O.where(cond, ta, tb), shape)
 
 
