@@ -441,3 +441,37 @@ def test_registry_jvp_on_device_matches_cpu(sim, name):
                 continue
             assert on_sim(t), f"{name}: tangent on {t.device}, {s}"
             np.testing.assert_allclose(t.cpu().numpy(), r.numpy(), rtol=1e-6, atol=1e-9, err_msg=str(s))
+
+
+def test_registry_second_derivatives_on_device_match_cpu(sim):
+    """Double backward (the VJPs of the VJPs) of every op claiming second order, device vs cpu."""
+    checked = 0
+    for name in sorted(REGISTRY):
+        info = REGISTRY[name]
+        if not info.differentiable or info.order < 2:
+            continue
+        for s in list(info.samples(SampleSource(0)))[:2]:
+            try:
+                ref = info.fn(*s.args, **s.kwargs)
+                ins_r = [t for t in _tensors((s.args, s.kwargs)) if t.requires_grad]
+                loss_r = _loss(_tensors(ref))
+                if loss_r is None or not ins_r:
+                    continue
+                g_r = [g for g in gradlab.grad(loss_r, ins_r, create_graph=True, allow_unused=True)
+                       if g is not None and g.requires_grad]
+                if not g_r:
+                    continue
+                gg_r = gradlab.grad(sum((g * g).sum() for g in g_r), ins_r, allow_unused=True)
+            except Exception:  # noqa: BLE001 - error-case samples
+                continue
+            args, kwargs = _move(s.args, sim), _move(s.kwargs, sim)
+            ins = [t for t in _tensors((args, kwargs)) if t.requires_grad]
+            g = [x for x in gradlab.grad(_loss(_tensors(info.fn(*args, **kwargs))), ins, create_graph=True,
+                                         allow_unused=True) if x is not None and x.requires_grad]
+            gg = gradlab.grad(sum((x * x).sum() for x in g), ins, allow_unused=True)
+            for u, v in zip(gg, gg_r):
+                if u is not None:
+                    assert on_sim(u), f"{name}: second derivative on {u.device}"
+                    np.testing.assert_allclose(u.cpu().numpy(), v.numpy(), rtol=1e-6, atol=1e-9, err_msg=name)
+            checked += 1
+    assert checked > 50
