@@ -76,6 +76,8 @@ CASES = {
     "norm_p1": lambda L: _T(L).norm(p=1),
     "prod_int": lambda L: _T(L, I).prod(),
     "cumsum_int": lambda L: _T(L, I).cumsum(dim=0),
+    "cumsum_half": lambda L: _T(L, np.random.default_rng(0).integers(0, 4, 3000) / 4, dtype=L.float16).cumsum(0),
+    "cumsum_half_overflow": lambda L: L.full((3,), 60000.0, dtype=L.float16).cumsum(0),
     "logsumexp": lambda L: L.logsumexp(_T(L), (0, 1)),
     "any_dim": lambda L: (_T(L) > 0).any(1),
     # shapes

@@ -278,6 +278,10 @@ class CumSum(Op):
         a = x.data
         if a.ndim == 0:
             return a.astype(dtype or a.dtype)  # a copy, on a's device
+        if dtype is None and a.dtype.itemsize <= 2 and a.dtype.kind not in "biu":
+            # float16/bfloat16: accumulate in float32 as PyTorch does (a float16 running sum stops growing)
+            with np.errstate(over="ignore"):  # a sum past float16's range is inf, quietly, as in PyTorch
+                return np.cumsum(a.astype(np.float32), axis=dim).astype(a.dtype)
         return np.cumsum(a, axis=dim, dtype=dtype)
 
     def vjp(self, g):
