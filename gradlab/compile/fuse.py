@@ -78,12 +78,37 @@ def fusible(n: Node, device="cpu") -> bool:
 
 # ------------------------------------------------------------- grouping
 def find_groups(graph: Graph, device="cpu") -> list:
-    """Lists of nodes to fuse: same output shape, no cycle through an outside op."""
+    """Lists of nodes to fuse: same output shape, and no cycle between kernels.
+
+    A fused kernel runs as one unit, so it needs *all* its external inputs
+    before it starts. Joining node ``n`` to group ``A`` is refused when one of
+    ``n``'s inputs depends on ``A`` already, directly or through other ops or
+    other groups (``A -> sum -> n`` or ``A -> B -> n``): ``A`` would then wait
+    for itself. Group-level dependencies are kept (``gdeps``) and closed
+    transitively, since a group gains inputs as it grows.
+    """
     group_of = {}      # node index -> group id
     groups = []        # [ [node index...] ]
-    gshape = []
+    gshape, gdeps = [], []
     producer = {}
-    deps = []          # per node: set of group ids it depends on (through any path)
+    deps = []          # per node: groups its inputs come from, directly or through outside ops
+
+    def closure(gids):
+        seen, stack = set(), list(gids)
+        while stack:
+            g = stack.pop()
+            if g not in seen:
+                seen.add(g)
+                stack.extend(gdeps[g])
+        return seen
+
+    def upstream(q):
+        """Every group that node ``q``'s value depends on (its own group included)."""
+        start = set(deps[q])
+        if q in group_of:
+            start.add(group_of[q])
+        return closure(start)
+
     for i, n in enumerate(graph.nodes):
         d = set()
         for a in n.inputs:
@@ -106,17 +131,26 @@ def find_groups(graph: Graph, device="cpu") -> list:
         for gid in candidates:
             if gshape[gid] != shape:
                 continue
-            # joining is safe if no input reaches the group through an op outside it
-            if all(not (producer.get(b) is not None and group_of.get(producer[b]) != gid
-                        and gid in deps[producer[b]]) for b in n.inputs):
+            ok = True
+            for b in n.inputs:
+                q = producer.get(b)
+                if q is None or group_of.get(q) == gid:
+                    continue
+                if gid in upstream(q):
+                    ok = False
+                    break
+            if ok:
                 chosen = gid
                 break
         if chosen is None:
             chosen = len(groups)
             groups.append([])
-            gshape.append(n.outputs[0].shape)
+            gshape.append(shape)
+            gdeps.append(set())
         groups[chosen].append(i)
         group_of[i] = chosen
+        gdeps[chosen] |= {g for q in (producer.get(b) for b in n.inputs) if q is not None
+                          for g in upstream(q)} - {chosen}
     return [[graph.nodes[i] for i in g] for g in groups if len(g) > 1]
 
 
