@@ -475,3 +475,15 @@ def test_registry_second_derivatives_on_device_match_cpu(sim):
                     np.testing.assert_allclose(u.cpu().numpy(), v.numpy(), rtol=1e-6, atol=1e-9, err_msg=name)
             checked += 1
     assert checked > 50
+
+
+def test_integer_division_on_device(sim):
+    a, b = gradlab.tensor([7, -7, 5]), gradlab.tensor([2, 2, -3])
+    ad, bd = a.to(sim), b.to(sim)
+    for f in (lambda x, y: gradlab.div(x, y, rounding_mode="trunc"), lambda x, y: gradlab.div(x, y, rounding_mode="floor"),
+              lambda x, y: x // y, lambda x, y: x % 3, lambda x, y: gradlab.div(x, 2, rounding_mode="trunc")):
+        out = f(ad, bd)
+        assert on_sim(out)
+        np.testing.assert_array_equal(out.cpu().numpy(), f(a, b).numpy())
+    with pytest.raises(gradlab.errors.ArgumentError, match="integer division by zero"):
+        ad // gradlab.tensor([1, 0, 1], device=sim)

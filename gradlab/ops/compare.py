@@ -60,7 +60,7 @@ def _int_safe(name, fn):
     """floor_divide / remainder: an integer division by zero is an error (as in PyTorch); a float one
     gives inf/nan quietly (no NumPy RuntimeWarning)."""
     def f(x, y):
-        if getattr(x, "dtype", np.dtype(float)).kind in "biu" and np.any(np.asarray(y) == 0) \
+        if getattr(x, "dtype", np.dtype(float)).kind in "biu" and np.any(y == 0) \
                 and np.result_type(x, y).kind in "biu":
             from ..errors import ArgumentError
             raise ArgumentError(f"{name}: integer division by zero (the divisor holds a 0); "

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
+from ..backend.arrays import as_array
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
 from .registry import register
@@ -218,7 +219,7 @@ def _rounded_div(a, b, mode):
         if mode == "floor":
             return q
         x, y, _ = arrays_for("div", a, b)
-        fix = (np.asarray(x - q.data * y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+        fix = (as_array(x - q.data * y) != 0) & ((as_array(x) < 0) != (as_array(y) < 0))  # on x's device
         return Tensor._make(q.data + fix.astype(q.data.dtype))  # floor -> toward zero
     q = div(a, b)
     return O.trunc(q) if mode == "trunc" else O.floor(q)
