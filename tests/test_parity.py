@@ -428,3 +428,21 @@ def test_random_index_mixes_get_and_set_match_pytorch(torch, seed):
         for g_, t_ in zip(got, want):
             assert g_.shape == t_.shape, parts
             np.testing.assert_allclose(g_, t_, err_msg=str(parts))
+
+
+def test_autograd_functional_return_conventions(torch):
+    """torch.autograd.functional: one input tensor gives one result tensor (not a 1-tuple)."""
+    import torch.autograd.functional as taf
+    a, v = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -2.0])
+    def f(L):
+        return lambda x: (L.tanh(x) * x).sum()
+    for name in ("hvp", "vhp", "vjp"):
+        tv = getattr(taf, name)(f(torch) if name != "vjp" else (lambda x: torch.tanh(x) * x), torch.tensor(a),
+                                torch.tensor(v))
+        gv = getattr(gradlab.autograd.functional, name)(f(gradlab) if name != "vjp" else (lambda x: gradlab.tanh(x) * x),
+                                                        gradlab.tensor(a), gradlab.tensor(v))
+        assert isinstance(gv[1], gradlab.Tensor), name
+        np.testing.assert_allclose(gv[1].numpy(), tv[1].numpy(), err_msg=name)
+    tj = taf.jacobian(lambda x: torch.tanh(x) * x[0], torch.tensor(a))
+    gj = gradlab.autograd.functional.jacobian(lambda x: gradlab.tanh(x) * x[0], gradlab.tensor(a))
+    np.testing.assert_allclose(gj.numpy(), tj.numpy())

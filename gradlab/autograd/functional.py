@@ -80,6 +80,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     if v is None:
         v = tuple(_ones_for(i, "hvp") for i in ins)
     vs = (v,) if isinstance(v, Tensor) else tuple(v)
+    if single:  # one input tensor: H v is one tensor too, as in PyTorch
+        return _func().hvp(func, ins[0], vs[0])
     return _func().hvp(func, ins, vs)
 
 
