@@ -12,3 +12,5 @@ __all__ = [
     "get_default_dtype", "is_floating", "result_type", "set_default_dtype", "generator",
     "get_rng_state", "initial_seed", "manual_seed", "set_rng_state",
 ]
+
+from .allocator import keep_freed_memory  # noqa: E402 - opt-in, see its docstring
