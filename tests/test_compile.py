@@ -147,6 +147,14 @@ def test_retraces_when_shape_or_dtype_changes_and_says_why():
     assert "'x' dtype changed: float32 -> float64" in text
     cf(G.randn(3, 4))  # cached: no new trace
     assert len(cf.log) == 3
+    # non-tensor arguments are part of the guard, by value
+    scale = G.compile(lambda x, n: x * n, cache_limit=2)
+    x = G.randn(2)
+    scale(x, 2)
+    np.testing.assert_allclose(scale(x, 3).numpy(), x.numpy() * 3)
+    assert "'n' value changed: 2 -> 3" in scale.explain()
+    with pytest.warns(RuntimeWarning, match="traced 3 times"):
+        scale(x, 4)
 
 
 def test_passes_report_cse_dce_and_constant_folding():
