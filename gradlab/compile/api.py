@@ -111,7 +111,15 @@ def _eager_vjp(entry, inputs, grads):
 
 
 class CompiledFunction:
-    """``fn`` compiled: call it like ``fn``. See ``explain()``, ``graph``, ``show_graph()``."""
+    """``fn`` compiled: call it like ``fn``.
+
+    Reading it: ``graph`` / ``backward_graph`` (the optimised graphs of the latest
+    signature, printable), ``entry.traced_forward`` / ``entry.traced_backward`` (before
+    the passes), ``entry.traced`` (the joint forward+backward trace), ``explain()``
+    (traces and why, pass reports, specialisations), ``log`` (one line per trace),
+    ``show_graph(which="forward"|"backward")``. A fused node's ``source`` is its
+    generated kernel. A compiled module still answers as the module (``parameters()``).
+    """
 
     def __init__(self, fn, fuse=True, verbose=False, cache_limit=8, fullgraph=False):
         if not callable(fn):
