@@ -487,3 +487,16 @@ def test_integer_division_on_device(sim):
         np.testing.assert_array_equal(out.cpu().numpy(), f(a, b).numpy())
     with pytest.raises(gradlab.errors.ArgumentError, match="integer division by zero"):
         ad // gradlab.tensor([1, 0, 1], device=sim)
+
+
+def test_load_state_dict_copies_onto_each_models_device(sim):
+    dev_model, cpu_model = _mlp().to(sim), _mlp()
+    for p in dev_model.parameters():
+        p.data = p.data * 2
+    cpu_model.load_state_dict(dev_model.state_dict())  # device values into a cpu model: copied to the host
+    assert all(type(p.data) is np.ndarray for p in cpu_model.parameters())
+    back = _mlp().to(sim)
+    back.load_state_dict(cpu_model.state_dict())
+    for p, q in zip(back.parameters(), dev_model.parameters()):
+        assert on_sim(p)
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())

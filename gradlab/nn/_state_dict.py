@@ -86,12 +86,8 @@ def load_state_dict(module, state_dict, strict: bool = True, assign: bool = Fals
 
 def _as_array_like(arr, target):
     """``arr`` as an array on ``target``'s device and dtype."""
-    from ..backend.device import xp_of
+    from ..backend.device import device_of_array, to_device_array
     if not hasattr(arr, "shape"):
         arr = np.asarray(arr)
-    xp = xp_of(target)
-    if xp is not np and isinstance(arr, np.ndarray):
-        arr = xp.asarray(arr)
-    elif xp is np and not isinstance(arr, np.ndarray):
-        arr = arr.get() if hasattr(arr, "get") else np.asarray(arr)
+    arr = to_device_array(arr, device_of_array(target))  # an explicit copy when the devices differ
     return arr.astype(target.dtype, copy=False)
