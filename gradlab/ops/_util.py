@@ -123,7 +123,12 @@ def norm_dim(dim, ndim: int, op: str, allow_none=True) -> tuple | None:
         if allow_none:
             return None
         raise ArgumentError(f"{op}: dim is required")
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)):
+        dims = (dim,)
+    elif hasattr(dim, "__iter__") and not isinstance(dim, str):
+        dims = tuple(dim)
+    else:
+        raise ArgumentTypeError(f"{op}: dim must be an int or a tuple of ints, got {dim!r}")
     out = []
     n = max(ndim, 1)
     for d in dims:

@@ -99,7 +99,6 @@ def _getitem_samples(src):
     yield Sample((src.tensor((3, 3)), (None, 1)), desc="None adds a dim")
 
 
-@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
 def _ints_first(idx):
     """Split an index mixing integers with index arrays into (integers, the rest), or None.
 
@@ -131,6 +130,7 @@ def _ints_first(idx):
     return tuple(first), tuple(rest)
 
 
+@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
 def getitem(input, index):
     """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
     x = check_tensor(input, "getitem")

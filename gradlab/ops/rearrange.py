@@ -48,6 +48,8 @@ def split(tensor, split_size_or_sections, dim=0):
         sizes = [s] * (n // s) + ([n % s] if n % s else [])
         sizes = sizes or [0]
     else:
+        if not isinstance(s, (tuple, list)) or not all(isinstance(v, (int, np.integer)) for v in s):
+            raise ArgumentTypeError(f"split: split_size_or_sections must be an int or a list of ints, got {s!r}")
         sizes = [int(v) for v in s]
         if sum(sizes) != n or any(v < 0 for v in sizes):
             raise ShapeError(f"split: sections {sizes} sum to {sum(sizes)} but dim {dim} of input "
