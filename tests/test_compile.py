@@ -266,6 +266,26 @@ def test_in_place_changes_are_traced_functionally():
     np.testing.assert_array_equal(y.numpy(), [3.0, 3.0, 3.0])  # computed once from the caller's values
 
 
+def test_random_numbers_are_drawn_afresh_on_every_call():
+    import gradlab.nn.functional as F
+    drop = G.compile(lambda x: F.dropout(x, 0.5, training=True) * 3)
+    x = G.ones(2000, requires_grad=True)
+    y1, y2 = drop(x), drop(x)
+    assert not np.array_equal(y1.detach().numpy(), y2.detach().numpy())  # a new mask each call
+    assert 0.4 < (y2.detach().numpy() == 0).mean() < 0.6
+    (g,) = G.grad(y2.sum(), x)   # the backward uses the mask of its own call
+    np.testing.assert_array_equal(g.numpy(), (y2.detach().numpy() != 0) * 6.0)
+    noisy = G.compile(lambda x: x + G.randn(5))
+    assert not np.array_equal(noisy(G.zeros(5)).numpy(), noisy(G.zeros(5)).numpy())
+    from gradlab.backend.random import generator
+
+    def raw(x):
+        return x + G.tensor(generator().standard_normal(3).astype(np.float32))
+
+    with pytest.warns(TraceSpecializationWarning, match="random numbers"):
+        G.compile(raw)(G.zeros(3))
+
+
 def test_show_graph_draws_before_and_after_with_fused_box():
     cf = G.compile(gelu_block)
     cf(G.randn(4, 8, requires_grad=True), G.randn(8, requires_grad=True))

@@ -33,6 +33,7 @@ from .. import ops as _ops_mod
 from .._tensor import Tensor
 from ..autograd import function as _fn
 from ..autograd.function import SavedTensor
+from ..backend import random as _random_mod
 from ..errors import GradError
 from ..ops.registry import REGISTRY
 from .ir import Graph, Node
@@ -192,6 +193,32 @@ class Tracer:
         wrapper.__wrapped__ = fn
         return wrapper
 
+    # ------------------------------------------------------ random numbers
+    def _traced_dropout(self, original):
+        """``F.dropout`` while tracing: the mask is a recorded call (fresh every call), then the Dropout op."""
+        tracer = self
+
+        def dropout(input, p=0.5, training=True, inplace=False):
+            if (not training or p == 0 or p == 1 or not isinstance(input, Tensor) or input.dtype.kind != "f"
+                    or tracer not in _fn.op_observers):
+                return original(input, p, training, inplace)
+            mask = tracer._wrap("dropout_mask", dropout_mask)(tuple(input.shape), input.dtype.name, float(p))
+            from ..nn._basic import Dropout
+            return Dropout.apply(input, mask)
+        dropout.__wrapped__ = original
+        return dropout
+
+    def _random_draw(self, method):
+        if self._suspended or self not in _fn.op_observers:
+            return
+        site = user_site(3)
+        self.specializations.append((f"draws random numbers ({method})", _site_text(site) or "?", ""))
+        warnings.warn(
+            f"gradlab.compile: {self.graph.name} draws random numbers ({method}) at {_site_text(site) or '?'} in a "
+            "way the tracer cannot record; they are baked into the graph, so every call reuses the same ones. "
+            "Use gradlab.rand/randn/F.dropout (recorded and redrawn on each call) or draw them outside",
+            TraceSpecializationWarning, stacklevel=4)
+
     # ------------------------------------------------------ in-place ops
     def _traced_inplace(self, original):
         """``h.add_(1)`` while tracing: record it functionally (``h`` now names the result of ``add(h, 1)``)."""
@@ -265,16 +292,20 @@ class Tracer:
         import gradlab as _top
         self._patched = []
 
-        def patch(name, make):
-            """Swap ``name`` in gradlab.ops and at gradlab's top level (``gradlab.gt``), where it is the same."""
-            orig = getattr(_ops_mod, name, None)
+        mods = [m for k, m in list(sys.modules.items()) if m is not None and (k == "gradlab" or k.startswith(
+            "gradlab.")) and not k.startswith("gradlab.compile")]
+
+        def patch(name, make, home=_ops_mod):
+            """Swap function ``home.name`` wherever a gradlab module holds it (``gradlab.gt``, ``from .x import f``)."""
+            orig = getattr(home, name, None)
             if orig is None or getattr(orig, "__wrapped__", None) is not None:
                 return
             new = make(orig)
-            for mod in (_ops_mod, _top):
-                if mod.__dict__.get(name) is orig:
-                    self._patched.append((mod, name, orig))
-                    setattr(mod, name, new)
+            for mod in mods:
+                d = getattr(mod, "__dict__", None)
+                for key in [k for k, v in (d or {}).items() if v is orig]:
+                    self._patched.append((mod, key, orig))
+                    setattr(mod, key, new)
 
         for name, info in REGISTRY.items():
             if info.op is None and not info.differentiable and info.namespace == "gradlab":
@@ -285,6 +316,18 @@ class Tracer:
             patch(name, lambda orig, name=name: self._wrap(name, orig))
         for name in ("equal", "allclose"):
             patch(name, lambda orig, name=name: self._spy(f"compares with {name}()", orig))
+        # random numbers: factories are recorded as calls (replayed, so each call draws afresh);
+        # dropout draws its mask through a recorded call; any other draw warns (it would be baked in)
+        from .. import factories as _factories
+        for name in ("rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
+                     "bernoulli", "normal", "multinomial"):
+            for home in (_factories, _ops_mod):
+                patch(name, lambda orig, name=name: self._wrap(name, orig), home)
+        from ..nn import _basic as _nn_basic
+        patch("dropout", self._traced_dropout, _nn_basic)
+        from ..backend import random as _random
+        self._patched.append((_random, "_generator", _random._generator))
+        _random._generator = _DrawSpy(_random._generator, self)
         from ..autograd import inplace as _inplace
         orig_inplace = _inplace.apply_inplace
         self._patched.append((_inplace, "apply_inplace", orig_inplace))
@@ -306,8 +349,37 @@ class Tracer:
             _fn.op_observers.remove(self)
         _active.remove(self)
         for owner, name, orig in reversed(self._patched):
+            cur = owner.__dict__.get(name)
+            if owner is _random_mod and isinstance(cur, _DrawSpy) is False:
+                continue  # fn reseeded (manual_seed) while tracing: keep its new generator
             setattr(owner, name, orig)
         return False
+
+
+def dropout_mask(shape, dtype, p):
+    """The scaled keep-mask of dropout: 0 with probability ``p``, else ``1 / (1 - p)``."""
+    from ..backend.random import generator
+    keep = generator().random(shape) >= p
+    return Tensor._make(keep.astype(dtype) * np.dtype(dtype).type(1.0 / (1.0 - p)))
+
+
+class _DrawSpy:
+    """Stands in for the global random generator while tracing: draws warn (see ``Tracer._random_draw``)."""
+
+    _DRAWS = {"random", "standard_normal", "normal", "uniform", "integers", "permutation", "choice", "binomial",
+              "bernoulli", "shuffle", "exponential", "poisson", "multinomial", "standard_exponential"}
+
+    def __init__(self, real, tracer):
+        self._real, self._tracer = real, tracer
+
+    def __getattr__(self, name):
+        attr = getattr(self._real, name)
+        if name in self._DRAWS:
+            def draw(*a, **k):
+                self._tracer._random_draw(name)
+                return attr(*a, **k)
+            return draw
+        return attr
 
 
 def _unique(label, graph):
