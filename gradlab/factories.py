@@ -114,6 +114,10 @@ def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if fill_value is None or isinstance(fill_value, (str, bytes, dict, list, tuple)):
+        raise ArgumentError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
     return _new("full", (size,) if not isinstance(size, int) else (size,), dtype, device, requires_grad,
@@ -162,6 +166,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dtype = _dt.result_type(start, end, step)
     if step == 0:
         raise ArgumentError("arange: step must not be zero")
+    if not all(np.isfinite(float(v)) for v in (start, end, step)):
+        raise ArgumentError(f"arange: start, end and step must be finite, got {start}, {end}, {step}")
     if (end - start) * step < 0:
         raise ArgumentError(f"arange: step {step} points away from end: start={start}, end={end}; "
                             f"use a {'negative' if step > 0 else 'positive'} step to count from {start} to {end}")

@@ -124,6 +124,9 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     x = check_tensor(input, "clamp")
     if min is None and max is None:
         raise ArgumentTypeError("clamp: give at least one of min= and max=")
+    for v, arg in ((min, "min"), (max, "max")):
+        if v is not None and not isinstance(v, Tensor):
+            operand(v, "clamp", arg)  # a number (or array-like): anything else is an ArgumentTypeError
     if x.dtype.kind in "biu" and any(isinstance(v, float) for v in (min, max)):
         from ..backend import dtypes as _dt  # an integer tensor clamped to 0.5 is a float tensor
         x = x.to(_dt.get_default_dtype())
