@@ -193,7 +193,7 @@ class Tensor:
         if self.requires_grad:
             raise GradError(
                 f"numpy(): {self._label()} requires grad, and NumPy cannot carry gradients; "
-                "call .detach().numpy() if you only want the values"
+                f"call .detach(){'.cpu()' if self.device != CPU else ''}.numpy() if you only want the values"
             )
         if self.device != CPU:
             raise DeviceError(f"numpy(): {self._label()} is on {self.device}; call .cpu() first")

@@ -137,6 +137,8 @@ def test_numpy_on_device_says_call_cpu(sim):
     with pytest.raises(DeviceError, match=r"call \.cpu\(\)"):
         np.asarray(y)
     assert y.sum().item() == 3.0  # .item() is an explicit read of one number, as in PyTorch
+    with pytest.raises(gradlab.errors.GradError, match=r"call \.detach\(\)\.cpu\(\)\.numpy\(\)"):
+        y.requires_grad_().numpy()
 
 
 def test_mixing_devices_names_both_tensors(sim):
