@@ -73,9 +73,9 @@ class Tensor:
         out = kwargs.get("out")
         if out is None and method == "__call__" and len(inputs) == 2:
             names = _REFLECTED.get(ufunc.__name__)
-            if names is not None:
-                a, b = inputs
-                return getattr(a, names[0])(b) if isinstance(a, Tensor) else getattr(b, names[1])(a)
+            a, b = inputs
+            if names is not None and isinstance(b, Tensor) and not isinstance(a, Tensor):
+                return getattr(b, names[1])(a)  # ``array - tensor``: the Tensor op
         args = [i.data if isinstance(i, Tensor) else i for i in inputs]
         if out is not None:
             kwargs["out"] = tuple(o.data if isinstance(o, Tensor) else o for o in out)

@@ -446,3 +446,19 @@ def test_autograd_functional_return_conventions(torch):
     tj = taf.jacobian(lambda x: torch.tanh(x) * x[0], torch.tensor(a))
     gj = gradlab.autograd.functional.jacobian(lambda x: gradlab.tanh(x) * x[0], gradlab.tensor(a))
     np.testing.assert_allclose(gj.numpy(), tj.numpy())
+
+
+def test_data_update_idiom_keeps_an_array(torch):
+    """``p.data -= lr * p.grad`` (the classic hand-written SGD step) updates the values in place."""
+    def prog(L):
+        p = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        (p * p).sum().backward()
+        p.data -= 0.1 * p.grad
+        p.data += -0.1 * p.grad
+        return [p.detach(), p.requires_grad, p.is_leaf]
+    _same_program(torch, prog, "p.data -= lr * p.grad")
+    p = gradlab.tensor([1.0, 2.0], requires_grad=True)
+    (p * p).sum().backward()
+    p.data -= 0.1 * p.grad
+    assert isinstance(p.data, np.ndarray)
+    assert isinstance(np.ones(2) * p, gradlab.Tensor) and (np.ones(2) * p).requires_grad
