@@ -111,6 +111,26 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
                             requires_grad=requires_grad)
 
 
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of the given size with this tensor's dtype and device (unless given)."""
+    from .. import factories
+    return factories.empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad)
+
+
+def _type(self, dtype=None):
+    """``x.type(dtype)`` is ``x.to(dtype)``; ``x.type()`` names the dtype."""
+    if dtype is None:
+        from ..backend import dtypes as _dt
+        return f"gradlab.{_dt.dtype_name(self.dtype)}"
+    return self.to(dtype)
+
+
+def _ravel(self):
+    """The elements as a 1-D tensor (``reshape(-1)``)."""
+    return self.reshape(-1)
+
+
 def _remainder(self, other):
     """``self % other`` (Python's sign rule: the result has the divisor's sign)."""
     return O.remainder(self, other)
@@ -169,6 +189,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 
 
 METHODS = {
+    "new_empty": _new_empty, "type": _type, "ravel": _ravel,
     "sort": _sort, "argsort": _argsort, "topk": _topk,
     "softmax": _softmax, "log_softmax": _log_softmax, "select": _select, "unbind": _unbind, "narrow": _narrow,
     "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
