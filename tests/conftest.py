@@ -49,3 +49,14 @@ def _seed():
     gradlab.manual_seed(0)
     np.random.seed(0)
     yield
+
+
+@pytest.fixture
+def sim_device():
+    """The simulated cuda device (``gradlab.backend.simulate_device()``) for one test; yields ``"cuda"``.
+
+    Any test can run its program on a second device without a GPU: ``x.to(sim_device)``.
+    """
+    from gradlab.backend import simulate_device
+    with simulate_device():
+        yield "cuda"

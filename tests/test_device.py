@@ -21,16 +21,15 @@ import pytest
 import gradlab
 import gradlab.nn.functional as F
 from gradlab import nn, optim
-from gradlab.backend import SimArray, device_of_array, simulate_device, xp_of
+from gradlab.backend import SimArray, device_of_array, xp_of
 from gradlab.errors import DeviceError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def sim():
-    with simulate_device():
-        yield "cuda"
+def sim(sim_device):  # the conftest fixture, under a short name
+    yield sim_device
 
 
 def on_sim(t):
