@@ -141,6 +141,7 @@ CASES = {
     # where / comparisons / clamp
     "where_scalar_other": lambda L: L.where(_T(L) > 0, _T(L), 0.0),
     "where_scalar_input": lambda L: L.where(_T(L) > 0, 1.0, _T(L)),
+    "where_indices": lambda L: L.where(_T(L)[0] > 0),
     "cmp_rscalar": lambda L: 1 < _T(L),
     "clamp_min_tensor": lambda L: _T(L).clamp(min=_T(L, [0.0, 1, 2, 3])),
     "clamp_int": lambda L: _T(L, I).clamp(0, 4),

@@ -186,9 +186,15 @@ def _where_samples(src):
 
 
 @register(op=Where, samples=_where_samples, torch=lambda torch, c, a, b: torch.where(c, a, b))
-def where(condition, input, other):
-    """``input`` where ``condition`` is true, else ``other`` (all three broadcast)."""
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` is true, else ``other`` (all three broadcast).
+
+    ``where(condition)`` alone is ``condition.nonzero(as_tuple=True)``: the indices of the true entries."""
     cond = check_tensor(condition, "where", "condition")
+    if input is None and other is None:
+        return cond.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise ArgumentTypeError("where: give both input and other (or neither, for the indices of the true entries)")
     if cond.dtype != _dt.bool_:
         cond = Tensor._make(cond.data.astype(bool))
     return Where.apply(cond, operand(input, "where", "input"), operand(other, "where", "other"))
