@@ -9,6 +9,16 @@ The layers, bottom to top (each imports only from those below it)::
 """
 __version__ = "0.1.0"
 
+import warnings as _warnings
+
+# NumPy reports floating-point events (inf * 0, exp overflowing to inf, 1 / 0) as
+# RuntimeWarnings. PyTorch returns inf/nan quietly, and so does gradlab: these
+# warnings are hidden when they come from gradlab's own ops (checking with
+# np.errstate around every op would cost more than the op). find_nonfinite and
+# detect_anomaly are the tools for hunting the resulting NaNs.
+_warnings.filterwarnings("ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered",
+                         category=RuntimeWarning, module=r"gradlab\.")
+
 from .backend import dtypes as _dtypes
 from .backend.device import Device as device
 from .backend.dtypes import (
