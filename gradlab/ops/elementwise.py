@@ -15,6 +15,7 @@ from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from .fused_backward import SigmoidBackward, TanhBackward
 from .registry import register
 from .samples import binary_samples, unary_samples
 
@@ -324,60 +325,6 @@ class Sqrt(Op):
 
     def jvp(self, t):
         return t / (2 * self.out)
-
-
-class TanhBackward(Op):
-    """``dY * (1 - Y^2)`` in one pass: tanh's VJP as an op of its own.
-
-    Writing it as three ops (``1 - y*y``, then ``g * .``) is just as correct but
-    makes three arrays and three nodes; PyTorch has ``tanh_backward`` for the
-    same reason. Its own VJP (for second derivatives) is written with ops.
-    """
-
-    name = "tanh_backward"
-    formula = "dG = dZ * (1 - Y^2) ; dY = -2 * dZ * G * Y"
-
-    @staticmethod
-    def forward(ctx, g, y):
-        ctx.save_for_backward(g, y)
-        return g.data * (1 - y.data * y.data)
-
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        return gz * (1 - y * y), -2 * gz * g * y
-
-    def jvp(self, tg, ty):
-        g, y = self.args
-        out = None if tg is None else tg * (1 - y * y)
-        if ty is not None:
-            d = -2 * ty * g * y
-            out = d if out is None else out + d
-        return out
-
-
-class SigmoidBackward(Op):
-    """``dY * Y * (1 - Y)`` in one pass: sigmoid's VJP as an op of its own."""
-
-    name = "sigmoid_backward"
-    formula = "dG = dZ * Y * (1 - Y) ; dY = dZ * G * (1 - 2Y)"
-
-    @staticmethod
-    def forward(ctx, g, y):
-        ctx.save_for_backward(g, y)
-        yd = y.data
-        return g.data * yd * (1 - yd)
-
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        return gz * y * (1 - y), gz * g * (1 - 2 * y)
-
-    def jvp(self, tg, ty):
-        g, y = self.args
-        out = None if tg is None else tg * y * (1 - y)
-        if ty is not None:
-            d = ty * g * (1 - 2 * y)
-            out = d if out is None else out + d
-        return out
 
 
 class Tanh(Op):
