@@ -344,8 +344,10 @@ def _record(ctx, args, out):
             saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
     if ctx._to_save_out:
         for arr in ctx._to_save_out:
-            # found by identity; a single output may have been re-wrapped (0-d scalar -> array)
-            i = next((i for i, o in enumerate(outs) if o is arr), 0 if len(outs) == 1 else None)
+            if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
+                saved.append(SavedTensor(results[0], output_nr=0))
+                continue
+            i = next((i for i, o in enumerate(outs) if o is arr), None)  # found by identity
             if i is not None:
                 saved.append(SavedTensor(results[i], output_nr=i))
     ctx._saved = saved

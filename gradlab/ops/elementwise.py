@@ -25,22 +25,17 @@ class _Binary(Op):
     """Shared forward plumbing: promote dtypes, broadcast, remember the shapes."""
 
     def _compute(self, a, b, f):
-        x, y, _ = arrays_for(self.name, a, b)
+        x, y, dt = arrays_for(self.name, a, b)
         # the input shapes (None for a Python scalar): the VJP sums gradients back to them
         self.shapes = (x.shape if isinstance(a, Tensor) else None, y.shape if isinstance(b, Tensor) else None)
         try:
-            if _dt_itemsize(x, y) <= 2:  # float16/bfloat16 overflow to inf quietly, as in PyTorch
+            if dt.itemsize <= 2:  # float16/bfloat16 overflow to inf quietly, as in PyTorch
                 with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                     return f(x, y)
             return f(x, y)
         except ValueError:
             check_broadcast(self.name, a, b)
             raise
-
-
-def _dt_itemsize(x, y):
-    """The smaller itemsize of two operands (Python scalars count as large)."""
-    return min(getattr(x, "itemsize", 8), getattr(y, "itemsize", 8))
 
 
 def _reduce_to(g, shape):
