@@ -11,7 +11,46 @@ from collections import OrderedDict
 from ..module import Module
 
 
-class Sequential(Module):
+class _Indexed(Module):
+    """What Sequential and ModuleList share: modules numbered "0", "1", ... in order."""
+
+    def _index(self, idx):
+        n = len(self._modules)
+        idx = operator.index(idx)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range for a {type(self).__name__} of {n} modules")
+        return idx % n
+
+    def _renumber(self, modules):
+        """Store ``modules`` as "0", "1", ... (numbering stays contiguous, as in PyTorch)."""
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = m
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def _insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+
+
+class Sequential(_Indexed):
     """Run modules one after another: ``Sequential(Linear(2, 8), ReLU(), Linear(8, 1))``.
 
     Also takes an ``OrderedDict`` of named modules. Indexing gives a module;
@@ -27,13 +66,6 @@ class Sequential(Module):
             for idx, module in enumerate(args):
                 self.add_module(str(idx), module)
 
-    def _index(self, idx):
-        n = len(self._modules)
-        idx = operator.index(idx)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for a Sequential of {n} modules")
-        return idx % n
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
@@ -47,34 +79,11 @@ class Sequential(Module):
         keys = list(self._modules.keys())
         for key in (keys[idx] if isinstance(idx, slice) else [keys[self._index(idx)]]):
             delattr(self, key)
-        # keep the numbering contiguous, as PyTorch does
-        items = list(self._modules.items())
-        self._modules.clear()
-        for i, (_, m) in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
+        self._renumber(list(self._modules.values()))
 
     def insert(self, index, module):
-        mods = list(self._modules.values())
-        mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self.add_module(str(i), m)
-        return self
+        self._insert(index, module)
+        return self  # as PyTorch's Sequential.insert
 
     def forward(self, input):
         for module in self._modules.values():
@@ -82,20 +91,13 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_Indexed):
     """A list of modules, registered (so their parameters are found). Has no forward."""
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.extend(modules)
-
-    def _index(self, idx):
-        n = len(self._modules)
-        idx = operator.index(idx)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for a ModuleList of {n} modules")
-        return idx % n
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -109,17 +111,8 @@ class ModuleList(Module):
         keys = list(self._modules.keys())
         for key in (keys[idx] if isinstance(idx, slice) else [str(self._index(idx))]):
             del self._modules[key]
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        self._renumber(list(self._modules.values()))
         Module._version[0] += 1
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __iadd__(self, modules):
         return self.extend(modules)
@@ -127,21 +120,8 @@ class ModuleList(Module):
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
     def insert(self, index, module):
-        mods = list(self._modules.values())
-        mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self.add_module(str(i), m)
+        self._insert(index, module)  # returns None, as PyTorch's ModuleList.insert
 
     def pop(self, idx=-1):
         m = self[idx]
