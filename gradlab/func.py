@@ -177,18 +177,28 @@ def vjp(func, *primals, has_aux=False):
     return result + (_finish(aux, xs),) if has_aux else result
 
 
+def _run_differentiable(func, args, kwargs, argnums, name, check_name):
+    """Call ``func`` with the ``argnums`` arguments replaced by fresh leaves that require grad.
+
+    Returns ``(nums, single, xs, result)``: the argument positions, whether ``argnums`` was a
+    single int, the leaves, and what ``func`` returned.
+    """
+    nums, single = _argnums(argnums, len(args), name)
+    for a in nums:
+        _check_input(args[a], check_name, a)
+    args = list(args)
+    xs = [_prepare(args[a]) for a in nums]
+    for a, x in zip(nums, xs):
+        args[a] = x
+    with _enable():
+        res = func(*args, **kwargs)
+    return nums, single, xs, res
+
+
 def value_and_grad(func, argnums=0, has_aux=False):
     """A function returning ``(value, gradient)`` (``((value, aux), gradient)`` with has_aux)."""
     def wrapper(*args, **kwargs):
-        nums, single = _argnums(argnums, len(args), "value_and_grad")
-        for a in nums:
-            _check_input(args[a], "grad", a)
-        args = list(args)
-        xs = [_prepare(args[a]) for a in nums]
-        for a, x in zip(nums, xs):
-            args[a] = x
-        with _enable():
-            res = func(*args, **kwargs)
+        nums, single, xs, res = _run_differentiable(func, args, kwargs, argnums, "value_and_grad", "grad")
         out, aux = _split_aux(res, has_aux, "grad")
         if not isinstance(out, Tensor) or out.numel() != 1:
             got = fmt_shape(out.shape) if isinstance(out, Tensor) else type(out).__name__
@@ -219,15 +229,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
     Shape: ``output.shape + input.shape`` (a tuple over outputs and/or argnums).
     """
     def wrapper(*args, **kwargs):
-        nums, single = _argnums(argnums, len(args), "jacrev")
-        for a in nums:
-            _check_input(args[a], "jacrev", a)
-        args = list(args)
-        xs = [_prepare(args[a]) for a in nums]
-        for a, x in zip(nums, xs):
-            args[a] = x
-        with _enable():
-            res = func(*args, **kwargs)
+        nums, single, xs, res = _run_differentiable(func, args, kwargs, argnums, "jacrev", "jacrev")
         out, aux = _split_aux(res, has_aux, "jacrev")
         outs = out if isinstance(out, tuple) else (out,)
         create = _grad_state.enabled
