@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
 
@@ -48,10 +48,7 @@ class Adam(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._loss_of(closure)
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]

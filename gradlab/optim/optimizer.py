@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..errors import ArgumentError, ArgumentTypeError
 
 
@@ -78,6 +78,14 @@ class Optimizer:
     @no_grad()
     def step(self, closure=None):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @staticmethod
+    def _loss_of(closure):
+        """Run ``closure`` (which recomputes the loss and calls backward) with grad on; its loss or None."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
 
     def __init_subclass__(cls, **kwargs):
         """Every subclass's ``step`` first moves optimizer state to its parameter's device.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
 
@@ -27,10 +27,7 @@ class RMSprop(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._loss_of(closure)
         for group in self.param_groups:
             lr, alpha, eps, wd = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
             mom, centered, maximize = group["momentum"], group["centered"], group["maximize"]

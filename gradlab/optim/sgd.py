@@ -13,7 +13,7 @@ where gradients agree and damps zig-zags where they do not.
 """
 from __future__ import annotations
 
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
 
@@ -34,10 +34,7 @@ class SGD(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = self._loss_of(closure)
         for group in self.param_groups:
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
