@@ -13,10 +13,19 @@ vector-Jacobian product). The engine only decides the *order*:
 3. Leaves' ``AccumulateGrad`` nodes add the total into ``.grad``.
 
 Without ``retain_graph`` each node drops its saved tensors right after it runs.
+
+Two speeds. With ``create_graph=True`` gradients flow as Tensors and every VJP
+is computed with gradlab ops, so backward is itself recorded (higher-order
+gradients). Otherwise -- nearly always -- gradients flow as raw arrays and an
+op that has the same rule written on arrays (``vjp_arrays``) runs that: no
+Tensor or node is made for a gradient nobody will differentiate. The tests
+check each ``vjp_arrays`` against its op's ``vjp``.
 """
 from __future__ import annotations
 
 import heapq
+
+import numpy as _np
 
 from ..backend import dtypes as _dt
 from ..errors import GradError, ShapeError, fmt_shape
@@ -165,13 +174,17 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     captured = [None] * (len(targets) if targets is not None else 0)
 
     # 2. run ready nodes, latest-created first (seq numbers are unique, so the
-    #    heap never has to compare two nodes)
+    #    heap never has to compare two nodes). Gradients flow as arrays unless
+    #    the backward pass is itself to be recorded (create_graph).
+    arrays = not create_graph
     buffers = {}
     for e, g in zip(root_edges, root_grads):
         if e is None:
             continue
         buf = buffers.setdefault(e[0], [None] * len(e[0].out_meta))
-        buf[e[1]] = _add(buf[e[1]], g)
+        g = g.data if arrays else g
+        buf[e[1]] = g if buf[e[1]] is None else _sum(buf[e[1]], g)
+    handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
     ready = [(-n.seq, n) for n in {e[0] for e in root_edges if e is not None} if deps.get(n, 0) == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
@@ -188,23 +201,30 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             grads = buffers.pop(node, None)
             outs = None
             if grads is not None and (needed is None or node in needed):
-                if capture or node._pre_hooks or node._retained or type(node) is AccumulateGrad:
-                    grads = _pre_process(node, grads, create_graph, capture, captured)
+                is_acc = type(node) is AccumulateGrad
+                if capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
+                    grads = _pre_process(node, grads, create_graph, capture, captured, arrays)
                 if observers:
                     for o in observers:
-                        o.node_start(node, grads)
-                if type(node) is AccumulateGrad:
+                        o.node_start(node, _tensors(grads) if arrays else grads)
+                if is_acc:
                     if accumulate and (targets is None or (node, 0) in capture):
-                        _accumulate(node.variable, grads[0], create_graph)
+                        if arrays:
+                            _accumulate_array(node.variable, grads[0], handed)
+                        else:
+                            _accumulate(node.variable, grads[0], create_graph)
                     outs = ()
                 elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
-                    outs = _call_vjp(node, grads)
+                    outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
                     if node._post_hooks:
                         for h in node._post_hooks:
-                            h(outs, grads)
+                            h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
                 if observers:
                     for o in observers:
-                        o.node_end(node, grads, outs)
+                        if arrays:
+                            o.node_end(node, _tensors(grads), outs if outs is None else _tensors(outs))
+                        else:
+                            o.node_end(node, grads, outs)
             i = -1
             for e in node.next_functions:
                 i += 1
@@ -218,7 +238,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                         if buf is None:
                             buf = buffers[nxt] = [None] * len(nxt.out_meta)
                         nr = e[1]
-                        buf[nr] = g if buf[nr] is None else buf[nr] + g
+                        buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -232,6 +252,17 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             if hasattr(o, "end"):
                 o.end()
     return captured
+
+
+def _sum(a, b):
+    """Two gradients for the same place add up (0-d arrays stay arrays, not NumPy scalars)."""
+    s = a + b
+    return _np.asarray(s) if isinstance(s, _np.generic) else s
+
+
+def _tensors(values):
+    """Arrays -> Tensors (None stays None): for hooks and observers, which see Tensors."""
+    return tuple(None if v is None else Tensor._make(v) for v in values)
 
 
 def _post_order(order):
@@ -254,8 +285,10 @@ def _post_order(order):
     return reversed(topo)
 
 
-def _pre_process(node, grads, create_graph, capture, captured):
+def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
     """Tensor hooks, retain_grad and capture for ``grad()``, before the node runs."""
+    if arrays:
+        grads = list(_tensors(grads))
     if type(node) is AccumulateGrad:
         v = node.variable
         if v._hooks:
@@ -275,6 +308,8 @@ def _pre_process(node, grads, create_graph, capture, captured):
         for nr in range(len(grads)):
             for i in capture.get((node, nr), ()):
                 captured[i] = grads[nr]
+    if arrays:
+        return [None if g is None else g.data for g in grads]
     return grads
 
 
@@ -325,9 +360,39 @@ def _call_vjp(node, grads):
     return tuple(fixed) if fixed is not None else outs
 
 
+def _call_vjp_arrays(node, grads):
+    """``_call_vjp`` with gradients as arrays: the op's ``vjp_arrays`` if it has one (and no
+    override replaced its rule), else its tensor ``vjp`` on wrapped arrays."""
+    fast = node.vjp_arrays
+    if fast is None:
+        outs = _call_vjp(node, _tensors(grads))
+        return tuple(None if g is None else g.data for g in outs)
+    if node._released:
+        raise _fn._freed_error(node)
+    if len(grads) > 1 and any(g is None for g in grads):
+        grads = [g if g is not None else _zeros(node.out_meta[i]) for i, g in enumerate(grads)]
+    outs = fast(*grads)
+    fixed = None
+    metas = node.input_meta
+    for i, g in enumerate(outs):
+        if g is None:
+            continue
+        if isinstance(g, _np.generic):  # NumPy turns 0-d results into scalars; keep arrays
+            fixed = fixed or list(outs)
+            fixed[i] = g = _np.asarray(g)
+        shape, dtype = metas[i]
+        if g.shape != shape:  # an op's array rule disagreeing with its input: a bug in gradlab
+            raise ShapeError(f"{node.name}: vjp_arrays gave a gradient of shape {fmt_shape(g.shape)} for "
+                             f"input {i}, whose shape is {fmt_shape(shape)}")
+        if g.dtype != dtype:
+            if fixed is None:
+                fixed = list(outs)
+            fixed[i] = g.astype(dtype) if _dt.is_floating(dtype) else None
+    return tuple(fixed) if fixed is not None else outs
+
+
 def _zeros(meta):
-    import numpy as np
-    return np.zeros(meta[0], dtype=meta[1])
+    return _np.zeros(meta[0], dtype=meta[1])
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
@@ -349,3 +414,24 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
 
 def _shares(g, leaf):
     return g.data is leaf.data or getattr(g.data, "base", None) is not None
+
+
+def _accumulate_array(leaf: Tensor, g, handed: set):
+    """``_accumulate`` for a gradient that is an array (backward without create_graph).
+
+    The array is stored as is when nothing else can see it; a view (a broadcast
+    gradient is a read-only view), the leaf's own data, or an array already
+    handed to another leaf in this pass is copied first, so that changing one
+    ``.grad`` in place (``clip_grad_norm_``) never changes another.
+    """
+    old = leaf.grad
+    if old is None or old.requires_grad:
+        if id(g) in handed or g is leaf.data or getattr(g, "base", None) is not None:
+            g = g.copy()
+        handed.add(id(g))
+        leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
+    else:
+        leaf.grad = Tensor._make(old.data + g)
+    if leaf._post_acc_hooks:
+        for h in leaf._post_acc_hooks:
+            h(leaf)

@@ -102,6 +102,12 @@ class SavedTensor:
         t._version = self.version_obj
         return t
 
+    def array(self, node):
+        """The saved array itself (for ``vjp_arrays``), after the same checks as :meth:`get`."""
+        if self.version_obj.value != self.version or self.unpack is not None:
+            return self.get(node).data
+        return self.data
+
 
 class Function:
     """Base class of every op and of user-defined differentiable functions.
@@ -130,6 +136,9 @@ class Function:
         super().__init_subclass__(**kw)
         if "name" not in cls.__dict__ or cls.name is None:
             cls.name = cls.__name__
+        # A class that writes its own backward rule must not inherit its parent's array twin.
+        if ("vjp" in cls.__dict__ or "backward" in cls.__dict__) and "vjp_arrays" not in cls.__dict__:
+            cls.vjp_arrays = None
         # A user Function that overrides ``backward`` (PyTorch style) gets a vjp.
         if "backward" in cls.__dict__ and "vjp" not in cls.__dict__:
             cls.vjp = _vjp_from_backward
@@ -166,6 +175,13 @@ class Function:
         if not self._saved and self.__dict__.get("_fwd_saved"):
             return self._fwd_saved  # inside a jvp: what save_for_forward kept
         return tuple(s.get(self) if isinstance(s, SavedTensor) else s for s in self._saved)
+
+    @property
+    def saved_arrays(self) -> tuple:
+        """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
+        if self._released:
+            raise _freed_error(self)
+        return tuple(s.array(self) if type(s) is SavedTensor else s for s in self._saved)
 
     @property
     def saved(self) -> tuple:
@@ -237,6 +253,13 @@ class Function:
 
     def vjp(self, *grads):  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name} has no backward rule")
+
+    #: Optional twin of ``vjp`` on raw arrays: ``vjp_arrays(self, *grad_arrays)`` returns one
+    #: array (or None) per input, reading ``self.saved_arrays``. The engine runs it whenever the
+    #: backward pass is not itself recorded (``create_graph=False``): the same math without
+    #: making a Tensor and a node per gradient. ``vjp`` stays the definition (differentiable,
+    #: shown in the formula panel); the tests check the twin against it.
+    vjp_arrays = None
 
     def jvp(self, *tangents):
         raise GradError(

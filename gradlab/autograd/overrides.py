@@ -25,7 +25,8 @@ import contextlib
 from ..errors import ArgumentError
 from .function import Function
 
-_originals: dict = {}   # op class -> its own vjp before the first override (or None if inherited)
+_originals: dict = {}   # op class -> its own (vjp, vjp_arrays) before the first override (None if inherited)
+_MISSING = object()      # "the class had no vjp_arrays of its own"
 _stack: dict = {}       # op class -> list of active override functions (last wins)
 
 
@@ -57,13 +58,19 @@ def _install(cls):
         vjp.__doc__ = f"overridden backward of {cls.name} ({getattr(fn, '__name__', fn)})"
         vjp._override = fn
         cls.vjp = vjp
+        cls.vjp_arrays = None  # the op's fast array twin would bypass the override
     else:
-        orig = _originals.pop(cls, None)
+        orig, orig_arrays = _originals.pop(cls, (None, _MISSING))
         if orig is None:
             if "vjp" in cls.__dict__:
                 del cls.vjp
         else:
             cls.vjp = orig
+        if orig_arrays is _MISSING:
+            if "vjp_arrays" in cls.__dict__:
+                del cls.vjp_arrays
+        else:
+            cls.vjp_arrays = orig_arrays
 
 
 def register_vjp(op, fn):
@@ -75,7 +82,7 @@ def register_vjp(op, fn):
     if not callable(fn):
         raise TypeError(f"register_vjp: fn must be callable, got {type(fn).__name__}")
     if cls not in _stack or not _stack[cls]:
-        _originals[cls] = cls.__dict__.get("vjp")
+        _originals[cls] = (cls.__dict__.get("vjp"), cls.__dict__.get("vjp_arrays", _MISSING))
         _stack[cls] = []
     _stack[cls].append(fn)
     _install(cls)

@@ -88,7 +88,13 @@ def _detached_copies(t):
     if counter is None:
         return []
     import gc
-    return [r for r in gc.get_referrers(counter)
+    owners = []
+    for r in gc.get_referrers(counter):
+        if isinstance(r, dict):  # a tensor whose attributes live in a real dict: find the tensor
+            owners += [o for o in gc.get_referrers(r) if isinstance(o, Tensor) and o.__dict__ is r]
+        else:
+            owners.append(r)
+    return [r for r in owners
             if isinstance(r, Tensor) and r is not t and r.grad_fn is None and not r.requires_grad]
 
 
