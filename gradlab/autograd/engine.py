@@ -28,6 +28,7 @@ import heapq
 import numpy as _np
 
 from ..backend import dtypes as _dt
+from ..backend.device import xp_of
 from ..errors import GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from . import function as _fn
@@ -331,7 +332,8 @@ def _call_vjp(node, grads):
     if node._released:
         raise _fn._freed_error(node)
     if len(grads) > 1 and node._materialize and any(g is None for g in grads):  # (`None in grads` would call ==)
-        grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i])) for i, g in enumerate(grads)]
+        like = next(g for g in grads if g is not None).data
+        grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i], like)) for i, g in enumerate(grads)]
     outs = node.vjp(*grads)
     if type(outs) is not tuple:
         outs = tuple(outs) if isinstance(outs, list) else (outs,)
@@ -370,7 +372,8 @@ def _call_vjp_arrays(node, grads):
     if node._released:
         raise _fn._freed_error(node)
     if len(grads) > 1 and any(g is None for g in grads):
-        grads = [g if g is not None else _zeros(node.out_meta[i]) for i, g in enumerate(grads)]
+        like = next(g for g in grads if g is not None)
+        grads = [g if g is not None else _zeros(node.out_meta[i], like) for i, g in enumerate(grads)]
     outs = fast(*grads)
     fixed = None
     metas = node.input_meta
@@ -391,8 +394,9 @@ def _call_vjp_arrays(node, grads):
     return tuple(fixed) if fixed is not None else outs
 
 
-def _zeros(meta):
-    return _np.zeros(meta[0], dtype=meta[1])
+def _zeros(meta, like):
+    """A zero gradient for an output no gradient reached, on the device of ``like``."""
+    return xp_of(like).zeros(meta[0], dtype=meta[1])
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):

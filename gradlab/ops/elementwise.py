@@ -14,7 +14,9 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
+from ..backend.device import xp_of
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from .reduce import sum_to_array
 from .fused_backward import SigmoidBackward, TanhBackward
 from .registry import register
 from .samples import binary_samples, unary_samples
@@ -37,9 +39,19 @@ class _Binary(Op):
             check_broadcast(self.name, a, b)
             raise
 
+    def _needed(self):
+        """``shapes``, with None for an input that needs no gradient (its other factor was not saved)."""
+        sa, sb = self.shapes
+        nf = self.next_functions
+        return (None if nf[0] is None else sa), (None if nf[1] is None else sb)
+
 
 def _reduce_to(g, shape):
     return None if shape is None else O.sum_to(g, shape)
+
+
+def _needs_grad(x):
+    return type(x) is Tensor and x.requires_grad or isinstance(x, Tensor) and x.requires_grad
 
 
 class Add(_Binary):
@@ -52,6 +64,10 @@ class Add(_Binary):
 
     def vjp(self, g):
         return _reduce_to(g, self.shapes[0]), _reduce_to(g, self.shapes[1])
+
+    def vjp_arrays(self, g):
+        sa, sb = self.shapes
+        return (None if sa is None else sum_to_array(g, sa)), (None if sb is None else sum_to_array(g, sb))
 
     def jvp(self, ta, tb):
         return _tsum(ta, tb)
@@ -69,6 +85,10 @@ class Sub(_Binary):
         sb = self.shapes[1]
         return _reduce_to(g, self.shapes[0]), (None if sb is None else O.neg(O.sum_to(g, sb)))
 
+    def vjp_arrays(self, g):
+        sa, sb = self.shapes
+        return (None if sa is None else sum_to_array(g, sa)), (None if sb is None else -sum_to_array(g, sb))
+
     def jvp(self, ta, tb):
         return _tsum(ta, None if tb is None else -tb)
 
@@ -79,13 +99,19 @@ class Mul(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        # each input's gradient needs the *other* input: save only what a gradient will need
+        ctx.save_for_backward(a if _needs_grad(b) else None, b if _needs_grad(a) else None)
         return ctx._compute(a, b, np.multiply)
 
     def vjp(self, g):
         a, b = self.saved_tensors
-        sa, sb = self.shapes
+        sa, sb = self._needed()
         return (None if sa is None else O.sum_to(g * b, sa)), (None if sb is None else O.sum_to(g * a, sb))
+
+    def vjp_arrays(self, g):
+        a, b = self.saved_arrays
+        sa, sb = self._needed()
+        return (None if sa is None else sum_to_array(g * b, sa)), (None if sb is None else sum_to_array(g * a, sb))
 
     def jvp(self, ta, tb):
         a, b = self.args
@@ -107,6 +133,14 @@ class Div(_Binary):
         sa, sb = self.shapes
         da = None if sa is None else O.sum_to(g / b, sa)
         db = None if sb is None else O.sum_to(-g * a / (b * b), sb)
+        return da, db
+
+    def vjp_arrays(self, g):
+        a, b = self.saved_arrays
+        sa, sb = self.shapes
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            da = None if sa is None else sum_to_array(g / b, sa)
+            db = None if sb is None else sum_to_array(-g * a / (b * b), sb)
         return da, db
 
     def jvp(self, ta, tb):
@@ -262,6 +296,9 @@ class Neg(Op):
     def vjp(self, g):
         return (O.neg(g),)
 
+    def vjp_arrays(self, g):
+        return (-g,)
+
     def jvp(self, t):
         return O.neg(t)
 
@@ -279,6 +316,10 @@ class Exp(Op):
 
     def vjp(self, g):
         (y,) = self.saved_tensors
+        return (g * y,)
+
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
         return (g * y,)
 
     def jvp(self, t):
@@ -299,6 +340,11 @@ class Log(Op):
         (x,) = self.saved_tensors
         return (g / x,)
 
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g / x,)
+
     def jvp(self, t):
         return t / self.args[0]
 
@@ -318,6 +364,11 @@ class Sqrt(Op):
         (y,) = self.saved_tensors
         return (g / (2 * y),)
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g / (2 * y),)
+
     def jvp(self, t):
         return t / (2 * self.out)
 
@@ -335,6 +386,10 @@ class Tanh(Op):
     def vjp(self, g):
         (y,) = self.saved_tensors
         return (TanhBackward.apply(g, y),)
+
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return (g * (1 - y * y),)
 
     def jvp(self, t):
         y = self.out
@@ -361,6 +416,10 @@ class Sigmoid(Op):
         (y,) = self.saved_tensors
         return (SigmoidBackward.apply(g, y),)
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return (g * y * (1 - y),)
+
     def jvp(self, t):
         y = self.out
         return t * y * (1 - y)
@@ -380,6 +439,10 @@ class Relu(Op):
         (y,) = self.saved_tensors
         return (g * (y > 0),)
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return (g * (y > 0),)
+
     def jvp(self, t):
         return t * (self.out > 0)
 
@@ -396,6 +459,10 @@ class Abs(Op):
     def vjp(self, g):
         (x,) = self.saved_tensors
         return (g * O.sign(x),)
+
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return (g * xp_of(x).sign(x),)
 
     def jvp(self, t):
         return t * O.sign(self.args[0])

@@ -41,6 +41,19 @@ class MatMul(Op):
             return O.matmul(g, b.mT), O.matmul(a.mT, g)
         return _vjp_general(a, b, g)
 
+    def vjp_arrays(self, g):
+        """``vjp`` on arrays: the same matmuls, none for an input that needs no gradient.
+
+        A transpose is a view (NumPy's matmul hands transposed operands to BLAS as
+        they are, with no copy), so each gradient costs exactly one matmul.
+        """
+        a, b = self.saved_arrays
+        need_a, need_b = self.next_functions[0] is not None, self.next_functions[1] is not None
+        if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as the forward
+            with np.errstate(over="ignore", invalid="ignore"):
+                return _vjp_arrays(a, b, g, need_a, need_b)
+        return _vjp_arrays(a, b, g, need_a, need_b)
+
     def jvp(self, ta, tb):
         a, b = self.args
         out = None if ta is None else O.matmul(ta, b)
@@ -63,6 +76,47 @@ def _vjp_general(a, b, g):
     da = O.sum_to(O.matmul(g2, b2.mT), a2.shape)
     db = O.sum_to(O.matmul(a2.mT, g2), b2.shape)
     return O.reshape(da, a.shape), O.reshape(db, b.shape)
+
+
+def _vjp_arrays(a, b, g, need_a, need_b):
+    """``_vjp_general`` (and the 2-D rule) on raw arrays."""
+    if a.ndim == 2 and b.ndim == 2:
+        return (np.matmul(g, b.T) if need_a else None), (np.matmul(a.T, g) if need_b else None)
+    if a.ndim == 1 and b.ndim == 1:
+        return (g * b if need_a else None), (g * a if need_b else None)
+    a2 = a[None] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = g2[..., None, :]
+    if b.ndim == 1:
+        g2 = g2[..., None]
+    da = db = None
+    if need_a:
+        da = sum_to_array(np.matmul(g2, _mT(b2)), a2.shape).reshape(a.shape)
+    if need_b:
+        if b2.ndim == 2 and a2.ndim > 2:
+            # the batch sum of A_i^T @ dY_i is one matmul over the stacked rows: (k, N) @ (N, m)
+            db = np.matmul(a2.reshape(-1, a2.shape[-1]).T, g2.reshape(-1, g2.shape[-1]))
+        else:
+            db = sum_to_array(np.matmul(_mT(a2), g2), b2.shape)
+        db = db.reshape(b.shape)
+    return da, db
+
+
+def _mT(x):
+    """The matrix transpose of the last two dims, as a view."""
+    return x.swapaxes(-1, -2)
+
+
+def sum_to_array(x, shape):
+    """Sum the array ``x`` down to ``shape`` (which broadcasts to ``x.shape``): ``sum_to`` on arrays."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
 
 
 def _check(a, b):

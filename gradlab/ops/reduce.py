@@ -40,6 +40,27 @@ def _expand_back(g, in_shape, axes, keepdim):
     return O.broadcast_to(g, in_shape)
 
 
+def expand_back_array(g, in_shape, axes, keepdim):
+    """``_expand_back`` on arrays (a read-only broadcast view: no copy)."""
+    if not keepdim:
+        g = g.reshape(_kept_shape(in_shape, axes))
+    return xp_of(g).broadcast_to(g, in_shape)
+
+
+def sum_to_array(a, shape):
+    """Sum array ``a`` down to ``shape``: the inverse of broadcasting (``sum_to`` on arrays)."""
+    if a.shape == shape:
+        return a
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and a.shape[lead + i] != 1)
+    if not axes:
+        return a.reshape(shape)
+    if a.itemsize <= 2:  # float16 sums may overflow to inf: quietly, as in PyTorch
+        with np.errstate(over="ignore", invalid="ignore"):
+            return a.sum(axis=axes).reshape(shape)
+    return a.sum(axis=axes).reshape(shape)
+
+
 def _dim_arg(dim, axis, op):
     if axis is not None:
         if dim is not None:
@@ -57,18 +78,16 @@ class SumTo(Op):
     @staticmethod
     def forward(ctx, x, shape):
         lead = x.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
+        ctx.in_shape = x.shape
+        ctx.axes = tuple(range(lead)) + tuple(  # the widget shows which axes were summed
             lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-        ctx.in_shape, ctx.axes = x.shape, axes  # the widget shows which axes were summed
-        if not axes:
-            return x.data.reshape(shape)
-        if x.data.itemsize <= 2:  # float16 sums may overflow to inf: quietly, as in PyTorch
-            with np.errstate(over="ignore", invalid="ignore"):
-                return np.sum(x.data, axis=axes).reshape(shape)
-        return np.sum(x.data, axis=axes).reshape(shape)
+        return sum_to_array(x.data, shape)
 
     def vjp(self, g):
         return O.broadcast_to(g, self.in_shape), None
+
+    def vjp_arrays(self, g):
+        return xp_of(g).broadcast_to(g, self.in_shape), None
 
     def jvp(self, t, _):
         return O.sum_to(t, self.out.shape)
@@ -112,6 +131,9 @@ class Sum(Op):
     def vjp(self, g):
         return _expand_back(g, self.in_shape, self.axes, self.keepdim), None, None, None
 
+    def vjp_arrays(self, g):
+        return expand_back_array(g, self.in_shape, self.axes, self.keepdim), None, None, None
+
     def jvp(self, t, *_):
         return O.sum(t, dim=self.axes, keepdim=self.keepdim)
 
@@ -152,6 +174,10 @@ class Mean(Op):
     def vjp(self, g):
         # an empty input has an empty gradient, so the max(., 1) never changes a value
         return _expand_back(g / _bmax(self.count, 1), self.in_shape, self.axes, self.keepdim), None, None
+
+    def vjp_arrays(self, g):
+        g = xp_of(g).asarray(g / _bmax(self.count, 1))  # (a 0-d result would be a NumPy scalar)
+        return expand_back_array(g, self.in_shape, self.axes, self.keepdim), None, None
 
     def jvp(self, t, *_):
         return O.mean(t, dim=self.axes, keepdim=self.keepdim)

@@ -17,6 +17,7 @@ from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, device_mismatch, norm_dim, one_dim, sizes_arg, view_of
+from .reduce import sum_to_array
 from .registry import Sample, register
 
 
@@ -47,6 +48,9 @@ class Reshape(Op):
 
     def vjp(self, g):
         return O.reshape(g, self.in_shape), None
+
+    def vjp_arrays(self, g):
+        return g.reshape(self.in_shape), None
 
     def jvp(self, t, _):
         return O.reshape(t, self.out.shape)
@@ -99,6 +103,9 @@ class Permute(Op):
 
     def vjp(self, g):
         return O.permute(g, tuple(np.argsort(self.dims).tolist())), None
+
+    def vjp_arrays(self, g):
+        return g.transpose(np.argsort(self.dims)), None
 
     def jvp(self, t, _):
         return O.permute(t, self.dims)
@@ -209,6 +216,9 @@ class BroadcastTo(Op):
     def vjp(self, g):
         return O.sum_to(g, self.in_shape), None
 
+    def vjp_arrays(self, g):
+        return sum_to_array(g, self.in_shape), None
+
     def jvp(self, t, _):
         return O.broadcast_to(t, self.out.shape)
 
@@ -262,6 +272,9 @@ class Contiguous(Op):
     def vjp(self, g):
         return (g,)
 
+    def vjp_arrays(self, g):
+        return (g,)
+
     def jvp(self, t):
         return t
 
@@ -294,6 +307,8 @@ class Cat(Op):
             grads.append(g[idx])
             start += s
         return tuple(grads)
+
+    vjp_arrays = vjp  # slicing an array is the same code as slicing a Tensor
 
     def jvp(self, _, *ts):
         parts = [t if t is not None else O.zeros_like(x) for t, x in zip(ts, self.args[1:])]
