@@ -60,6 +60,9 @@ class Index(Op):
     def vjp(self, g):
         return IndexAddZeros.apply(g, self.index, self.in_shape), None
 
+    def vjp_arrays(self, g):
+        return index_add_zeros(g, self.index, self.in_shape), None
+
     def jvp(self, t, _):
         return Index.apply(t, self.index)
 
@@ -73,18 +76,26 @@ class IndexAddZeros(Op):
     @staticmethod
     def forward(ctx, g, index, shape):
         ctx.index = index
-        out = xp_of(g.data).zeros(shape, dtype=g.dtype)  # on g's device
-        if _is_basic(index):
-            out[index] = g.data
-        else:
-            _scatter_add(out, index, g.data)
-        return out
+        return index_add_zeros(g.data, index, shape)
 
     def vjp(self, gg):
         return Index.apply(gg, self.index), None, None
 
+    def vjp_arrays(self, gg):
+        return gg[self.index], None, None
+
     def jvp(self, t, *_):
         return IndexAddZeros.apply(t, self.index, self.out.shape)
+
+
+def index_add_zeros(g, index, shape):
+    """The array ``zeros(shape)`` with ``g`` added at ``index`` (on ``g``'s device, in its dtype)."""
+    out = xp_of(g).zeros(shape, dtype=g.dtype)
+    if _is_basic(index):  # no element is picked twice: a plain assignment, much faster than add.at
+        out[index] = g
+    else:
+        _scatter_add(out, index, g)
+    return out
 
 
 def _getitem_samples(src):

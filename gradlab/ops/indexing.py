@@ -18,7 +18,7 @@ from ..backend.arrays import scatter_add as _scatter_add
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ._util import check_tensor, is_scalar, one_dim
-from .index import Index, IndexAddZeros, _along, _check_gather
+from .index import Index, IndexAddZeros, _along, _check_gather, index_add_zeros
 from .registry import Sample, register
 
 
@@ -54,6 +54,16 @@ class Scatter(Op):
         dsrc = None if self.src_shape is None else _pad(O.gather(g, self.dim, self.index), self.src_shape)
         return dx, dsrc, None, None
 
+    def vjp_arrays(self, g):
+        where = _along(self.index.data, self.dim)
+        dx = dsrc = None
+        if self.next_functions[0] is not None:
+            dx = g.copy()
+            dx[where] = 0
+        if self.src_shape is not None and self.next_functions[1] is not None:
+            dsrc = _pad_array(g[where], self.src_shape)
+        return dx, dsrc, None, None
+
     def jvp(self, tx, tsrc, *_):
         x, src = self.args[0], self.args[1]
         tx = O.zeros_like(x) if tx is None else tx
@@ -78,6 +88,12 @@ class ScatterAdd(Op):
     def vjp(self, g):
         return g, _pad(O.gather(g, self.dim, self.index), self.src_shape), None, None
 
+    def vjp_arrays(self, g):
+        dsrc = None
+        if self.next_functions[1] is not None:
+            dsrc = _pad_array(g[_along(self.index.data, self.dim)], self.src_shape)
+        return g, dsrc, None, None
+
     def jvp(self, tx, tsrc, *_):
         x, src = self.args[0], self.args[1]
         tx = O.zeros_like(x) if tx is None else tx
@@ -88,6 +104,11 @@ class ScatterAdd(Op):
 def _pad(t, shape):
     """Place ``t`` in the leading block of a zero tensor of ``shape`` (src may be larger than index)."""
     return t if t.shape == tuple(shape) else IndexAddZeros.apply(t, _head(t.shape), tuple(shape))
+
+
+def _pad_array(a, shape):
+    """``_pad`` on arrays."""
+    return a if a.shape == tuple(shape) else index_add_zeros(a, _head(a.shape), tuple(shape))
 
 
 def _check_scatter(op, x, dim, index, src):
@@ -222,6 +243,15 @@ class MaskedFill(Op):
             dv = O.reshape(O.sum(O.where(mask, g, 0.0)), self.value_shape)
         return O.where(mask, 0.0, g), None, dv
 
+    def vjp_arrays(self, g):
+        (mask,) = self.saved_arrays
+        dx = dv = None
+        if self.value_shape is not None and self.next_functions[2] is not None:
+            dv = np.sum(np.where(mask, g, 0.0)).reshape(self.value_shape)
+        if self.next_functions[0] is not None:
+            dx = np.where(mask, 0.0, g)
+        return dx, None, dv
+
     def jvp(self, tx, _, tv):
         x, mask = self.args[0], self.args[1]
         tx = O.zeros_like(x) if tx is None else tx
@@ -273,6 +303,9 @@ class Tril(Op):
 
     def vjp(self, g):
         return type(self).apply(g, self.diagonal), None
+
+    def vjp_arrays(self, g):
+        return type(self).fn(g, self.diagonal), None
 
     def jvp(self, t, _):
         return type(self).apply(t, self.diagonal)

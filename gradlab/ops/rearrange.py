@@ -18,7 +18,7 @@ from ..backend import xp_of
 from ..backend.arrays import as_strided as _as_strided
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ._util import check_tensor, norm_dim, one_dim, sizes_arg, view_of
-from .index import Index, IndexAddZeros
+from .index import Index, IndexAddZeros, index_add_zeros
 from .registry import Sample, register
 
 # -------------------------------------------------------------- split, chunk
@@ -95,6 +95,12 @@ class Repeat(Op):
         summed = O.sum(O.reshape(g, inter), dim=tuple(range(0, 2 * len(padded), 2))) if padded else g
         return O.reshape(summed, self.in_shape), None
 
+    def vjp_arrays(self, g):
+        padded = (1,) * (len(self.sizes) - len(self.in_shape)) + self.in_shape
+        inter = tuple(v for r, s in zip(self.sizes, padded) for v in (r, s))
+        summed = np.sum(g.reshape(inter), axis=tuple(range(0, 2 * len(padded), 2))) if padded else g
+        return summed.reshape(self.in_shape), None
+
     def jvp(self, t, _):
         return Repeat.apply(t, self.sizes)
 
@@ -145,6 +151,9 @@ class Flip(Op):
     def vjp(self, g):
         return Flip.apply(g, self.dims), None
 
+    def vjp_arrays(self, g):
+        return (xp_of(g).flip(g, axis=self.dims) if self.dims else g), None
+
     def jvp(self, t, _):
         return Flip.apply(t, self.dims)
 
@@ -178,6 +187,10 @@ class Roll(Op):
     def vjp(self, g):
         back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
         return Roll.apply(g, back, self.dims), None, None
+
+    def vjp_arrays(self, g):
+        back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return xp_of(g).roll(g, back, axis=self.dims), None, None
 
     def jvp(self, t, *_):
         return Roll.apply(t, self.shifts, self.dims)
@@ -228,6 +241,10 @@ class AsStrided(Op):
     def vjp(self, g):
         flat = IndexAddZeros.apply(g, (self.positions,), (int(np.prod(self.in_shape)),))
         return O.reshape(flat, self.in_shape), None, None, None, None
+
+    def vjp_arrays(self, g):
+        flat = index_add_zeros(g, (self.positions,), (int(np.prod(self.in_shape)),))
+        return flat.reshape(self.in_shape), None, None, None, None
 
     def jvp(self, t, *_):
         return Index.apply(O.reshape(t, (-1,)), (self.positions,))

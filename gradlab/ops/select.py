@@ -15,6 +15,7 @@ from ..backend.device import xp_of
 from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from .linalg import sum_to_array
 from .registry import Sample, register
 from .samples import binary_samples
 
@@ -43,6 +44,14 @@ class Maximum(Op):
         (wa,) = self.saved_tensors
         sa, sb = self.shapes
         return (None if sa is None else O.sum_to(g * wa, sa)), (None if sb is None else O.sum_to(g * (1 - wa), sb))
+
+    def vjp_arrays(self, g):
+        (wa,) = self.saved_arrays
+        sa, sb = self.shapes
+        nf = self.next_functions
+        da = None if sa is None or nf[0] is None else sum_to_array(g * wa, sa)
+        db = None if sb is None or nf[1] is None else sum_to_array(g * (1 - wa), sb)
+        return da, db
 
     def jvp(self, ta, tb):
         wa = self.wa
@@ -102,6 +111,10 @@ class Clamp(Op):
 
     def vjp(self, g):
         (mask,) = self.saved_tensors
+        return g * mask, None, None
+
+    def vjp_arrays(self, g):
+        (mask,) = self.saved_arrays
         return g * mask, None, None
 
     def jvp(self, t, *_):
@@ -167,6 +180,14 @@ class Where(Op):
         sa, sb = self.shapes
         da = None if sa is None else O.sum_to(O.where(cond, g, 0.0), sa)
         db = None if sb is None else O.sum_to(O.where(cond, 0.0, g), sb)
+        return None, da, db
+
+    def vjp_arrays(self, g):
+        (cond,) = self.saved_arrays
+        sa, sb = self.shapes
+        nf = self.next_functions
+        da = None if sa is None or nf[1] is None else sum_to_array(np.where(cond, g, 0.0), sa)
+        db = None if sb is None or nf[2] is None else sum_to_array(np.where(cond, 0.0, g), sb)
         return None, da, db
 
     def jvp(self, _, ta, tb):
