@@ -30,6 +30,10 @@ class Cast(Op):
     def vjp(self, g):
         return Cast.apply(g, self.in_dtype), None
 
+    def vjp_arrays(self, g):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return g.astype(self.in_dtype, copy=False), None
+
     def jvp(self, t, _):
         return Cast.apply(t, self.out.dtype)
 
@@ -41,15 +45,22 @@ class ToDevice(Op):
     @staticmethod
     def forward(ctx, x, device):
         ctx.in_device = x.device
-        if device.type == "cpu":
-            return x.data.get() if hasattr(x.data, "get") else x.data.copy()
-        return to_device_array(x.data, device)  # an explicit host -> device (or device -> device) copy
+        return _to_device(x.data, device)
 
     def vjp(self, g):
         return ToDevice.apply(g, self.in_device), None
 
+    def vjp_arrays(self, g):
+        return _to_device(g, self.in_device), None
+
     def jvp(self, t, _):
         return ToDevice.apply(t, self.out.device)
+
+
+def _to_device(a, device):
+    if device.type == "cpu":
+        return a.get() if hasattr(a, "get") else a.copy()
+    return to_device_array(a, device)  # an explicit host -> device (or device -> device) copy
 
 
 def _to_samples(src):
@@ -123,6 +134,9 @@ class Clone(Op):
         return x.data.copy()  # on x's device
 
     def vjp(self, g):
+        return (g,)
+
+    def vjp_arrays(self, g):
         return (g,)
 
     def jvp(self, t):

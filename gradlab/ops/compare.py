@@ -137,6 +137,9 @@ class ZeroGrad(Op):
     def vjp(self, g):
         return (g * 0,)
 
+    def vjp_arrays(self, g):
+        return (g * 0,)
+
     def jvp(self, t):
         return t * 0
 

@@ -28,7 +28,8 @@ from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import check_tensor
-from .index import IndexAddZeros
+from ..backend.device import xp_of
+from .index import IndexAddZeros, index_add_zeros
 from .registry import Sample, register
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase
@@ -124,11 +125,7 @@ class Einsum(Op):
     def forward(ctx, equation, *operands):
         ctx.labels, ctx.out, ctx.sizes, ctx.equation, ctx.formula = _plan(equation, tuple(x.shape for x in operands))
         ctx.save_for_backward(*operands)
-        dt = _dt.result_type(*operands)
-        # 16-bit floats are summed in float32 (as PyTorch does; NumPy's einsum has no bfloat16 at all)
-        work = _dt.float32 if dt in (_dt.float16, _dt.bfloat16) else dt
-        arrays = [x.data if x.dtype == work else x.data.astype(work) for x in operands]
-        return as_array(np.einsum(ctx.equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
+        return _einsum_arrays(ctx.equation, [x.data for x in operands])
 
     def vjp(self, g):
         xs = self.saved_tensors
@@ -153,6 +150,28 @@ class Einsum(Op):
         index = tuple(grid[uniq.index(c)] for c in self.labels[k])
         return IndexAddZeros.apply(r, index, x.shape)
 
+    def vjp_arrays(self, g):
+        xs = self.saved_arrays
+        nf = self.next_functions
+        return (None,) + tuple(None if nf[1 + k] is None else self._grad_array(g, xs, k) for k in range(len(xs)))
+
+    def _grad_array(self, g, xs, k):
+        """``_grad`` on arrays."""
+        x = xs[k]
+        eq, keep = _grad_eq(self.labels, self.out, self.sizes, x.shape, k)
+        others = [xs[j] for j in range(len(xs)) if j != k]
+        trivial = not others and tuple(keep) == self.out
+        r = g if trivial else _einsum_arrays(eq, [g] + others)
+        uniq = list(dict.fromkeys(self.labels[k]))
+        usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
+        r = r.reshape(tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq))
+        if tuple(r.shape) != tuple(usize):
+            r = xp_of(r).broadcast_to(r, tuple(usize))
+        if len(uniq) == len(self.labels[k]):
+            return r
+        grid = np.indices(usize, sparse=True)
+        return index_add_zeros(r, tuple(grid[uniq.index(c)] for c in self.labels[k]), x.shape)
+
     def jvp(self, _, *ts):
         xs = self.args[1:]
         total = None
@@ -162,6 +181,15 @@ class Einsum(Op):
             term = O.einsum(self.equation, *[t if j == k else x for j, x in enumerate(xs)])
             total = term if total is None else total + term
         return total
+
+
+def _einsum_arrays(equation, arrays):
+    """``np.einsum`` in the operands' promoted dtype; 16-bit floats are summed in float32 (as PyTorch
+    does; NumPy's einsum has no bfloat16 at all)."""
+    dt = _dt.result_type(*arrays)
+    work = _dt.float32 if dt in (_dt.float16, _dt.bfloat16) else dt
+    arrays = [a if a.dtype == work else a.astype(work) for a in arrays]
+    return as_array(np.einsum(equation, *arrays, optimize=len(arrays) > 2), dtype=dt)
 
 
 @functools.lru_cache(maxsize=512)

@@ -111,6 +111,9 @@ class Unfold(Op):
     def vjp(self, g):
         return (Fold.apply(g, self.hw, *self.geom),) + (None,) * 4
 
+    def vjp_arrays(self, g):
+        return (col2im(g, self.hw, *self.geom),) + (None,) * 4
+
     def jvp(self, t, *_):
         return Unfold.apply(t, *self.geom)
 
@@ -126,6 +129,9 @@ class Fold(Op):
 
     def vjp(self, g):
         return (Unfold.apply(g, *self.geom),) + (None,) * 5
+
+    def vjp_arrays(self, g):
+        return (im2col(g, *self.geom),) + (None,) * 5
 
     def jvp(self, t, *_):
         return Fold.apply(t, self.out.shape[-2:], *self.geom)
@@ -225,6 +231,33 @@ class Conv2d(Op):
             dw = O.reshape(O.sum(O.matmul(gr, cols.mT), dim=0), w.shape)  # sum_n dY @ cols^T
         if self.needs_input_grad[2]:
             db = O.sum(g, dim=(0, 2, 3))
+        return dx, dw, db, None, None, None, None
+
+    def vjp_arrays(self, g):
+        if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as matmul's
+            with np.errstate(over="ignore", invalid="ignore"):
+                return self._vjp_arrays(g)
+        return self._vjp_arrays(g)
+
+    def _vjp_arrays(self, g):
+        """``vjp`` on arrays: the same two matmuls, col2im and im2col, only for the inputs that need them."""
+        x, w = self.saved_arrays
+        s, p, d, groups = self.conf
+        n, c, h, wd = x.shape
+        oc, cg, kh, kw = w.shape
+        k, lcount = (kh, kw), g.shape[2] * g.shape[3]
+        gr = g.reshape(n, groups, oc // groups, lcount)
+        wg = w.reshape(groups, oc // groups, cg * kh * kw)
+        nf = self.next_functions
+        dx = dw = db = None
+        if nf[0] is not None:
+            dcols = np.matmul(wg.swapaxes(-1, -2), gr)                  # (N, G, K/G, L)
+            dx = col2im(dcols.reshape(n, c * kh * kw, lcount), (h, wd), k, d, p, s)
+        if nf[1] is not None:
+            cols = im2col(x, k, d, p, s).reshape(n, groups, cg * kh * kw, lcount)
+            dw = np.sum(np.matmul(gr, cols.swapaxes(-1, -2)), axis=0).reshape(w.shape)  # sum_n dY @ cols^T
+        if nf[2] is not None:
+            db = np.sum(g, axis=(0, 2, 3))
         return dx, dw, db, None, None, None, None
 
     def jvp(self, tx, tw, tb, *conf):

@@ -40,19 +40,26 @@ class ConstantPad(Op):
     @staticmethod
     def forward(ctx, x, amounts, value):
         ctx.amounts = amounts
-        a = x.data
-        crop = tuple(slice(max(-lo, 0), a.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(amounts))
-        a = a[crop]
-        widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in amounts)
-        if any(w != (0, 0) for w in widths):
-            a = xp_of(a).pad(a, widths, mode="constant", constant_values=value)
-        return a
+        return _constant_pad(x.data, amounts, value)
 
     def vjp(self, g):
         return ConstantPad.apply(g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None
 
+    def vjp_arrays(self, g):
+        return _constant_pad(g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None
+
     def jvp(self, t, *_):
         return ConstantPad.apply(t, self.amounts, 0)
+
+
+def _constant_pad(a, amounts, value):
+    """Crop where an amount is negative (a view), then pad with ``value`` where it is positive."""
+    crop = tuple(slice(max(-lo, 0), a.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(amounts))
+    a = a[crop]
+    widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in amounts)
+    if any(w != (0, 0) for w in widths):
+        a = xp_of(a).pad(a, widths, mode="constant", constant_values=value)
+    return a
 
 
 def _index(mode, n, lo, hi):

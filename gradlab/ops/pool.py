@@ -113,8 +113,24 @@ class MaxPool2d(Op):
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
 
+    def vjp_arrays(self, g):
+        return _scatter(g, self.geo), None
+
     def jvp(self, t, _):
         return PoolGather.apply(t, self.geo)
+
+
+def _scatter(g, geo):
+    """Add each entry of ``g`` into the input position its window's max came from (summing repeats)."""
+    xp = xp_of(g)
+    n, c = g.shape[:2]
+    hp, wp = geo.plane
+    base = (xp.arange(n * c) * (hp * wp))[:, None]
+    idx = (base + geo.flat.reshape(n * c, geo.flat.shape[2] * geo.flat.shape[3])).reshape(-1)
+    out = xp.bincount(idx, weights=g.reshape(-1), minlength=n * c * hp * wp)
+    t, _, l, _ = geo.pads
+    out = out.reshape(n, c, hp, wp)[:, :, t:t + geo.hw[0], l:l + geo.hw[1]]
+    return xp.ascontiguousarray(out, dtype=g.dtype)
 
 
 class PoolScatter(Op):
@@ -126,18 +142,13 @@ class PoolScatter(Op):
     @staticmethod
     def forward(ctx, g, geo):
         ctx.geo = geo
-        xp = xp_of(g.data)
-        n, c = g.shape[:2]
-        hp, wp = geo.plane
-        base = (xp.arange(n * c) * (hp * wp))[:, None]
-        idx = (base + geo.flat.reshape(n * c, geo.flat.shape[2] * geo.flat.shape[3])).reshape(-1)
-        out = xp.bincount(idx, weights=g.data.reshape(-1), minlength=n * c * hp * wp)
-        t, _, l, _ = geo.pads
-        out = out.reshape(n, c, hp, wp)[:, :, t:t + geo.hw[0], l:l + geo.hw[1]]
-        return xp.ascontiguousarray(out, dtype=g.dtype)
+        return _scatter(g.data, geo)
 
     def vjp(self, gg):
         return PoolGather.apply(gg, self.geo), None
+
+    def vjp_arrays(self, gg):
+        return _gather(gg, self.geo, 0), None
 
     def jvp(self, t, _):
         return PoolScatter.apply(t, self.geo)
@@ -156,6 +167,9 @@ class PoolGather(Op):
 
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
+
+    def vjp_arrays(self, g):
+        return _scatter(g, self.geo), None
 
     def jvp(self, t, _):
         return PoolGather.apply(t, self.geo)

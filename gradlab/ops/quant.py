@@ -49,6 +49,10 @@ class FakeQuantize(Op):
         (mask,) = self.saved_tensors
         return g * mask, None, None, None, None
 
+    def vjp_arrays(self, g):
+        (mask,) = self.saved_arrays
+        return g * mask, None, None, None, None
+
     def jvp(self, t, *_):
         return t * self.mask
 

@@ -22,6 +22,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
+from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, norm_dim, one_dim
@@ -36,6 +37,11 @@ def _count(shape, axes):
 def _kept(t, in_shape, axes, keepdim):
     """A reduced tensor reshaped so that it broadcasts against the input (reduced dims as size 1)."""
     return t if keepdim else O.reshape(t, _kept_shape(in_shape, axes))
+
+
+def _kept_array(a, in_shape, axes, keepdim):
+    """``_kept`` on arrays: a reduced array reshaped to broadcast against the input (a view)."""
+    return a if keepdim else a.reshape(_kept_shape(in_shape, axes))
 
 
 def _need_float(x, op):
@@ -66,6 +72,19 @@ class Var(Op):
         (x,) = self.saved_tensors
         return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._dvar_dx(x), None, None, None
 
+    def _dx_array(self, g, x):
+        """``vjp`` on arrays: one new array for the centered input, scaled and multiplied in place."""
+        d = x - np.mean(x, axis=self.axes, keepdims=True)
+        d *= 2.0 / self.denom if self.denom > 0 else float("inf")
+        gk = _kept_array(g, self.in_shape, self.axes, self.keepdim)
+        if d.dtype == np.result_type(gk, d):
+            return np.multiply(gk, d, out=d)
+        return gk * d
+
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return self._dx_array(g, x), None, None, None
+
     def jvp(self, t, *_):
         return O.sum(t * self._dvar_dx(self.args[0]), dim=self.axes, keepdim=self.keepdim)
 
@@ -89,6 +108,12 @@ class Std(Var):
         x, y = self.saved_tensors
         gv = self._dvar(g, y)
         return _expand_back(gv, self.in_shape, self.axes, self.keepdim) * self._dvar_dx(x), None, None, None
+
+    def vjp_arrays(self, g):
+        x, y = self.saved_arrays
+        zero = y == 0
+        gv = np.where(zero, 0.0, g / (2 * np.where(zero, 1.0, y)))
+        return self._dx_array(gv, x), None, None, None
 
     def jvp(self, t, *_):
         dv = O.sum(t * self._dvar_dx(self.args[0]), dim=self.axes, keepdim=self.keepdim)
@@ -167,6 +192,12 @@ class LogSumExp(Op):
         x, y = self.saved_tensors
         return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._softmax(x, y), None, None
 
+    def vjp_arrays(self, g):
+        x, y = self.saved_arrays
+        soft = x - _kept_array(y, self.in_shape, self.axes, self.keepdim)
+        np.exp(soft, out=soft)
+        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * soft, None, None
+
     def jvp(self, t, *_):
         return O.sum(t * self._softmax(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
 
@@ -235,6 +266,22 @@ class Prod(Op):
         x, y = self.saved_tensors
         return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._others(x, y), None, None, None
 
+    def vjp_arrays(self, g):
+        x, y = self.saved_arrays
+        if self.axes == ():  # a 0-d input: the product of nothing else is 1
+            others = xp_of(x).ones_like(x)
+        else:
+            yk = _kept_array(y, self.in_shape, self.axes, self.keepdim)
+            zero = x == 0
+            if not zero.any():
+                others = yk / x
+            else:  # the values of ``_others``: at a lone zero the product of the rest, at 2+ zeros 0
+                x_safe = np.where(zero, 1.0, x)
+                lone = np.sum(zero, axis=self.axes, keepdims=True) == 1
+                p_nonzero = np.prod(x_safe, axis=self.axes, keepdims=True)
+                others = np.where(zero, p_nonzero * lone, yk / x_safe)
+        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * others, None, None, None
+
     def jvp(self, t, *_):
         return O.sum(t * self._others(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
 
@@ -288,6 +335,16 @@ class CumSum(Op):
         if g.ndim == 0:
             return g, None, None
         return O.flip(O.cumsum(O.flip(g, self.dim), self.dim), self.dim), None, None
+
+    def vjp_arrays(self, g):
+        if g.ndim == 0:
+            return g, None, None
+        xp, d = xp_of(g), self.dim
+        r = xp.flip(g, axis=d)
+        if g.dtype.itemsize <= 2 and g.dtype.kind not in "biu":  # float16: a float32 running sum, as forward
+            with np.errstate(over="ignore"):
+                return xp.flip(np.cumsum(r.astype(np.float32), axis=d).astype(g.dtype), axis=d), None, None
+        return xp.flip(np.cumsum(r, axis=d), axis=d), None, None
 
     def jvp(self, t, *_):
         return O.cumsum(t, self.dim)
@@ -358,6 +415,26 @@ class Norm(Op):
     def vjp(self, g):
         x, y = self.saved_tensors
         return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._dydx(x, y), None, None, None
+
+    def vjp_arrays(self, g):
+        x, y = self.saved_arrays
+        p = self.p
+        yk = _kept_array(y, self.in_shape, self.axes, self.keepdim)
+        if p == 1:
+            d = np.sign(x)
+        elif p == 0:
+            d = x * 0
+        else:
+            zero = yk == 0
+            y_safe = np.where(zero, 1.0, yk)
+            if p == 2:
+                d = np.where(zero, 0.0, x / y_safe)
+            elif p in (math.inf, -math.inf):  # the gradient is shared among the entries that tie for the max
+                hit = (np.abs(x) == yk).astype(x.dtype)
+                d = np.sign(x) * hit / np.sum(hit, axis=self.axes, keepdims=True)
+            else:
+                d = np.where(zero, 0.0, np.sign(x) * np.abs(x) ** (p - 1) / y_safe ** (p - 1))
+        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * d, None, None, None
 
     def jvp(self, t, *_):
         return O.sum(t * self._dydx(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
