@@ -2,13 +2,27 @@
 
 ``layer_norm`` normalizes over the last dims, then scales and shifts.
 
-For each sample, over the trailing ``normalized_shape`` dims::
+For each sample, over the trailing ``normalized_shape`` dims (``N`` values)::
 
-    y = (x - mean) / sqrt(var + eps) * weight + bias      (var is the biased variance)
+    xhat = (x - mean) * rstd,   rstd = 1 / sqrt(var + eps)     (var is the biased variance)
+    y    = xhat * weight + bias
 
-It is composed of gradlab ops (mean, subtract, multiply, sqrt, divide), so
-``show_graph`` shows every step and the gradient (and its gradient) come from
-those ops' rules. ``eps`` keeps the division finite for a constant row.
+``layer_norm`` is ONE op (``LayerNorm``, one node in ``show_graph``), not the
+eight small ops (mean, subtract, square, mean, add, sqrt, divide, multiply...)
+the formula reads as. A transformer calls it twice per block on its widest
+activations, and each small op would be a node, a Python dispatch and a fresh
+full-size array. Fused, the forward makes two arrays (``xhat``, kept for
+backward, and ``y``) and the backward uses the classic closed form::
+
+    dxhat = dy * weight
+    dx    = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+    dw    = sum(dy * xhat over the leading dims),   db = sum(dy over the leading dims)
+
+(the two means are why a single ``x`` moves every output of its row). That
+backward is written twice: with gradlab ops in ``vjp`` (so second derivatives
+work) and on arrays in ``vjp_arrays`` (the engine's fast path). The other norms
+here are still composed of ops (``_standardize``): read them to see the steps.
+``eps`` keeps the division finite for a constant row.
 """
 from __future__ import annotations
 
@@ -17,10 +31,13 @@ import numpy as np
 from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt
+from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
+from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
+from .._tensor import Tensor
 
 NS = "gradlab.nn.functional"
 
@@ -31,6 +48,115 @@ def _standardize(x, dims, eps):
     xc = x - mu
     var = O.mean(xc * xc, dim=dims, keepdim=True)
     return xc / O.sqrt(var + eps)
+
+
+def _normalized(x, k, eps):
+    """``(xhat, rstd)`` over the last ``k`` dims, as gradlab ops (for the differentiable rules)."""
+    dims = tuple(range(-k, 0))
+    xc = x - O.mean(x, dim=dims, keepdim=True)
+    rstd = 1 / O.sqrt(O.mean(xc * xc, dim=dims, keepdim=True) + eps)
+    return xc * rstd, rstd
+
+
+class LayerNorm(Op):
+    """``layer_norm`` as one op: forward and backward each a few passes over the data (see the module doc).
+
+    Saves ``xhat`` (in the compute dtype, float32 for 16-bit inputs) and ``rstd`` per row
+    for the array backward; ``vjp`` recomputes them with ops from the saved input.
+    """
+
+    name = "layer_norm"
+    formula = ("dX = rstd * (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) ; dW = sum(dY * Xhat) ; "
+               "dB = sum(dY)   (dXhat = dY * W, means over the normalized dims)")
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, k, eps):
+        ctx.k, ctx.eps = k, eps
+        a = x.data
+        xp = xp_of(a)
+        out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
+        ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
+        m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
+        a2 = a.reshape(m, n).astype(ct, copy=False)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (an empty row: nan stats, empty output)
+            mu = a2.mean(axis=1, keepdims=True)
+            xhat = a2 - mu                                   # the one array kept for backward
+            y = xp.square(xhat)                              # scratch for the variance, then the output
+            var = y.mean(axis=1, keepdims=True)
+            var += eps
+            rstd = 1.0 / xp.sqrt(var)
+            xhat *= rstd
+        if weight is not None:
+            xp.multiply(xhat, weight.data.reshape(n), out=y)
+        else:
+            y[...] = xhat
+        if bias is not None:
+            y += bias.data.reshape(n)
+        if ctx._recording:  # xhat as a tensor so the memory tools count its bytes
+            ctx.save_for_backward(x, weight, bias, Tensor._make(xhat), rstd)
+        return y.reshape(a.shape).astype(out_dt, copy=False)
+
+    def vjp(self, g):
+        x, w, b = self.saved_tensors[:3]
+        k, nf = self.k, self.next_functions
+        dt = x.dtype
+        if dt.itemsize < 4:  # as the forward: 16-bit floats in float32
+            x, g = x.to("float32"), g.to("float32")
+        xhat, rstd = _normalized(x, k, self.eps)
+        lead = tuple(range(x.ndim - k))
+        dims = tuple(range(-k, 0))
+        dw = None if nf[1] is None else O.sum(g * xhat, dim=lead).to(w.dtype)
+        db = None if nf[2] is None else O.sum(g, dim=lead).to(b.dtype)
+        dx = None
+        if nf[0] is not None:
+            d = g * w if w is not None else g
+            dx = rstd * (d - O.mean(d, dim=dims, keepdim=True) - xhat * O.mean(d * xhat, dim=dims, keepdim=True))
+            dx = dx.to(dt)
+        return dx, dw, db, None, None
+
+    def vjp_arrays(self, g):
+        x, w, b, xhat, rstd = self.saved_arrays
+        nf = self.next_functions
+        xp = xp_of(g)
+        m, n = xhat.shape
+        g2 = g.reshape(m, n).astype(xhat.dtype, copy=False)
+        tmp = xp.multiply(g2, xhat) if nf[0] is not None or nf[1] is not None else None  # dY * Xhat
+        dw = None if nf[1] is None else tmp.sum(axis=0).reshape(w.shape).astype(w.dtype, copy=False)
+        db = None if nf[2] is None else g2.sum(axis=0).reshape(b.shape).astype(b.dtype, copy=False)
+        dx = None
+        if nf[0] is not None:
+            inv_n = 1.0 / n if n else 0.0
+            if w is not None:  # sum(dY * W) and sum(dY * Xhat * W) per row are matrix-vector products
+                wv = w.reshape(n).astype(xhat.dtype, copy=False)
+                c1, c2 = g2 @ wv, tmp @ wv
+                dx = xp.multiply(g2, wv)
+            else:
+                c1, c2 = g2.sum(axis=1), tmp.sum(axis=1)
+                dx = g2.copy()
+            dx -= (c1 * inv_n)[:, None]
+            xp.multiply(xhat, (c2 * inv_n)[:, None], out=tmp)
+            dx -= tmp
+            dx *= rstd
+            dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
+        return dx, dw, db, None, None
+
+    def jvp(self, tx, tw, tb, *_):
+        x, w, b = self.args[:3]
+        k = self.k
+        if x.dtype.itemsize < 4:
+            x = x.to("float32")
+        xhat, rstd = _normalized(x, k, self.eps)
+        dims = tuple(range(-k, 0))
+        out = None
+        if tx is not None:
+            out = rstd * (tx - O.mean(tx, dim=dims, keepdim=True) - xhat * O.mean(tx * xhat, dim=dims, keepdim=True))
+            if w is not None:
+                out = out * w
+        if tw is not None:
+            out = xhat * tw if out is None else out + xhat * tw
+        if tb is not None:
+            out = O.broadcast_to(tb, x.shape) if out is None else out + tb
+        return None if out is None else out.to(self.out.dtype)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -47,16 +173,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"layer_norm: normalized_shape {fmt_shape(ns)} must match the last {k} dim(s) of input "
             f"{fmt_shape(x.shape)}" + (f", which are {fmt_shape(x.shape[x.ndim - k:])}" if x.ndim >= k else "")
             + "; e.g. for input (N, T, D) use normalized_shape=(D,)")
+    affine = []
     for arg, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(check_tensor(t, "layer_norm", arg).shape) != ns:
-            raise ShapeError(f"layer_norm: {arg} has shape {fmt_shape(t.shape)} but normalized_shape is "
-                             f"{fmt_shape(ns)}; they must be equal")
-    y = _standardize(x, tuple(range(-k, 0)), eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+        if t is not None:
+            t = check_tensor(t, "layer_norm", arg)
+            if tuple(t.shape) != ns:
+                raise ShapeError(f"layer_norm: {arg} has shape {fmt_shape(t.shape)} but normalized_shape is "
+                                 f"{fmt_shape(ns)}; they must be equal")
+        affine.append(t)
+    return LayerNorm.apply(x, affine[0], affine[1], k, float(eps))
 
 
 # ------------------------------------------------------ batch / instance / group
@@ -207,8 +332,7 @@ def _ln_samples(src):
     yield Sample((src.tensor((3, d)), (d,), src.tensor((d,))), desc="weight only")
 
 
-register("layer_norm", samples=_ln_samples, namespace=NS,
-         formula="dX = (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) / sqrt(var + eps)   (dXhat = dY * weight)",
+register("layer_norm", samples=_ln_samples, namespace=NS, op=LayerNorm,
          torch=lambda torch, *a, **k: torch.nn.functional.layer_norm(*a, **k))(layer_norm)
 
 
