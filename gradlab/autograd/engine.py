@@ -16,14 +16,13 @@ Without ``retain_graph`` each node drops its saved tensors right after it runs.
 
 Two speeds. With ``create_graph=True`` gradients flow as Tensors and every VJP
 is computed with gradlab ops, so backward is itself recorded (higher-order
-gradients). Otherwise -- nearly always -- gradients flow as raw arrays and an
+gradients); the same happens while an op observer (profiler, trace_shapes)
+watches, so it sees the ops inside each VJP. Otherwise -- nearly always -- gradients flow as raw arrays and an
 op that has the same rule written on arrays (``vjp_arrays``) runs that: no
 Tensor or node is made for a gradient nobody will differentiate. The tests
 check each ``vjp_arrays`` against its op's ``vjp``.
 """
 from __future__ import annotations
-
-import heapq
 
 import numpy as _np
 
@@ -132,10 +131,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
-def _add(a, b):
-    return b if a is None else (a if b is None else a + b)
-
-
 def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, accumulate=True):
     """The engine. ``targets``: tensors whose gradients to capture (``grad``) or to
     restrict accumulation to (``backward(inputs=...)``). Returns the captured list."""
@@ -146,38 +141,22 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             e = _root_edge(t)
             if e is not None:
                 capture.setdefault(e, []).append(i)
-    # 1. dependencies (iterative DFS), and which nodes lead to a target
-    deps = {}
-    seen = set()
-    order = []
-    stack = [e[0] for e in root_edges if e is not None]
-    for n in stack:
-        seen.add(n)
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        for e in node.next_functions:
-            if e is None:
-                continue
-            nxt = e[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+    order = _schedule([e[0] for e in root_edges if e is not None])
     needed = None
     if targets is not None:
         target_nodes = {e[0] for e in capture}
         needed = set()
-        # reverse topological fixpoint: a node is needed if a child is, or it is a target
-        for node in _post_order(order):
+        # inputs before their users: a node is needed if it is a target or feeds one that is
+        for node in reversed(order):
             if node in target_nodes or any(e is not None and e[0] in needed for e in node.next_functions):
                 needed.add(node)
     captured = [None] * (len(targets) if targets is not None else 0)
 
-    # 2. run ready nodes, latest-created first (seq numbers are unique, so the
-    #    heap never has to compare two nodes). Gradients flow as arrays unless
-    #    the backward pass is itself to be recorded (create_graph).
-    arrays = not create_graph
+    # 2. run the nodes in that order. Gradients flow as arrays unless the
+    #    backward pass is itself to be recorded (create_graph) or watched op by
+    #    op (the profiler and trace_shapes show the ops each VJP runs, as
+    #    PyTorch's profiler shows the kernels inside a backward node).
+    arrays = not create_graph and not _fn.op_observers
     buffers = {}
     for e, g in zip(root_edges, root_grads):
         if e is None:
@@ -186,9 +165,6 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         g = g.data if arrays else g
         buf[e[1]] = g if buf[e[1]] is None else _sum(buf[e[1]], g)
     handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
-    ready = [(-n.seq, n) for n in {e[0] for e in root_edges if e is not None} if deps.get(n, 0) == 0]
-    heapq.heapify(ready)
-    heappop, heappush = heapq.heappop, heapq.heappush
     prev_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
     _fn._current_root[0] = _label(roots[0]) if roots else None
@@ -197,54 +173,43 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if hasattr(o, "begin"):
             o.begin(roots)
     try:
-        while ready:
-            node = heappop(ready)[1]
+        for node in order:
             grads = buffers.pop(node, None)
-            outs = None
-            if grads is not None and (needed is None or node in needed):
-                is_acc = type(node) is AccumulateGrad
-                if capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
-                    grads = _pre_process(node, grads, create_graph, capture, captured, arrays)
-                if observers:
-                    for o in observers:
-                        o.node_start(node, _tensors(grads) if arrays else grads)
-                if is_acc:
-                    if accumulate and (targets is None or (node, 0) in capture):
-                        if arrays:
-                            _accumulate_array(node.variable, grads[0], handed)
-                        else:
-                            _accumulate(node.variable, grads[0], create_graph)
-                    outs = ()
-                elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
-                    outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
-                    if node._post_hooks:
-                        for h in node._post_hooks:
-                            h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
-                if observers:
-                    for o in observers:
-                        if arrays:
-                            o.node_end(node, _tensors(grads), outs if outs is None else _tensors(outs))
-                        else:
-                            o.node_end(node, grads, outs)
-            i = -1
-            for e in node.next_functions:
-                i += 1
-                if e is None:
+            if grads is None or (needed is not None and node not in needed):
+                continue  # no gradient reached this node (or it leads to no target)
+            is_acc = type(node) is AccumulateGrad
+            if capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
+                grads = _pre_process(node, grads, create_graph, capture, captured, arrays)
+            if observers:
+                for o in observers:
+                    o.node_start(node, _tensors(grads) if arrays else grads)
+            outs = ()
+            if is_acc:
+                if accumulate and (targets is None or (node, 0) in capture):
+                    if arrays:
+                        _accumulate_array(node.variable, grads[0], handed)
+                    else:
+                        _accumulate(node.variable, grads[0], create_graph)
+            elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
+                outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
+                if node._post_hooks:
+                    for h in node._post_hooks:
+                        h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
+            if observers:
+                for o in observers:
+                    if arrays:
+                        o.node_end(node, _tensors(grads), _tensors(outs))
+                    else:
+                        o.node_end(node, grads, outs)
+            for e, g in zip(node.next_functions, outs):
+                if e is None or g is None:
                     continue
-                nxt = e[0]
-                if outs:
-                    g = outs[i]
-                    if g is not None:
-                        buf = buffers.get(nxt)
-                        if buf is None:
-                            buf = buffers[nxt] = [None] * len(nxt.out_meta)
-                        nr = e[1]
-                        buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    heappush(ready, (-nxt.seq, nxt))
-            if not retain_graph and outs is not None and node._saved:
+                nxt, nr = e
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * len(nxt.out_meta)
+                buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
+            if not retain_graph and node._saved:
                 node.release()
     finally:
         _grad_state.enabled = prev_mode
@@ -253,6 +218,47 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             if hasattr(o, "end"):
                 o.end()
     return captured
+
+
+def _schedule(starts):
+    """Every node reachable from ``starts``, in the order backward runs them.
+
+    A node must run after every node that sends it a gradient. Its users were
+    all created after it, so they have higher sequence numbers: running nodes
+    from the highest number down is a valid order (PyTorch's engine uses the
+    same priority). A leaf's ``AccumulateGrad`` runs right after the last of
+    its users, so a leaf's ``.grad`` is final as early as possible.
+
+    The walk is an explicit stack, not recursion: a 100 000-op chain is fine.
+    """
+    seen = set(starts)
+    stack = list(seen)
+    order = []
+    acc_after = {}  # AccumulateGrad node -> the lowest sequence number among its users
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node.next_functions:
+            if e is None:
+                continue
+            nxt = e[0]
+            if type(nxt) is AccumulateGrad:
+                s = acc_after.get(nxt)
+                if s is None or node.seq < s:
+                    acc_after[nxt] = node.seq
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    if not acc_after:
+        order.sort(key=_seq_of, reverse=True)
+        return order
+    keys = {n: k - 0.5 for n, k in acc_after.items()}
+    order.sort(key=lambda n: keys.get(n, n.seq), reverse=True)
+    return order
+
+
+def _seq_of(node):
+    return node.seq
 
 
 def _sum(a, b):
@@ -264,26 +270,6 @@ def _sum(a, b):
 def _tensors(values):
     """Arrays -> Tensors (None stays None): for hooks and observers, which see Tensors."""
     return tuple(None if v is None else Tensor._make(v) for v in values)
-
-
-def _post_order(order):
-    """Children before parents, given a DFS visiting order of a DAG."""
-    # a DFS pre-order is not a topological order in general; do a proper one
-    indeg = {n: 0 for n in order}
-    for n in order:
-        for e in n.next_functions:
-            if e is not None and e[0] in indeg:
-                indeg[e[0]] += 1
-    topo = [n for n in order if indeg[n] == 0]
-    i = 0
-    while i < len(topo):
-        for e in topo[i].next_functions:
-            if e is not None and e[0] in indeg:
-                indeg[e[0]] -= 1
-                if indeg[e[0]] == 0:
-                    topo.append(e[0])
-        i += 1
-    return reversed(topo)
 
 
 def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
