@@ -1,0 +1,139 @@
+"""Array twins (``vjp_arrays``) that the registry sweep in test_vjp_arrays.py does not reach.
+
+Some ops only appear inside a backward pass (the scatter that is indexing's
+gradient, max pooling's backward ops), on a second device, or are not
+differentiable as registry entries; and matmul's twin skips the product for
+an input that needs no gradient, which the registry samples (every input
+requires grad) never exercise. Each test compares the twin with ``vjp``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradlab
+import gradlab.nn.functional as F
+from gradlab.ops.cast import ToDevice
+from gradlab.ops.index import IndexAddZeros
+from gradlab.ops.linalg import MatMul
+from gradlab.ops.pool import PoolGather, PoolScatter
+from gradlab.ops.quant import FakeQuantize
+
+from .test_vjp_arrays import _compare_node, _nodes
+
+
+def _randn(*shape, requires_grad=True):
+    return gradlab.tensor(np.random.default_rng(len(shape)).standard_normal(shape), requires_grad=requires_grad)
+
+
+def _check_graph(out, want_classes):
+    """Compare twin and vjp at every node behind ``out``; the classes in ``want_classes`` must be among them."""
+    rng = np.random.default_rng(1)
+    seen = set()
+    for node in _nodes(out):
+        if node.vjp_arrays is not None:
+            seen.add(type(node))
+            _compare_node(node, rng)
+    assert set(want_classes) <= seen, f"no node of {set(want_classes) - seen} in the graph"
+
+
+def test_index_backward_op_has_a_matching_twin():
+    x = _randn(5, 3)
+    y = x[[0, 2, 0, 4]] * x[1:3].sum()
+    (gx,) = gradlab.autograd.grad(y.sum() ** 2, x, create_graph=True)
+    _check_graph(gx, [IndexAddZeros])
+
+
+def test_max_pool_backward_ops_have_matching_twins():
+    x = gradlab.tensor(np.random.default_rng(0).permutation(50).reshape(1, 2, 5, 5).astype(np.float64),
+                       requires_grad=True)
+    y = F.max_pool2d(x, 3, stride=1, padding=1)
+    (gx,) = gradlab.autograd.grad((y * y).sum(), x, create_graph=True)
+    _check_graph(gx, [PoolScatter])
+    (ggx,) = gradlab.autograd.grad((gx * gx).sum(), x, create_graph=True)
+    _check_graph(ggx, [PoolGather])
+
+
+def test_fake_quantize_twin_passes_the_gradient_inside_the_range_only():
+    x = gradlab.tensor(np.linspace(-3, 3, 13), requires_grad=True)
+    y = gradlab.ops.fake_quantize_per_tensor_affine(x, 0.25, 0, -8, 7)
+    assert isinstance(y.grad_fn, FakeQuantize)
+    _check_graph(y, [FakeQuantize])
+    y.sum().backward()
+    inside = (np.rint(x.detach().numpy() / 0.25) >= -8) & (np.rint(x.detach().numpy() / 0.25) <= 7)
+    np.testing.assert_array_equal(x.grad.numpy(), inside.astype(np.float64))
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (3, 2)), ((2, 4, 3), (3, 2)), ((3,), (2, 3, 2)), ((2, 1, 4, 3), (3, 3, 2))])
+@pytest.mark.parametrize("which", [0, 1])
+def test_matmul_twin_computes_only_the_gradient_that_is_needed(shapes, which):
+    a = _randn(*shapes[0], requires_grad=which == 0)
+    b = _randn(*shapes[1], requires_grad=which == 1)
+    y = gradlab.matmul(a, b)
+    g = np.random.default_rng(2).standard_normal(y.shape)
+    got = y.grad_fn.vjp_arrays(g)
+    assert got[1 - which] is None  # no matmul was spent on the input that needs no gradient
+    with gradlab.no_grad():
+        want = y.grad_fn.vjp(gradlab.tensor(g))
+    np.testing.assert_allclose(got[which], want[which].numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_twin_on_a_transposed_batch_input_matches_torch(torch):
+    # a (B, T, k) input that is a transposed view, times a matrix: the weight's gradient is one (k, B*T) @ (B*T, m)
+    base = _randn(2, 3, 4)
+    a = base.transpose(0, 1)                      # (3, 2, 4), not contiguous
+    w = _randn(4, 5)
+    (gradlab.matmul(a, w) ** 2).sum().backward()
+    tb = torch.tensor(base.detach().numpy(), requires_grad=True)
+    tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+    (torch.matmul(tb.transpose(0, 1), tw) ** 2).sum().backward()
+    np.testing.assert_allclose(base.grad.numpy(), tb.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10)
+    assert isinstance(gradlab.matmul(a, w).grad_fn, MatMul)
+
+
+def test_matmul_twin_float16_overflow_is_quiet_as_in_forward():
+    a = gradlab.full((2, 2), 60000.0, dtype=gradlab.float16, requires_grad=True)
+    b = gradlab.full((2, 2), 2.0, dtype=gradlab.float16, requires_grad=True)
+    y = gradlab.matmul(a, b)
+    with np.errstate(over="raise"):
+        da, db = y.grad_fn.vjp_arrays(np.full((2, 2), 60000.0, dtype=np.float16))
+    assert np.isinf(db).all() and da.dtype == np.float16
+
+
+def test_to_device_twin_sends_the_gradient_back_to_the_host(sim_device):
+    x = _randn(3, 4)
+    y = x.to(sim_device)
+    assert isinstance(y.grad_fn, ToDevice)
+    g = gradlab.backend.xp_of(y.data).asarray(np.arange(12.0).reshape(3, 4))
+    (got,) = y.grad_fn.vjp_arrays(g)[:1]
+    with gradlab.no_grad():
+        want = y.grad_fn.vjp(gradlab.Tensor._make(g))[0]
+    assert type(got) is np.ndarray and type(got) is type(want.data)
+    np.testing.assert_array_equal(got, want.numpy())
+    (y * y).sum().backward()
+    assert x.grad.device == "cpu"
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy())
+
+
+def test_twins_run_on_the_simulated_device(sim_device):
+    """The twins make their arrays with the gradient's array module: nothing lands on the host."""
+    rng = np.random.default_rng(3)
+    x = gradlab.tensor(rng.standard_normal((2, 3, 6, 6)), requires_grad=True, device=sim_device)
+    w = gradlab.tensor(rng.standard_normal((4, 3, 3, 3)), requires_grad=True, device=sim_device)
+    h = F.max_pool2d(F.conv2d(x, w, padding=1), 2)                  # (2, 4, 3, 3)
+    h = gradlab.where(h > 0, h, h * 0.1)[:, [0, 2, 2]]              # advanced indexing
+    h = F.pad(h, (1, 1)).flatten(1)
+    m = gradlab.tensor(rng.standard_normal((h.shape[1], 5)), requires_grad=True, device=sim_device)
+    out = gradlab.einsum("bi,ij->bj", h, m).logsumexp(1).sum()
+    out.backward()
+    for t in (x, w, m):
+        assert t.grad.device == sim_device
+    # the same program on the cpu gives the same gradients
+    xc, wc, mc = (gradlab.tensor(t.detach().cpu().numpy(), requires_grad=True) for t in (x, w, m))
+    hc = F.max_pool2d(F.conv2d(xc, wc, padding=1), 2)
+    hc = gradlab.where(hc > 0, hc, hc * 0.1)[:, [0, 2, 2]]
+    hc = F.pad(hc, (1, 1)).flatten(1)
+    gradlab.einsum("bi,ij->bj", hc, mc).logsumexp(1).sum().backward()
+    for t, c in ((x, xc), (w, wc), (m, mc)):
+        np.testing.assert_allclose(t.grad.cpu().numpy(), c.grad.numpy(), rtol=1e-10)
