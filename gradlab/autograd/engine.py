@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as _np
 
+_ndarray = _np.ndarray
+
 from ..backend import dtypes as _dt
 from ..backend.device import xp_of
 from ..errors import GradError, ShapeError, fmt_shape
@@ -191,7 +193,17 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                     else:
                         _accumulate(node.variable, grads[0], create_graph)
             elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
-                outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
+                if not arrays:
+                    outs = _call_vjp(node, grads)
+                elif node.vjp_arrays is not None and not node._released and len(grads) == 1:
+                    outs = node.vjp_arrays(*grads)  # the hot path, inlined: an op's array twin
+                    for g, meta in zip(outs, node.input_meta):
+                        if g is not None and (type(g) is not _ndarray or g.dtype is not meta[1]
+                                              or g.shape != meta[0]):
+                            outs = _fixed(node, outs)
+                            break
+                else:
+                    outs = _call_vjp_arrays(node, grads)
                 if node._post_hooks:
                     for h in node._post_hooks:
                         h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
@@ -230,35 +242,34 @@ def _schedule(starts):
     its users, so a leaf's ``.grad`` is final as early as possible.
 
     The walk is an explicit stack, not recursion: a 100 000-op chain is fine.
+    Sorting ``(key, tiebreak, node)`` tuples keeps the sort in C; keys never tie.
     """
     seen = set(starts)
     stack = list(seen)
     order = []
-    acc_after = {}  # AccumulateGrad node -> the lowest sequence number among its users
+    first_user = {}  # AccumulateGrad node -> the lowest sequence number among its users
     while stack:
         node = stack.pop()
-        order.append(node)
+        if type(node) is AccumulateGrad:
+            if node not in first_user:  # a root leaf: nothing runs before it
+                first_user[node] = node.seq
+            continue
+        order.append((node.seq, 0, node))
         for e in node.next_functions:
             if e is None:
                 continue
             nxt = e[0]
-            if type(nxt) is AccumulateGrad:
-                s = acc_after.get(nxt)
-                if s is None or node.seq < s:
-                    acc_after[nxt] = node.seq
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
-    if not acc_after:
-        order.sort(key=_seq_of, reverse=True)
-        return order
-    keys = {n: k - 0.5 for n, k in acc_after.items()}
-    order.sort(key=lambda n: keys.get(n, n.seq), reverse=True)
-    return order
-
-
-def _seq_of(node):
-    return node.seq
+            if type(nxt) is AccumulateGrad:
+                s = first_user.get(nxt)
+                if s is None or node.seq < s:
+                    first_user[nxt] = node.seq
+    for acc, s in first_user.items():
+        order.append((s, -1, acc.seq, acc))  # after its first-created user, before anything older
+    order.sort(reverse=True)
+    return [item[-1] for item in order]
 
 
 def _sum(a, b):
@@ -361,23 +372,28 @@ def _call_vjp_arrays(node, grads):
         like = next(g for g in grads if g is not None)
         grads = [g if g is not None else _zeros(node.out_meta[i], like) for i, g in enumerate(grads)]
     outs = fast(*grads)
-    fixed = None
-    metas = node.input_meta
+    for g, meta in zip(outs, node.input_meta):  # the common case: all as expected
+        if g is not None and (type(g) is not _ndarray or g.dtype is not meta[1] or g.shape != meta[0]):
+            return _fixed(node, outs)
+    return outs
+
+
+def _fixed(node, outs):
+    """Check a twin's gradients: 0-d NumPy scalars become arrays, a float dtype is cast back."""
+    fixed = list(outs)
     for i, g in enumerate(outs):
         if g is None:
             continue
         if isinstance(g, _np.generic):  # NumPy turns 0-d results into scalars; keep arrays
-            fixed = fixed or list(outs)
-            fixed[i] = g = _np.asarray(g)
-        shape, dtype = metas[i]
+            g = _np.asarray(g)
+        shape, dtype = node.input_meta[i]
         if g.shape != shape:  # an op's array rule disagreeing with its input: a bug in gradlab
             raise ShapeError(f"{node.name}: vjp_arrays gave a gradient of shape {fmt_shape(g.shape)} for "
                              f"input {i}, whose shape is {fmt_shape(shape)}")
         if g.dtype != dtype:
-            if fixed is None:
-                fixed = list(outs)
-            fixed[i] = g.astype(dtype) if _dt.is_floating(dtype) else None
-    return tuple(fixed) if fixed is not None else outs
+            g = g.astype(dtype) if _dt.is_floating(dtype) else None
+        fixed[i] = g
+    return tuple(fixed)
 
 
 def _zeros(meta, like):

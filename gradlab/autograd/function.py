@@ -104,9 +104,9 @@ class SavedTensor:
 
     def array(self, node):
         """The saved array itself (for ``vjp_arrays``), after the same checks as :meth:`get`."""
-        if self.version_obj.value != self.version or self.unpack is not None:
-            return self.get(node).data
-        return self.data
+        if self.version_obj.value == self.version and self.unpack is None:
+            return self.data
+        return self.get(node).data
 
 
 class Function:
@@ -181,7 +181,7 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise _freed_error(self)
-        return tuple(s.array(self) if type(s) is SavedTensor else s for s in self._saved)
+        return tuple([s.array(self) if type(s) is SavedTensor else s for s in self._saved])
 
     @property
     def saved(self) -> tuple:
