@@ -37,7 +37,6 @@ from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-from .._tensor import Tensor
 
 NS = "gradlab.nn.functional"
 
@@ -61,8 +60,11 @@ def _normalized(x, k, eps):
 class LayerNorm(Op):
     """``layer_norm`` as one op: forward and backward each a few passes over the data (see the module doc).
 
-    Saves ``xhat`` (in the compute dtype, float32 for 16-bit inputs) and ``rstd`` per row
-    for the array backward; ``vjp`` recomputes them with ops from the saved input.
+    Like PyTorch it saves the input and two numbers per row (``mean`` and ``rstd``), and the
+    backward recomputes ``xhat`` from them: the forward then makes one full-size array (the
+    output) and the backward two (``xhat`` and ``dx``). Row sums are matrix-vector products
+    (``x @ ones``) and row dot products ``einsum``: no temporary arrays. 16-bit inputs are
+    computed in float32 (as PyTorch).
     """
 
     name = "layer_norm"
@@ -71,29 +73,26 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, k, eps):
-        ctx.k, ctx.eps = k, eps
         a = x.data
         xp = xp_of(a)
         out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
         ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
         m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
+        ctx.k, ctx.eps, ctx.rows = k, eps, (m, n)
         a2 = a.reshape(m, n).astype(ct, copy=False)
-        with np.errstate(invalid="ignore", divide="ignore"):  # (an empty row: nan stats, empty output)
-            mu = a2.mean(axis=1, keepdims=True)
-            xhat = a2 - mu                                   # the one array kept for backward
-            y = xp.square(xhat)                              # scratch for the variance, then the output
-            var = y.mean(axis=1, keepdims=True)
-            var += eps
-            rstd = 1.0 / xp.sqrt(var)
-            xhat *= rstd
+        inv_n = 1.0 / n if n else 0.0
+        mu = (a2 @ xp.full(n, inv_n, dtype=ct))[:, None]    # row means as one matrix-vector product
+        y = a2 - mu                                           # the only full-size array: becomes the output
+        var = xp.einsum("ij,ij->i", y, y)[:, None]
+        var *= inv_n
+        var += eps
+        rstd = 1.0 / xp.sqrt(var)
+        y *= rstd
         if weight is not None:
-            xp.multiply(xhat, weight.data.reshape(n), out=y)
-        else:
-            y[...] = xhat
+            y *= weight.data.reshape(n)
         if bias is not None:
             y += bias.data.reshape(n)
-        if ctx._recording:  # xhat as a tensor so the memory tools count its bytes
-            ctx.save_for_backward(x, weight, bias, Tensor._make(xhat), rstd)
+        ctx.save_for_backward(x, weight, bias, mu, rstd)
         return y.reshape(a.shape).astype(out_dt, copy=False)
 
     def vjp(self, g):
@@ -115,27 +114,34 @@ class LayerNorm(Op):
         return dx, dw, db, None, None
 
     def vjp_arrays(self, g):
-        x, w, b, xhat, rstd = self.saved_arrays
+        x, w, b, mu, rstd = self.saved_arrays
         nf = self.next_functions
         xp = xp_of(g)
-        m, n = xhat.shape
-        g2 = g.reshape(m, n).astype(xhat.dtype, copy=False)
-        tmp = xp.multiply(g2, xhat) if nf[0] is not None or nf[1] is not None else None  # dY * Xhat
-        dw = None if nf[1] is None else tmp.sum(axis=0).reshape(w.shape).astype(w.dtype, copy=False)
-        db = None if nf[2] is None else g2.sum(axis=0).reshape(b.shape).astype(b.dtype, copy=False)
+        m, n = self.rows
+        ct = rstd.dtype
+        g2 = g.reshape(m, n).astype(ct, copy=False)
+        db = None if nf[2] is None else (xp.ones(m, dtype=ct) @ g2).reshape(b.shape).astype(b.dtype, copy=False)
+        if nf[0] is None and nf[1] is None:
+            return None, None, db, None, None
+        xhat = x.reshape(m, n).astype(ct, copy=False) - mu   # recomputed (ours: changed in place below)
+        xhat *= rstd
+        dw = None if nf[1] is None else xp.einsum("ij,ij->j", g2, xhat).reshape(w.shape).astype(w.dtype, copy=False)
         dx = None
         if nf[0] is not None:
             inv_n = 1.0 / n if n else 0.0
-            if w is not None:  # sum(dY * W) and sum(dY * Xhat * W) per row are matrix-vector products
-                wv = w.reshape(n).astype(xhat.dtype, copy=False)
-                c1, c2 = g2 @ wv, tmp @ wv
-                dx = xp.multiply(g2, wv)
+            if w is not None:
+                wv = w.reshape(n).astype(ct, copy=False)
+                c1 = g2 @ wv                                  # sum(dXhat) per row, dXhat = dY * W
+                dx = xp.multiply(g2, wv)                      # dXhat, turned into dX in place
             else:
-                c1, c2 = g2.sum(axis=1), tmp.sum(axis=1)
+                c1 = g2 @ xp.ones(n, dtype=ct)
                 dx = g2.copy()
-            dx -= (c1 * inv_n)[:, None]
-            xp.multiply(xhat, (c2 * inv_n)[:, None], out=tmp)
-            dx -= tmp
+            c2 = xp.einsum("ij,ij->i", dx, xhat)              # sum(dXhat * Xhat) per row
+            c1 *= inv_n
+            c2 *= inv_n
+            dx -= c1[:, None]
+            xhat *= c2[:, None]
+            dx -= xhat
             dx *= rstd
             dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
         return dx, dw, db, None, None
