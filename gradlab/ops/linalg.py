@@ -17,6 +17,7 @@ from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ._util import arrays_for, check_tensor
+from .reduce import sum_to_array
 from .registry import Sample, register
 
 
@@ -107,16 +108,6 @@ def _vjp_arrays(a, b, g, need_a, need_b):
 def _mT(x):
     """The matrix transpose of the last two dims, as a view."""
     return x.swapaxes(-1, -2)
-
-
-def sum_to_array(x, shape):
-    """Sum the array ``x`` down to ``shape`` (which broadcasts to ``x.shape``): ``sum_to`` on arrays."""
-    shape = tuple(shape)
-    if x.shape == shape:
-        return x
-    lead = x.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
 
 
 def _check(a, b):

@@ -15,7 +15,7 @@ from ..backend.device import xp_of
 from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
-from .linalg import sum_to_array
+from .reduce import sum_to_array
 from .registry import Sample, register
 from .samples import binary_samples
 
