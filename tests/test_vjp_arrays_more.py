@@ -137,3 +137,27 @@ def test_twins_run_on_the_simulated_device(sim_device):
     gradlab.einsum("bi,ij->bj", hc, mc).logsumexp(1).sum().backward()
     for t, c in ((x, xc), (w, wc), (m, mc)):
         np.testing.assert_allclose(t.grad.cpu().numpy(), c.grad.numpy(), rtol=1e-10)
+
+
+def test_matmul_reads_broadcast_and_flipped_operands_through_blas():
+    from gradlab.ops.linalg import blas_ready
+    a = np.arange(12.0).reshape(3, 4)
+    at, part = a.T, a[:, 1:3]
+    assert blas_ready(a) is a and blas_ready(at) is at and blas_ready(part) is part  # no copy needed
+    for odd in (np.broadcast_to(np.float64(1), (3, 4)), a[::-1], a[:, ::2]):
+        fixed = blas_ready(odd)
+        assert fixed.flags.c_contiguous
+        np.testing.assert_array_equal(fixed, odd)
+
+
+def test_matmul_and_conv_backward_from_a_sum_match_torch(torch):
+    # y.sum()'s backward hands matmul and conv2d a broadcast gradient (every stride 0)
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((3, 4))
+    x, w = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+    ga, gb, gx, gw = (gradlab.tensor(v, requires_grad=True) for v in (a, b, x, w))
+    (gradlab.matmul(ga, gb).sum() + F.conv2d(gx, gw, padding=1, stride=2).sum()).backward()
+    ta, tb, tx, tw = (torch.tensor(v, requires_grad=True) for v in (a, b, x, w))
+    (torch.matmul(ta, tb).sum() + torch.nn.functional.conv2d(tx, tw, padding=1, stride=2).sum()).backward()
+    for g, t in ((ga, ta), (gb, tb), (gx, tx), (gw, tw)):
+        np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -137,6 +137,27 @@ class Fold(Op):
         return Fold.apply(t, self.out.shape[-2:], *self.geom)
 
 
+def _fold_product(w, gr, x_shape, out_hw, k, d, p, s):
+    """``fold(W^T @ dY)`` without its ``(N, C*kh*kw, L)`` intermediate: kernel offset by offset,
+    ``W[:, :, i, j]^T @ dY`` is the one column block that lands on the patch shifted by ``(i, j)``.
+
+    The same dot products as the single large matmul, summed onto the image in the same order;
+    but each block is only ``(N, C, L)``, so backward allocates (and page-faults) far less.
+    """
+    n, c, h, wd = x_shape
+    oc, cg, kh, kw = w.shape
+    groups = gr.shape[1]
+    oh, ow = out_hw
+    wg = w.reshape(groups, oc // groups, cg, kh, kw)
+    out = xp_of(gr).zeros((n, c, h + 2 * p[0], wd + 2 * p[1]), dtype=np.result_type(gr, w))
+    for i in range(kh):
+        for j in range(kw):
+            r, q = i * d[0], j * d[1]
+            block = np.matmul(wg[:, :, :, i, j].swapaxes(-1, -2), gr)      # (N, G, C/G, L)
+            out[:, :, r:r + s[0] * (oh - 1) + 1:s[0], q:q + s[1] * (ow - 1) + 1:s[1]] += block.reshape(n, c, oh, ow)
+    return out[:, :, p[0]:p[0] + h, p[1]:p[1] + wd]
+
+
 def _geometry(op, kernel_size, dilation, padding, stride):
     return (pair(kernel_size, op, "kernel_size"), pair(dilation, op, "dilation"),
             pair(padding, op, "padding", allow_zero=True), pair(stride, op, "stride"))
@@ -209,7 +230,11 @@ class Conv2d(Op):
             y = xp.matmul(w.data.reshape(groups, oc // groups, -1), cg_cols)  # (N, G, OC/G, L)
         y = y.reshape(n, oc, oh, ow)
         if b is not None:
-            y = y + b.data.reshape(1, oc, 1, 1)
+            bias = b.data.reshape(1, oc, 1, 1)
+            if np.result_type(y, bias) == y.dtype:
+                y += bias  # in place on the fresh product: one 4-D array fewer to allocate
+            else:
+                y = y + bias
         if y.dtype != w.dtype:  # NumPy's matmul returns float32 for bfloat16 operands
             y = y.astype(w.dtype)
         return xp.ascontiguousarray(y)
@@ -246,13 +271,13 @@ class Conv2d(Op):
         n, c, h, wd = x.shape
         oc, cg, kh, kw = w.shape
         k, lcount = (kh, kw), g.shape[2] * g.shape[3]
+        g = xp_of(g).ascontiguousarray(g)  # a broadcast dY (from y.sum()) would send matmul to its slow loop
         gr = g.reshape(n, groups, oc // groups, lcount)
         wg = w.reshape(groups, oc // groups, cg * kh * kw)
         nf = self.next_functions
         dx = dw = db = None
         if nf[0] is not None:
-            dcols = np.matmul(wg.swapaxes(-1, -2), gr)                  # (N, G, K/G, L)
-            dx = col2im(dcols.reshape(n, c * kh * kw, lcount), (h, wd), k, d, p, s)
+            dx = _fold_product(w, gr, x.shape, g.shape[2:], k, d, p, s)
         if nf[1] is not None:
             cols = im2col(x, k, d, p, s).reshape(n, groups, cg * kh * kw, lcount)
             dw = np.sum(np.matmul(gr, cols.swapaxes(-1, -2)), axis=0).reshape(w.shape)  # sum_n dY @ cols^T

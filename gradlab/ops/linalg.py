@@ -15,6 +15,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
+from ..backend.device import xp_of
 from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ._util import arrays_for, check_tensor
 from .reduce import sum_to_array
@@ -29,6 +30,7 @@ class MatMul(Op):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         x, y, dt = arrays_for("matmul", a, b)
+        x, y = blas_ready(x), blas_ready(y)
         if dt.itemsize <= 2:  # float16/bfloat16 products may overflow to inf: quietly, as in PyTorch
             with np.errstate(over="ignore", invalid="ignore"):
                 out = np.matmul(x, y)
@@ -49,6 +51,7 @@ class MatMul(Op):
         they are, with no copy), so each gradient costs exactly one matmul.
         """
         a, b = self.saved_arrays
+        a, b, g = blas_ready(a), blas_ready(b), blas_ready(g)
         need_a, need_b = self.next_functions[0] is not None, self.next_functions[1] is not None
         if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as the forward
             with np.errstate(over="ignore", invalid="ignore"):
@@ -103,6 +106,26 @@ def _vjp_arrays(a, b, g, need_a, need_b):
             db = sum_to_array(np.matmul(_mT(a2), g2), b2.shape)
         db = db.reshape(b.shape)
     return da, db
+
+
+def blas_ready(x):
+    """``x``, or a contiguous copy of it when BLAS cannot read its matrices as they are.
+
+    BLAS needs each matrix's rows (or columns) evenly spaced with unit steps inside them.
+    A broadcast gradient (``y.sum()``'s backward hands every entry the same 1: stride 0)
+    or a flipped view is not; NumPy's matmul then silently falls back to a plain triple
+    loop, several times slower than copying first. Transposes and slices need no copy.
+    """
+    if x.ndim < 2:
+        return x
+    r, c = x.shape[-2:]
+    s0, s1 = x.strides[-2:]
+    it = x.itemsize
+    if (s1 == it and s0 % it == 0 and s0 >= c * it) or (s0 == it and s1 % it == 0 and s1 >= r * it):
+        return x
+    if r * c <= 1:
+        return x
+    return xp_of(x).ascontiguousarray(x)
 
 
 def _mT(x):
