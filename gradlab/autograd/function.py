@@ -131,6 +131,7 @@ class Function:
     _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
+    _recording = False     # set by apply when this call records a node (save_for_backward keeps only then)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -230,9 +231,8 @@ class Function:
         if _grad_state.enabled:
             for a in args:
                 if isinstance(a, Tensor) and a.requires_grad:
-                    recording = True
+                    recording = ctx._recording = True
                     break
-        ctx._recording = recording
         if cls.tensor_forward:
             out = _run_tensor_forward(ctx, args, kwargs)
         else:
@@ -333,52 +333,54 @@ def _record(ctx, args, out):
     edges, metas = [], []
     for a in args:
         if isinstance(a, Tensor):
-            metas.append((a.data.shape, a.data.dtype))
+            d = a.data
+            metas.append((d.shape, d.dtype))
             if a.requires_grad:
                 fn = a.grad_fn
-                if fn is not None:
-                    edges.append((fn, a._output_nr))
-                    continue
-                edges.append(_edge(a))
-                continue
+                edges.append((fn, a._output_nr) if fn is not None else _edge(a))
+            else:
+                edges.append(None)
         else:
             metas.append(None)
-        edges.append(None)
+            edges.append(None)
     ctx.next_functions = tuple(edges)
     ctx.input_meta = tuple(metas)
     ctx.seq = next(_seq)
     non_diff = ctx._non_diff
+    to_save, to_save_out = ctx._to_save, ctx._to_save_out
     if type(out) is not tuple:  # the common single-output case
-        ctx.out_meta = ((out.shape, out.dtype),)
-        diff = out.dtype in _FLOATING and not (non_diff and any(out is n for n in non_diff))
+        dt = out.dtype
+        ctx.out_meta = ((out.shape, dt),)
+        diff = dt in _FLOATING and not (non_diff and any(out is n for n in non_diff))
         res = Tensor._make(out, diff, ctx if diff else None, 0)
-        results, outs = (res,), (out,)
-    else:
-        outs = out
-        ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
-        results = []
-        for i, o in enumerate(outs):
-            diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
-            results.append(Tensor._make(o, diff, ctx if diff else None, i))
-        results = tuple(results)
-    saved = []
-    if ctx._to_save:
-        for s in ctx._to_save:
-            saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
-    if ctx._to_save_out:
-        for arr in ctx._to_save_out:
-            if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
-                saved.append(SavedTensor(results[0], output_nr=0))
-                continue
-            i = next((i for i, o in enumerate(outs) if o is arr), None)  # found by identity
-            if i is not None:
-                saved.append(SavedTensor(results[i], output_nr=i))
+        if to_save is not None or to_save_out is not None:
+            saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
+            if to_save_out:  # (the output may have been re-wrapped: 0-d scalar -> array)
+                saved += [SavedTensor(res, output_nr=0)] * len(to_save_out)
+            ctx._saved = saved
+            ctx._to_save = ctx._to_save_out = None
+        if node_observers:
+            for f in node_observers:
+                f(ctx)
+        return res
+    outs = out
+    ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
+    results = []
+    for i, o in enumerate(outs):
+        diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
+        results.append(Tensor._make(o, diff, ctx if diff else None, i))
+    results = tuple(results)
+    saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
+    for arr in to_save_out or ():
+        i = next((i for i, o in enumerate(outs) if o is arr), None)  # found by identity
+        if i is not None:
+            saved.append(SavedTensor(results[i], output_nr=i))
     ctx._saved = saved
     ctx._to_save = ctx._to_save_out = None
     if node_observers:
         for f in node_observers:
             f(ctx)
-    return results if type(out) is tuple else results[0]
+    return results
 
 
 def _finish_forward_ad(ctx, cls, args, out, recording):

@@ -470,7 +470,7 @@ class Abs(Op):
 
 def _unary(op_cls, name, torch_name=None, floating=False, **sample_kw):
     def fn(input):
-        x = check_tensor(input, name)
+        x = input if type(input) is Tensor else check_tensor(input, name)
         if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
             from ..backend import dtypes as _dt
             x = O.to(x, _dt.get_default_dtype())
