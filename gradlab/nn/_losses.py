@@ -23,6 +23,7 @@ from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt
 from .._tensor import Tensor
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
+from ..ops.activations import _sigmoid_array
 from ..ops.softmax import log_softmax
 
 NS = "gradlab.nn.functional"
@@ -80,6 +81,9 @@ class NLLLoss(Op):
     def vjp(self, g):
         return (NLLBackward.apply(g, self.info),) + (None,) * 5
 
+    def vjp_arrays(self, g):
+        return (_scatter(_row_coeff(self.info) * g, self.info),) + (None,) * 5
+
     def jvp(self, t, *_):
         return _pick(t, self.info)
 
@@ -124,6 +128,10 @@ class NLLBackward(Op):
 
     def vjp(self, gz):
         return _pick(gz, self.info), None
+
+    def vjp_arrays(self, gz):
+        prod = gz * _scatter(_row_coeff(self.info), self.info)
+        return (prod.sum(axis=self.info[3]) if self.info[4] == "none" else prod.sum()), None
 
     def jvp(self, t, _):
         return NLLBackward.apply(t, self.info)
@@ -286,6 +294,10 @@ class _Softplus(Op):
     def vjp(self, g):
         (z,) = self.saved_tensors
         return (g * O.sigmoid(z),)
+
+    def vjp_arrays(self, g):
+        (z,) = self.saved_arrays
+        return (g * _sigmoid_array(z),)
 
     def jvp(self, t):
         return t * O.sigmoid(self.args[0])

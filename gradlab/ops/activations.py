@@ -2,7 +2,11 @@
 
 Each op's VJP is written with gradlab ops (``O.sigmoid``, ``O.erf``, ``O.where``),
 so the backward pass is itself differentiable: second derivatives (and
-gradient penalties) work.
+gradient penalties) work. Each also has the same rule on plain arrays
+(``vjp_arrays``), which the engine runs when backward is not recorded; those
+work in place on the few arrays they create (gelu's on its widest
+activation of a transformer makes two, where the formula read literally
+makes a dozen).
 
 Stability: ``softplus(x) = log(1 + exp(x))`` overflows for large ``x`` if
 written literally; ``logaddexp(0, x)`` never does, and above ``threshold``
@@ -17,6 +21,7 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
+from ..backend.device import xp_of
 from .._tensor import Tensor
 from ._util import check_tensor
 from .registry import Sample, register
@@ -27,6 +32,94 @@ _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_C = 0.044715
+
+
+def _acc(a):
+    """16-bit floats are computed in float32 (as PyTorch: no overflow of ``a^3``) and rounded once."""
+    return a.astype(np.float32) if a.dtype.itemsize <= 2 else a
+
+
+def _gelu_tanh(a):
+    """``0.5 a (1 + tanh(c (a + C a^3)))`` (c = sqrt(2/pi), C = 0.044715), making one array: the result."""
+    if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
+        return _gelu_tanh(a.reshape(1)).reshape(())
+    xp = xp_of(a)
+    y = xp.multiply(a, a)
+    y *= _SQRT_2_OVER_PI * _GELU_C
+    y += _SQRT_2_OVER_PI
+    y *= a                      # c (a + C a^3)
+    xp.tanh(y, out=y)
+    y += 1
+    y *= a
+    y *= 0.5
+    return y
+
+
+def _gelu_slope(a, approximate):
+    """gelu'(a) as a fresh array (the tanh form makes two arrays and returns one of them)."""
+    if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
+        return _gelu_slope(a.reshape(1), approximate).reshape(())
+    xp = xp_of(a)
+    if approximate == "tanh":
+        # gelu' = 0.5 (1 + t) + 0.5 a (1 - t^2) du = (2 - u) (0.5 + A u)   with t = tanh(c (a + C a^3)),
+        # du = c (1 + 3 C a^2), A = 0.5 a du and u = 1 - t (exact near t = 1, where 1 - t^2 would cancel)
+        big_a = xp.multiply(a, a)
+        t = big_a * (_SQRT_2_OVER_PI * _GELU_C)
+        t += _SQRT_2_OVER_PI
+        t *= a
+        xp.tanh(t, out=t)
+        xp.subtract(1, t, out=t)            # u
+        big_a *= 1.5 * _SQRT_2_OVER_PI * _GELU_C
+        big_a += 0.5 * _SQRT_2_OVER_PI
+        big_a *= a                          # A
+        big_a *= t
+        big_a += 0.5
+        xp.subtract(2, t, out=t)            # 1 + t
+        t *= big_a
+        return t
+    d = as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
+    d += 1
+    d *= 0.5                                # Phi(a)
+    pdf = xp.multiply(a, a)
+    pdf *= -0.5
+    xp.exp(pdf, out=pdf)
+    pdf *= _INV_SQRT_2PI
+    pdf *= a
+    d += pdf
+    return d
+
+
+def _gelu_curvature(a, approximate):
+    """gelu''(a) on arrays (for the second-order twin)."""
+    xp = xp_of(a)
+    if approximate == "tanh":
+        t = xp.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))
+        du = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * a * a)
+        return (1 - t * t) * (du + 0.5 * a * (6 * _SQRT_2_OVER_PI * _GELU_C * a - 2 * t * du * du))
+    return xp.exp(-0.5 * a * a) * _INV_SQRT_2PI * (2 - a * a)
+
+
+def _gelu_grad(g, a, approximate):
+    """``dY * gelu'(X)`` on arrays: the slope array, multiplied by ``dY`` in place."""
+    d = _gelu_slope(_acc(a), approximate)
+    dt = np.result_type(g, a)
+    if d.dtype != dt:
+        d = d.astype(dt)
+    d *= g
+    return d
+
+
+def _sigmoid_array(a):
+    """``1 / (1 + exp(-a))`` as a fresh array (``exp`` may overflow to inf: then 1/inf = 0, exactly right)."""
+    if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
+        return _sigmoid_array(a.reshape(1)).reshape(())
+    xp = xp_of(a)
+    s = xp.negative(a)
+    with np.errstate(over="ignore"):
+        xp.exp(s, out=s)
+    s += 1
+    xp.reciprocal(s, out=s)
+    return s
 
 
 class Gelu(Op):
@@ -41,8 +134,9 @@ class Gelu(Op):
         if approximate == "tanh":
             ctx.formula = ("dX = dY * (0.5 * (1 + T) + 0.5 * X * (1 - T^2) * sqrt(2/pi) * (1 + 3 * 0.044715 * X^2))"
                            "   (T = tanh(sqrt(2/pi) * (X + 0.044715 * X^3)))")
-            return as_array(0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))), dtype=a.dtype)
-        return as_array(0.5 * a * (1 + _erf_array(a / _SQRT2)), dtype=a.dtype)
+            return as_array(_gelu_tanh(_acc(a)), dtype=a.dtype)
+        a32 = _acc(a)
+        return as_array(0.5 * a32 * (1 + _erf_array(a32 / _SQRT2)), dtype=a.dtype)
 
     def _dydx(self, x):
         if self.approximate == "tanh":
@@ -64,6 +158,10 @@ class Gelu(Op):
         (x,) = self.saved_tensors
         return GeluBackward.apply(g, x, self.approximate), None
 
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return _gelu_grad(g, x, self.approximate), None
+
     def jvp(self, t, _):
         return t * self._dydx(self.args[0])
 
@@ -84,14 +182,7 @@ class GeluBackward(Op):
     def forward(ctx, g, x, approximate):
         ctx.save_for_backward(g, x)
         ctx.approximate = approximate
-        a = x.data
-        if approximate == "tanh":
-            a2 = a * a
-            t = np.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a2 * a))
-            d = 0.5 * (1 + t) + (0.5 * a) * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _GELU_C * a2))
-        else:
-            d = 0.5 * (1 + _erf_array(a / _SQRT2)) + a * (np.exp(-0.5 * a * a) * _INV_SQRT_2PI)
-        return as_array(g.data * d, dtype=np.result_type(g.data, a))
+        return _gelu_grad(g.data, x.data, approximate)
 
     _dydx = Gelu._dydx
     _d2ydx2 = Gelu._d2ydx2
@@ -99,6 +190,13 @@ class GeluBackward(Op):
     def vjp(self, gz):
         g, x = self.saved_tensors
         return gz * self._dydx(x), gz * g * self._d2ydx2(x), None
+
+    def vjp_arrays(self, gz):
+        g, x = self.saved_arrays
+        nf = self.next_functions
+        dg = None if nf[0] is None else _gelu_grad(gz, x, self.approximate)
+        dx = None if nf[1] is None else gz * g * _gelu_curvature(x, self.approximate)
+        return dg, dx, None
 
     def jvp(self, tg, tx, _):
         g, x = self.args
@@ -152,6 +250,16 @@ class Silu(Op):
         (x,) = self.saved_tensors
         return (g * self._dydx(x),)
 
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        s = _sigmoid_array(x)
+        d = 1 - s
+        d *= x
+        d += 1
+        d *= s
+        d *= g
+        return (d,)
+
     def jvp(self, t):
         return t * self._dydx(self.args[0])
 
@@ -184,6 +292,14 @@ class Softplus(Op):
     def vjp(self, g):
         (x,) = self.saved_tensors
         return g * self._dydx(x), None, None
+
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        bx = x * self.beta
+        d = _sigmoid_array(bx)
+        d[bx > self.threshold] = 1
+        d *= g
+        return d, None, None
 
     def jvp(self, t, *_):
         return t * self._dydx(self.args[0])
@@ -219,6 +335,10 @@ class LeakyRelu(Op):
 
     def vjp(self, g):
         (slope,) = self.saved_tensors
+        return g * slope, None
+
+    def vjp_arrays(self, g):
+        (slope,) = self.saved_arrays
         return g * slope, None
 
     def jvp(self, t, _):

@@ -13,6 +13,11 @@ turn written with gradlab ops, so second derivatives work::
 
     softmax:      dX = Y * (dY - S(dY * Y))
     log_softmax:  dX = dY - exp(Y) * S(dY)
+
+Each rule is written a second time on plain arrays (``vjp_arrays``), which
+the engine runs whenever backward is not itself recorded; there ``S(dY * Y)``
+along the last dim is an ``einsum`` (no full-size product array) and the
+result is the only full-size array made.
 """
 from __future__ import annotations
 
@@ -31,6 +36,30 @@ from .registry import Sample, register
 def _acc(a):
     """16-bit floats are computed in float32 (PyTorch's accumulate type) and rounded once at the end."""
     return a.astype("float32") if a.dtype.itemsize < 4 else a
+
+
+def _row_dot(a, b, dim):
+    """``sum(a * b, dim, keepdims=True)``; along the last dim of 32/64-bit floats an ``einsum``, with no
+    full-size temporary (16-bit floats keep the plain product and sum, as the op forms)."""
+    if dim == a.ndim - 1 and a.dtype == b.dtype and a.dtype.itemsize >= 4:
+        return xp_of(a).einsum("...i,...i->...", a, b)[..., None]
+    return (a * b).sum(axis=dim, keepdims=True)
+
+
+def _softmax_grad(g, y, dim):
+    """``Y * (dY - sum(dY * Y))`` on arrays, making one full-size array (the result)."""
+    out = g - _row_dot(g, y, dim)
+    out *= y
+    return out
+
+
+def _log_softmax_grad(g, y, dim):
+    """``dY - exp(Y) * sum(dY)`` on arrays, making one full-size array (the result)."""
+    xp = xp_of(g)
+    out = xp.exp(y)
+    out *= g.sum(axis=dim, keepdims=True)
+    xp.subtract(g, out, out=out)
+    return out
 
 
 def _shifted(a, dim):
@@ -60,6 +89,10 @@ class Softmax(Op):
         (y,) = self.saved_tensors
         return SoftmaxBackward.apply(g, y, self.dim), None
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return _softmax_grad(g, y, self.dim), None
+
     def jvp(self, t, _):
         y = self.out
         return y * (t - O.sum(t * y, dim=self.dim, keepdim=True))
@@ -75,17 +108,20 @@ class SoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        a, b = g.data, y.data
-        out = a * b
-        s = out.sum(axis=dim, keepdims=True)
-        out -= b * s
-        return out
+        return _softmax_grad(g.data, y.data, dim)
 
     def vjp(self, gz):
         g, y = self.saved_tensors
         d = self.dim
         t = O.sum(gz * y, dim=d, keepdim=True)
         return SoftmaxBackward.apply(gz, y, d), gz * (g - O.sum(g * y, dim=d, keepdim=True)) - g * t, None
+
+    def vjp_arrays(self, gz):
+        g, y = self.saved_arrays
+        d, nf = self.dim, self.next_functions
+        dg = None if nf[0] is None else _softmax_grad(gz, y, d)
+        dy = None if nf[1] is None else gz * (g - _row_dot(g, y, d)) - g * _row_dot(gz, y, d)
+        return dg, dy, None
 
     def jvp(self, tg, ty, _):
         g, y = self.args[:2]
@@ -118,6 +154,10 @@ class LogSoftmax(Op):
         (y,) = self.saved_tensors
         return LogSoftmaxBackward.apply(g, y, self.dim), None
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return _log_softmax_grad(g, y, self.dim), None
+
     def jvp(self, t, _):
         return t - O.sum(O.exp(self.out) * t, dim=self.dim, keepdim=True)
 
@@ -132,17 +172,25 @@ class LogSoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        xp = xp_of(g.data)
-        out = xp.exp(y.data)
-        out *= g.data.sum(axis=dim, keepdims=True)
-        xp.subtract(g.data, out, out=out)
-        return out
+        return _log_softmax_grad(g.data, y.data, dim)
 
     def vjp(self, gz):
         g, y = self.saved_tensors
         d = self.dim
         e = O.exp(y)
         return gz - O.sum(gz * e, dim=d, keepdim=True), -gz * e * O.sum(g, dim=d, keepdim=True), None
+
+    def vjp_arrays(self, gz):
+        g, y = self.saved_arrays
+        d, nf = self.dim, self.next_functions
+        e = xp_of(y).exp(y)
+        dg = None if nf[0] is None else gz - _row_dot(gz, e, d)
+        dy = None
+        if nf[1] is not None:
+            e *= gz
+            e *= -g.sum(axis=d, keepdims=True)
+            dy = e
+        return dg, dy, None
 
     def jvp(self, tg, ty, _):
         g, y = self.args[:2]
