@@ -31,16 +31,14 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-malloc-cache", action="store_true",
-                    help="let glibc return freed arrays to the OS (see benchmarks/_malloc.py)")
+    import _malloc
+    _malloc.add_flag(ap)
     args = ap.parse_args(argv)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(args.threads))
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _malloc import keep_freed_memory
-    cached = False if args.no_malloc_cache else keep_freed_memory()
-    print(f"allocator: {'glibc keeps freed memory for reuse' if cached else 'default glibc (frees big arrays to the OS)'}")
+    print(_malloc.apply(args))
     import numpy as np
 
     import gradlab

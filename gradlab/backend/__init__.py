@@ -13,4 +13,7 @@ __all__ = [
     "get_rng_state", "initial_seed", "manual_seed", "set_rng_state",
 ]
 
-from .allocator import keep_freed_memory  # noqa: E402 - opt-in, see its docstring
+from .allocator import keep_freed_memory, release_freed_memory  # noqa: E402
+from . import allocator as _allocator  # noqa: E402
+
+_allocator.configure_from_environment()  # reuse freed arrays (see gradlab/backend/allocator.py)
