@@ -161,3 +161,47 @@ def test_matmul_and_conv_backward_from_a_sum_match_torch(torch):
     (torch.matmul(ta, tb).sum() + torch.nn.functional.conv2d(tx, tw, padding=1, stride=2).sum()).backward()
     for g, t in ((ga, ta), (gb, tb), (gx, tx), (gw, tw)):
         np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _low_precision_programs():
+    """Programs over this round's twins; each takes a list of leaves of the given dtype."""
+    return {
+        "matmul batch @ matrix": ((2, 3, 4), (4, 5)), "cumsum": ((3, 6),), "einsum": ((3, 4), (4, 2)),
+        "conv2d + max_pool2d": ((2, 3, 6, 6), (4, 3, 3, 3)), "logsumexp + var": ((4, 5),),
+        "getitem + where + pad": ((4, 5),),
+    }
+
+
+def _run_program(name, xs):
+    if name == "matmul batch @ matrix":
+        return gradlab.matmul(xs[0], xs[1]) * 0.5
+    if name == "cumsum":
+        return xs[0].cumsum(1)
+    if name == "einsum":
+        return gradlab.einsum("ij,jk->ik", xs[0], xs[1])
+    if name == "conv2d + max_pool2d":
+        return F.max_pool2d(F.conv2d(xs[0], xs[1], padding=1), 2)
+    if name == "logsumexp + var":
+        return xs[0].logsumexp(0) + xs[0].var(0)
+    return F.pad(gradlab.where(xs[0][1:] > 0, xs[0][[0, 2, 2]], xs[0][1:]), (1, 2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", list(_low_precision_programs()))
+def test_twins_agree_with_vjp_in_low_precision(name, dtype):
+    """Outside float64 (which the registry sweep uses) a twin must keep the dtype rules of its vjp."""
+    dt = getattr(gradlab, dtype)
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(s) for s in _low_precision_programs()[name]]
+    grads = []
+    for create_graph in (False, True):  # False: the twins; True: every node's vjp
+        xs = [gradlab.tensor(v, dtype=dt, requires_grad=True) for v in values]
+        y = _run_program(name, xs)
+        g = gradlab.tensor(rng.standard_normal(y.shape), dtype=dt) if not create_graph else g
+        got = gradlab.autograd.grad(y, xs, grad_outputs=g, create_graph=create_graph)
+        grads.append([t.detach().float().numpy() for t in got])
+        for t, x in zip(got, xs):
+            assert t.dtype == x.dtype and t.shape == x.shape
+    tol = {"float32": 1e-6, "float16": 2e-3, "bfloat16": 2e-2}[dtype]
+    for fast, slow in zip(*grads):
+        np.testing.assert_allclose(fast, slow, rtol=tol, atol=tol * np.abs(slow).max())
