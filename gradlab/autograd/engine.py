@@ -223,6 +223,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                 buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
             if not retain_graph and node._saved:
                 node.release()
+        if buffers:  # a gradient reached a node that had already run: never drop it silently
+            late = next(iter(buffers))
+            raise GradError(f"backward: a gradient reached {late.name} (node #{late.seq}) after it ran; the "
+                            "graph's nodes are not in creation order (was a grad_fn set by hand?)")
     finally:
         _grad_state.enabled = prev_mode
         _fn._current_root[0] = None
@@ -252,7 +256,7 @@ def _schedule(starts):
         node = stack.pop()
         if type(node) is AccumulateGrad:
             if node not in first_user:  # a root leaf: nothing runs before it
-                first_user[node] = node.seq
+                first_user[node] = (node.seq, 0)
             continue
         order.append((node.seq, 0, node))
         for e in node.next_functions:
@@ -264,10 +268,11 @@ def _schedule(starts):
                 stack.append(nxt)
             if type(nxt) is AccumulateGrad:
                 s = first_user.get(nxt)
-                if s is None or node.seq < s:
-                    first_user[nxt] = node.seq
-    for acc, s in first_user.items():
-        order.append((s, -1, acc.seq, acc))  # after its first-created user, before anything older
+                if s is None or node.seq < s[0]:
+                    first_user[nxt] = (node.seq, node.next_functions.index(e))
+    for acc, (s, pos) in first_user.items():
+        # after its first-created user, before anything older; two leaves of one op in argument order
+        order.append((s, -1, -pos, acc))
     order.sort(reverse=True)
     return [item[-1] for item in order]
 
