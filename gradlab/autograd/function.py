@@ -182,7 +182,8 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise _freed_error(self)
-        return tuple([s.array(self) if type(s) is SavedTensor else s for s in self._saved])
+        return tuple([(s.data if s.version_obj.value == s.version and s.unpack is None else s.array(self))
+                      if type(s) is SavedTensor else s for s in self._saved])
 
     @property
     def saved(self) -> tuple:

@@ -50,8 +50,6 @@ def _reduce_to(g, shape):
     return None if shape is None else O.sum_to(g, shape)
 
 
-def _needs_grad(x):
-    return type(x) is Tensor and x.requires_grad or isinstance(x, Tensor) and x.requires_grad
 
 
 class Add(_Binary):
@@ -100,7 +98,8 @@ class Mul(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         # each input's gradient needs the *other* input: save only what a gradient will need
-        ctx.save_for_backward(a if _needs_grad(b) else None, b if _needs_grad(a) else None)
+        ctx.save_for_backward(a if isinstance(b, Tensor) and b.requires_grad else None,
+                              b if isinstance(a, Tensor) and a.requires_grad else None)
         return ctx._compute(a, b, np.multiply)
 
     def vjp(self, g):
