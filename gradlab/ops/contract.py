@@ -24,11 +24,11 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
+from ..backend.device import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..errors import ArgumentTypeError
 from .._tensor import Tensor
 from ._util import check_tensor
-from ..backend.device import xp_of
 from .index import IndexAddZeros, index_add_zeros
 from .registry import Sample, register
 

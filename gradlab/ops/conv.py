@@ -29,7 +29,6 @@ from ..amp.state import autocast_args as _autocast_args, state as _amp  # autoca
 from ..backend import dtypes as _dt
 from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
-from .._tensor import Tensor
 from ._util import check_tensor
 from .registry import Sample, register
 
@@ -265,7 +264,8 @@ class Conv2d(Op):
         return self._vjp_arrays(g)
 
     def _vjp_arrays(self, g):
-        """``vjp`` on arrays: the same two matmuls, col2im and im2col, only for the inputs that need them."""
+        """``vjp`` on arrays, only for the inputs that need a gradient: ``dX = fold(W^T @ dY)`` (folded
+        kernel offset by offset, see :func:`_fold_product`), ``dW = sum_n dY @ unfold(X)^T``, ``dB``."""
         x, w = self.saved_arrays
         s, p, d, groups = self.conf
         n, c, h, wd = x.shape
@@ -273,7 +273,6 @@ class Conv2d(Op):
         k, lcount = (kh, kw), g.shape[2] * g.shape[3]
         g = xp_of(g).ascontiguousarray(g)  # a broadcast dY (from y.sum()) would send matmul to its slow loop
         gr = g.reshape(n, groups, oc // groups, lcount)
-        wg = w.reshape(groups, oc // groups, cg * kh * kw)
         nf = self.next_functions
         dx = dw = db = None
         if nf[0] is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
