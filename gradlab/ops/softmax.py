@@ -46,6 +46,14 @@ def _row_dot(a, b, dim):
     return (a * b).sum(axis=dim, keepdims=True)
 
 
+def _row_sum(a, dim):
+    """``sum(a, dim, keepdims=True)``; along the last dim of 32/64-bit floats a matrix-vector product
+    ``a @ ones`` (BLAS), several times faster than NumPy's reduction over short rows."""
+    if dim == a.ndim - 1 and a.dtype.itemsize >= 4 and a.shape[-1]:
+        return (a @ xp_of(a).ones(a.shape[-1], dtype=a.dtype))[..., None]
+    return a.sum(axis=dim, keepdims=True)
+
+
 def _softmax_grad(g, y, dim):
     """``Y * (dY - sum(dY * Y))`` on arrays, making one full-size array (the result)."""
     out = g - _row_dot(g, y, dim)
@@ -79,8 +87,8 @@ class Softmax(Op):
         xp = xp_of(x.data)
         e = _shifted(_acc(x.data), dim)
         xp.exp(e, out=e)
-        with np.errstate(invalid="ignore"):  # a row that is all -inf gives nan, as in PyTorch
-            e /= xp.sum(e, axis=dim, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a row that is all -inf gives nan, as in PyTorch
+            e *= 1.0 / _row_sum(e, dim)
         y = e.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
@@ -145,7 +153,7 @@ class LogSoftmax(Op):
         xp = xp_of(x.data)
         z = _shifted(_acc(x.data), dim)
         with np.errstate(invalid="ignore", divide="ignore"):
-            z -= xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
+            z -= xp.log(_row_sum(xp.exp(z), dim))
         y = z.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
