@@ -206,3 +206,31 @@ def test_twins_agree_with_vjp_in_low_precision(name, dtype):
     tol = {"float32": 1e-6, "float16": 2e-3, "bfloat16": 2e-2}[dtype]
     for fast, slow in zip(*grads):
         np.testing.assert_allclose(fast, slow, rtol=tol, atol=tol * np.abs(slow).max())
+
+
+@pytest.mark.parametrize("frozen", [0, 1])
+@pytest.mark.parametrize("op", ["conv2d", "einsum", "where", "scatter"])
+def test_twins_skip_an_input_that_needs_no_gradient(op, frozen):
+    rng = np.random.default_rng(6)
+    shapes = {"conv2d": ((2, 3, 5, 5), (4, 3, 3, 3)), "einsum": ((3, 4), (4, 5)),
+              "where": ((3, 4), (3, 4)), "scatter": ((3, 4), (2, 4))}[op]
+    xs = [gradlab.tensor(rng.standard_normal(s), requires_grad=i != frozen) for i, s in enumerate(shapes)]
+    if op == "conv2d":
+        y = F.conv2d(xs[0], xs[1], padding=1)
+        slots = (0, 1)
+    elif op == "einsum":
+        y = gradlab.einsum("ij,jk->ik", xs[0], xs[1])
+        slots = (1, 2)  # einsum's first input is the equation
+    elif op == "where":
+        y = gradlab.where(gradlab.tensor(rng.random((3, 4)) > 0.5), xs[0], xs[1])
+        slots = (1, 2)
+    else:
+        y = gradlab.scatter(xs[0], 0, gradlab.tensor(np.array([[0, 1, 2, 0], [2, 0, 1, 1]])), xs[1])
+        slots = (0, 1)
+    g = rng.standard_normal(y.shape)
+    got = y.grad_fn.vjp_arrays(g)
+    with gradlab.no_grad():
+        want = y.grad_fn.vjp(gradlab.tensor(g))
+    assert got[slots[frozen]] is None
+    live = slots[1 - frozen]
+    np.testing.assert_allclose(got[live], want[live].numpy(), rtol=1e-12, atol=1e-12)
