@@ -9,10 +9,11 @@ For each sample, over the trailing ``normalized_shape`` dims (``N`` values)::
 
 ``layer_norm`` is ONE op (``LayerNorm``, one node in ``show_graph``), not the
 eight small ops (mean, subtract, square, mean, add, sqrt, divide, multiply...)
-the formula reads as. A transformer calls it twice per block on its widest
-activations, and each small op would be a node, a Python dispatch and a fresh
-full-size array. Fused, the forward makes two arrays (``xhat``, kept for
-backward, and ``y``) and the backward uses the classic closed form::
+the formula reads as. A transformer calls it twice per block on its whole
+residual stream, and each small op would be a node, a Python dispatch and a fresh
+full-size array. Fused, the forward makes one array (``y``) and keeps, as
+PyTorch does, only the input and two numbers per row (``mean``, ``rstd``);
+the backward rebuilds ``xhat`` from them and uses the classic closed form::
 
     dxhat = dy * weight
     dx    = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
