@@ -170,3 +170,17 @@ def test_forward_mode_matches_reverse_mode():
     jf = gradlab.func.jacfwd(lambda a: F.layer_norm(a, (4,), w, b))(x)
     jr = gradlab.func.jacrev(lambda a: F.layer_norm(a, (4,), w, b))(x)
     np.testing.assert_allclose(_np(jf), _np(jr), rtol=1e-9, atol=1e-12)
+
+
+def test_a_constant_row_with_eps_zero_gives_nan_quietly_like_pytorch(torch):
+    import warnings
+    x = gradlab.tensor(np.ones((2, 4)), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = F.layer_norm(x, (4,), eps=0.0)
+        y.sum().backward()
+    tx = torch.ones(2, 4, dtype=torch.float64, requires_grad=True)
+    ty = torch.nn.functional.layer_norm(tx, (4,), eps=0.0)
+    ty.sum().backward()
+    np.testing.assert_array_equal(np.isnan(_np(y)), np.isnan(ty.detach().numpy()))
+    np.testing.assert_array_equal(np.isnan(_np(x.grad)), np.isnan(tx.grad.numpy()))

@@ -87,8 +87,9 @@ class LayerNorm(Op):
         var = xp.einsum("ij,ij->i", y, y)[:, None]
         var *= inv_n
         var += eps
-        rstd = 1.0 / xp.sqrt(var)
-        y *= rstd
+        with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
+            rstd = 1.0 / xp.sqrt(var)
+            y *= rstd
         if weight is not None:
             y *= weight.data.reshape(n)
         if bias is not None:
@@ -115,6 +116,10 @@ class LayerNorm(Op):
         return dx, dw, db, None, None
 
     def vjp_arrays(self, g):
+        with np.errstate(invalid="ignore", over="ignore"):  # (an infinite rstd from eps=0, as the forward)
+            return self._grads(g)
+
+    def _grads(self, g):
         x, w, b, mu, rstd = self.saved_arrays
         nf = self.next_functions
         xp = xp_of(g)
