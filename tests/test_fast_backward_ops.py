@@ -108,3 +108,13 @@ def test_activations_at_extreme_values_stay_finite_and_match_pytorch(torch, dtyp
         assert np.isfinite(ours).all(), (name, ours)
         tol = 2e-3 if dtype == "float16" else 1e-5
         np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol, err_msg=name)
+
+
+def test_the_gpt_steps_ops_have_array_twins():
+    from gradlab.nn import _basic, _losses, _norm
+    from gradlab.ops import activations, softmax
+    for cls in (_norm.LayerNorm, softmax.Softmax, softmax.LogSoftmax, softmax.SoftmaxBackward,
+                softmax.LogSoftmaxBackward, _losses.NLLLoss, _losses.NLLBackward, _basic.Embedding, _basic.Dropout,
+                activations.Gelu, activations.GeluBackward, activations.Silu, activations.Softplus,
+                activations.LeakyRelu):
+        assert cls.vjp_arrays is not None, cls.name
