@@ -102,7 +102,7 @@ def _gelu_curvature(a, approximate):
 def _gelu_grad(g, a, approximate):
     """``dY * gelu'(X)`` on arrays: the slope array, multiplied by ``dY`` in place."""
     d = _gelu_slope(_acc(a), approximate)
-    dt = np.result_type(g, a)
+    dt = np.result_type(g.dtype, a.dtype)
     if d.dtype != dt:
         d = d.astype(dt)
     d *= g
