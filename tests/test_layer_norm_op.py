@@ -184,3 +184,15 @@ def test_a_constant_row_with_eps_zero_gives_nan_quietly_like_pytorch(torch):
     ty.sum().backward()
     np.testing.assert_array_equal(np.isnan(_np(y)), np.isnan(ty.detach().numpy()))
     np.testing.assert_array_equal(np.isnan(_np(x.grad)), np.isnan(tx.grad.numpy()))
+
+
+def test_16_bit_tensor_backward_agrees_with_the_array_backward():
+    rng = np.random.default_rng(6)
+    x, w, b = (gradlab.tensor(rng.standard_normal(s), dtype=gradlab.float16, requires_grad=True)
+               for s in ((3, 8), (8,), (8,)))
+    g = gradlab.tensor(rng.standard_normal((3, 8)), dtype=gradlab.float16)
+    slow = gradlab.autograd.grad(F.layer_norm(x, (8,), w, b), [x, w, b], g, create_graph=True)
+    fast = gradlab.autograd.grad(F.layer_norm(x, (8,), w, b), [x, w, b], g)
+    for s, f in zip(slow, fast):
+        assert s.dtype == f.dtype == gradlab.float16
+        np.testing.assert_allclose(_np(s).astype(np.float32), _np(f).astype(np.float32), rtol=1e-3, atol=1e-3)
