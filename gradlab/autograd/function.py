@@ -26,9 +26,10 @@ import weakref
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..errors import GradError, fmt_shape
+from ..errors import GradError
 from .._tensor import Tensor
 from .grad_mode import state as _grad_state
+from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
 
 _seq = itertools.count()
 _ndarray = _np.ndarray
@@ -40,73 +41,7 @@ _ACC_SEQ_BASE = 1 << 62
 node_observers: list = []   # f(node) after a node is recorded
 op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
 forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
-saved_tensor_hooks: list = []  # stack of (pack, unpack) pairs
 _current_root = [None]      # label of the tensor backward() was called on (for error messages)
-
-
-class SavedTensor:
-    """A tensor kept for backward, with the version it had when it was saved.
-
-    An op's own output is stored as its array only (not the Tensor), with a
-    flag, and rebuilt on use pointing back at the node: the same trick PyTorch
-    uses to avoid the cycle ``output -> grad_fn -> saved output``.
-    """
-
-    __slots__ = ("tensor", "data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
-
-    def __init__(self, t: Tensor, output_nr=None):
-        self.output_nr = output_nr
-        self.data = t.data
-        vc = t._version
-        self.version_obj = vc
-        self.version = vc.value
-        self.name = t.name
-        self.tensor = None if output_nr is not None else t
-        self.packed = self.unpack = None
-        if saved_tensor_hooks:
-            pack, unpack = saved_tensor_hooks[-1]
-            self.packed, self.unpack = pack(t), unpack
-            self.tensor = self.data = None
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes this saved tensor keeps alive (0 when a pack hook moved it elsewhere)."""
-        if self.data is not None:
-            return int(self.data.nbytes)
-        p = self.packed
-        return int(getattr(p, "nbytes", 0) or 0) if not isinstance(p, Tensor) else p.nbytes
-
-    @property
-    def shape(self):
-        return self.data.shape if self.data is not None else getattr(self.packed, "shape", None)
-
-    @property
-    def dtype(self):
-        return self.data.dtype if self.data is not None else getattr(self.packed, "dtype", None)
-
-    def get(self, node) -> Tensor:
-        if self.version_obj.value != self.version:
-            nm = self.name or getattr(self.version_obj, "name", None)
-            who = f"'{nm}'" if nm else "a tensor"
-            raise GradError(
-                f"in-place change: {who} (shape {fmt_shape(self.shape or ())}) was saved by {node.name} for "
-                f"backward at version {self.version} and is now at version {self.version_obj.value}; "
-                f"use {nm or 'x'} = {nm or 'x'} + ... instead of {nm or 'x'} += ... "
-                "(or .clone() it before changing it)"
-            )
-        if self.unpack is not None:
-            return self.unpack(self.packed)
-        if self.tensor is not None:
-            return self.tensor
-        t = Tensor._make(self.data, True, node, self.output_nr)
-        t._version = self.version_obj
-        return t
-
-    def array(self, node):
-        """The saved array itself (for ``vjp_arrays``), after the same checks as :meth:`get`."""
-        if self.version_obj.value == self.version and self.unpack is None:
-            return self.data
-        return self.get(node).data
 
 
 class Function:

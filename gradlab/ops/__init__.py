@@ -13,7 +13,8 @@ from ..factories import (  # ops use these inside VJPs
 from .._tensor import Tensor
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
 
-from .elementwise import abs, add, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh  # noqa: E402,A004
+from .elementwise import add, div, mul, pow, sub  # noqa: E402,A004
+from .pointwise import abs, exp, log, neg, relu, sigmoid, sqrt, tanh  # noqa: E402,A004
 from .reduce import amax, amin, argmax, argmin, max, mean, min, sum, sum_to  # noqa: E402,A004
 from .shape import (  # noqa: E402
     broadcast_to, cat, concat, concatenate, contiguous, expand, expand_as, flatten, permute, reshape, squeeze,
@@ -29,7 +30,8 @@ from .compare import (  # noqa: E402,A004
 from .cast import bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as  # noqa: E402,A004
 from .unary import ceil, cos, erf, expm1, floor, log1p, reciprocal, round, sin, trunc  # noqa: E402,A004
 from .activations import gelu, leaky_relu, silu, softplus  # noqa: E402
-from .reductions import cumsum, logsumexp, norm, prod, std, var  # noqa: E402
+from .reductions import cumsum, logsumexp, prod, std, var  # noqa: E402
+from .norms import norm  # noqa: E402
 from .indexing import index_select, masked_fill, scatter, scatter_add, tril, triu  # noqa: E402
 from .rearrange import as_strided, chunk, flip, repeat, roll, split, tile  # noqa: E402
 from .contract import bmm, einsum, outer, tensordot  # noqa: E402

@@ -1,0 +1,102 @@
+"""Where gradients land: hooks, ``retain_grad``, capture for ``grad()``, and ``.grad``.
+
+The engine (``engine.py``) decides the order; this module is what happens at
+the two ends of a node: before it runs, its incoming gradient passes through
+the tensor hooks and is kept for ``retain_grad()`` or ``gradlab.grad()``; at a
+leaf, the total is added into ``.grad``. Hooks always see Tensors, also when
+backward moves raw arrays (the fast path).
+"""
+from __future__ import annotations
+
+from ..errors import GradError, fmt_shape
+from .._tensor import Tensor
+from .function import AccumulateGrad
+
+
+def _tensors(values):
+    """Arrays -> Tensors (None stays None): for hooks and observers, which see Tensors."""
+    return tuple(None if v is None else Tensor._make(v) for v in values)
+
+
+def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
+    """Tensor hooks, retain_grad and capture for ``grad()``, before the node runs."""
+    if arrays:
+        grads = list(_tensors(grads))
+    if type(node) is AccumulateGrad:
+        v = node.variable
+        if v._hooks:
+            grads = [_run_hooks(v._hooks, grads[0], v, node)]
+    elif node._pre_hooks:
+        grads = list(grads)
+        for nr, hooks in node._pre_hooks.items():
+            if grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr], None, node)
+    if node._retained:
+        for nr, ref in node._retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr] if create_graph else grads[nr].detach()
+                t.grad = g if t.grad is None else t.grad + g
+    if capture:
+        for nr in range(len(grads)):
+            for i in capture.get((node, nr), ()):
+                captured[i] = grads[nr]
+    if arrays:
+        return [None if g is None else g.data for g in grads]
+    return grads
+
+
+def _run_hooks(hooks, g, tensor, node):
+    for h in list(hooks):
+        new = h(g)
+        if new is not None:
+            if not isinstance(new, Tensor) or new.shape != g.shape:
+                got = fmt_shape(new.shape) if isinstance(new, Tensor) else type(new).__name__
+                raise GradError(
+                    f"hook {getattr(h, '__name__', h)!s} on the gradient of {node.name} returned {got}; "
+                    f"a hook must return None or a Tensor of the gradient's shape {fmt_shape(g.shape)}"
+                )
+            g = new
+    return g
+
+
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
+    """``leaf.grad += g``, out of place so no gradient array is ever aliased."""
+    if not create_graph:
+        g = g.detach() if g.grad_fn is not None or g.requires_grad else g
+    if leaf.grad is None:
+        # never store an array another tensor may own and change in place
+        leaf.grad = g if create_graph else Tensor._make(g.data.copy() if _shares(g, leaf) else g.data)
+    else:
+        if create_graph or leaf.grad.requires_grad:
+            leaf.grad = leaf.grad + g
+        else:
+            leaf.grad = Tensor._make(leaf.grad.data + g.data)
+    if leaf._post_acc_hooks:
+        for h in leaf._post_acc_hooks:
+            h(leaf)
+
+
+def _shares(g, leaf):
+    return g.data is leaf.data or getattr(g.data, "base", None) is not None
+
+
+def _accumulate_array(leaf: Tensor, g, handed: set):
+    """``_accumulate`` for a gradient that is an array (backward without create_graph).
+
+    The array is stored as is when nothing else can see it; a view (a broadcast
+    gradient is a read-only view), the leaf's own data, or an array already
+    handed to another leaf in this pass is copied first, so that changing one
+    ``.grad`` in place (``clip_grad_norm_``) never changes another.
+    """
+    old = leaf.grad
+    if old is None or old.requires_grad:
+        if id(g) in handed or g is leaf.data or getattr(g, "base", None) is not None:
+            g = g.copy()
+        handed.add(id(g))
+        leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
+    else:
+        leaf.grad = Tensor._make(old.data + g)
+    if leaf._post_acc_hooks:
+        for h in leaf._post_acc_hooks:
+            h(leaf)
