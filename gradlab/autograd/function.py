@@ -283,40 +283,42 @@ def _record(ctx, args, out):
     ctx.input_meta = tuple(metas)
     ctx.seq = next(_seq)
     non_diff = ctx._non_diff
-    to_save, to_save_out = ctx._to_save, ctx._to_save_out
     if type(out) is not tuple:  # the common single-output case
         dt = out.dtype
         ctx.out_meta = ((out.shape, dt),)
         diff = dt in _FLOATING and not (non_diff and any(out is n for n in non_diff))
-        res = Tensor._make(out, diff, ctx if diff else None, 0)
-        if to_save is not None or to_save_out is not None:
-            saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
-            if to_save_out:  # (the output may have been re-wrapped: 0-d scalar -> array)
-                saved += [SavedTensor(res, output_nr=0)] * len(to_save_out)
-            ctx._saved = saved
-            ctx._to_save = ctx._to_save_out = None
-        if node_observers:
-            for f in node_observers:
-                f(ctx)
-        return res
-    outs = out
-    ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
-    results = []
-    for i, o in enumerate(outs):
-        diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
-        results.append(Tensor._make(o, diff, ctx if diff else None, i))
-    results = tuple(results)
+        ret = Tensor._make(out, diff, ctx if diff else None, 0)
+        outs, results = (out,), (ret,)
+    else:
+        outs = out
+        ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
+        results = []
+        for i, o in enumerate(outs):
+            diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
+            results.append(Tensor._make(o, diff, ctx if diff else None, i))
+        ret = results = tuple(results)
+    if ctx._to_save is not None or ctx._to_save_out is not None:
+        _keep_saved(ctx, outs, results)
+    if node_observers:
+        for f in node_observers:
+            f(ctx)
+    return ret
+
+
+def _keep_saved(ctx, outs, results):
+    """What forward asked to keep, as SavedTensor records: inputs as tensors, this node's
+    own outputs found by identity and stored the cycle-free way."""
+    to_save, to_save_out = ctx._to_save, ctx._to_save_out
     saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
     for arr in to_save_out or ():
-        i = next((i for i, o in enumerate(outs) if o is arr), None)  # found by identity
+        if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
+            saved.append(SavedTensor(results[0], output_nr=0))
+            continue
+        i = next((i for i, o in enumerate(outs) if o is arr), None)
         if i is not None:
             saved.append(SavedTensor(results[i], output_nr=i))
     ctx._saved = saved
     ctx._to_save = ctx._to_save_out = None
-    if node_observers:
-        for f in node_observers:
-            f(ctx)
-    return results
 
 
 def _finish_forward_ad(ctx, cls, args, out, recording):
