@@ -1,6 +1,6 @@
 """One GPT training step (forward, backward, AdamW step): gradlab vs the same model in PyTorch CPU.
 
-    python benchmarks/bench_gpt_step.py [--steps N] [--threads T] [--profile]
+    python benchmarks/bench_gpt_step.py [--steps N] [--threads T] [--profile] [--separate] [--system-malloc]
 
 Model: 4 layers, 4 heads, width 128, context 64, batch 32, vocab 65, float32,
 pre-norm blocks with GPT-2's tanh GELU, tied head, AdamW. Both libraries get
@@ -68,6 +68,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--separate", action="store_true",
+                    help="time all gradlab steps, then all PyTorch steps (default: one step of each in turn)")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--width", type=int, default=128)
@@ -104,11 +106,7 @@ def main(argv=None):
     print(f"GPT step: {args.layers} layers, {args.heads} heads, width {args.width}, context {T}, batch {B}, "
           f"vocab {V}, {model.num_parameters():,} parameters, float32, {args.threads} thread(s); "
           f"load average {os.getloadavg()[0]:.1f}")
-    gl_times, gl_losses = _time(gl_step, batches)
-    gl_cpu = _time.cpu
-    print(f"gradlab : median {statistics.median(gl_times) * 1e3:8.1f} ms/step   (min {min(gl_times) * 1e3:.1f}; "
-          f"CPU {statistics.median(gl_cpu) * 1e3:.1f} ms)")
-
+    steps = {"gradlab": gl_step}
     try:
         import torch
     except ImportError:
@@ -130,14 +128,24 @@ def main(argv=None):
             topt.step()
             return loss.item()
 
-        t_times, t_losses = _time(t_step, batches)
-        t_cpu = _time.cpu
-        print(f"PyTorch : median {statistics.median(t_times) * 1e3:8.1f} ms/step   (min {min(t_times) * 1e3:.1f}; "
-              f"CPU {statistics.median(t_cpu) * 1e3:.1f} ms)")
-        ratio = statistics.median(gl_times) / statistics.median(t_times)
-        cpu_ratio = statistics.median(gl_cpu) / statistics.median(t_cpu)
-        print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x)")
-        print(f"first-step loss: gradlab {gl_losses[0]:.5f}  PyTorch {t_losses[0]:.5f} (same weights and batch)")
+        steps["PyTorch"] = t_step
+    if args.separate:  # each library alone: its own allocation pattern, but noise differs between the two runs
+        wall, cpu, losses = {}, {}, {}
+        for name, step in steps.items():
+            w, c, l_ = _time_interleaved({name: step}, batches)
+            wall.update(w), cpu.update(c), losses.update(l_)
+    else:
+        wall, cpu, losses = _time_interleaved(steps, batches)
+    for name in steps:
+        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:8.1f} ms/step   (min "
+              f"{min(wall[name]) * 1e3:.1f}; CPU {statistics.median(cpu[name]) * 1e3:.1f} ms)")
+    if torch is not None:
+        ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
+        cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
+        how = "one library after the other" if args.separate else "steps interleaved: noise hits both alike"
+        print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x; {how})")
+        print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f} "
+              "(same weights and batch)")
 
     if args.profile:
         import cProfile
@@ -151,17 +159,19 @@ def main(argv=None):
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)
 
 
-def _time(step, batches):
-    """Wall-clock seconds per step (and CPU seconds in ``_time.cpu``: fairer on a busy machine)."""
-    losses = [step(*batches[i]) for i in range(3)]  # warm-up
-    times, cpu = [], []
-    for x, y in batches[3:]:
-        t0, c0 = time.perf_counter(), time.process_time()
-        losses.append(step(x, y))
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    _time.cpu = cpu
-    return times, losses
+def _time_interleaved(steps, batches):
+    """Wall and CPU seconds per step for each library, one step of each in turn (after 3 warm-up steps)."""
+    wall = {k: [] for k in steps}
+    cpu = {k: [] for k in steps}
+    losses = {k: [] for k in steps}
+    for i, (x, y) in enumerate(batches):
+        for name, step in steps.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            losses[name].append(step(x, y))
+            if i >= 3:
+                wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
+    return wall, cpu, losses
 
 
 if __name__ == "__main__":
