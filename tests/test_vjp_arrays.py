@@ -104,3 +104,18 @@ def test_two_leaves_never_share_one_gradient_array():
     assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
     a.grad.mul_(2)  # in place on one leaf's grad leaves the other alone
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("op", ["tanh", "sigmoid"])
+def test_fused_backward_ops_twins_equal_their_vjp(op):
+    """tanh_backward / sigmoid_backward only appear in a recorded backward (second order)."""
+    x = gradlab.randn(3, 4, dtype=gradlab.float64, requires_grad=True)
+    (g,) = gradlab.grad(getattr(x, op)().sum(), x, create_graph=True)
+    nodes = [n for n in _nodes(g) if n.name == f"{op}_backward"]
+    assert nodes
+    for n in nodes:
+        _compare_node(n, np.random.default_rng(1))
+    # and the second derivative through the fast path equals the one through the ops
+    (h_fast,) = gradlab.grad(g.sum(), x, retain_graph=True)
+    (h_ops,) = gradlab.grad(g.sum(), x, create_graph=True)
+    np.testing.assert_allclose(h_fast.numpy(), h_ops.detach().numpy(), rtol=1e-12)

@@ -169,6 +169,18 @@ class Pow(_Binary):
             db = O.sum_to(g * y * _log_or_zero(a, b), sb)
         return da, db
 
+    def vjp_arrays(self, g):
+        a, b, *y = self.saved_arrays
+        sa, sb = self._needed()
+        da = db = None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if sa is not None:
+                exponent_zero = self.shapes[1] is None and b == 0
+                da = sum_to_array(g * 0 if exponent_zero else g * b * a ** (b - 1), sa)
+            if sb is not None:
+                db = sum_to_array(g * y[0] * _log_or_zero_array(a, b), sb)
+        return da, db
+
     def jvp(self, ta, tb):
         a, b = self.args
         y = self.out
@@ -189,6 +201,14 @@ def _log_or_zero(a, b):
         return float(np.log(a)) if a > 0 else (0.0 if a == 0 else float("nan"))
     zero = (a == 0) & (b >= 0)
     return O.where(zero, 0.0, O.log(O.where(a == 0, 1.0, a)))
+
+
+def _log_or_zero_array(a, b):
+    """``_log_or_zero`` on arrays (``a`` may be a Python number)."""
+    if np.ndim(a) == 0 and not hasattr(a, "dtype"):
+        return float(np.log(a)) if a > 0 else (0.0 if a == 0 else float("nan"))
+    zero = (a == 0) & (b >= 0)
+    return np.where(zero, 0.0, np.log(np.where(a == 0, 1.0, a)))
 
 
 def _tsum(x, y):

@@ -30,6 +30,10 @@ class TanhBackward(Op):
         g, y = self.saved_tensors
         return gz * (1 - y * y), -2 * gz * g * y
 
+    def vjp_arrays(self, gz):
+        g, y = self.saved_arrays
+        return gz * (1 - y * y), -2 * gz * g * y
+
     def jvp(self, tg, ty):
         g, y = self.args
         out = None if tg is None else tg * (1 - y * y)
@@ -53,6 +57,10 @@ class SigmoidBackward(Op):
 
     def vjp(self, gz):
         g, y = self.saved_tensors
+        return gz * y * (1 - y), gz * g * (1 - 2 * y)
+
+    def vjp_arrays(self, gz):
+        g, y = self.saved_arrays
         return gz * y * (1 - y), gz * g * (1 - 2 * y)
 
     def jvp(self, tg, ty):

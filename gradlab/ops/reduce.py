@@ -226,6 +226,13 @@ class Amax(Op):
         x, y = self.saved_tensors
         return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._weights(x, y.detach()), None, None
 
+    def vjp_arrays(self, g):
+        x, y = self.saved_arrays
+        yk = y if self.keepdim else y.reshape(_kept_shape(self.in_shape, self.axes))
+        w = (x == yk).astype(x.dtype)
+        w /= w.sum(axis=self.axes, keepdims=True)  # ties share the gradient equally
+        return expand_back_array(g, self.in_shape, self.axes, self.keepdim) * w, None, None
+
     def jvp(self, t, *_):
         x = self.args[0]
         return O.sum(t * self._weights(x, self.out), dim=self.axes, keepdim=self.keepdim)

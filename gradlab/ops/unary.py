@@ -80,6 +80,10 @@ class Erf(Op):
         (x,) = self.saved_tensors
         return (g * (2 / math.sqrt(math.pi)) * O.exp(-(x * x)),)
 
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return (g * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
+
     def jvp(self, t):
         x = self.args[0]
         return t * (2 / math.sqrt(math.pi)) * O.exp(-(x * x))
@@ -98,6 +102,10 @@ class Sin(Op):
         (x,) = self.saved_tensors
         return (g * O.cos(x),)
 
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return (g * np.cos(x),)
+
     def jvp(self, t):
         return t * O.cos(self.args[0])
 
@@ -114,6 +122,10 @@ class Cos(Op):
     def vjp(self, g):
         (x,) = self.saved_tensors
         return (-(g * O.sin(x)),)
+
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        return (-(g * np.sin(x)),)
 
     def jvp(self, t):
         return -(t * O.sin(self.args[0]))
@@ -132,6 +144,11 @@ class Log1p(Op):
     def vjp(self, g):
         (x,) = self.saved_tensors
         return (g / (x + 1),)
+
+    def vjp_arrays(self, g):
+        (x,) = self.saved_arrays
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g / (x + 1),)
 
     def jvp(self, t):
         return t / (self.args[0] + 1)
@@ -152,6 +169,10 @@ class Expm1(Op):
         (y,) = self.saved_tensors
         return (g * (y + 1),)
 
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
+        return (g * (y + 1),)
+
     def jvp(self, t):
         return t * (self.out + 1)
 
@@ -169,6 +190,10 @@ class Reciprocal(Op):
 
     def vjp(self, g):
         (y,) = self.saved_tensors
+        return (-(g * y * y),)
+
+    def vjp_arrays(self, g):
+        (y,) = self.saved_arrays
         return (-(g * y * y),)
 
     def jvp(self, t):
@@ -200,6 +225,9 @@ class Round(ZeroGrad):
         return as_array(np.round(x.data, decimals))
 
     def vjp(self, g):
+        return g * 0, None
+
+    def vjp_arrays(self, g):
         return g * 0, None
 
     def jvp(self, t, _):
