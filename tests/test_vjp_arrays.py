@@ -119,3 +119,13 @@ def test_fused_backward_ops_twins_equal_their_vjp(op):
     (h_fast,) = gradlab.grad(g.sum(), x, retain_graph=True)
     (h_ops,) = gradlab.grad(g.sum(), x, create_graph=True)
     np.testing.assert_allclose(h_fast.numpy(), h_ops.detach().numpy(), rtol=1e-12)
+
+
+def test_a_retained_grad_is_not_shared_with_a_leaf_grad():
+    x = gradlab.ones(3, requires_grad=True)
+    y = x + 0.0  # add's gradient for x is the very array y receives
+    y.retain_grad()
+    y.sum().backward()
+    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    x.grad.zero_()
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0, 1.0])

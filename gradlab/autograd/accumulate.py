@@ -36,7 +36,10 @@ def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
             t = ref()
             if t is not None and grads[nr] is not None:
                 g = grads[nr] if create_graph else grads[nr].detach()
-                t.grad = g if t.grad is None else t.grad + g
+                if t.grad is None:  # a copy, as PyTorch: the same array flows on and may become a leaf's .grad
+                    t.grad = g if create_graph else Tensor._make(g.data.copy())
+                else:
+                    t.grad = t.grad + g
     if capture:
         for nr in range(len(grads)):
             for i in capture.get((node, nr), ()):
