@@ -194,17 +194,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
                     else:
                         _accumulate(node.variable, grads[0], create_graph)
             elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
-                if not arrays:
-                    outs = _call_vjp(node, grads)
-                elif node.vjp_arrays is not None and not node._released and len(grads) == 1:
-                    outs = node.vjp_arrays(*grads)  # the hot path, inlined: an op's array twin
-                    for g, meta in zip(outs, node.input_meta):
-                        if g is not None and (type(g) is not _ndarray or g.dtype is not meta[1]
-                                              or g.shape != meta[0]):
-                            outs = _fixed(node, outs)
-                            break
-                else:
-                    outs = _call_vjp_arrays(node, grads)
+                outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
                 if node._post_hooks:
                     for h in node._post_hooks:
                         h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
