@@ -285,6 +285,7 @@ class Tensor:
         self._retains_grad = True
         if self.grad_fn._retained is None:
             self.grad_fn._retained = {}
+            self.grad_fn._hooked = True
         self.grad_fn._retained[self._output_nr] = weakref.ref(self)
 
     @property
@@ -302,6 +303,7 @@ class Tensor:
         if self.grad_fn is not None:
             if self.grad_fn._pre_hooks is None:
                 self.grad_fn._pre_hooks = {}
+                self.grad_fn._hooked = True
             hooks = self.grad_fn._pre_hooks.setdefault(self._output_nr, [])
         else:
             if self._hooks is None:

@@ -24,6 +24,8 @@ check each ``vjp_arrays`` against its op's ``vjp``.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as _np
 
 _ndarray = _np.ndarray
@@ -175,45 +177,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     for o in observers:
         if hasattr(o, "begin"):
             o.begin(roots)
+    st = _Pass(arrays, create_graph, retain_graph, accumulate, targets, capture, captured, needed, observers, handed)
     try:
-        for node in order:
-            grads = buffers.pop(node, None)
-            if grads is None or (needed is not None and node not in needed):
-                continue  # no gradient reached this node (or it leads to no target)
-            is_acc = type(node) is AccumulateGrad
-            if capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
-                grads = _pre_process(node, grads, create_graph, capture, captured, arrays)
-            if observers:
-                for o in observers:
-                    o.node_start(node, _tensors(grads) if arrays else grads)
-            outs = ()
-            if is_acc:
-                if accumulate and (targets is None or (node, 0) in capture):
-                    if arrays:
-                        _accumulate_array(node.variable, grads[0], handed)
-                    else:
-                        _accumulate(node.variable, grads[0], create_graph)
-            elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
-                outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
-                if node._post_hooks:
-                    for h in node._post_hooks:
-                        h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
-            if observers:
-                for o in observers:
-                    if arrays:
-                        o.node_end(node, _tensors(grads), _tensors(outs))
-                    else:
-                        o.node_end(node, grads, outs)
-            for e, g in zip(node.next_functions, outs):
-                if e is None or g is None:
-                    continue
-                nxt, nr = e
-                buf = buffers.get(nxt)
-                if buf is None:
-                    buf = buffers[nxt] = [None] * len(nxt.out_meta)
-                buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
-            if not retain_graph and node._saved:
-                node.release()
+        if arrays and not capture and needed is None and not observers:
+            _run_plain(order, buffers, st)
+        else:
+            for node in order:
+                grads = buffers.pop(node, None)
+                if grads is not None:
+                    _run_node(node, grads, buffers, st)
         if buffers:  # a gradient reached a node that had already run: never drop it silently
             late = next(iter(buffers))
             raise GradError(f"backward: a gradient reached {late.name} (node #{late.seq}) after it ran; the "
@@ -227,29 +199,128 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     return captured
 
 
+class _Pass:
+    """What one backward pass needs at every node (so the node runner takes one argument for it)."""
+    __slots__ = ("arrays", "create_graph", "retain_graph", "accumulate", "targets", "capture", "captured",
+                 "needed", "observers", "handed")
+
+    def __init__(self, *values):
+        for k, v in zip(self.__slots__, values):
+            setattr(self, k, v)
+
+
+def _run_plain(order, buffers, st):
+    """The common pass -- arrays, no capture, no observer -- with the everyday node inlined.
+
+    A node with no hook whose op has an array twin runs right here: call the
+    twin, check each gradient against its input's shape and dtype, add it to
+    the buffer of the node it goes to, free the saved tensors. Anything else
+    (hooks, ``retain_grad``, a user Function, a freed graph) goes through
+    :func:`_run_node`, which handles every case. Same order, same results;
+    this loop only skips the checks that cannot apply.
+    """
+    pop, get = buffers.pop, buffers.get
+    retain, handed = st.retain_graph, st.handed
+    for node in order:
+        grads = pop(node, None)
+        if grads is None:
+            continue
+        if node._hooked:
+            _run_node(node, grads, buffers, st)
+            continue
+        if type(node) is AccumulateGrad:
+            leaf = node.variable
+            if leaf._hooks:
+                _run_node(node, grads, buffers, st)
+            elif st.accumulate:
+                _accumulate_array(leaf, grads[0], handed)
+            continue
+        fast = node.vjp_arrays
+        if fast is None or node._released or (len(grads) > 1 and any(g is None for g in grads)):
+            _run_node(node, grads, buffers, st)
+            continue
+        outs = fast(*grads)
+        for e, g, meta in zip(node.next_functions, outs, node.input_meta):
+            if e is None or g is None:
+                continue
+            if type(g) is not _ndarray or g.dtype is not meta[1] or g.shape != meta[0]:
+                g = _fix(node, g, meta)
+                if g is None:
+                    continue
+            nxt, nr = e
+            buf = get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * len(nxt.out_meta)
+            buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
+        if not retain and node._saved:
+            node.release()
+
+
+def _run_node(node, grads, buffers, st):
+    """Run one node in full generality: hooks, capture, observers, either speed."""
+    arrays, create_graph, needed = st.arrays, st.create_graph, st.needed
+    is_acc = type(node) is AccumulateGrad
+    if needed is not None and node not in needed:
+        return  # it leads to no target
+    if st.capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
+        grads = _pre_process(node, grads, create_graph, st.capture, st.captured, arrays)
+    observers = st.observers
+    if observers:
+        for o in observers:
+            o.node_start(node, _tensors(grads) if arrays else grads)
+    outs = ()
+    if is_acc:
+        if st.accumulate and (st.targets is None or (node, 0) in st.capture):
+            if arrays:
+                _accumulate_array(node.variable, grads[0], st.handed)
+            else:
+                _accumulate(node.variable, grads[0], create_graph)
+    elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
+        outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
+        if node._post_hooks:
+            for h in node._post_hooks:
+                h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
+    if observers:
+        for o in observers:
+            if arrays:
+                o.node_end(node, _tensors(grads), _tensors(outs))
+            else:
+                o.node_end(node, grads, outs)
+    for e, g in zip(node.next_functions, outs):
+        if e is None or g is None:
+            continue
+        nxt, nr = e
+        buf = buffers.get(nxt)
+        if buf is None:
+            buf = buffers[nxt] = [None] * len(nxt.out_meta)
+        buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
+    if not st.retain_graph and node._saved:
+        node.release()
+
+
 def _schedule(starts):
     """Every node reachable from ``starts``, in the order backward runs them.
 
     A node must run after every node that sends it a gradient. Its users were
     all created after it, so they have higher sequence numbers: running nodes
     from the highest number down is a valid order (PyTorch's engine uses the
-    same priority). A leaf's ``AccumulateGrad`` runs right after the last of
-    its users, so a leaf's ``.grad`` is final as early as possible.
+    same priority). A leaf's ``AccumulateGrad`` runs right after the first-created
+    of its users (the last of them to run), so a leaf's ``.grad`` is final as
+    early as possible; two leaves of one op in argument order.
 
     The walk is an explicit stack, not recursion: a 100 000-op chain is fine.
-    Sorting ``(key, tiebreak, node)`` tuples keeps the sort in C; keys never tie.
+    The op nodes are sorted in C by their sequence numbers; each leaf's
+    accumulator is then placed behind its first-created user.
     """
     seen = set(starts)
     stack = list(seen)
-    order = []
-    first_user = {}  # AccumulateGrad node -> the lowest sequence number among its users
+    ops = []
+    first_user = {}  # AccumulateGrad node -> (its first-created user, argument position there)
     while stack:
         node = stack.pop()
         if type(node) is AccumulateGrad:
-            if node not in first_user:  # a root leaf: nothing runs before it
-                first_user[node] = (node.seq, 0)
             continue
-        order.append((node.seq, 0, node))
+        ops.append(node)
         for e in node.next_functions:
             if e is None:
                 continue
@@ -258,14 +329,30 @@ def _schedule(starts):
                 seen.add(nxt)
                 stack.append(nxt)
             if type(nxt) is AccumulateGrad:
-                s = first_user.get(nxt)
-                if s is None or node.seq < s[0]:
-                    first_user[nxt] = (node.seq, node.next_functions.index(e))
-    for acc, (s, pos) in first_user.items():
-        # after its first-created user, before anything older; two leaves of one op in argument order
-        order.append((s, -1, -pos, acc))
-    order.sort(reverse=True)
-    return [item[-1] for item in order]
+                u = first_user.get(nxt)
+                if u is None or node.seq < u[0].seq:
+                    first_user[nxt] = (node, node.next_functions.index(e))
+    ops.sort(key=_seq_of, reverse=True)
+    roots = [n for n in starts if type(n) is AccumulateGrad and n not in first_user]  # a root leaf: runs first
+    if not first_user:
+        return roots + ops if roots else ops
+    behind = {}  # op node -> [(position, accumulator)]
+    for acc, (user, pos) in first_user.items():
+        behind.setdefault(user, []).append((pos, acc))
+    order = sorted(roots, key=_seq_of, reverse=True)
+    for node in ops:
+        order.append(node)
+        accs = behind.get(node)
+        if accs is not None:
+            if len(accs) > 1:
+                accs.sort(key=_first)
+            for _, acc in accs:
+                order.append(acc)
+    return order
+
+
+_seq_of = operator.attrgetter("seq")
+_first = operator.itemgetter(0)
 
 
 def _sum(a, b):
@@ -328,21 +415,22 @@ def _call_vjp_arrays(node, grads):
 
 
 def _fixed(node, outs):
-    """Check a twin's gradients: 0-d NumPy scalars become arrays, a float dtype is cast back."""
-    fixed = list(outs)
-    for i, g in enumerate(outs):
-        if g is None:
-            continue
-        if isinstance(g, _np.generic):  # NumPy turns 0-d results into scalars; keep arrays
-            g = _np.asarray(g)
-        shape, dtype = node.input_meta[i]
-        if g.shape != shape:  # an op's array rule disagreeing with its input: a bug in gradlab
-            raise ShapeError(f"{node.name}: vjp_arrays gave a gradient of shape {fmt_shape(g.shape)} for "
-                             f"input {i}, whose shape is {fmt_shape(shape)}")
-        if g.dtype != dtype:
-            g = g.astype(dtype) if _dt.is_floating(dtype) else None
-        fixed[i] = g
-    return tuple(fixed)
+    """Check a twin's gradients (see :func:`_fix`)."""
+    return tuple(None if g is None else _fix(node, g, meta) for g, meta in zip(outs, node.input_meta))
+
+
+def _fix(node, g, meta):
+    """One gradient from a twin, made right: a 0-d NumPy scalar becomes an array, a float dtype is
+    cast back to its input's (None for an integer input); a wrong shape is a bug in gradlab."""
+    if isinstance(g, _np.generic):  # NumPy turns 0-d results into scalars; keep arrays
+        g = _np.asarray(g)
+    shape, dtype = meta
+    if g.shape != shape:
+        raise ShapeError(f"{node.name}: vjp_arrays gave a gradient of shape {fmt_shape(g.shape)} for an input "
+                         f"of shape {fmt_shape(shape)}")
+    if g.dtype != dtype:
+        g = g.astype(dtype) if _dt.is_floating(dtype) else None
+    return g
 
 
 def _zeros(meta, like):

@@ -32,6 +32,7 @@ from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
 
 _seq = itertools.count()
+_new_tensor = object.__new__
 _ndarray = _np.ndarray
 _FLOATING = frozenset(_dt.FLOATING)
 _ACC_SEQ_BASE = 1 << 62
@@ -61,6 +62,7 @@ class Function:
     _pre_hooks = None      # {output_nr: [hook, ...]} from Tensor.register_hook on non-leaf outputs
     _retained = None       # {output_nr: weakref} from Tensor.retain_grad
     _post_hooks = None
+    _hooked = False        # True once any of the three above is set: the engine's fast loop skips such nodes
     _materialize = True
     _saved = ()
     _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
@@ -113,12 +115,16 @@ class Function:
         return tuple(s.get(self) if isinstance(s, SavedTensor) else s for s in self._saved)
 
     @property
-    def saved_arrays(self) -> tuple:
+    def saved_arrays(self) -> list:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise _freed_error(self)
-        return tuple([(s.data if s.version_obj.value == s.version and s.unpack is None else s.array(self))
-                      if type(s) is SavedTensor else s for s in self._saved])
+        out = []
+        for s in self._saved:  # (a plain loop: this runs once per node in every backward)
+            if type(s) is SavedTensor:
+                s = s.data if s.version_obj.value == s.version and s.unpack is None else s.array(self)
+            out.append(s)
+        return out
 
     @property
     def saved(self) -> tuple:
@@ -145,6 +151,7 @@ class Function:
         """``hook(grad_inputs, grad_outputs)`` after this node's backward (PyTorch's Node hook)."""
         if self._post_hooks is None:
             self._post_hooks = []
+            self._hooked = True
         self._post_hooks.append(hook)
 
     def release(self):
@@ -208,6 +215,34 @@ class Op(Function):
     """A built-in op: ``forward`` takes tensors and returns arrays."""
     tensor_forward = False
 
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """``Function.apply`` for built-in ops: the same steps, shortest path first.
+
+        Every op a program runs comes through here, so it is written for speed:
+        an observer or a forward-AD level takes the general path; otherwise run
+        ``forward`` and, when an input needs a gradient, record the node.
+        """
+        if op_observers or forward_ad_hook[0] is not None:
+            return Function.apply.__func__(cls, *args, **kwargs)
+        ctx = object.__new__(cls)
+        if _grad_state.enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a.requires_grad:
+                    ctx._recording = True
+                    out = cls.forward(ctx, *args, **kwargs)
+                    if type(out) is not _ndarray and isinstance(out, _np.generic):
+                        out = _np.asarray(out)
+                    return _record(ctx, args, out)
+        out = cls.forward(ctx, *args, **kwargs)
+        if type(out) is _ndarray:
+            t = _new_tensor(Tensor)
+            t.data = out
+            return t
+        if type(out) is tuple:
+            return tuple(Tensor._make(o) for o in out)
+        return Tensor._make(_np.asarray(out) if isinstance(out, _np.generic) else out)  # (or a device array)
+
 
 def _vjp_from_backward(self, *grads):
     res = type(self).backward(self, *grads)
@@ -265,7 +300,11 @@ def _edge(a):
 
 
 def _record(ctx, args, out):
-    """Make ``ctx`` a graph node: link it to its inputs' nodes and keep what it saved."""
+    """Make ``ctx`` a graph node: link it to its inputs' nodes and keep what it saved.
+
+    ``next_functions`` says where each input's gradient goes, ``input_meta`` the
+    shape and dtype it must have (None for a non-tensor argument).
+    """
     edges, metas = [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -282,23 +321,26 @@ def _record(ctx, args, out):
     ctx.next_functions = tuple(edges)
     ctx.input_meta = tuple(metas)
     ctx.seq = next(_seq)
-    non_diff = ctx._non_diff
     if type(out) is not tuple:  # the common single-output case
         dt = out.dtype
         ctx.out_meta = ((out.shape, dt),)
-        diff = dt in _FLOATING and not (non_diff and any(out is n for n in non_diff))
-        ret = Tensor._make(out, diff, ctx if diff else None, 0)
-        outs, results = (out,), (ret,)
+        ret = _new_tensor(Tensor)
+        ret.data = out
+        if dt in _FLOATING and not (ctx._non_diff and any(out is n for n in ctx._non_diff)):
+            ret.requires_grad = True
+            ret.grad_fn = ctx
+        if ctx._to_save is not None or ctx._to_save_out is not None:
+            _keep_saved(ctx, (out,), (ret,))
     else:
-        outs = out
-        ctx.out_meta = tuple((o.shape, o.dtype) for o in outs)
+        non_diff = ctx._non_diff
+        ctx.out_meta = tuple((o.shape, o.dtype) for o in out)
         results = []
-        for i, o in enumerate(outs):
+        for i, o in enumerate(out):
             diff = o.dtype in _FLOATING and not (non_diff and any(o is n for n in non_diff))
             results.append(Tensor._make(o, diff, ctx if diff else None, i))
-        ret = results = tuple(results)
-    if ctx._to_save is not None or ctx._to_save_out is not None:
-        _keep_saved(ctx, outs, results)
+        ret = tuple(results)
+        if ctx._to_save is not None or ctx._to_save_out is not None:
+            _keep_saved(ctx, out, ret)
     if node_observers:
         for f in node_observers:
             f(ctx)
@@ -309,14 +351,18 @@ def _keep_saved(ctx, outs, results):
     """What forward asked to keep, as SavedTensor records: inputs as tensors, this node's
     own outputs found by identity and stored the cycle-free way."""
     to_save, to_save_out = ctx._to_save, ctx._to_save_out
-    saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
-    for arr in to_save_out or ():
-        if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
-            saved.append(SavedTensor(results[0], output_nr=0))
-            continue
-        i = next((i for i, o in enumerate(outs) if o is arr), None)
-        if i is not None:
-            saved.append(SavedTensor(results[i], output_nr=i))
+    saved = []
+    if to_save:
+        for s in to_save:
+            saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
+    if to_save_out:
+        for arr in to_save_out:
+            if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
+                saved.append(SavedTensor(results[0], output_nr=0))
+                continue
+            i = next((i for i, o in enumerate(outs) if o is arr), None)
+            if i is not None:
+                saved.append(SavedTensor(results[i], output_nr=i))
     ctx._saved = saved
     ctx._to_save = ctx._to_save_out = None
 
