@@ -445,8 +445,27 @@ def _method(op_name, doc=None):
     return method
 
 
-def install_methods(names):
-    """Give Tensor a method for each op name (called by gradlab.ops at import)."""
+def install_methods(names, direct=()):
+    """Give Tensor a method for each op name (called by gradlab.ops at import).
+
+    A method looks its op up in ``gradlab.ops`` on every call, so a tool that
+    swaps an op function for a while (``gradlab.compile``'s tracer wraps the ops
+    that make no graph node) is seen by ``x.op()`` too. Names in ``direct`` are
+    ops that always make a node, which the tracer sees through ``Function.apply``:
+    their functions become the methods themselves, one Python call fewer on the
+    hottest path (``y.tanh()`` is ``gradlab.tanh(y)``).
+    """
     for name in names:
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, _method(name))
+            setattr(Tensor, name, getattr(_ops, name) if name in direct else _method(name))
+
+
+#: Operators bound straight to their op function when it always makes a node (see install_methods).
+OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "__pow__": "pow",
+             "__matmul__": "matmul", "__neg__": "neg"}
+
+
+def install_operators(direct):
+    for dunder, name in OPERATORS.items():
+        if name in direct:
+            setattr(Tensor, dunder, getattr(_ops, name))

@@ -82,7 +82,11 @@ TENSOR_METHODS += [  # the operator library (activations, reductions, indexing, 
 
 def install(names):
     """Plug more ops into Tensor (used by the op modules of later layers)."""
-    _tensor_mod.install_methods(names)
+    from .registry import REGISTRY
+    # an op that always records a node through its Function is seen by every tool there: bind it directly
+    direct = {n for n in names if n in REGISTRY and REGISTRY[n].op is not None and REGISTRY[n].fn is globals().get(n)}
+    _tensor_mod.install_methods(names, direct)
+    _tensor_mod.install_operators(direct)
 
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])

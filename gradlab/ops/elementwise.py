@@ -14,7 +14,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
-from ._util import arrays_for, check_broadcast, operand
+from ._util import _FLOATS, arrays_for, check_broadcast, operand
 from .reduce import sum_to_array
 from .registry import register
 from .samples import binary_samples
@@ -22,12 +22,18 @@ from .samples import binary_samples
 
 # --------------------------------------------------------------------- binary
 class _Binary(Op):
-    """Shared forward plumbing: promote dtypes, broadcast, remember the shapes."""
+    """Shared forward plumbing: promote dtypes, broadcast, compute."""
 
     def _compute(self, a, b, f):
-        x, y, dt = arrays_for(self.name, a, b)
-        # the input shapes (None for a Python scalar): the VJP sums gradients back to them
-        self.shapes = (x.shape if isinstance(a, Tensor) else None, y.shape if isinstance(b, Tensor) else None)
+        # the everyday case inline (a float tensor and a Python float, or two tensors of one dtype);
+        # arrays_for promotes everything else as PyTorch does
+        if type(a) is Tensor and (type(b) is float and a.data.dtype in _FLOATS
+                                  or type(b) is Tensor and a.data.dtype is b.data.dtype
+                                  and type(a.data) is type(b.data)):
+            x, y = a.data, (b if type(b) is float else b.data)
+            dt = x.dtype
+        else:
+            x, y, dt = arrays_for(self.name, a, b)
         try:
             if dt.itemsize <= 2:  # float16/bfloat16 overflow to inf quietly, as in PyTorch
                 with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -37,11 +43,12 @@ class _Binary(Op):
             check_broadcast(self.name, a, b)
             raise
 
-    def _needed(self):
-        """``shapes``, with None for an input that needs no gradient (its other factor was not saved)."""
-        sa, sb = self.shapes
-        nf = self.next_functions
-        return (None if nf[0] is None else sa), (None if nf[1] is None else sb)
+    @property
+    def shapes(self):
+        """The shape each input's gradient must be summed back to: None for a Python scalar or an
+        input that needs no gradient (the VJP skips it; ``mul`` did not even save the other factor)."""
+        (ma, mb), (ea, eb) = self.input_meta, self.next_functions
+        return (None if ea is None else ma[0]), (None if eb is None else mb[0])
 
 
 def _reduce_to(g, shape):
@@ -59,7 +66,8 @@ class Add(_Binary):
         return ctx._compute(a, b, np.add)
 
     def vjp(self, g):
-        return _reduce_to(g, self.shapes[0]), _reduce_to(g, self.shapes[1])
+        sa, sb = self.shapes
+        return _reduce_to(g, sa), _reduce_to(g, sb)
 
     def vjp_arrays(self, g):
         sa, sb = self.shapes
@@ -78,8 +86,8 @@ class Sub(_Binary):
         return ctx._compute(a, b, np.subtract)
 
     def vjp(self, g):
-        sb = self.shapes[1]
-        return _reduce_to(g, self.shapes[0]), (None if sb is None else O.neg(O.sum_to(g, sb)))
+        sa, sb = self.shapes
+        return _reduce_to(g, sa), (None if sb is None else O.neg(O.sum_to(g, sb)))
 
     def vjp_arrays(self, g):
         sa, sb = self.shapes
@@ -102,12 +110,12 @@ class Mul(_Binary):
 
     def vjp(self, g):
         a, b = self.saved_tensors
-        sa, sb = self._needed()
+        sa, sb = self.shapes
         return (None if sa is None else O.sum_to(g * b, sa)), (None if sb is None else O.sum_to(g * a, sb))
 
     def vjp_arrays(self, g):
         a, b = self.saved_arrays
-        sa, sb = self._needed()
+        sa, sb = self.shapes
         return (None if sa is None else sum_to_array(g * b, sa)), (None if sb is None else sum_to_array(g * a, sb))
 
     def jvp(self, ta, tb):
@@ -171,11 +179,11 @@ class Pow(_Binary):
 
     def vjp_arrays(self, g):
         a, b, *y = self.saved_arrays
-        sa, sb = self._needed()
+        sa, sb = self.shapes
         da = db = None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if sa is not None:
-                exponent_zero = self.shapes[1] is None and b == 0
+                exponent_zero = self.input_meta[1] is None and b == 0
                 da = sum_to_array(g * 0 if exponent_zero else g * b * a ** (b - 1), sa)
             if sb is not None:
                 db = sum_to_array(g * y[0] * _log_or_zero_array(a, b), sb)
