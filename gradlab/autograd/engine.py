@@ -247,13 +247,18 @@ def _run_plain(order, buffers, st):
                 g = _fix(node, g, meta)
                 if g is None:
                     continue
-            nxt, nr = e
+            nxt = e[0]
             buf = get(nxt)
             if buf is None:
+                if len(nxt.out_meta) == 1:  # (the usual: one output, one gradient)
+                    buffers[nxt] = [g]
+                    continue
                 buf = buffers[nxt] = [None] * len(nxt.out_meta)
+            nr = e[1]
             buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
         if not retain and node._saved:
-            node.release()
+            node._saved = ()  # node.release(), inline
+            node._released = True
 
 
 def _run_node(node, grads, buffers, st):

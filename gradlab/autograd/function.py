@@ -302,8 +302,11 @@ def _edge(a):
 def _record(ctx, args, out):
     """Make ``ctx`` a graph node: link it to its inputs' nodes and keep what it saved.
 
-    ``next_functions`` says where each input's gradient goes, ``input_meta`` the
-    shape and dtype it must have (None for a non-tensor argument).
+    ``next_functions`` says where each input's gradient goes (None: nowhere),
+    ``input_meta`` the shape and dtype that gradient must have (None for a
+    non-tensor argument). Every recorded op passes here, so the usual inputs
+    (a tensor with a grad_fn, or any argument that needs no gradient) are
+    handled inline and the rest by ``_edge``.
     """
     edges, metas = [], []
     for a in args:

@@ -82,6 +82,31 @@ def arrays_for(op: str, a, b, names=("input", "other")):
 _FLOATS = frozenset(d for d in _dt.FLOATING if d != _dt.bfloat16)
 
 
+# Python floats next to float32/float64 host arrays, as read-only 0-d arrays of that dtype (see weak_float)
+WEAK_FLOATS: dict = {}
+
+
+def weak_float(v: float, dt):
+    """``v`` as NumPy will use it next to an array of float dtype ``dt``, but faster.
+
+    NumPy treats a Python float beside a float32 array as "weak": it is rounded
+    to float32 first, then the float32 loop runs (PyTorch does the same). Doing
+    that rounding once, into a cached 0-d array, gives the very same numbers and
+    halves the cost of ``x * 1.01`` on a small tensor. Callers look ``(v, dt)`` up
+    in ``WEAK_FLOATS`` first and call this on a miss. Zero is never cached
+    (``-0.0 == 0.0`` would share a key) and neither are 16-bit dtypes (whose
+    overflow NumPy handles quietly only for a true Python float).
+    """
+    if v == 0 or dt.itemsize < 4 or v != v:
+        return v
+    if len(WEAK_FLOATS) >= 1024:  # a bound: a learning-rate schedule makes new floats all the time
+        WEAK_FLOATS.clear()
+    a = np.array(v, dtype=dt)
+    a.flags.writeable = False
+    WEAK_FLOATS[(v, dt)] = a
+    return a
+
+
 def _scalar(v, dt):
     # bools and ints become the promoted dtype's Python kind; NumPy keeps them weak
     if dt == _dt.bfloat16:  # NumPy treats a Python float as float32 next to bfloat16: make it a bfloat16

@@ -14,7 +14,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
-from ._util import _FLOATS, arrays_for, check_broadcast, operand
+from ._util import _FLOATS, WEAK_FLOATS, arrays_for, check_broadcast, operand, weak_float
 from .reduce import sum_to_array
 from .registry import register
 from .samples import binary_samples
@@ -25,13 +25,21 @@ class _Binary(Op):
     """Shared forward plumbing: promote dtypes, broadcast, compute."""
 
     def _compute(self, a, b, f):
-        # the everyday case inline (a float tensor and a Python float, or two tensors of one dtype);
-        # arrays_for promotes everything else as PyTorch does
-        if type(a) is Tensor and (type(b) is float and a.data.dtype in _FLOATS
-                                  or type(b) is Tensor and a.data.dtype is b.data.dtype
-                                  and type(a.data) is type(b.data)):
-            x, y = a.data, (b if type(b) is float else b.data)
+        # the everyday cases inline: a float tensor and a Python float (as a cached 0-d array: same
+        # numbers, half the time), or two tensors of one dtype; arrays_for promotes everything else
+        if type(a) is Tensor:
+            x = a.data
             dt = x.dtype
+            if type(b) is float and dt in _FLOATS:
+                y = b
+                if type(x) is np.ndarray:
+                    y = WEAK_FLOATS.get((b, dt))
+                    if y is None:
+                        y = weak_float(b, dt)
+            elif type(b) is Tensor and b.data.dtype is dt and type(b.data) is type(x):
+                y = b.data
+            else:
+                x, y, dt = arrays_for(self.name, a, b)
         else:
             x, y, dt = arrays_for(self.name, a, b)
         try:
