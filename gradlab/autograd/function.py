@@ -352,20 +352,22 @@ def _record(ctx, args, out):
 
 def _keep_saved(ctx, outs, results):
     """What forward asked to keep, as SavedTensor records: inputs as tensors, this node's
-    own outputs found by identity and stored the cycle-free way."""
+    own outputs found by identity and stored the cycle-free way. Plain values (a Python
+    float, None for a factor no gradient needs) are kept as they are."""
     to_save, to_save_out = ctx._to_save, ctx._to_save_out
     saved = []
     if to_save:
         for s in to_save:
             saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
     if to_save_out:
-        for arr in to_save_out:
-            if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
-                saved.append(SavedTensor(results[0], output_nr=0))
-                continue
-            i = next((i for i, o in enumerate(outs) if o is arr), None)
-            if i is not None:
-                saved.append(SavedTensor(results[i], output_nr=i))
+        if len(outs) == 1:  # (a single output may have been re-wrapped: 0-d scalar -> array)
+            for _ in to_save_out:
+                saved.append(SavedTensor(results[0], 0))
+        else:
+            for arr in to_save_out:
+                i = next((i for i, o in enumerate(outs) if o is arr), None)
+                if i is not None:
+                    saved.append(SavedTensor(results[i], i))
     ctx._saved = saved
     ctx._to_save = ctx._to_save_out = None
 

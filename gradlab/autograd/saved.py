@@ -29,16 +29,16 @@ class SavedTensor:
     def __init__(self, t: Tensor, output_nr=None):
         self.output_nr = output_nr
         self.data = t.data
-        vc = t._version
-        self.version_obj = vc
+        self.version_obj = vc = t._version
         self.version = vc.value
         self.name = t.name
         self.tensor = None if output_nr is not None else t
-        self.packed = self.unpack = None
         if saved_tensor_hooks:
             pack, unpack = saved_tensor_hooks[-1]
             self.packed, self.unpack = pack(t), unpack
             self.tensor = self.data = None
+        else:
+            self.packed = self.unpack = None
 
     @property
     def nbytes(self) -> int:

@@ -107,6 +107,15 @@ def weak_float(v: float, dt):
     return a
 
 
+def as_weak(v, like):
+    """``v`` ready to combine with array ``like`` (a float gradient): a Python float becomes its
+    cached 0-d array (see ``weak_float``); anything else is returned as it is."""
+    if type(v) is float and type(like) is np.ndarray:
+        w = WEAK_FLOATS.get((v, like.dtype))
+        return w if w is not None else weak_float(v, like.dtype)
+    return v
+
+
 def _scalar(v, dt):
     # bools and ints become the promoted dtype's Python kind; NumPy keeps them weak
     if dt == _dt.bfloat16:  # NumPy treats a Python float as float32 next to bfloat16: make it a bfloat16

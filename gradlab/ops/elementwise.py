@@ -14,7 +14,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
-from ._util import _FLOATS, WEAK_FLOATS, arrays_for, check_broadcast, operand, weak_float
+from ._util import _FLOATS, WEAK_FLOATS, arrays_for, as_weak, check_broadcast, operand, weak_float
 from .reduce import sum_to_array
 from .registry import register
 from .samples import binary_samples
@@ -124,7 +124,8 @@ class Mul(_Binary):
     def vjp_arrays(self, g):
         a, b = self.saved_arrays
         sa, sb = self.shapes
-        return (None if sa is None else sum_to_array(g * b, sa)), (None if sb is None else sum_to_array(g * a, sb))
+        return ((None if sa is None else sum_to_array(g * as_weak(b, g), sa)),
+                (None if sb is None else sum_to_array(g * as_weak(a, g), sb)))
 
     def jvp(self, ta, tb):
         a, b = self.args
