@@ -4,23 +4,32 @@ Reverse mode is the chain rule applied from the output back to the inputs:
 each node turns the gradient of its output into gradients of its inputs (a
 vector-Jacobian product). The engine only decides the *order*:
 
-1. Walk the graph from the roots and count, for every node, how many edges
-   bring it a gradient (its dependencies). The walk is an explicit stack, not
-   recursion, so a 100 000-op chain is fine.
-2. A node is *ready* when all its gradients have arrived (count 0). Among
-   ready nodes, run the one created last (highest sequence number), as PyTorch
-   does; gradients for the same input are added up in a buffer (accumulation).
-3. Leaves' ``AccumulateGrad`` nodes add the total into ``.grad``.
+1. Walk the graph from the roots (an explicit stack, not recursion, so a
+   100 000-op chain is fine) and sort the nodes it reaches, highest sequence
+   number first. A node's users were all created after it, so they run
+   before it: by the time a node runs, every gradient for it has arrived
+   (PyTorch's engine uses the same priority). See :func:`_schedule`.
+2. Run the nodes in that order; gradients for the same input are added up in
+   a buffer (accumulation).
+3. Leaves' ``AccumulateGrad`` nodes add the total into ``.grad``, each right
+   after the last of its users has run.
 
 Without ``retain_graph`` each node drops its saved tensors right after it runs.
 
 Two speeds. With ``create_graph=True`` gradients flow as Tensors and every VJP
 is computed with gradlab ops, so backward is itself recorded (higher-order
 gradients); the same happens while an op observer (profiler, trace_shapes)
-watches, so it sees the ops inside each VJP. Otherwise -- nearly always -- gradients flow as raw arrays and an
-op that has the same rule written on arrays (``vjp_arrays``) runs that: no
-Tensor or node is made for a gradient nobody will differentiate. The tests
-check each ``vjp_arrays`` against its op's ``vjp``.
+watches, so it sees the ops inside each VJP. Otherwise -- nearly always --
+gradients flow as raw arrays and an op that has the same rule written on
+arrays (``vjp_arrays``) runs that: no Tensor or node is made for a gradient
+nobody will differentiate. The tests check each ``vjp_arrays`` against its
+op's ``vjp``.
+
+Two loops. :func:`_run_node` handles every case (hooks, ``retain_grad``,
+``grad()``'s capture, observers, either speed). The everyday pass -- arrays,
+nothing watching -- goes through :func:`_run_plain`, which does the same for
+a hook-free node with a twin in a few lines and hands anything else to
+``_run_node``; ``tests/test_engine_loops.py`` checks the two agree.
 """
 from __future__ import annotations
 
