@@ -364,7 +364,9 @@ class Tensor:
 
     # ------------------------------------------------- operators -> gradlab.ops
     # (In-place methods -- add_, mul_, zero_, +=, x[i] = v ... -- are installed by
-    # gradlab/autograd/inplace.py, which explains versions and graph rebasing.)
+    # gradlab/autograd/inplace.py, which explains versions and graph rebasing. Once
+    # gradlab.ops is loaded, + - * / ** @ and unary - are the op functions themselves,
+    # one call fewer: see install_operators at the end of this file.)
     def __add__(self, other): return _ops.add(self, other)
     def __radd__(self, other): return _ops.add(other, self)
     def __sub__(self, other): return _ops.sub(self, other)
@@ -466,6 +468,7 @@ OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__"
 
 
 def install_operators(direct):
+    """Make ``x + y`` call ``gradlab.add(x, y)`` directly (same result as the methods above, faster)."""
     for dunder, name in OPERATORS.items():
         if name in direct:
             setattr(Tensor, dunder, getattr(_ops, name))

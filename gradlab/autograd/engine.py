@@ -8,7 +8,7 @@ vector-Jacobian product). The engine only decides the *order*:
    100 000-op chain is fine) and sort the nodes it reaches, highest sequence
    number first. A node's users were all created after it, so they run
    before it: by the time a node runs, every gradient for it has arrived
-   (PyTorch's engine uses the same priority). See :func:`_schedule`.
+   (PyTorch's engine uses the same priority). See ``schedule.py``.
 2. Run the nodes in that order; gradients for the same input are added up in
    a buffer (accumulation).
 3. Leaves' ``AccumulateGrad`` nodes add the total into ``.grad``, each right
@@ -33,8 +33,6 @@ a hook-free node with a twin in a few lines and hands anything else to
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as _np
 
 _ndarray = _np.ndarray
@@ -47,6 +45,7 @@ from . import function as _fn
 from .accumulate import _accumulate, _accumulate_array, _pre_process, _tensors
 from .function import AccumulateGrad
 from .grad_mode import state as _grad_state
+from .schedule import schedule as _schedule
 
 #: Objects with ``node_start(node, grads)`` / ``node_end(node, grads_in, grads_out)``
 #: and optionally ``begin(roots)`` / ``end()``: the animation and profilers record with these.
@@ -310,63 +309,6 @@ def _run_node(node, grads, buffers, st):
         buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
     if not st.retain_graph and node._saved:
         node.release()
-
-
-def _schedule(starts):
-    """Every node reachable from ``starts``, in the order backward runs them.
-
-    A node must run after every node that sends it a gradient. Its users were
-    all created after it, so they have higher sequence numbers: running nodes
-    from the highest number down is a valid order (PyTorch's engine uses the
-    same priority). A leaf's ``AccumulateGrad`` runs right after the first-created
-    of its users (the last of them to run), so a leaf's ``.grad`` is final as
-    early as possible; two leaves of one op in argument order.
-
-    The walk is an explicit stack, not recursion: a 100 000-op chain is fine.
-    The op nodes are sorted in C by their sequence numbers; each leaf's
-    accumulator is then placed behind its first-created user.
-    """
-    seen = set(starts)
-    stack = list(seen)
-    ops = []
-    first_user = {}  # AccumulateGrad node -> (its first-created user, argument position there)
-    while stack:
-        node = stack.pop()
-        if type(node) is AccumulateGrad:
-            continue
-        ops.append(node)
-        for e in node.next_functions:
-            if e is None:
-                continue
-            nxt = e[0]
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-            if type(nxt) is AccumulateGrad:
-                u = first_user.get(nxt)
-                if u is None or node.seq < u[0].seq:
-                    first_user[nxt] = (node, node.next_functions.index(e))
-    ops.sort(key=_seq_of, reverse=True)
-    roots = [n for n in starts if type(n) is AccumulateGrad and n not in first_user]  # a root leaf: runs first
-    if not first_user:
-        return roots + ops if roots else ops
-    behind = {}  # op node -> [(position, accumulator)]
-    for acc, (user, pos) in first_user.items():
-        behind.setdefault(user, []).append((pos, acc))
-    order = sorted(roots, key=_seq_of, reverse=True)
-    for node in ops:
-        order.append(node)
-        accs = behind.get(node)
-        if accs is not None:
-            if len(accs) > 1:
-                accs.sort(key=_first)
-            for _, acc in accs:
-                order.append(acc)
-    return order
-
-
-_seq_of = operator.attrgetter("seq")
-_first = operator.itemgetter(0)
 
 
 def _sum(a, b):
