@@ -65,7 +65,9 @@ def _dim_arg(dim, axis, op):
     if axis is not None:
         if dim is not None:
             raise ArgumentError(f"{op}: pass dim= or axis=, not both")
-        return axis
+        dim = axis
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return None  # as PyTorch: an empty dim list reduces over every dim (x.sum(()) is x.sum())
     return dim
 
 
@@ -123,10 +125,12 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, x, axes, keepdim, dtype):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        # (the array's own .sum: the same reduction as np.sum without its Python wrapper, twice as fast on
+        # a small tensor; CuPy arrays have it too)
         if x.data.itemsize <= 2:  # a float16 sum may overflow to inf: quietly, as in PyTorch
             with np.errstate(over="ignore", invalid="ignore"):
-                return as_array(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
-        return as_array(np.sum(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
+                return as_array(x.data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
+        return as_array(x.data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
 
     def vjp(self, g):
         return _expand_back(g, self.in_shape, self.axes, self.keepdim), None, None, None
@@ -207,7 +211,7 @@ class Amax(Op):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
-        if x.data.size == 0 or any(x.shape[a] == 0 for a in (axes or ())):
+        if (x.data.size == 0 and axes is None) or any(x.shape[a] == 0 for a in (axes or ())):
             raise ArgumentError(
                 f"{ctx.name}: cannot reduce an empty dimension of a tensor of shape {fmt_shape(x.shape)}: "
                 "the max of nothing is undefined")
@@ -315,14 +319,15 @@ def min(input, dim=None, keepdim=False, *, axis=None, other=None):  # noqa: A001
 def _arg(name, fn):
     def f(input, dim=None, keepdim=False):
         x = check_tensor(input, name)
-        if x.data.size == 0:
-            raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty")
+        d = None if dim is None else one_dim(dim, x.ndim, name)
+        if x.data.size == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
+            raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty"
+                                + ("" if d is None else f" along dim {dim}"))
         if dim is None:
             out = as_array(fn(x.data.reshape(-1)))
             if keepdim:
                 out = out.reshape((1,) * x.ndim)
         else:
-            d = one_dim(dim, x.ndim, name)
             out = fn(x.data, axis=d, keepdims=keepdim) if x.ndim else xp_of(x.data).asarray(0)
         return O.Tensor._make(as_array(out, dtype=np.int64))
     f.__name__ = name
