@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import math
 
 import numpy as np
 
@@ -169,11 +170,11 @@ class Mean(Op):
     def forward(ctx, x, axes, keepdim):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         reduced = range(x.ndim) if axes is None else axes
-        ctx.count = int(np.prod([x.shape[a] for a in reduced]))
+        ctx.count = math.prod(x.shape[a] for a in reduced)
         if ctx.count == 0:  # the mean of nothing is nan, as in PyTorch (and no NumPy "empty slice" warning)
             return as_array(np.sum(x.data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return as_array(np.mean(x.data, axis=axes, keepdims=keepdim), dtype=x.dtype)
+            return as_array(x.data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
 
     def vjp(self, g):
         # an empty input has an empty gradient, so the max(., 1) never changes a value

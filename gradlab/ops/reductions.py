@@ -12,6 +12,8 @@ interesting parts:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import ops as O
@@ -27,7 +29,7 @@ from .registry import Sample, register
 
 
 def _count(shape, axes):
-    return int(np.prod([shape[a] for a in (range(len(shape)) if axes is None else axes)]))
+    return math.prod(shape[a] for a in (range(len(shape)) if axes is None else axes))
 
 
 def _kept(t, in_shape, axes, keepdim):

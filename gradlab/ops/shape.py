@@ -8,6 +8,8 @@ input; ``view`` insists on it and says what to do when it cannot.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import ops as O
@@ -26,7 +28,7 @@ def _infer_shape(shape, numel, op, in_shape):
     if shape.count(-1) > 1:
         raise ShapeError(f"{op}: only one dimension can be -1, got {tuple(shape)}")
     if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1]))
+        known = int(math.prod(s for s in shape if s != -1))
         if known == 0 or numel % known:
             raise ShapeError(f"{op}: cannot reshape {fmt_shape(in_shape)} ({numel} elements) into "
                              f"{fmt_shape(shape)}: the -1 cannot be solved")
