@@ -5,12 +5,14 @@ ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .backend import dtypes as _dt
 from .backend import random as _random
 from .backend.device import as_device, check_dtype_for, to_device_array, xp_for
-from .errors import ArgumentError, DTypeError
+from .errors import ArgumentError, ArgumentTypeError, DTypeError
 from ._tensor import Tensor
 
 
@@ -82,10 +84,11 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 def _shape(size, fn):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    try:
-        size = tuple(int(s) for s in size)
+    try:  # operator.index, not int(): zeros(2.5) is a mistake to report, not a size to round down
+        size = tuple(int(s.item()) if isinstance(s, Tensor) and s.ndim == 0 and s.dtype.kind in "iu"
+                     else operator.index(s) for s in size)
     except (TypeError, ValueError):
-        raise ArgumentError(f"{fn}: size must be integers, got {size!r}") from None
+        raise ArgumentTypeError(f"{fn}: size must be integers, got {size!r}") from None
     if any(s < 0 for s in size):
         raise ArgumentError(f"{fn}: negative dimension in size {size}")
     return size
@@ -124,8 +127,15 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
                 lambda xp, s, d: xp.full(s, fill_value, dtype=d))
 
 
+def _float_draw(fn, dtype):
+    if dtype is not None and not _dt.is_floating(_dt.as_dtype(dtype)):
+        raise DTypeError(f"{fn}: draws floats, so dtype must be a floating dtype, got {_dt.as_dtype(dtype)} "
+                         f"(for an integer tensor use randint; for a *_like call pass dtype=gradlab.float32)")
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform on [0, 1), drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
+    _float_draw("rand", dtype)
     def make(xp, s, d):
         return xp.asarray(_random.generator(generator).random(s).astype(d))
     return _new("rand", size, dtype, device, requires_grad, make)
@@ -133,6 +143,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) ->
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal, drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
+    _float_draw("randn", dtype)
     def make(xp, s, d):
         return xp.asarray(_random.generator(generator).standard_normal(s).astype(d))
     return _new("randn", size, dtype, device, requires_grad, make)
@@ -154,7 +165,9 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
-    arr = _random.generator(generator).permutation(int(n)).astype(_dt.as_dtype(dtype) or _dt.int64)
+    """A random permutation of ``0 .. n-1``."""
+    (n,) = _shape((n,), "randperm")
+    arr = _random.generator(generator).permutation(n).astype(_dt.as_dtype(dtype) or _dt.int64)
     return Tensor._make(xp_for(as_device(device)).asarray(arr))
 
 
@@ -162,6 +175,11 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     """Values from ``start`` to ``end`` (exclusive); int64 unless a bound is a float."""
     if end is None:
         start, end = 0, start
+    for v in (start, end, step):
+        if isinstance(v, Tensor):
+            v = v.item()
+        if isinstance(v, (str, bytes)) or not np.isscalar(v):
+            raise ArgumentTypeError(f"arange: start, end and step must be numbers, got {v!r}")
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
     if step == 0:
@@ -192,6 +210,9 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    for v in (n, m):
+        if v is not None and not isinstance(v, (int, np.integer)):
+            raise ArgumentTypeError(f"eye: n and m must be integers, got n={n!r}, m={m!r}")
     if int(n) < 0 or (m is not None and int(m) < 0):
         raise ArgumentError(f"eye: n and m must be >= 0, got n={n}, m={m}")
     xp = xp_for(as_device(device))

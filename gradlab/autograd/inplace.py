@@ -348,21 +348,23 @@ def setitem(self, index, value):
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
-    if not _needs_graph(self, (value,)):
-        try:
+    from ..errors import GradlabError, IndexOutOfRange
+    try:
+        if not _needs_graph(self, (value,)):
             _assign(self.data, idx, value.data if isinstance(value, Tensor) else value)
-        except IndexError as e:
-            from ..errors import IndexOutOfRange
-            raise IndexOutOfRange(f"setitem: {e} (indexing a tensor of shape {fmt_shape(self.shape)})") from None
-        except ValueError as e:
-            vs = fmt_shape(value.shape) if isinstance(value, Tensor) else type(value).__name__
-            raise ShapeError(f"setitem: cannot assign a value of shape {vs} to {_label(self)}[{index!r}]: {e}") \
-                from None
-        _bump(self)
-        return
-    if isinstance(value, Tensor) and value.dtype != self.dtype:
-        value = value.to(self.dtype)
-    apply_inplace(self, "setitem", lambda s: SetItem.apply(s, value, idx), (value,))
+            _bump(self)
+            return
+        if isinstance(value, Tensor) and value.dtype != self.dtype:
+            value = value.to(self.dtype)
+        apply_inplace(self, "setitem", lambda s: SetItem.apply(s, value, idx), (value,))
+    except GradlabError:
+        raise
+    except IndexError as e:  # NumPy's complaint, with the tensor's shape (graph or no graph alike)
+        raise IndexOutOfRange(f"setitem: {e} (indexing a tensor of shape {fmt_shape(self.shape)})") from None
+    except ValueError as e:
+        vs = fmt_shape(value.shape) if isinstance(value, Tensor) else type(value).__name__
+        raise ShapeError(f"setitem: cannot assign a value of shape {vs} to {_label(self)}[{index!r}]: {e}") \
+            from None
 
 
 METHODS = {

@@ -77,11 +77,8 @@ remainder = _compare("remainder", _int_safe("remainder", np.remainder))
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.logical_not(x))
 def logical_not(input):
+    """``True`` where ``input`` is zero (False), for any dtype; ``~x`` is the bitwise not on integers."""
     x = check_tensor(input, "logical_not")
-    if x.dtype == np.bool_:
-        return Tensor._make(np.logical_not(x.data))
-    if x.dtype.kind in "iu":
-        return Tensor._make(np.invert(x.data))  # ``~`` on integers is bitwise, as in PyTorch
     return Tensor._make(np.logical_not(x.data))
 
 

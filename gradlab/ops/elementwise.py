@@ -91,7 +91,12 @@ class Sub(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        return ctx._compute(a, b, np.subtract)
+        try:
+            return ctx._compute(a, b, np.subtract)
+        except TypeError:  # NumPy refuses bool - bool, as PyTorch does
+            from ..errors import DTypeError
+            raise DTypeError("sub: subtracting two bool tensors is not supported; use a ^ b (logical_xor) "
+                             "to compare masks, ~a to invert one, or convert first with a.int()") from None
 
     def vjp(self, g):
         sa, sb = self.shapes
@@ -170,7 +175,7 @@ class Pow(_Binary):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         with np.errstate(divide="ignore", invalid="ignore"):
-            y = ctx._compute(a, b, np.power)
+            y = ctx._compute(a, b, _power)
         if isinstance(b, Tensor):  # Y is only needed for the exponent's gradient
             ctx.save_output(y)
         return y
@@ -203,6 +208,22 @@ class Pow(_Binary):
         y = self.out
         return _tsum(None if ta is None else ta * b * a ** (b - 1),
                      None if tb is None else tb * y * _log_or_zero(a, b))
+
+
+def _power(x, y):
+    """``np.power``; an integer to a negative integer power gives PyTorch's integer answer
+    (1 for base 1, +-1 for base -1, else 0) where NumPy raises."""
+    try:
+        return np.power(x, y)
+    except ValueError as e:
+        if "negative integer powers" not in str(e):
+            raise
+    from ..backend import xp_of
+    xp = xp_of(y if hasattr(y, "dtype") else x)
+    neg = y < 0
+    out = xp.power(x, xp.where(neg, 0, y))
+    odd = xp.where(xp.remainder(y, 2) == 1, -1, 1)
+    return xp.where(neg, xp.where(x == 1, 1, xp.where(x == -1, odd, 0)), out).astype(out.dtype)
 
 
 def _is_zero(b):

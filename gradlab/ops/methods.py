@@ -218,12 +218,24 @@ def _bitwise(name, logical, reflected=False):
     return op
 
 
+def _invert(self):
+    """``~x``: logical not on a bool tensor, bitwise not on an integer one (as in PyTorch)."""
+    import numpy as np
+    if self.dtype.kind == "b":
+        return O.logical_not(self)
+    if self.dtype.kind in "iu":
+        return Tensor._make(np.invert(self.data))
+    raise DTypeError(f"invert: ~ needs a bool or integer tensor, got dtype {self.dtype}; "
+                     f"for a mask use ~(x > 0) or x.logical_not()")
+
+
 def install_methods():
     """Attach the methods above to Tensor (those it does not have yet), and make ``&``, ``|``, ``^``
-    bitwise on integer tensors."""
+    and ``~`` bitwise on integer tensors."""
     for name, fn in METHODS.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
     for name, logical in (("and", O.logical_and), ("or", O.logical_or), ("xor", O.logical_xor)):
         setattr(Tensor, f"__{name}__", _bitwise(name, logical))
         setattr(Tensor, f"__r{name}__", _bitwise(name, logical, reflected=True))
+    Tensor.__invert__ = _invert

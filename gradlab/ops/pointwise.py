@@ -26,7 +26,12 @@ class Neg(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return np.negative(x.data)
+        try:
+            return np.negative(x.data)
+        except TypeError:  # NumPy refuses -bool, as PyTorch does
+            from ..errors import DTypeError
+            raise DTypeError("neg: -x on a bool tensor is not supported; to invert a mask use ~x "
+                             "or x.logical_not()") from None
 
     def vjp(self, g):
         return (O.neg(g),)

@@ -1,0 +1,127 @@
+"""More PyTorch parity and bad-input regressions, each found by running student-style programs in both
+libraries: empty dim lists, reductions of tensors with an empty non-reduced dim, integer powers with
+negative exponents, ``~`` and ``logical_not`` on integers, factory size checks, and errors that used to
+leak from NumPy.
+
+Each parity case runs the same source with ``L = torch`` and ``L = gradlab`` and compares values,
+dtypes, shapes and gradients.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.errors import ArgumentTypeError, DTypeError, GradlabError, IndexOutOfRange, ShapeError
+
+pytestmark = pytest.mark.oracle
+
+A = np.random.default_rng(0).standard_normal((2, 3, 4))
+
+
+def _plain(o, torch):
+    if isinstance(o, gradlab.Tensor):
+        return ("T", str(o.dtype).replace("gradlab.", ""), np.asarray(o.data))
+    if isinstance(o, torch.Tensor):
+        return ("T", str(o.dtype).replace("torch.", ""), o.detach().numpy())
+    if isinstance(o, (tuple, list)):
+        return tuple(_plain(x, torch) for x in o)
+    return o
+
+
+def _assert_same(a, b, where):
+    if isinstance(a, tuple) and a and a[0] == "T":
+        assert isinstance(b, tuple) and b and b[0] == "T", where
+        assert a[1] == b[1], f"{where}: dtype {a[1]} (gradlab) vs {b[1]} (torch)"
+        assert a[2].shape == b[2].shape, f"{where}: shape {a[2].shape} (gradlab) vs {b[2].shape} (torch)"
+        np.testing.assert_allclose(a[2], b[2], rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=where)
+    elif isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b), f"{where}: {a!r} vs {b!r}"
+        for x, y in zip(a, b):
+            _assert_same(x, y, where)
+    else:
+        assert a == b, f"{where}: {a!r} (gradlab) vs {b!r} (torch)"
+
+
+def _with_grad(L, f):
+    """f(L, x) on a float64 leaf; returns (output, x.grad) after a weighted-sum backward."""
+    x = L.tensor(A, requires_grad=True)
+    out = f(L, x)
+    o = out[0] if isinstance(out, tuple) else out
+    w = L.tensor(np.arange(o.numel(), dtype=np.float64).reshape(tuple(o.shape)) + 1)
+    (o * w).sum().backward()
+    return out, x.grad
+
+
+CASES = {
+    # an empty dim list reduces over every dim, as in PyTorch (dims computed as tuple(range(1, x.ndim)))
+    "sum_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.sum(())),
+    "sum_empty_list_keepdim": lambda L: _with_grad(L, lambda L, x: x.sum([], keepdim=True)),
+    "mean_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.mean(dim=())),
+    "amax_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.amax(())),
+    "per_sample_sum_1d": lambda L: _with_grad(L, lambda L, x: x[0, 0].sum(dim=tuple(range(1, 1)))),
+    # reducing a non-empty dim of a tensor with an empty other dim gives an empty result
+    "max_dim_of_empty": lambda L: tuple(L.zeros(0, 3).max(1)),
+    "min_dim_keepdim_of_empty": lambda L: tuple(L.zeros(0, 3).min(-1, keepdim=True)),
+    "amax_dim_of_empty": lambda L: L.zeros(3, 0, 2).amax(2),
+    "argmax_dim_of_empty": lambda L: (L.zeros(0, 3).argmax(1), L.zeros(2, 0).argmin(0)),
+    # integer ** negative integer tensor: 1, +-1 or 0 as in PyTorch (NumPy refuses)
+    "int_pow_negative_tensor": lambda L: (L.tensor([2, 1, -1, 0, -2, 3]) ** L.tensor([-1, -3, -3, -2, -2, 2]),
+                                          2 ** L.tensor([-1, 0, 3]), L.tensor([-1, -1]) ** L.tensor([-2, -3])),
+    "int32_pow_negative": lambda L: L.tensor([1, 2], dtype=L.int32) ** L.tensor([-5, -1], dtype=L.int32),
+    # ~ is bitwise on integers and logical on bools; logical_not is True where the value is zero
+    "logical_not_int": lambda L: (L.logical_not(L.tensor([0, 2, -3])), L.tensor([0, 2]).logical_not(),
+                                  L.logical_not(L.tensor([0.0, 1.5]))),
+    "invert_int_and_bool": lambda L: (~L.tensor([0, 2, -3]), ~L.tensor([True, False]),
+                                      ~L.tensor([1, 5], dtype=L.uint8)),
+    # sizes given as NumPy integers or 0-d integer tensors
+    "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
+                                L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_program_matches_pytorch(torch, name):
+    f = CASES[name]
+    _assert_same(_plain(f(gradlab), torch), _plain(f(torch), torch), name)
+
+
+# (program run with L = gradlab and L = torch: both must raise; gradlab's class, built-in kind, message words)
+BAD = {
+    "sub_bool_bool": (lambda L: L.tensor([True]) - L.tensor([False]), DTypeError, ["sub", "bool", "^"]),
+    "neg_bool": (lambda L: -L.tensor([True, False]), DTypeError, ["neg", "bool", "~"]),
+    "invert_float": (lambda L: ~L.ones(2), DTypeError, ["~", "float32", "logical_not"]),
+    "setitem_mask_shape_in_graph": (
+        lambda L: (lambda y: y.__setitem__(y[0] > 0, 1.0))(L.ones(4, 5, requires_grad=True) * 1),
+        IndexOutOfRange, ["setitem", "(4, 5)"]),
+    "setitem_value_shape_in_graph": (
+        lambda L: (lambda y: y.__setitem__(0, L.ones(3, 3)))(L.ones(4, 5, requires_grad=True) * 1),
+        ShapeError, ["setitem", "(3, 3)"]),
+    "zeros_float_size": (lambda L: L.zeros(2.5), ArgumentTypeError, ["zeros", "2.5"]),
+    "ones_str_size": (lambda L: L.ones("a"), ArgumentTypeError, ["ones", "'a'"]),
+    "randn_float_size": (lambda L: L.randn(2, 3.0), ArgumentTypeError, ["randn", "3.0"]),
+    "eye_float": (lambda L: L.eye(2.5), ArgumentTypeError, ["eye", "2.5"]),
+    "arange_str": (lambda L: L.arange("a"), ArgumentTypeError, ["arange", "'a'"]),
+    "randperm_negative": (lambda L: L.randperm(-1), GradlabError, ["randperm", "-1"]),
+    "randn_like_int": (lambda L: L.randn_like(L.tensor([1, 2])), DTypeError, ["randn", "int64", "float"]),
+    "rand_int_dtype": (lambda L: L.rand(2, dtype=L.int64), DTypeError, ["rand", "int64"]),
+}
+
+# the built-in each gradlab error must also be, where PyTorch raises a specific one
+_BUILTIN = {"zeros_float_size": TypeError, "ones_str_size": TypeError, "randn_float_size": TypeError,
+            "eye_float": TypeError, "arange_str": TypeError, "invert_float": TypeError,
+            "setitem_mask_shape_in_graph": IndexError}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_raises_like_pytorch(torch, name):
+    f, cls, words = BAD[name]
+    with pytest.raises(Exception):
+        f(torch)
+    with pytest.raises(cls) as info:
+        f(gradlab)
+    assert isinstance(info.value, GradlabError), f"{name}: {type(info.value).__name__}, not a gradlab error"
+    if name in _BUILTIN:
+        assert isinstance(info.value, _BUILTIN[name])
+    for w in words:
+        assert w in str(info.value), f"{name}: {w!r} missing from {info.value}"
