@@ -19,6 +19,8 @@ from ._tensor import Tensor
 def _to_array(data, dtype=None, device=None):
     """Convert user data to a fresh array of the right dtype (copies, like torch.tensor)."""
     dtype = _dt.as_dtype(dtype)
+    if isinstance(data, np.generic):  # a NumPy scalar keeps its dtype, as an array does (PyTorch too)
+        data = np.asarray(data)
     if isinstance(data, Tensor):
         arr = data.data
         out = arr.astype(dtype) if dtype is not None else arr.copy()

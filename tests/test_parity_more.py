@@ -74,6 +74,19 @@ CASES = {
                                   L.logical_not(L.tensor([0.0, 1.5]))),
     "invert_int_and_bool": lambda L: (~L.tensor([0, 2, -3]), ~L.tensor([True, False]),
                                       ~L.tensor([1, 5], dtype=L.uint8)),
+    # PyTorch counts NaN as the largest value: first in a descending sort and in topk
+    "sort_descending_nan": lambda L: tuple(L.tensor([[1.0, float("nan"), 3.0, float("inf"), float("nan")],
+                                                     [2.0, 1.0, 0.0, -1.0, 5.0]]).sort(1, descending=True)),
+    "topk_nan": lambda L: tuple(L.tensor([1.0, float("nan"), 3.0]).topk(2)),
+    "argsort_descending_nan": lambda L: L.tensor([float("nan"), 1.0, float("nan"), 2.0]).argsort(descending=True),
+    # a NumPy scalar keeps its dtype (np.mean(...) is a float64)
+    "tensor_of_numpy_scalar": lambda L: (L.tensor(np.float64(2.5)), L.tensor(np.int32(2)), L.tensor(np.float32(1.5)),
+                                         L.as_tensor(np.float64(1.0))),
+    # loss weights are buffers: in the state_dict, converted by .double() and moved by .to()
+    "loss_weight_buffers": lambda L: (list(L.nn.CrossEntropyLoss(weight=L.tensor([1.0, 2.0])).state_dict()),
+                                      L.nn.NLLLoss(weight=L.tensor([1.0, 2.0])).double().weight,
+                                      list(L.nn.BCEWithLogitsLoss(pos_weight=L.tensor([3.0])).state_dict()),
+                                      list(L.nn.BCEWithLogitsLoss().state_dict())),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),
@@ -111,6 +124,16 @@ BAD = {
 _BUILTIN = {"zeros_float_size": TypeError, "ones_str_size": TypeError, "randn_float_size": TypeError,
             "eye_float": TypeError, "arange_str": TypeError, "invert_float": TypeError,
             "setitem_mask_shape_in_graph": IndexError}
+
+
+def test_loss_weight_follows_module_to_device(sim_device):
+    w = gradlab.tensor([1.0, 2.0, 3.0])
+    crit = gradlab.nn.CrossEntropyLoss(weight=w.clone()).to(sim_device)
+    assert crit.weight.device.type == "cuda"
+    logits, target = gradlab.randn(4, 3), gradlab.tensor([0, 1, 2, 1])
+    expected = gradlab.nn.functional.cross_entropy(logits, target, weight=w)
+    got = crit(logits.to(sim_device), target.to(sim_device))
+    np.testing.assert_allclose(got.cpu().item(), expected.item(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -168,6 +168,10 @@ def _sort(self, dim=-1, descending=False, stable=False):
     idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
     if descending and a.dtype.kind == "b":
         idx = xp.argsort(~a, axis=d, kind="stable")
+    elif descending and a.dtype.kind == "f" and bool(xp.isnan(a).any()):
+        # PyTorch counts NaN as the largest value: first when descending (NumPy puts it last either way)
+        nan_last = xp.isnan(xp.take_along_axis(a, idx, axis=d))
+        idx = xp.take_along_axis(idx, xp.argsort(~nan_last, axis=d, kind="stable"), axis=d)
     idx = Tensor._make(idx.astype("int64") if self.ndim else idx.astype("int64").reshape(()))
     return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
 

@@ -9,7 +9,8 @@ class CrossEntropyLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
         super().__init__()
-        self.weight, self.ignore_index = weight, ignore_index
+        self.register_buffer("weight", weight)  # a buffer, as in PyTorch: .to(device) and .double() carry it
+        self.ignore_index = ignore_index
         self.reduction, self.label_smoothing = reduction, label_smoothing
 
     def forward(self, input, target):
@@ -20,7 +21,8 @@ class CrossEntropyLoss(Module):
 class NLLLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__()
-        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
@@ -38,7 +40,9 @@ class MSELoss(Module):
 class BCEWithLogitsLoss(Module):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
         super().__init__()
-        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+        self.reduction = reduction
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
