@@ -53,6 +53,14 @@ def _with_grad(L, f):
     return out, x.grad
 
 
+def _layer_norm_1d(L):
+    x, w, b = (L.tensor(A[0, 0] * k, requires_grad=True) for k in (1.0, 0.5, 2.0))
+    y = L.nn.functional.layer_norm(x, (4,), w, b).mul(L.tensor([1.0, -2.0, 3.0, 0.5])).sum()
+    grads = L.autograd.grad(y, (x, w, b), create_graph=True)
+    sum(((g * g).sum() for g in grads), L.tensor(0.0, dtype=L.float64)).backward()
+    return grads, x.grad, w.grad, b.grad
+
+
 CASES = {
     # an empty dim list reduces over every dim, as in PyTorch (dims computed as tuple(range(1, x.ndim)))
     "sum_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.sum(())),
@@ -60,6 +68,8 @@ CASES = {
     "mean_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.mean(dim=())),
     "amax_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.amax(())),
     "per_sample_sum_1d": lambda L: _with_grad(L, lambda L, x: x[0, 0].sum(dim=tuple(range(1, 1)))),
+    # layer_norm of one vector: no leading dims to sum the weight/bias gradients over (first and second order)
+    "layer_norm_1d_affine_grads": lambda L: _layer_norm_1d(L),
     # reducing a non-empty dim of a tensor with an empty other dim gives an empty result
     "max_dim_of_empty": lambda L: tuple(L.zeros(0, 3).max(1)),
     "min_dim_keepdim_of_empty": lambda L: tuple(L.zeros(0, 3).min(-1, keepdim=True)),
@@ -87,6 +97,13 @@ CASES = {
                                       L.nn.NLLLoss(weight=L.tensor([1.0, 2.0])).double().weight,
                                       list(L.nn.BCEWithLogitsLoss(pos_weight=L.tensor([3.0])).state_dict()),
                                       list(L.nn.BCEWithLogitsLoss().state_dict())),
+    # x.where(condition, y) is where(condition, x, y)
+    "tensor_where_method": lambda L: _with_grad(L, lambda L, x: x.where(x > 0, x * -2.0)),
+    "tensor_where_method_scalar": lambda L: _with_grad(L, lambda L, x: x.where(x < 0.5, 5.0)),
+    # sign of a bool tensor is itself; any/all take negative dims and dim tuples
+    "sign_bool": lambda L: L.tensor([True, False]).sign(),
+    "any_all_dims": lambda L: (L.tensor(A).gt(0).any(-1), L.tensor(A).gt(-1).all((0, 2)),
+                               L.tensor(A).any(dim=(1,), keepdim=True)),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),
@@ -117,13 +134,14 @@ BAD = {
     "arange_str": (lambda L: L.arange("a"), ArgumentTypeError, ["arange", "'a'"]),
     "randperm_negative": (lambda L: L.randperm(-1), GradlabError, ["randperm", "-1"]),
     "randn_like_int": (lambda L: L.randn_like(L.tensor([1, 2])), DTypeError, ["randn", "int64", "float"]),
+    "any_dim_out_of_range": (lambda L: L.ones(2, 3).any(5), IndexOutOfRange, ["any", "dim 5"]),
     "rand_int_dtype": (lambda L: L.rand(2, dtype=L.int64), DTypeError, ["rand", "int64"]),
 }
 
 # the built-in each gradlab error must also be, where PyTorch raises a specific one
 _BUILTIN = {"zeros_float_size": TypeError, "ones_str_size": TypeError, "randn_float_size": TypeError,
             "eye_float": TypeError, "arange_str": TypeError, "invert_float": TypeError,
-            "setitem_mask_shape_in_graph": IndexError}
+            "setitem_mask_shape_in_graph": IndexError, "any_dim_out_of_range": IndexError}
 
 
 def test_loss_weight_follows_module_to_device(sim_device):

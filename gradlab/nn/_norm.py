@@ -106,8 +106,9 @@ class LayerNorm(Op):
         xhat, rstd = _normalized(x, k, self.eps)
         lead = tuple(range(x.ndim - k))
         dims = tuple(range(-k, 0))
-        dw = None if nf[1] is None else O.sum(g * xhat, dim=lead).to(w.dtype)
-        db = None if nf[2] is None else O.sum(g, dim=lead).to(b.dtype)
+        # (no leading dims: nothing to sum -- dim=() would mean every dim, as in PyTorch)
+        dw = None if nf[1] is None else (O.sum(g * xhat, dim=lead) if lead else g * xhat).to(w.dtype)
+        db = None if nf[2] is None else (O.sum(g, dim=lead) if lead else g).to(b.dtype)
         dx = None
         if nf[0] is not None:
             d = g * w if w is not None else g

@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from .._tensor import Tensor
-from ._util import arrays_for, check_broadcast, check_tensor, operand
+from ._util import arrays_for, check_broadcast, check_tensor, norm_dim, operand
 from .registry import Sample, register
 from .samples import binary_samples, unary_samples
 
@@ -111,14 +111,16 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
           torch=lambda torch, x: torch.any(x))
 def any(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "any")
-    return Tensor._make(as_array(np.any(x.data, axis=dim, keepdims=keepdim)))
+    axes = norm_dim(dim, x.ndim, "any")
+    return Tensor._make(as_array(np.any(x.data, axis=axes, keepdims=keepdim)))
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.all(x))
 def all(input, dim=None, keepdim=False):  # noqa: A001
     x = check_tensor(input, "all")
-    return Tensor._make(as_array(np.all(x.data, axis=dim, keepdims=keepdim)))
+    axes = norm_dim(dim, x.ndim, "all")
+    return Tensor._make(as_array(np.all(x.data, axis=axes, keepdims=keepdim)))
 
 
 class ZeroGrad(Op):
@@ -149,4 +151,7 @@ class Sign(ZeroGrad):
 @register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x))
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
-    return Sign.apply(check_tensor(input, "sign"))
+    x = check_tensor(input, "sign")
+    if x.dtype == np.bool_:  # the sign of a bool is itself, as in PyTorch (NumPy has no bool sign)
+        return Tensor._make(x.data.copy())
+    return Sign.apply(x)
