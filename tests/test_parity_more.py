@@ -135,13 +135,23 @@ BAD = {
     "randperm_negative": (lambda L: L.randperm(-1), GradlabError, ["randperm", "-1"]),
     "randn_like_int": (lambda L: L.randn_like(L.tensor([1, 2])), DTypeError, ["randn", "int64", "float"]),
     "any_dim_out_of_range": (lambda L: L.ones(2, 3).any(5), IndexOutOfRange, ["any", "dim 5"]),
+    "batch_norm_running_shape": (lambda L: L.nn.functional.batch_norm(L.randn(4, 3), L.zeros(5), L.ones(5), training=True),
+                                 ShapeError, ["batch_norm", "(5,)", "3 channels"]),
+    "instance_norm_running_shape": (
+        lambda L: L.nn.functional.instance_norm(L.randn(2, 3, 4), L.zeros(5), L.ones(5)), ShapeError,
+        ["instance_norm", "(5,)"]),
+    "allclose_shapes": (lambda L: L.allclose(L.ones(2, 3), L.ones(2)), ShapeError, ["allclose", "(2, 3)", "(2,)"]),
+    "expand_as_list": (lambda L: L.ones(2, 3).expand_as([1, 2]), ArgumentTypeError, ["expand_as", "list"]),
+    "type_as_none": (lambda L: L.ones(2).type_as(None), ArgumentTypeError, ["type_as", "NoneType"]),
+    "glu_0d": (lambda L: L.nn.functional.glu(L.tensor(1.0)), ShapeError, ["glu", "0-d"]),
     "rand_int_dtype": (lambda L: L.rand(2, dtype=L.int64), DTypeError, ["rand", "int64"]),
 }
 
 # the built-in each gradlab error must also be, where PyTorch raises a specific one
 _BUILTIN = {"zeros_float_size": TypeError, "ones_str_size": TypeError, "randn_float_size": TypeError,
             "eye_float": TypeError, "arange_str": TypeError, "invert_float": TypeError,
-            "setitem_mask_shape_in_graph": IndexError, "any_dim_out_of_range": IndexError}
+            "setitem_mask_shape_in_graph": IndexError, "any_dim_out_of_range": IndexError,
+            "expand_as_list": TypeError}
 
 
 def test_loss_weight_follows_module_to_device(sim_device):

@@ -90,6 +90,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 def glu(input, dim=-1):
     """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim``; return ``a * sigmoid(b)``."""
     x = check_tensor(input, "glu")
+    if x.ndim == 0:
+        raise ShapeError("glu: the input is a 0-d tensor; glu halves a dimension, so it needs at least one")
     d = one_dim(dim, x.ndim, "glu")
     n = x.shape[d]
     if n % 2:

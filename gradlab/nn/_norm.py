@@ -225,6 +225,9 @@ def _update_running(op, running, value, momentum):
     if running is None:
         return
     r = check_tensor(running, op, "running stats")
+    if r.numel() != value.size:
+        raise ShapeError(f"{op}: a running statistic has shape {fmt_shape(r.shape)}, but the input has "
+                         f"{value.size} channels (dim 1); make running_mean and running_var of shape ({value.size},)")
     with no_grad():
         r.data[...] = (1 - momentum) * r.data + momentum * value.reshape(r.shape).astype(r.dtype)
         r._version.value += 1

@@ -114,7 +114,8 @@ bool = _cast_method(_dt.bool_, "bool")  # noqa: A001
 
 
 def type_as(input, other):
-    return to(input, other.dtype)
+    """``input`` converted to ``other``'s dtype."""
+    return to(input, check_tensor(other, "type_as", "other").dtype)
 
 
 def cpu(input):

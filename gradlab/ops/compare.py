@@ -104,6 +104,7 @@ def equal(input, other) -> bool:
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose")
+    check_broadcast("allclose", a, b)
     return bool(np.allclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

@@ -260,7 +260,8 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
-    return broadcast_to(input, other.shape)
+    """``input`` broadcast to ``other``'s shape (a view)."""
+    return broadcast_to(input, check_tensor(other, "expand_as", "other").shape)
 
 
 class Contiguous(Op):
