@@ -143,6 +143,7 @@ BAD = {
     "allclose_shapes": (lambda L: L.allclose(L.ones(2, 3), L.ones(2)), ShapeError, ["allclose", "(2, 3)", "(2,)"]),
     "expand_as_list": (lambda L: L.ones(2, 3).expand_as([1, 2]), ArgumentTypeError, ["expand_as", "list"]),
     "type_as_none": (lambda L: L.ones(2).type_as(None), ArgumentTypeError, ["type_as", "NoneType"]),
+    "unbind_0d": (lambda L: L.tensor(1.0).unbind(), IndexOutOfRange, ["unbind", "0-d"]),
     "glu_0d": (lambda L: L.nn.functional.glu(L.tensor(1.0)), ShapeError, ["glu", "0-d"]),
     "rand_int_dtype": (lambda L: L.rand(2, dtype=L.int64), DTypeError, ["rand", "int64"]),
 }
@@ -162,6 +163,20 @@ def test_loss_weight_follows_module_to_device(sim_device):
     expected = gradlab.nn.functional.cross_entropy(logits, target, weight=w)
     got = crit(logits.to(sim_device), target.to(sim_device))
     np.testing.assert_allclose(got.cpu().item(), expected.item(), rtol=1e-6)
+
+
+def test_dataloader_without_batching_matches_pytorch(torch):
+    x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
+
+    def run(L, data, **kw):
+        ds = data.TensorDataset(L.tensor(x), L.tensor(y))
+        loader = data.DataLoader(ds, batch_size=None, **kw)
+        return len(loader), [tuple(b) for b in loader]
+
+    import gradlab.data
+    _assert_same(_plain(run(gradlab, gradlab.data), torch), _plain(run(torch, torch.utils.data), torch), "batch_size=None")
+    got = list(gradlab.data.DataLoader([1, 2, 3], batch_size=None, collate_fn=lambda v: v * 10))
+    assert got == list(torch.utils.data.DataLoader([1, 2, 3], batch_size=None, collate_fn=lambda v: v * 10))
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -123,6 +123,7 @@ class DataLoader:
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, bool(shuffle)
         self.drop_last = bool(drop_last)
         self.collate_fn = collate_fn or default_collate
+        self._user_collate = collate_fn
         self.sampler = sampler
         self.generator = generator if generator is not None else (
             np.random.default_rng(seed) if seed is not None else None)
@@ -139,6 +140,11 @@ class DataLoader:
     def __iter__(self):
         idx = self._indices()
         bs = self.batch_size
+        if bs is None:  # batch_size=None: no batching, one sample at a time (collate_fn, if given, per sample)
+            for i in idx:
+                sample = self.dataset[int(i)]
+                yield sample if self._user_collate is None else self._user_collate(sample)
+            return
         n = len(idx)
         stop = n - n % bs if self.drop_last else n
         for start in range(0, stop, bs):
@@ -150,4 +156,6 @@ class DataLoader:
 
     def __len__(self):
         n = len(self.dataset)
+        if self.batch_size is None:
+            return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 
 from .. import ops as O
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, DTypeError, IndexOutOfRange
 from .._tensor import Tensor
 from ._util import check_tensor, one_dim, sizes_arg
 
@@ -36,6 +36,9 @@ def _select(self, dim, index):
 
 def _unbind(self, dim=0):
     """A tuple of the slices along ``dim`` (each without that dim), as ``torch.unbind``."""
+    if self.ndim == 0:
+        raise IndexOutOfRange("unbind: the input is a 0-d tensor, which has no dim to unbind; "
+                              "use x.item() for its value, or x.reshape(1) first")
     d = one_dim(dim, self.ndim, "unbind")
     return tuple(_select(self, d, i) for i in range(self.shape[d]))
 
