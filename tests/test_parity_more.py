@@ -61,6 +61,19 @@ def _layer_norm_1d(L):
     return grads, x.grad, w.grad, b.grad
 
 
+def _scatter_inplace(L):
+    y = L.tensor([2, 0, 1])
+    one_hot = L.zeros(3, 4).scatter_(1, y.unsqueeze(1), 1.0)
+    twos = L.zeros(3, 4).scatter_(1, y.unsqueeze(1), value=2.0)
+    x = L.tensor(A[0], requires_grad=True)
+    h = x * 1
+    h.scatter_(1, y.unsqueeze(1), x[:, :1] * 5)
+    (h * h).sum().backward()
+    z = L.zeros(2, 4, dtype=L.float64)
+    z.scatter_add_(0, L.tensor([[0, 1, 0, 1]]), L.tensor(A[1, :1]))
+    return one_hot, twos, h, x.grad, z
+
+
 CASES = {
     # an empty dim list reduces over every dim, as in PyTorch (dims computed as tuple(range(1, x.ndim)))
     "sum_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.sum(())),
@@ -104,6 +117,11 @@ CASES = {
     "sign_bool": lambda L: L.tensor([True, False]).sign(),
     "any_all_dims": lambda L: (L.tensor(A).gt(0).any(-1), L.tensor(A).gt(-1).all((0, 2)),
                                L.tensor(A).any(dim=(1,), keepdim=True)),
+    # a +inf in a row makes the whole softmax row nan (inf - inf), as in PyTorch; an all -inf row too
+    "softmax_with_inf": lambda L: (lambda x: (x.softmax(1), x.log_softmax(1)))(
+        L.tensor([[1.0, float("inf"), 2.0], [float("-inf")] * 3, [float("-inf"), 0.0, 1.0]])),
+    # in-place scatter: one-hot rows, value=, gradients to both self and src, scatter_add_
+    "scatter_inplace": lambda L: _scatter_inplace(L),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),

@@ -225,6 +225,18 @@ def masked_fill_(self, mask, value):
     return apply_inplace(self, "masked_fill_", lambda s: _O().where(mask, value, s), (value,))
 
 
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    """``self[index[i][j]][j] = src[i][j]`` (for ``dim=0``) in place; ``src`` may be a number
+    (``x.scatter_(1, labels.unsqueeze(1), 1.0)`` builds one-hot rows)."""
+    return apply_inplace(self, "scatter_", lambda s: _O().scatter(s, dim, index, src, value, reduce=reduce),
+                         (src, value))
+
+
+def scatter_add_(self, dim, index, src):
+    """``self[index[i][j]][j] += src[i][j]`` (for ``dim=0``) in place: repeated indices add up."""
+    return apply_inplace(self, "scatter_add_", lambda s: _O().scatter_add(s, dim, index, src), (src,))
+
+
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 * tensor2`` in place (Adam's second moment)."""
     return apply_inplace(self, "addcmul_", lambda s: _O().add(s, _O().mul(_O().mul(tensor1, tensor2), value)),
@@ -370,6 +382,7 @@ def setitem(self, index, value):
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_, "fill_": fill_, "copy_": copy_,
     "clamp_": clamp_, "clip_": clamp_, "masked_fill_": masked_fill_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
+    "scatter_": scatter_, "scatter_add_": scatter_add_,
     "lerp_": lerp_, "neg_": neg_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd,
     "__isub__": _isub, "__imul__": _imul, "__itruediv__": _itruediv, "__setitem__": setitem,
 }

@@ -73,7 +73,9 @@ def _log_softmax_grad(g, y, dim):
 def _shifted(a, dim):
     xp = xp_of(a)
     m = xp.max(a, axis=dim, keepdims=True) if a.size else xp.zeros_like(a)
-    m = xp.where(xp.isfinite(m), m, 0)  # a row of -inf stays -inf (and gives nan, as in PyTorch)
+    # a row of -inf stays -inf (and gives nan); a +inf in a row gives inf - inf = nan for the whole row,
+    # both as in PyTorch
+    m = xp.where(m == -xp.inf, 0, m)
     return a - m
 
 
