@@ -358,7 +358,8 @@ class Tensor:
         return "tensor(" + ", ".join(parts) + ")"
 
     def __format__(self, spec):
-        if self.data.size == 1 and spec:
+        # as PyTorch: a 0-d tensor formats as its number (f"loss {loss}" prints "loss 0.25")
+        if self.data.ndim == 0 or (self.data.size == 1 and spec):
             return format(self.item(), spec)
         return repr(self)
 

@@ -122,6 +122,9 @@ CASES = {
         L.tensor([[1.0, float("inf"), 2.0], [float("-inf")] * 3, [float("-inf"), 0.0, 1.0]])),
     # in-place scatter: one-hot rows, value=, gradients to both self and src, scatter_add_
     "scatter_inplace": lambda L: _scatter_inplace(L),
+    # a 0-d tensor in an f-string formats as its number (f"loss {loss}")
+    "format_0d": lambda L: (f"{L.tensor(3)} {L.tensor(2.5)} {L.tensor(True)} {L.tensor(0.1)}",
+                            f"{L.tensor(1 / 3, dtype=L.float64):.3f}", "{}".format(L.ones(2, 2).sum())),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),
