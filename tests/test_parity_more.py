@@ -164,6 +164,8 @@ BAD = {
     "allclose_shapes": (lambda L: L.allclose(L.ones(2, 3), L.ones(2)), ShapeError, ["allclose", "(2, 3)", "(2,)"]),
     "expand_as_list": (lambda L: L.ones(2, 3).expand_as([1, 2]), ArgumentTypeError, ["expand_as", "list"]),
     "type_as_none": (lambda L: L.ones(2).type_as(None), ArgumentTypeError, ["type_as", "NoneType"]),
+    "getitem_mask_shape": (lambda L: (lambda x: x[x[0] > 0])(L.ones(4, 5)), IndexOutOfRange,
+                           ["getitem", "(4, 5)", "mask.shape"]),
     "unbind_0d": (lambda L: L.tensor(1.0).unbind(), IndexOutOfRange, ["unbind", "0-d"]),
     "glu_0d": (lambda L: L.nn.functional.glu(L.tensor(1.0)), ShapeError, ["glu", "0-d"]),
     "rand_int_dtype": (lambda L: L.rand(2, dtype=L.int64), DTypeError, ["rand", "int64"]),

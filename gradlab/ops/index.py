@@ -151,8 +151,9 @@ def getitem(input, index):
     try:
         out = Index.apply(x, idx)
     except IndexError as e:
-        raise IndexOutOfRange(f"getitem: {e} (indexing a tensor of shape {fmt_shape(x.shape)}); "
-                              "a dim of size n takes indices -n to n-1") from None
+        hint = ("a boolean mask must have the shape of the dims it indexes (x[mask] with mask.shape == "
+                "x.shape[:mask.ndim])" if "boolean" in str(e) else "a dim of size n takes indices -n to n-1")
+        raise IndexOutOfRange(f"getitem: {e} (indexing a tensor of shape {fmt_shape(x.shape)}); {hint}") from None
     return view_of(out, x) if _is_basic(idx) else out
 
 
