@@ -202,6 +202,19 @@ def test_dataloader_without_batching_matches_pytorch(torch):
     assert got == list(torch.utils.data.DataLoader([1, 2, 3], batch_size=None, collate_fn=lambda v: v * 10))
 
 
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_regression_loss_warns_when_target_broadcasts(torch, loss):
+    import warnings
+    for L in (torch, gradlab):  # (N,) predictions against an (N, 1) target: an (N, N) loss matrix
+        with pytest.warns(UserWarning):
+            getattr(L.nn.functional, loss)(L.zeros(4), L.ones(4, 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            getattr(L.nn.functional, loss)(L.zeros(4, 1), L.ones(4, 1))
+    with pytest.warns(UserWarning, match=r"\(4, 4\)"):
+        gradlab.nn.MSELoss()(gradlab.zeros(4), gradlab.ones(4, 1))
+
+
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_input_raises_like_pytorch(torch, name):
     f, cls, words = BAD[name]

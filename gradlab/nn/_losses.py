@@ -259,6 +259,21 @@ def _cross_entropy_probs(x, target, logp, w, wshape, red, cdim, label_smoothing)
 
 
 # ----------------------------------------------------------------- mse_loss
+def _warn_broadcast(op, x, target, stacklevel=3):
+    """PyTorch's warning (same category, UserWarning) when a regression target broadcasts against the input:
+    a (N,) prediction minus a (N, 1) target is an (N, N) matrix, and the loss is silently wrong."""
+    if isinstance(target, Tensor) and tuple(target.shape) != tuple(x.shape):
+        try:
+            both = np.broadcast_shapes(tuple(x.shape), tuple(target.shape))
+        except ValueError:
+            return  # they do not broadcast at all: the subtraction raises the ShapeError
+        import warnings
+        warnings.warn(
+            f"{op}: target has shape {fmt_shape(target.shape)} but input has {fmt_shape(x.shape)}; they broadcast "
+            f"to {fmt_shape(both)}, which is likely a bug (squeeze the model's output or reshape the target "
+            f"so the shapes match)", UserWarning, stacklevel=stacklevel)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target)^2`` (broadcasting, as PyTorch), reduced by ``reduction``."""
     op = "mse_loss"
@@ -266,6 +281,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = _autocast_args(op, input, target)
     x = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
+    _warn_broadcast(op, x, target)
     d = x - target
     sq = d * d
     if weight is not None:

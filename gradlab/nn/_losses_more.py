@@ -21,7 +21,7 @@ from ..errors import ArgumentError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-from ._losses import _REDUCTIONS, _float_input, _reduce, _reduction, _Softplus
+from ._losses import _REDUCTIONS, _float_input, _reduce, _reduction, _Softplus, _warn_broadcast
 
 NS = "gradlab.nn.functional"
 
@@ -29,6 +29,7 @@ NS = "gradlab.nn.functional"
 def _diff(op, input, target, reduction, size_average, reduce):
     x = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
+    _warn_broadcast(op, x, target, stacklevel=4)
     return x - target, red
 
 
