@@ -49,6 +49,9 @@ def _to_array(data, dtype=None, device=None):
                 dtype = _dt.get_default_dtype()
             elif arr.dtype.kind in "iu":
                 dtype = _dt.int64
+        elif dtype.kind in "iu" and arr.dtype.kind in "iu" and arr.size:  # tensor([300], dtype=uint8)
+            _dt.check_fits(int(arr.min()), dtype, "tensor")
+            _dt.check_fits(int(arr.max()), dtype, "tensor")
         out = arr.astype(dtype, copy=False) if dtype is not None else arr
     dev = as_device(device)
     if dev.type != "cpu":
@@ -125,6 +128,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
         raise ArgumentError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
+    _dt.check_fits(fill_value, _dt.as_dtype(dtype), "full")
     return _new("full", (size,) if not isinstance(size, int) else (size,), dtype, device, requires_grad,
                 lambda xp, s, d: xp.full(s, fill_value, dtype=d))
 

@@ -197,6 +197,7 @@ def fill_(self, value):
     """Set every element to ``value`` (a number or a one-element tensor)."""
     if isinstance(value, Tensor) and value.numel() != 1:
         raise ShapeError(f"fill_: value must be a number or a one-element tensor, got shape {fmt_shape(value.shape)}")
+    _dt.check_fits(value, self.dtype, "fill_")
     if not _needs_graph(self, (value,)):
         self.data[...] = value.data if isinstance(value, Tensor) else value
         _bump(self)
@@ -361,6 +362,7 @@ def setitem(self, index, value):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
     from ..errors import GradlabError, IndexOutOfRange
+    _dt.check_fits(value, self.dtype, "setitem")
     try:
         if not _needs_graph(self, (value,)):
             _assign(self.data, idx, value.data if isinstance(value, Tensor) else value)

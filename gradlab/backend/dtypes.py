@@ -164,3 +164,17 @@ def result_type(*operands) -> np.dtype:
 
 def dtype_name(dtype) -> str:
     return "bfloat16" if bfloat16 is not None and dtype == bfloat16 else str(dtype)
+
+
+def check_fits(value, dtype, op: str) -> None:
+    """Raise if the Python number ``value`` cannot be stored in integer ``dtype`` (PyTorch refuses; NumPy
+    would raise OverflowError or silently wrap 300 to 44 in a uint8)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or isinstance(value, _b.bool) or not isinstance(value, (_b.int, np.integer)):
+        return
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        from ..errors import ArgumentError
+        wider = "int64" if dtype.itemsize < 8 else "float64"
+        raise ArgumentError(f"{op}: the value {value} does not fit in {dtype_name(dtype)} "
+                            f"(range {info.min} to {info.max}); use a wider dtype such as {wider}")

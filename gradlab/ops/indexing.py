@@ -282,6 +282,7 @@ def masked_fill(input, mask, value):
     except ValueError:
         raise ShapeError(f"masked_fill: mask {fmt_shape(mask.shape)} does not broadcast to input "
                          f"{fmt_shape(x.shape)}") from None
+    _dt.check_fits(value, x.dtype, "masked_fill")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got shape {fmt_shape(value.shape)}")
