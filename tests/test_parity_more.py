@@ -198,6 +198,24 @@ def test_loss_weight_follows_module_to_device(sim_device):
     np.testing.assert_allclose(got.cpu().item(), expected.item(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["where", "gather", "index_select", "scatter", "masked_fill", "cross_entropy",
+                                  "nll_loss", "embedding"])
+def test_index_and_mask_arguments_must_share_the_device(sim_device, case):
+    from gradlab.errors import DeviceError
+    F = gradlab.nn.functional
+    x = gradlab.randn(3, 4).to(sim_device)
+    idx, mask = gradlab.tensor([[0], [1], [2]]), gradlab.randn(3, 4) > 0   # left on the cpu
+    run = {"where": lambda i, m: gradlab.where(m, x, 0.0), "gather": lambda i, m: x.gather(1, i),
+           "index_select": lambda i, m: x.index_select(0, i[:, 0]), "scatter": lambda i, m: x.scatter(1, i, 1.0),
+           "masked_fill": lambda i, m: x.masked_fill(m, 0.0), "cross_entropy": lambda i, m: F.cross_entropy(x, i[:, 0]),
+           "nll_loss": lambda i, m: F.nll_loss(x, i[:, 0]),
+           "embedding": lambda i, m: F.embedding(i[:, 0], gradlab.randn(5, 2).to(sim_device))}[case]
+    with pytest.raises(DeviceError, match=r"cuda:0.*cpu|cpu.*cuda:0"):
+        run(idx, mask)
+    out = run(idx.to(sim_device), mask.to(sim_device))  # all on one device: fine
+    assert out.device.type == "cuda"
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 

@@ -24,7 +24,7 @@ from ..backend import generator, xp_of
 from ..backend.arrays import scatter_add
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
-from ..ops._util import check_tensor
+from ..ops._util import check_tensor, device_mismatch
 from ..ops.index import IndexAddZeros
 from ..ops.registry import Sample, register
 
@@ -228,6 +228,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """
     ids = check_tensor(input, "embedding", "input")
     w = check_tensor(weight, "embedding", "weight")
+    if type(ids.data) is not type(w.data) and ids.device != w.device:  # same device (PyTorch)
+        raise device_mismatch("embedding", w, ids, ("weight", "input"))
     if _dt.category(ids.dtype) != 1:
         raise DTypeError(f"embedding: input holds the ids to look up and must be an integer tensor, got dtype "
                          f"{_dt.dtype_name(ids.dtype)}; use .long()")

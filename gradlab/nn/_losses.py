@@ -21,7 +21,7 @@ from ..backend import dtypes as _dt
 from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
-from ..ops._util import check_tensor
+from ..ops._util import check_tensor, device_mismatch
 from ..ops.registry import Sample, register
 from ..ops.activations import _sigmoid_array
 from ..ops.softmax import log_softmax
@@ -156,6 +156,8 @@ def _check_weight(op, weight, n_classes, dtype):
 def _check_index_target(op, x, target, cdim, ignore_index):
     """Class-index targets: an integer tensor shaped like the input without its class dim, values in [0, C)."""
     t = check_tensor(target, op, "target")
+    if type(t.data) is not type(x.data) and t.device != x.device:  # same device (PyTorch)
+        raise device_mismatch(op, x, t, ("input", "target"))
     expected = x.shape[:cdim] + x.shape[cdim + 1:]
     if _dt.category(t.dtype) != 1:
         raise DTypeError(

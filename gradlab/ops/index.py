@@ -16,7 +16,7 @@ from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError,
 from .._tensor import Tensor
 from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
-from ._util import check_tensor, one_dim, view_of
+from ._util import check_tensor, device_mismatch, one_dim, view_of
 from .registry import Sample, register
 
 
@@ -167,6 +167,8 @@ def _along(index: np.ndarray, dim: int):
 
 def _check_gather(op, x, dim, index):
     index = check_tensor(index, op, "index")
+    if type(index.data) is not type(x.data) and index.device != x.device:  # same device (PyTorch)
+        raise device_mismatch(op, x, index, ("input", "index"))
     if _dt.category(index.dtype) != 1:
         raise DTypeError(f"{op}: index must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
                          f"(index shape {fmt_shape(index.shape)}, input shape {fmt_shape(x.shape)}); "

@@ -17,13 +17,15 @@ from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
-from ._util import check_tensor, is_scalar, one_dim
+from ._util import check_tensor, device_mismatch, is_scalar, one_dim
 from .index import Index, IndexAddZeros, _along, _check_gather, index_add_zeros
 from .registry import Sample, register
 
 
 def _index_arg(index, op, x, arg="index"):
     index = check_tensor(index, op, arg)
+    if type(index.data) is not type(x.data) and index.device != x.device:  # same device (PyTorch)
+        raise device_mismatch(op, x, index, ("input", "index"))
     if _dt.category(index.dtype) != 1:
         raise DTypeError(f"{op}: {arg} must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
                          f"({arg} shape {fmt_shape(index.shape)}, input shape {fmt_shape(x.shape)}); "
@@ -273,6 +275,8 @@ def masked_fill(input, mask, value):
     The attention lesson's causal mask: ``scores.masked_fill(~causal, float('-inf'))``."""
     x = check_tensor(input, "masked_fill")
     mask = check_tensor(mask, "masked_fill", "mask")
+    if type(mask.data) is not type(x.data) and mask.device != x.device:  # same device (PyTorch)
+        raise device_mismatch("masked_fill", x, mask, ("input", "mask"))
     if mask.dtype != _dt.bool_:
         raise DTypeError(f"masked_fill: mask must be a bool tensor, got dtype {_dt.dtype_name(mask.dtype)} "
                          f"(mask shape {fmt_shape(mask.shape)}); build it with a comparison, or use mask.bool()")

@@ -14,7 +14,7 @@ from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..errors import ArgumentTypeError
 from .._tensor import Tensor
-from ._util import arrays_for, check_broadcast, check_tensor, operand, shape_of
+from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
 from .reduce import sum_to_array
 from .registry import Sample, register
 from .samples import binary_samples
@@ -216,6 +216,9 @@ def where(condition, input=None, other=None):
         return cond.nonzero(as_tuple=True)
     if input is None or other is None:
         raise ArgumentTypeError("where: give both input and other (or neither, for the indices of the true entries)")
+    for name, t in (("input", input), ("other", other)):
+        if isinstance(t, Tensor) and type(t.data) is not type(cond.data) and t.device != cond.device:
+            raise device_mismatch("where", t, cond, (name, "condition"))
     if cond.dtype != _dt.bool_:
         cond = Tensor._make(cond.data.astype(bool))
     return Where.apply(cond, operand(input, "where", "input"), operand(other, "where", "other"))
