@@ -156,7 +156,8 @@ BAD = {
     "randperm_negative": (lambda L: L.randperm(-1), GradlabError, ["randperm", "-1"]),
     "randn_like_int": (lambda L: L.randn_like(L.tensor([1, 2])), DTypeError, ["randn", "int64", "float"]),
     "any_dim_out_of_range": (lambda L: L.ones(2, 3).any(5), IndexOutOfRange, ["any", "dim 5"]),
-    "batch_norm_running_shape": (lambda L: L.nn.functional.batch_norm(L.randn(4, 3), L.zeros(5), L.ones(5), training=True),
+    "batch_norm_running_shape": (lambda L: L.nn.functional.batch_norm(L.randn(4, 3), L.zeros(5), L.ones(5),
+                                                                      training=True),
                                  ShapeError, ["batch_norm", "(5,)", "3 channels"]),
     "instance_norm_running_shape": (
         lambda L: L.nn.functional.instance_norm(L.randn(2, 3, 4), L.zeros(5), L.ones(5)), ShapeError,
@@ -225,7 +226,8 @@ def test_dataloader_without_batching_matches_pytorch(torch):
         return len(loader), [tuple(b) for b in loader]
 
     import gradlab.data
-    _assert_same(_plain(run(gradlab, gradlab.data), torch), _plain(run(torch, torch.utils.data), torch), "batch_size=None")
+    _assert_same(_plain(run(gradlab, gradlab.data), torch), _plain(run(torch, torch.utils.data), torch),
+                 "batch_size=None")
     got = list(gradlab.data.DataLoader([1, 2, 3], batch_size=None, collate_fn=lambda v: v * 10))
     assert got == list(torch.utils.data.DataLoader([1, 2, 3], batch_size=None, collate_fn=lambda v: v * 10))
 
