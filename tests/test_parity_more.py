@@ -217,6 +217,26 @@ def test_index_and_mask_arguments_must_share_the_device(sim_device, case):
     assert out.device.type == "cuda"
 
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("kw", [dict(padding=(1, 2)), dict(padding="same", dilation=(2, 1)), dict(padding=1, stride=2)])
+def test_conv2d_padding_modes_match_pytorch(torch, mode, kw):
+    x = np.random.default_rng(0).standard_normal((2, 2, 5, 6))
+    w = np.random.default_rng(1).standard_normal((4, 1, 3, 2))
+
+    def run(L):
+        conv = L.nn.Conv2d(2, 4, (3, 2), padding_mode=mode, groups=2, **kw).double()
+        with L.no_grad():
+            conv.weight.copy_(L.tensor(w))
+            conv.bias.fill_(0.3)
+        xi = L.tensor(x, requires_grad=True)
+        y = conv(xi)
+        (y * y).sum().backward()
+        return y, xi.grad, conv.weight.grad, conv.bias.grad
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"{mode} {kw}")
+    assert f"padding_mode={mode}" in repr(gradlab.nn.Conv2d(2, 4, 3, padding_mode=mode))
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 

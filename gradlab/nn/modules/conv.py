@@ -23,8 +23,9 @@ class Conv2d(Module):
         if in_channels % groups or out_channels % groups:
             raise ArgumentError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) "
                                 f"must both be divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise ArgumentError(f"Conv2d: padding_mode {padding_mode!r} is not supported; gradlab pads with zeros")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ArgumentError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
+                                f"got {padding_mode!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size)
         self.stride = pair(stride, "stride")
@@ -52,7 +53,16 @@ class Conv2d(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if self.padding_mode == "zeros" or self.padding == "valid":
+            return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        # another padding mode: pad first (F.pad's order: last dim first), then convolve without padding
+        if self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            pads = [(t // 2, t - t // 2) for t in totals]
+        else:
+            pads = [(p, p) for p in self.padding]
+        x = F.pad(input, pads[1] + pads[0], mode=self.padding_mode)
+        return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -62,6 +72,8 @@ class Conv2d(Module):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         if self.bias is None:
             s += ", bias=False"
         return s
