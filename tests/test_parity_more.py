@@ -237,6 +237,55 @@ def test_conv2d_padding_modes_match_pytorch(torch, mode, kw):
     assert f"padding_mode={mode}" in repr(gradlab.nn.Conv2d(2, 4, 3, padding_mode=mode))
 
 
+@pytest.mark.parametrize("name, shape, kw", [
+    ("BatchNorm2d", (4, 3, 5, 5), {}), ("BatchNorm1d", (6, 3), {}), ("BatchNorm1d", (6, 3, 7), dict(momentum=None)),
+    ("BatchNorm2d", (4, 3, 2, 2), dict(affine=False, momentum=0.3)),
+    ("BatchNorm1d", (5, 3), dict(track_running_stats=False)),
+    ("BatchNorm2d", (2, 3, 3, 3), dict(bias=False, eps=1e-3))])
+def test_batchnorm_modules_match_pytorch(torch, name, shape, kw):
+    def run(L):
+        m = getattr(L.nn, name)(3, **kw).double()
+        if m.weight is not None:
+            with L.no_grad():
+                m.weight.copy_(L.tensor([1.0, 2.0, 0.5]))
+        outs = []
+        for step in range(3):  # training: batch statistics, running averages updated
+            x = L.tensor(np.random.default_rng(step).standard_normal(shape), requires_grad=True)
+            y = m(x)
+            (y * y).sum().backward()
+            outs += [y, x.grad]
+        m.eval()  # evaluation: the running averages
+        x = L.tensor(np.random.default_rng(9).standard_normal(shape), requires_grad=True)
+        y = m(x)
+        (y * y).sum().backward()
+        outs += [y, x.grad, [p.grad for p in m.parameters()]]
+        return outs, list(m.state_dict().items()), repr(m).split("  #")[0]  # (gradlab adds a parameter count)
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"{name} {kw}")
+
+
+def test_pooling_modules_match_pytorch(torch):
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 7))
+
+    def run(L):
+        xi = L.tensor(x, requires_grad=True)
+        a = L.nn.AvgPool2d(3, 2, 1, count_include_pad=False)(xi)
+        b = L.nn.AdaptiveAvgPool2d((2, 3))(xi)
+        (a.sum() + (b * b).sum()).backward()
+        return a, b, xi.grad, repr(L.nn.AvgPool2d(2)).split("  #")[0], repr(L.nn.AdaptiveAvgPool2d(1)).split("  #")[0]
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), "pooling modules")
+
+
+def test_batchnorm_wrong_rank_and_device(sim_device):
+    with pytest.raises(ShapeError, match=r"BatchNorm2d.*4-D.*\(2, 3\)"):
+        gradlab.nn.BatchNorm2d(3)(gradlab.randn(2, 3))
+    bn = gradlab.nn.BatchNorm2d(3).to(sim_device)
+    assert bn.running_mean.device.type == "cuda" and bn.num_batches_tracked.dtype == gradlab.int64
+    bn(gradlab.randn(2, 3, 4, 4).to(sim_device))
+    assert int(bn.num_batches_tracked.item()) == 1
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 
