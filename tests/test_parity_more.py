@@ -286,6 +286,29 @@ def test_batchnorm_wrong_rank_and_device(sim_device):
     assert int(bn.num_batches_tracked.item()) == 1
 
 
+@pytest.mark.parametrize("kw", [dict(lr=0.1), dict(lr=0.1, maximize=True),
+                                dict(lr=0.1, lr_decay=0.1, weight_decay=0.05, initial_accumulator_value=0.2, eps=1e-6)])
+def test_adagrad_matches_pytorch(torch, kw):
+    rng = np.random.default_rng(0)
+    w0, x, y = rng.standard_normal((4, 3)), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+
+    def run(L):
+        w, b = L.tensor(w0, requires_grad=True), L.zeros(3, dtype=L.float64, requires_grad=True)
+        opt = L.optim.Adagrad([w, b], **kw)
+        sched = L.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
+        for _ in range(5):
+            opt.zero_grad()
+            ((L.tensor(x) @ w + b - L.tensor(y)) ** 2).mean().backward()
+            opt.step()
+            sched.step()
+        fresh = L.optim.Adagrad([L.tensor(w0, requires_grad=True)], lr=0.1)
+        return w, b, opt.state[w]["sum"], float(opt.state[w]["step"]), float(fresh.state_dict()["state"][0]["step"])
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"Adagrad {kw}")
+    with pytest.raises(ValueError, match="lr_decay"):
+        gradlab.optim.Adagrad([gradlab.ones(1, requires_grad=True)], lr_decay=-1)
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 
