@@ -74,6 +74,15 @@ def _scatter_inplace(L):
     return one_hot, twos, h, x.grad, z
 
 
+def _setitem_dual(L):
+    fa = L.autograd.forward_ad
+    with fa.dual_level():
+        d = fa.make_dual(L.tensor(A[0, 0]), L.tensor(A[1, 1]))
+        out = L.zeros(2, 5, dtype=L.float64)
+        out[1, 1:] = d.sin()
+        return fa.unpack_dual(out).tangent
+
+
 CASES = {
     # an empty dim list reduces over every dim, as in PyTorch (dims computed as tuple(range(1, x.ndim)))
     "sum_empty_tuple": lambda L: _with_grad(L, lambda L, x: x.sum(())),
@@ -125,6 +134,12 @@ CASES = {
     # a 0-d tensor in an f-string formats as its number (f"loss {loss}")
     "format_0d": lambda L: (f"{L.tensor(3)} {L.tensor(2.5)} {L.tensor(True)} {L.tensor(0.1)}",
                             f"{L.tensor(1 / 3, dtype=L.float64):.3f}", "{}".format(L.ones(2, 2).sum())),
+    # composites: diagonal/trace/diag/masked_select/repeat_interleave (also in the registry), nelement
+    "composite_ops": lambda L: _with_grad(L, lambda L, x: (x.diagonal(1, 0, 2) * 2, x[0].trace(), L.diag(x[0, 0], -1),
+                                                          x.masked_select(x > 0), x.repeat_interleave(2, dim=1),
+                                                          x.nelement())),
+    # setitem of a dual tensor carries its tangent (forward mode)
+    "setitem_forward_mode": lambda L: _setitem_dual(L),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),

@@ -364,7 +364,8 @@ def setitem(self, index, value):
     from ..errors import GradlabError, IndexOutOfRange
     _dt.check_fits(value, self.dtype, "setitem")
     try:
-        if not _needs_graph(self, (value,)):
+        dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents
+        if not dual and not _needs_graph(self, (value,)):
             _assign(self.data, idx, value.data if isinstance(value, Tensor) else value)
             _bump(self)
             return

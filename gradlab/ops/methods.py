@@ -202,7 +202,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 
 METHODS = {
     "new_empty": _new_empty, "type": _type, "ravel": _ravel,
-    "sort": _sort, "argsort": _argsort, "topk": _topk, "where": _where,
+    "sort": _sort, "argsort": _argsort, "topk": _topk, "where": _where, "nelement": lambda self: self.numel(),
     "softmax": _softmax, "log_softmax": _log_softmax, "select": _select, "unbind": _unbind, "narrow": _narrow,
     "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
     "unflatten": _unflatten, "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new_full,
