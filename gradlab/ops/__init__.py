@@ -36,7 +36,8 @@ from .indexing import index_select, masked_fill, scatter, scatter_add, tril, tri
 from .rearrange import as_strided, chunk, flip, repeat, roll, split, tile  # noqa: E402
 from .contract import bmm, einsum, outer, tensordot  # noqa: E402
 from .quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: E402
-from .composite import diag, diagonal, masked_select, repeat_interleave, trace  # noqa: E402
+# (the matrix trace is only the method x.trace(): gradlab.trace is the debugging trace, gradlab.debug.trace)
+from .composite import diag, diagonal, masked_select, repeat_interleave  # noqa: E402
 
 
 def true_divide(input, other):
@@ -78,7 +79,7 @@ TENSOR_METHODS += [  # the operator library (activations, reductions, indexing, 
     "sin", "cos", "log1p", "expm1", "reciprocal", "floor", "round", "ceil", "trunc", "erf", "var", "std",
     "logsumexp", "prod", "cumsum", "norm", "scatter", "scatter_add", "index_select", "masked_fill", "tril", "triu",
     "split", "chunk", "repeat", "tile", "flip", "roll", "as_strided", "outer", "bmm",
-    "diag", "diagonal", "masked_select", "repeat_interleave", "trace",
+    "diag", "diagonal", "masked_select", "repeat_interleave",
 ]
 
 

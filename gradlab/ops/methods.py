@@ -158,6 +158,11 @@ def _nonzero(self, *, as_tuple=False):
     return Tensor._make(xp.stack(idx, axis=1).astype("int64") if idx else xp.zeros((0, 0), "int64"))
 
 
+def _composite():
+    from . import composite
+    return composite
+
+
 def _where(self, condition, other):
     """``x.where(condition, y)``: ``x`` where ``condition`` is true, else ``y`` (``gradlab.where(condition, x, y)``)."""
     return O.where(condition, self, other)
@@ -203,6 +208,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 METHODS = {
     "new_empty": _new_empty, "type": _type, "ravel": _ravel,
     "sort": _sort, "argsort": _argsort, "topk": _topk, "where": _where, "nelement": lambda self: self.numel(),
+    "trace": lambda self: _composite().trace(self),
     "softmax": _softmax, "log_softmax": _log_softmax, "select": _select, "unbind": _unbind, "narrow": _narrow,
     "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
     "unflatten": _unflatten, "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new_full,
