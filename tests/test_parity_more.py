@@ -140,6 +140,13 @@ CASES = {
                                                           x.nelement())),
     # setitem of a dual tensor carries its tangent (forward mode)
     "setitem_forward_mode": lambda L: _setitem_dual(L),
+    # NumPy's spellings, which PyTorch accepts too: axis= for dim=, keepdims= for keepdim=
+    "numpy_spellings": lambda L: _with_grad(L, lambda L, x: (
+        x.sum(1, keepdims=True) + x.mean(axis=0, keepdims=True) + x.max(axis=2, keepdims=True)[0]
+        + x.amax(axis=(0, 2), keepdims=True) + x.logsumexp(axis=1, keepdims=True) + x.var(axis=1, keepdims=True)
+        + x.std(1, keepdims=True) + x.prod(axis=1, keepdims=True) + x.min(axis=1, keepdims=True).values,
+        L.cat([x, x], axis=1), L.stack([x, x], axis=0), x[:, :1].squeeze(axis=1), x.cumsum(axis=2),
+        x.argmax(axis=1, keepdims=True), L.argmin(x, axis=0), (x > 0).any(axis=1, keepdims=True), (x > 0).all(axis=0))),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),

@@ -110,18 +110,18 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.any(x))
-def any(input, dim=None, keepdim=False):  # noqa: A001
+def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "any")
-    axes = norm_dim(dim, x.ndim, "any")
-    return Tensor._make(as_array(np.any(x.data, axis=axes, keepdims=keepdim)))
+    axes = norm_dim(dim if axis is None else axis, x.ndim, "any")
+    return Tensor._make(as_array(np.any(x.data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.all(x))
-def all(input, dim=None, keepdim=False):  # noqa: A001
+def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "all")
-    axes = norm_dim(dim, x.ndim, "all")
-    return Tensor._make(as_array(np.all(x.data, axis=axes, keepdims=keepdim)))
+    axes = norm_dim(dim if axis is None else axis, x.ndim, "all")
+    return Tensor._make(as_array(np.all(x.data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
 
 
 class ZeroGrad(Op):

@@ -62,6 +62,11 @@ def sum_to_array(a, shape):
     return a.sum(axis=axes).reshape(shape)
 
 
+def _keep(keepdim, keepdims):
+    """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it."""
+    return keepdim if keepdims is None else keepdims
+
+
 def _dim_arg(dim, axis, op):
     if axis is not None:
         if dim is not None:
@@ -153,13 +158,13 @@ def _sum_dtype(x, dtype):
 
 @register(op=Sum, samples=reduce_samples(),
           torch=lambda torch, x, dim=None, keepdim=False: x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim))
-def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001 - PyTorch's name
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
     if _amp.enabled:
         (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
-    return Sum.apply(x, axes, bool(keepdim), _sum_dtype(x, dtype))
+    return Sum.apply(x, axes, bool(keepdim if keepdims is None else keepdims), _sum_dtype(x, dtype))
 
 
 class Mean(Op):
@@ -190,7 +195,7 @@ class Mean(Op):
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
           torch=lambda torch, x, dim=None, keepdim=False: x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim))
-def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None):
+def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")
     if dtype is not None:
@@ -200,7 +205,7 @@ def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None):
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
     if _amp.enabled:
         (x,) = _autocast_args("mean", x)
-    return Mean.apply(x, axes, bool(keepdim))
+    return Mean.apply(x, axes, bool(_keep(keepdim, keepdims)))
 
 
 class Amax(Op):
@@ -250,9 +255,10 @@ class Amin(Amax):
 
 
 def _red(op_cls, name):
-    def fn(input, dim=None, keepdim=False, *, axis=None):
+    def fn(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         x = check_tensor(input, name)
-        return op_cls.apply(x, norm_dim(_dim_arg(dim, axis, name), x.ndim, name), bool(keepdim))
+        axes = norm_dim(_dim_arg(dim, axis, name), x.ndim, name)
+        return op_cls.apply(x, axes, bool(_keep(keepdim, keepdims)))
     fn.__name__ = name
     fn.__doc__ = f"The {name[1:]}imum over ``dim`` (int, tuple or None); ties share the gradient equally."
     return register(name, op=op_cls, samples=reduce_samples(distinct=True, allow_empty=False),
@@ -304,22 +310,23 @@ def _torch_max(name):
 
 
 @register(samples=_max_samples, formula="dX = dY at the argmax (scattered back), 0 elsewhere", torch=_torch_max("max"))
-def max(input, dim=None, keepdim=False, *, axis=None, other=None):  # noqa: A001
+def max(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)`` as PyTorch;
     ``max(x, y)``: elementwise maximum."""
-    return _max_min("max", O.argmax, amax, O.maximum, input, dim, keepdim, axis, other)
+    return _max_min("max", O.argmax, amax, O.maximum, input, dim, _keep(keepdim, keepdims), axis, other)
 
 
 @register(samples=_max_samples, formula="dX = dY at the argmin (scattered back), 0 elsewhere", torch=_torch_max("min"))
-def min(input, dim=None, keepdim=False, *, axis=None, other=None):  # noqa: A001
+def min(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)`` as PyTorch;
     ``min(x, y)``: elementwise minimum."""
-    return _max_min("min", O.argmin, amin, O.minimum, input, dim, keepdim, axis, other)
+    return _max_min("min", O.argmin, amin, O.minimum, input, dim, _keep(keepdim, keepdims), axis, other)
 
 
 def _arg(name, fn):
-    def f(input, dim=None, keepdim=False):
+    def f(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         x = check_tensor(input, name)
+        dim, keepdim = _dim_arg(dim, axis, name), _keep(keepdim, keepdims)
         d = None if dim is None else one_dim(dim, x.ndim, name)
         if x.data.size == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
             raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty"

@@ -21,10 +21,10 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, norm_dim, one_dim
-from .reduce import _dim_arg, _expand_back, _kept_shape
+from .reduce import _dim_arg, _expand_back, _keep, _kept_shape
 from .registry import Sample, register
 
 
@@ -153,16 +153,16 @@ def _torch_var(name):
 
 
 @register(op=Var, samples=_var_samples, torch=_torch_var("var"))
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Variance over ``dim``: ``sum((x - mean)^2) / (N - correction)``; ``correction=1`` by default
     (Bessel's correction, as PyTorch), ``correction=0`` for the population variance."""
-    return _var_std(Var, "var", input, dim, unbiased, keepdim, correction, axis)
+    return _var_std(Var, "var", input, dim, unbiased, _keep(keepdim, keepdims), correction, axis)
 
 
 @register(op=Std, samples=_var_samples, torch=_torch_var("std"))
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Standard deviation: ``sqrt(var(...))`` with the same arguments; its gradient is 0 where it is 0."""
-    return _var_std(Std, "std", input, dim, unbiased, keepdim, correction, axis)
+    return _var_std(Std, "std", input, dim, unbiased, _keep(keepdim, keepdims), correction, axis)
 
 
 # ------------------------------------------------------------------ logsumexp
@@ -214,7 +214,7 @@ def _lse_samples(src):
 
 @register(op=LogSumExp, samples=_lse_samples,
           torch=lambda torch, x, dim, keepdim=False: torch.logsumexp(x, dim, keepdim=keepdim))
-def logsumexp(input, dim=None, keepdim=False, *, axis=None):
+def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``log(sum(exp(x)))`` over ``dim``, computed stably as ``m + log(sum(exp(x - m)))`` with ``m = max(x)``.
 
     ``dim=None`` reduces every dim (PyTorch requires ``dim``)."""
@@ -222,7 +222,7 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None):
     if _dt.category(x.dtype) < 2:  # as PyTorch: integers are summed as the default float dtype
         x = O.to(x, _dt.get_default_dtype())
     axes = norm_dim(_dim_arg(dim, axis, "logsumexp"), x.ndim, "logsumexp")
-    return LogSumExp.apply(x, axes, bool(keepdim))
+    return LogSumExp.apply(x, axes, bool(_keep(keepdim, keepdims)))
 
 
 # ----------------------------------------------------------------------- prod
@@ -300,7 +300,7 @@ def _prod_samples(src):
 
 @register(op=Prod, samples=_prod_samples,
           torch=lambda torch, x, dim=None, keepdim=False: torch.prod(x) if dim is None else torch.prod(x, dim, keepdim))
-def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None):
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """The product of the elements (all, or along one ``dim``); integer and bool inputs give int64."""
     x = check_tensor(input, "prod")
     dim = _dim_arg(dim, axis, "prod")
@@ -309,7 +309,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None):
         dtype = _dt.as_dtype(dtype)
     elif _dt.category(x.dtype) < 2:
         dtype = _dt.int64
-    return Prod.apply(x, axes, bool(keepdim), dtype)
+    return Prod.apply(x, axes, bool(_keep(keepdim, keepdims)), dtype)
 
 
 # --------------------------------------------------------------------- cumsum
@@ -355,9 +355,12 @@ def _cumsum_samples(src):
 
 
 @register(op=CumSum, samples=_cumsum_samples, torch=lambda torch, x, dim: torch.cumsum(x, dim))
-def cumsum(input, dim, *, dtype=None):
+def cumsum(input, dim=None, *, dtype=None, axis=None):
     """Running sum along ``dim``: ``y[i] = x[0] + ... + x[i]``; integer and bool inputs give int64."""
     x = check_tensor(input, "cumsum")
+    dim = _dim_arg(dim, axis, "cumsum")
+    if dim is None:
+        raise ArgumentTypeError("cumsum: dim is required (the dim to run along, e.g. x.cumsum(dim=0))")
     d = one_dim(dim, x.ndim, "cumsum")
     if dtype is not None:
         dtype = _dt.as_dtype(dtype)

@@ -186,10 +186,10 @@ def _squeeze_samples(src):
 
 @register(samples=_squeeze_samples, formula="dX = reshape(dY, X.shape)",
           torch=lambda torch, x, dim=None: x.squeeze() if dim is None else x.squeeze(dim))
-def squeeze(input, dim=None):
+def squeeze(input, dim=None, *, axis=None):
     """Remove dimensions of size 1 (all of them, or those in ``dim`` that have size 1)."""
     x = check_tensor(input, "squeeze")
-    axes = norm_dim(dim, x.ndim, "squeeze")
+    axes = norm_dim(dim if axis is None else axis, x.ndim, "squeeze")
     axes = range(x.ndim) if axes is None else axes
     shape = tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1))
     return reshape(x, shape)
@@ -338,8 +338,9 @@ def _cat_samples(src):
 
 
 @register(op=Cat, samples=_cat_samples, torch=lambda torch, xs, dim=0: torch.cat(xs, dim))
-def cat(tensors, dim=0):
-    """Join tensors along an existing dimension; all other sizes must match."""
+def cat(tensors, dim=0, *, axis=None):
+    """Join tensors along an existing dimension; all other sizes must match (``axis=`` is ``dim=``)."""
+    dim = dim if axis is None else axis
     xs = _seq_arg(tensors, "cat")
     nd = xs[0].ndim
     if nd == 0:
@@ -363,8 +364,9 @@ def _stack_samples(src):
 
 
 @register(samples=_stack_samples, formula="dX_i = dY.select(dim, i)", torch=lambda torch, xs, dim=0: torch.stack(xs, dim))
-def stack(tensors, dim=0):
-    """Join same-shaped tensors along a new dimension ``dim``."""
+def stack(tensors, dim=0, *, axis=None):
+    """Join same-shaped tensors along a new dimension ``dim`` (``axis=`` is ``dim=``)."""
+    dim = dim if axis is None else axis
     xs = _seq_arg(tensors, "stack")
     for i, x in enumerate(xs):
         if x.shape != xs[0].shape:
