@@ -331,6 +331,22 @@ def test_adagrad_matches_pytorch(torch, kw):
         gradlab.optim.Adagrad([gradlab.ones(1, requires_grad=True)], lr_decay=-1)
 
 
+@pytest.mark.parametrize("kw", [dict(patience=2), dict(patience=0, min_lr=0.02),
+                                dict(mode="max", factor=0.5, patience=1, cooldown=2, threshold_mode="abs",
+                                     threshold=0.1)])
+def test_reduce_lr_on_plateau_matches_pytorch(torch, kw):
+    def run(L):
+        opt = L.optim.SGD([L.ones(1, requires_grad=True)], lr=0.1)
+        sched = L.optim.lr_scheduler.ReduceLROnPlateau(opt, **kw)
+        lrs = []
+        for metric in [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.9, 1.2, 1.2]:
+            sched.step(L.tensor(metric))
+            lrs.append(opt.param_groups[0]["lr"])
+        return lrs, sched.get_last_lr(), sched.num_bad_epochs, sched.best
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"ReduceLROnPlateau {kw}")
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 

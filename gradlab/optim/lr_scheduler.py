@@ -231,3 +231,6 @@ class WarmupCosineLR(LRScheduler):
 
 
 LinearWarmupCosineAnnealingLR = WarmupCosineLR
+
+
+from .plateau import ReduceLROnPlateau  # noqa: E402,F401 - (it listens to a metric: its own file)
