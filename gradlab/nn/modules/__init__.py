@@ -15,3 +15,38 @@ __all__ = [
     "LayerNorm", "Linear", "LogSoftmax", "LoRALinear", "MaxPool2d", "MSELoss", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "ReLU", "Sequential", "Sigmoid", "SiLU", "Softmax", "Tanh", "TransformerBlock",
 ]
+
+# More of torch.nn's layers, over the existing functional ops (one concept per file).
+from .activation_more import (  # noqa: E402
+    CELU, ELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU,
+    Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold,
+)
+from .conv_more import (  # noqa: E402
+    AdaptiveAvgPool1d, AvgPool1d, CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, Conv1d,
+    ConvTranspose2d, MaxPool1d, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+    ReplicationPad2d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+)
+from .loss_more import (  # noqa: E402
+    BCELoss, CosineEmbeddingLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss,
+    MultiLabelSoftMarginLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+)
+from .norm_more import (  # noqa: E402
+    CosineSimilarity, Dropout1d, Dropout2d, Dropout3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, PairwiseDistance,
+    RMSNorm, Unflatten,
+)
+from .paramlist import ParameterDict, ParameterList  # noqa: E402
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: E402
+from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+
+__all__ += [
+    "CELU", "ELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
+    "PReLU", "ReLU6", "SELU", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+    "AdaptiveAvgPool1d", "AvgPool1d", "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "Conv1d",
+    "ConvTranspose2d", "MaxPool1d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
+    "ZeroPad2d", "BCELoss", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+    "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
+    "TripletMarginLoss", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d",
+    "InstanceNorm2d", "PairwiseDistance", "RMSNorm", "Unflatten", "ParameterDict", "ParameterList", "GRU", "LSTM",
+    "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "TransformerEncoder", "TransformerEncoderLayer",
+]
