@@ -347,6 +347,27 @@ def test_reduce_lr_on_plateau_matches_pytorch(torch, kw):
     _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"ReduceLROnPlateau {kw}")
 
 
+@pytest.mark.parametrize("opt, kw", [
+    ("sgd", dict(max_lr=0.5, total_steps=10)),
+    ("adam", dict(max_lr=0.5, epochs=2, steps_per_epoch=6, anneal_strategy="linear", three_phase=True)),
+    ("groups", dict(max_lr=[0.5, 0.1], total_steps=8, pct_start=0.4, cycle_momentum=False))])
+def test_one_cycle_lr_matches_pytorch(torch, opt, kw):
+    def run(L):
+        w, v = L.ones(2, requires_grad=True), L.ones(1, requires_grad=True)
+        o = {"sgd": lambda: L.optim.SGD([w], lr=0.1, momentum=0.9), "adam": lambda: L.optim.Adam([w], lr=0.1),
+             "groups": lambda: L.optim.SGD([{"params": [w]}, {"params": [v]}], lr=0.1)}[opt]()
+        sched = L.optim.lr_scheduler.OneCycleLR(o, **kw)
+        seen = []
+        for _ in range(sched.total_steps - 1):
+            (w.sum() + v.sum()).backward()
+            o.step()
+            sched.step()
+            seen.append([(g["lr"], g.get("momentum"), g.get("betas")) for g in o.param_groups])
+        return seen, w, v
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"OneCycleLR {opt}")
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 

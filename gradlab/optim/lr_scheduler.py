@@ -234,3 +234,4 @@ LinearWarmupCosineAnnealingLR = WarmupCosineLR
 
 
 from .plateau import ReduceLROnPlateau  # noqa: E402,F401 - (it listens to a metric: its own file)
+from .onecycle import OneCycleLR  # noqa: E402,F401
