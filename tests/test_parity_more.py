@@ -368,6 +368,26 @@ def test_one_cycle_lr_matches_pytorch(torch, opt, kw):
     _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), f"OneCycleLR {opt}")
 
 
+def test_parameter_containers_match_pytorch(torch):
+    def run(L):
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ws = L.nn.ParameterList([L.nn.Parameter(L.ones(2)), L.zeros(3)])  # a plain tensor too
+                self.ws.append(L.ones(1))
+                self.d = L.nn.ParameterDict({"a": L.nn.Parameter(L.ones(2))})
+                self.d["b"] = L.zeros(1)
+
+        m = M()
+        (sum(p.sum() for p in m.ws) + m.d["a"].sum() * 2).backward()
+        opt = L.optim.SGD(m.parameters(), lr=0.5)
+        opt.step()
+        return ([n for n, _ in m.named_parameters()], len(m.ws), [p.requires_grad for p in m.ws], list(m.d.keys()),
+                "a" in m.d, m.d["a"], m.ws[1], sorted(m.state_dict()), type(m.ws[1:]).__name__, len(m.ws[1:]))
+
+    _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), "ParameterList/ParameterDict")
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 
