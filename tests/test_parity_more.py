@@ -388,6 +388,28 @@ def test_parameter_containers_match_pytorch(torch):
     _assert_same(_plain(run(gradlab), torch), _plain(run(torch), torch), "ParameterList/ParameterDict")
 
 
+def test_sampling_functions_shapes_dtypes_and_statistics(torch):
+    p = [[0.1, 0.0, 0.9], [0.5, 0.5, 0.0]]
+    for L in (torch, gradlab):
+        L.manual_seed(0)
+        s = L.multinomial(L.tensor(p), 4000, replacement=True)
+        assert tuple(s.shape) == (2, 4000) and str(s.dtype).endswith("int64")
+        assert abs(float((s[0] == 2).float().mean()) - 0.9) < 0.03 and int((s[0] == 1).sum()) == 0
+        assert sorted(L.tensor([1.0, 2.0, 3.0]).multinomial(3).tolist()) == [0, 1, 2]  # no replacement
+        b = L.bernoulli(L.full((4000,), 0.3))
+        assert str(b.dtype).endswith("float32") and abs(float(b.mean()) - 0.3) < 0.03
+        n = L.normal(L.zeros(4000, dtype=L.float64), 2.0)
+        assert str(n.dtype).endswith("float64") and abs(float(n.std()) - 2.0) < 0.1
+        assert tuple(L.normal(1.0, 2.0, size=(2, 3)).shape) == (2, 3)
+        for bad in (lambda: L.multinomial(L.tensor([-1.0, 1.0]), 1), lambda: L.bernoulli(L.tensor([1.5]))):
+            with pytest.raises(Exception) as info:
+                bad()
+            assert L is torch or isinstance(info.value, GradlabError)
+    # PyTorch's documented requirement (it does not check it on the CPU): fewer samples than non-zero weights
+    with pytest.raises(GradlabError, match="without replacement"):
+        gradlab.multinomial(gradlab.tensor(p), 3)
+
+
 def test_dataloader_without_batching_matches_pytorch(torch):
     x, y = np.arange(8.0).reshape(4, 2), np.arange(4)
 
