@@ -38,6 +38,8 @@ from .norm_more import (  # noqa: E402
 from .paramlist import ParameterDict, ParameterList  # noqa: E402
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: E402
 from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: E402
+from .conv_more import Fold, Unfold  # noqa: E402
 
 __all__ += [
     "CELU", "ELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
@@ -50,4 +52,5 @@ __all__ += [
     "TripletMarginLoss", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d",
     "InstanceNorm2d", "PairwiseDistance", "RMSNorm", "Unflatten", "ParameterDict", "ParameterList", "GRU", "LSTM",
     "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "TransformerEncoder", "TransformerEncoderLayer",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Fold", "Unfold",
 ]

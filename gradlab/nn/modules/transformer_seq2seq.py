@@ -1,0 +1,171 @@
+"""``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer`` (encoder-decoder), as in PyTorch.
+
+A decoder layer adds a third sub-block between self-attention and feed-forward:
+*cross-attention*, where the target positions (queries) read the encoder's output
+``memory`` (keys and values). Decoder self-attention is usually causal (``tgt_mask =
+Transformer.generate_square_subsequent_mask(T)``), so position ``i`` cannot peek at later
+target tokens while training on whole sequences at once.
+
+Parameter names match PyTorch (``multihead_attn.in_proj_weight``, ``norm3.weight``...).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from ... import ops as O
+from ...backend import dtypes as _dt
+from ...errors import ArgumentError, ShapeError, fmt_shape
+from ...factories import full
+from .. import init
+from ..module import Module
+from .activation import Dropout
+from .attention import MultiheadAttention
+from .container import ModuleList
+from .linear import Linear
+from .normalization import LayerNorm
+from .transformer_encoder import _ACTIVATIONS, TransformerEncoder, TransformerEncoderLayer
+
+
+def _activation(activation, cls):
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ArgumentError(f"{cls}: activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise ArgumentError(f"{cls}: activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+    return activation
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention over the target, cross-attention to ``memory``, then feed-forward; each with a residual
+    connection and a LayerNorm (after it, or before it with ``norm_first=True``)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                                 **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
+        self.activation = _activation(activation, "TransformerDecoderLayer")
+        self.batch_first = batch_first
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` deep copies of ``decoder_layer`` applied in turn to ``(tgt, memory)``, then ``norm``."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        if not isinstance(decoder_layer, Module):
+            raise ArgumentError(f"TransformerDecoder: decoder_layer must be a Module (e.g. a "
+                                f"TransformerDecoderLayer), got {type(decoder_layer).__name__}")
+        if int(num_layers) < 1:
+            raise ArgumentError(f"TransformerDecoder: num_layers must be at least 1, got {num_layers}")
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(int(num_layers))])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer of "Attention Is All You Need": ``model(src, tgt)`` encodes ``src`` into
+    ``memory`` and decodes ``tgt`` against it. Inputs are already embedded: ``(S, N, d_model)`` and
+    ``(T, N, d_model)`` (batch first with ``batch_first=True``). Every matrix starts ``xavier_uniform_``.
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.ndim == 3
+        bdim = 0 if self.batch_first else 1
+        if batched and (tgt.ndim != 3 or src.shape[bdim] != tgt.shape[bdim]):
+            raise ShapeError(f"Transformer: src {fmt_shape(src.shape)} and tgt {fmt_shape(tgt.shape)} must have the "
+                             f"same batch size (dim {bdim}; batch_first={self.batch_first})")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise ShapeError(f"Transformer: the feature number of src {fmt_shape(src.shape)} and tgt "
+                             f"{fmt_shape(tgt.shape)} must equal d_model = {self.d_model}")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A ``(sz, sz)`` float mask: 0 on and below the diagonal, ``-inf`` above (position i sees j <= i)."""
+        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        m = full((sz, sz), -math.inf, dtype=dt, device=device)
+        return O.triu(m, 1)
