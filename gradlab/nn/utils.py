@@ -76,3 +76,9 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
         p.data[...] = vec.data[i:i + n].reshape(p.shape)
         p._version.value += 1
         i += n
+
+
+# ``gradlab.nn.utils.rnn`` (pad_sequence, pack_padded_sequence, ...), importable as torch.nn.utils.rnn is.
+import sys as _sys  # noqa: E402
+from . import _rnn_utils as rnn  # noqa: E402
+_sys.modules[__name__ + ".rnn"] = rnn

@@ -33,6 +33,7 @@ from ...backend import xp_of
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
+from .._rnn_utils import PackedSequence
 from ..module import Module
 from ._util import new_param
 
@@ -59,8 +60,8 @@ def _step(mode, x_proj, h, c, w_hh, b_hh):
 
 def _check_input(cls, input, size, ranks):
     if not isinstance(input, Tensor):
-        raise ArgumentError(f"{cls}: input must be a gradlab Tensor, got {type(input).__name__} (packed sequences "
-                            "are not supported; pad the batch and mask instead)")
+        raise ArgumentError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
+                            f"got {type(input).__name__}")
     if input.ndim not in ranks:
         want = " or ".join(f"{r}-D" for r in ranks)
         raise ShapeError(f"{cls}: expected a {want} input, got {fmt_shape(input.shape)}")
@@ -214,68 +215,99 @@ class RNNBase(Module):
         ws = [getattr(self, n) for n in self._flat_weights_names]
         return [ws[i:i + per] for i in range(0, len(ws), per)]
 
-    def _init_state(self, x, hx, name, batched):
+    def _init_state(self, like, n, hx, name, batched, order):
+        """``hx`` checked and shaped ``(layers*dirs, N, H)`` (rows in ``order`` for a packed batch), or zeros."""
         dirs = 2 if self.bidirectional else 1
-        n = x.shape[1]
         want = (self.num_layers * dirs, n, self.hidden_size)
         if hx is None:
-            return _zeros(x, want)
+            return _zeros(like, want)
         shown = want if batched else (want[0], want[2])
         if not isinstance(hx, Tensor) or tuple(hx.shape) != shown:
             got = fmt_shape(hx.shape) if isinstance(hx, Tensor) else type(hx).__name__
             raise ShapeError(f"{type(self).__name__}: {name} must have shape {fmt_shape(shown)} "
                              f"(num_layers * num_directions, {'batch, ' if batched else ''}hidden_size), got {got}")
-        return hx if batched else O.unsqueeze(hx, 1)
+        hx = hx if batched else O.unsqueeze(hx, 1)
+        return hx if order is None else hx[:, order]
+
+    def _direction(self, data, sizes, offsets, sfx, h, c, reverse):
+        """Run one layer in one direction over packed ``data`` (``sizes[t]`` rows at step ``t``).
+
+        Sequences are sorted by decreasing length, so the running ones are always the first
+        ``sizes[t]`` rows; the others keep their state until they start (reverse) or after they end.
+        """
+        w_hh = getattr(self, "weight_hh" + sfx)
+        b_ih, b_hh = (getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)) if self.bias else (None, None)
+        proj = F.linear(data, getattr(self, "weight_ih" + sfx), b_ih)  # the input part of every step at once
+        n, ys = h.shape[0], [None] * len(sizes)
+        for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
+            b, off = sizes[t], offsets[t]
+            if b == n:
+                h, c = _step(self.mode, proj[off:off + b], h, c, w_hh, b_hh)
+                ys[t] = h
+            else:
+                hb, cb = _step(self.mode, proj[off:off + b], h[:b], None if c is None else c[:b], w_hh, b_hh)
+                ys[t] = hb
+                h = O.cat([hb, h[b:]], 0)
+                c = None if c is None else O.cat([cb, c[b:]], 0)
+        return (ys[0] if len(ys) == 1 else O.cat(ys, 0)), h, c
 
     def _run(self, input, hx):
-        """The time loop. ``input`` is ``(L, N, input_size)`` here; returns (output, [h_n], [c_n])."""
+        """The loop over layers, directions and time. Returns ``(output, h_n, c_n)`` (``c_n`` for LSTM)."""
         cls = type(self).__name__
-        _check_input(cls, input, self.input_size, (2, 3))
-        batched = input.ndim == 3
-        x = input if not batched else (O.transpose(input, 0, 1) if self.batch_first else input)
-        if not batched:
-            x = O.unsqueeze(x, 1)
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            data = input.data
+            _check_input(cls, data, self.input_size, (2,))
+            sizes = input._batch_sizes()
+            order, batched = input.sorted_indices, True
+        else:
+            _check_input(cls, input, self.input_size, (2, 3))
+            batched = input.ndim == 3
+            x = input if not batched else (O.transpose(input, 0, 1) if self.batch_first else input)
+            if not batched:
+                x = O.unsqueeze(x, 1)
+            steps, n = x.shape[0], x.shape[1]
+            data, sizes, order = O.reshape(x, (steps * n, x.shape[2])), [n] * steps, None
+        offsets = [0]
+        for b in sizes[:-1]:
+            offsets.append(offsets[-1] + b)
+        n = sizes[0]
         lstm = self.mode == "LSTM"
         if lstm:
             if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise ArgumentError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
-            h0 = self._init_state(x, None if hx is None else hx[0], "h_0", batched)
-            c0 = self._init_state(x, None if hx is None else hx[1], "c_0", batched)
+            h0 = self._init_state(data, n, None if hx is None else hx[0], "h_0", batched, order)
+            c0 = self._init_state(data, n, None if hx is None else hx[1], "c_0", batched, order)
         else:
-            h0, c0 = self._init_state(x, hx, "hx", batched), None
+            h0, c0 = self._init_state(data, n, hx, "hx", batched, order), None
         dirs = 2 if self.bidirectional else 1
-        steps = x.shape[0]
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                w_ih, w_hh = getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx)
-                b_ih, b_hh = (getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)) if self.bias else (None,
-                                                                                                              None)
-                proj = F.linear(x, w_ih, b_ih)  # the input part of every step at once: (L, N, gates*H)
                 k = layer * dirs + d
-                h, c = h0[k], (c0[k] if lstm else None)
-                ys = [None] * steps
-                for t in (range(steps - 1, -1, -1) if d else range(steps)):
-                    h, c = _step(self.mode, proj[t], h, c, w_hh, b_hh)
-                    ys[t] = h
-                outs.append(O.stack(ys, 0))
+                y, h, c = self._direction(data, sizes, offsets, f"_l{layer}" + ("_reverse" if d else ""), h0[k],
+                                          c0[k] if lstm else None, reverse=bool(d))
+                outs.append(y)
                 h_n.append(h)
                 c_n.append(c)
-            x = outs[0] if dirs == 1 else O.cat(outs, -1)
+            data = outs[0] if dirs == 1 else O.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        out = x
-        if not batched:
-            out = O.squeeze(out, 1)
-        elif self.batch_first:
-            out = O.transpose(out, 0, 1)
+                data = F.dropout(data, self.dropout, True)
         h_n = O.stack(h_n, 0)
         c_n = O.stack(c_n, 0) if lstm else None
+        if packed:
+            out = PackedSequence(data, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+            if input.unsorted_indices is not None:  # the final states back in the batch's original order
+                h_n = h_n[:, input.unsorted_indices]
+                c_n = c_n[:, input.unsorted_indices] if lstm else None
+            return out, h_n, c_n
+        out = O.reshape(data, (len(sizes), n, data.shape[-1]))
         if not batched:
-            h_n = O.squeeze(h_n, 1)
+            out, h_n = O.squeeze(out, 1), O.squeeze(h_n, 1)
             c_n = O.squeeze(c_n, 1) if lstm else None
+        elif self.batch_first:
+            out = O.transpose(out, 0, 1)
         return out, h_n, c_n
 
     def forward(self, input, hx=None):
@@ -303,7 +335,9 @@ class RNN(RNNBase):
     ``rnn(input, h_0=None)`` with ``input`` ``(L, N, input_size)`` (``(N, L, input_size)`` if
     ``batch_first``; or unbatched ``(L, input_size)``) returns ``(output, h_n)``: ``output`` holds the
     last layer's ``h_t`` for every step (both directions concatenated), ``h_n`` every layer's final state,
-    ``(num_layers * num_directions, N, hidden_size)``.
+    ``(num_layers * num_directions, N, hidden_size)``. A ``PackedSequence``
+    (``gradlab.nn.utils.rnn.pack_padded_sequence``) runs each sequence for its own length and
+    returns a ``PackedSequence`` output; ``h_n`` is then each sequence's state at its last real step.
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
