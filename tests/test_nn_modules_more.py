@@ -110,13 +110,20 @@ LAYERS = [
     ("Dropout1d", (0.3,), {}, [(2, 3, 4)]), ("Dropout2d", (), {}, [(2, 3, 4, 5)]),
     ("Unfold", (2,), {"padding": 1, "stride": 2}, [(2, 3, 4, 5)]),
     ("Fold", ((4, 5), 2), {}, [(2, 12, 12)]),
+    ("ConvTranspose1d", (2, 4, 3), {}, [(2, 2, 5)]),
+    ("ConvTranspose1d", (4, 2, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}, [(2, 4, 6)]),
+    ("ConvTranspose1d", (2, 3, 2), {"dilation": 2, "bias": False}, [(2, 5)]),
+    ("AdaptiveMaxPool1d", (3,), {}, [(2, 3, 8)]), ("AdaptiveMaxPool2d", ((2, None),), {}, [(2, 3, 5, 4)]),
+    ("AdaptiveMaxPool2d", (3,), {}, [(3, 7, 5)]), ("AdaptiveMaxPool2d", (1,), {}, [(2, 3, 4, 4)]),
+    ("Bilinear", (2, 3, 4), {}, [(5, 2), (5, 3)]), ("Bilinear", (2, 3, 1), {"bias": False}, [(2, 5, 2), (2, 5, 3)]),
+    ("AlphaDropout", (0.2,), {}, [(3, 4)]),
 ]
 
 
 @pytest.mark.parametrize("name,args,kwargs,shapes", LAYERS, ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYERS)])
 def test_layer_matches_torch(torch, name, args, kwargs, shapes):
     g, t = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
-    if name.startswith("Dropout"):
+    if "Dropout" in name:
         g.eval(), t.eval()  # the identity in eval mode; training is checked below
     _compare(torch, g, t, [_x(*s) for s in shapes])
 
@@ -160,6 +167,29 @@ def test_instance_norm_running_stats(torch):
     np.testing.assert_allclose(g(_gl(x)).detach().numpy(), t(torch.tensor(x)).detach().numpy(), atol=1e-12)
 
 
+def test_adaptive_max_pool_indices_match_torch(torch):
+    x = np.random.randn(2, 3, 7, 5)
+    g = nn.AdaptiveMaxPool2d((3, 2), return_indices=True)(gradlab.tensor(x))
+    t = torch.nn.AdaptiveMaxPool2d((3, 2), return_indices=True)(torch.tensor(x))
+    np.testing.assert_array_equal(g[0].numpy(), t[0].numpy())
+    np.testing.assert_array_equal(g[1].numpy(), t[1].numpy())
+    x = np.random.randn(2, 3, 7)
+    g = nn.AdaptiveMaxPool1d(4, return_indices=True)(gradlab.tensor(x))
+    t = torch.nn.AdaptiveMaxPool1d(4, return_indices=True)(torch.tensor(x))
+    np.testing.assert_array_equal(g[1].numpy(), t[1].numpy())
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    x = gradlab.randn(200000, dtype=gradlab.float64)
+    m = nn.AlphaDropout(0.2)
+    y = m(x).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.var() - 1) < 0.03
+    _, counts = np.unique(y, return_counts=True)
+    assert counts.max() / y.size == pytest.approx(0.2, abs=0.01)  # the dropped units share one value
+    m.eval()
+    np.testing.assert_array_equal(m(x).numpy(), x.numpy())
+
+
 def test_channel_dropout_zeroes_whole_channels():
     x = gradlab.ones(8, 16, 5)
     y = nn.Dropout1d(0.5)(x).numpy()
@@ -195,6 +225,10 @@ LOSSES = [
     ("CosineEmbeddingLoss", {"margin": 0.2}, lambda: [_x(5, 3), _x(5, 3), _signs(5)]),
     ("TripletMarginLoss", {"margin": 0.5, "p": 1}, lambda: [_x(4, 3), _x(4, 3), _x(4, 3)]),
     ("PoissonNLLLoss", {}, lambda: [_x(3, 4), np.random.poisson(2.0, (3, 4)) * 1.0]),
+    ("GaussianNLLLoss", {}, lambda: [_x(3, 4), _x(3, 4), _probs(3, 4) + 0.1]),
+    ("GaussianNLLLoss", {"full": True, "reduction": "sum"}, lambda: [_x(3, 4), _x(3, 4), _probs(3)]),
+    ("MultiMarginLoss", {}, lambda: [_x(5, 4), np.random.randint(0, 4, 5)]),
+    ("MultiMarginLoss", {"p": 2, "margin": 0.7, "weight": "w4"}, lambda: [_x(5, 4), np.random.randint(0, 4, 5)]),
     ("PoissonNLLLoss", {"log_input": False, "full": True}, lambda: [_probs(3, 4) + 0.5, np.random.poisson(2.0, (3, 4)) * 1.0]),
 ]
 
@@ -207,7 +241,8 @@ def test_loss_matches_torch(torch, name, kwargs, make):
     g, t = getattr(nn, name)(**gkw), getattr(torch.nn, name)(**tkw)
     assert g.reduction == t.reduction
     inputs = make()
-    _compare(torch, g, t, inputs, grads=[True] * (len(inputs) - 1) + [False])  # no gradient for the target
+    grads = [True, False, True] if name == "GaussianNLLLoss" else [True] * (len(inputs) - 1) + [False]
+    _compare(torch, g, t, inputs, grads=grads)  # no gradient for the target
     assert list(g.state_dict()) == list(t.state_dict())  # a weight is a buffer in both
 
 
@@ -264,6 +299,12 @@ def test_bad_arguments_raise_gradlab_errors():
         (lambda: nn.Softmax2d()(gradlab.randn(3, 4)), "Softmax2d"),
         (lambda: nn.ZeroPad2d((1, 2, 3)), "padding"),
         (lambda: nn.Dropout2d(1.5), "between 0 and 1"),
+        (lambda: nn.GaussianNLLLoss()(gradlab.zeros(2, 3), gradlab.zeros(2, 3), -gradlab.ones(2, 3)), "negative"),
+        (lambda: nn.GaussianNLLLoss()(gradlab.zeros(2, 3), gradlab.zeros(2, 3), gradlab.ones(3, 2)), "var (3, 2)"),
+        (lambda: nn.MultiMarginLoss(p=3), "p == 1"),
+        (lambda: nn.MultiMarginLoss()(gradlab.zeros(2, 3), gradlab.tensor([0, 5])), "[0, 3)"),
+        (lambda: nn.Bilinear(2, 3, 4)(gradlab.zeros(5, 2), gradlab.zeros(5, 4)), "in1, in2"),
+        (lambda: nn.AdaptiveMaxPool2d((2, 2, 2))(gradlab.zeros(1, 2, 4, 4)), "output_size"),
     ]
     for make, word in cases:
         with pytest.raises(GradlabError) as e:

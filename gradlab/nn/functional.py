@@ -56,3 +56,7 @@ from ._conv1d import (  # noqa: F401,E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv1d, conv_transpose2d, max_pool1d,
 )
 from ._resample import interpolate, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
+from ._functional_more import (  # noqa: F401,E402
+    adaptive_max_pool1d, adaptive_max_pool2d, alpha_dropout, bilinear, conv_transpose1d, gaussian_nll_loss,
+    multi_margin_loss,
+)

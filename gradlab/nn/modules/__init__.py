@@ -39,7 +39,10 @@ from .paramlist import ParameterDict, ParameterList  # noqa: E402
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: E402
 from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: E402
-from .conv_more import Fold, Unfold  # noqa: E402
+from .conv_more import ConvTranspose1d, Fold, Unfold  # noqa: E402
+from .pool_bilinear import AdaptiveMaxPool1d, AdaptiveMaxPool2d, Bilinear  # noqa: E402
+from .norm_more import AlphaDropout  # noqa: E402
+from .loss_more import GaussianNLLLoss, MultiMarginLoss  # noqa: E402
 
 __all__ += [
     "CELU", "ELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
@@ -52,5 +55,6 @@ __all__ += [
     "TripletMarginLoss", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d",
     "InstanceNorm2d", "PairwiseDistance", "RMSNorm", "Unflatten", "ParameterDict", "ParameterList", "GRU", "LSTM",
     "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "TransformerEncoder", "TransformerEncoderLayer",
-    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Fold", "Unfold",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Fold", "Unfold", "ConvTranspose1d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear", "AlphaDropout", "GaussianNLLLoss", "MultiMarginLoss",
 ]

@@ -75,6 +75,24 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
+    def _output_padding(self, input, output_size):
+        """The ``output_padding`` that makes a transposed convolution's output ``output_size``."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        size = tuple(int(s) for s in output_size)[-n:]
+        out = []
+        for i in range(n):
+            h = input.shape[-n + i]
+            base = (h - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
+            extra = size[i] - base
+            top = base + max(self.stride[i], self.dilation[i]) - 1
+            if not 0 <= extra < max(self.stride[i], self.dilation[i]):
+                raise ShapeError(f"{type(self).__name__}: output_size {tuple(size)} is not reachable from input "
+                                 f"{fmt_shape(input.shape)}; dim {i} can be {base} to {top}")
+            out.append(extra)
+        return tuple(out)
+
     def extra_repr(self):
         n = self._n
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -126,24 +144,22 @@ class ConvTranspose2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, device=device, dtype=dtype)
 
-    def _output_padding(self, input, output_size):
-        if output_size is None:
-            return self.output_padding
-        size = tuple(int(s) for s in output_size)[-2:]
-        out = []
-        for i in range(2):
-            h = input.shape[-2 + i]
-            base = (h - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
-            extra = size[i] - base
-            if not 0 <= extra < max(self.stride[i], self.dilation[i]):
-                raise ShapeError(f"ConvTranspose2d: output_size {tuple(size)} is not reachable from input "
-                                 f"{fmt_shape(input.shape)}; dim {i} can be {base} to "
-                                 f"{base + max(self.stride[i], self.dilation[i]) - 1}")
-            out.append(extra)
-        return tuple(out)
-
     def forward(self, input, output_size=None):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvNd):
+    """Transposed 1-D convolution: weight ``(C_in, C_out/groups, k)``; upsamples a sequence by ``stride``."""
+    _n, _transposed = 1, True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, output_padding, device=device, dtype=dtype)
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups, self.dilation)
 
 

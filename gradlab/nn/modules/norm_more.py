@@ -232,3 +232,9 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: keeps inputs of mean 0 and variance 1 at mean 0 and variance 1 in training
+    (dropped units take SELU's negative saturation value, then an affine correction)."""
+    _fn = staticmethod(F.alpha_dropout)
