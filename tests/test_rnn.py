@@ -157,6 +157,7 @@ def test_rnn_errors_name_the_argument():
         (lambda: nn.RNN(3, 4)(gradlab.randn(2, 5, 2, 3)), "3-D"),
         (lambda: nn.GRUCell(3, 4)(gradlab.randn(2, 3), gradlab.randn(3, 4)), "(2, 4)"),
         (lambda: nn.LSTMCell(3, 4)(gradlab.randn(2, 3), gradlab.randn(2, 4)), "tuple"),
+        (lambda: nn.LSTM(3, 4)(gradlab.tensor([[[1, 2, 3]]])), "nn.Embedding"),
     ]
     for make, word in cases:
         with pytest.raises(GradlabError) as e:

@@ -30,7 +30,8 @@ import warnings
 from ... import ops as O
 from ..._tensor import Tensor
 from ...backend import xp_of
-from ...errors import ArgumentError, ShapeError, fmt_shape
+from ...backend import dtypes as _dt
+from ...errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
 from .._rnn_utils import PackedSequence
@@ -62,6 +63,9 @@ def _check_input(cls, input, size, ranks):
     if not isinstance(input, Tensor):
         raise ArgumentError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
                             f"got {type(input).__name__}")
+    if not _dt.is_floating(input.dtype):
+        raise DTypeError(f"{cls}: input has dtype {_dt.dtype_name(input.dtype)}, but a recurrent layer needs floating "
+                         "vectors; token ids go through an nn.Embedding first")
     if input.ndim not in ranks:
         want = " or ".join(f"{r}-D" for r in ranks)
         raise ShapeError(f"{cls}: expected a {want} input, got {fmt_shape(input.shape)}")
