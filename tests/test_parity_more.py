@@ -147,6 +147,17 @@ CASES = {
         + x.std(1, keepdims=True) + x.prod(axis=1, keepdims=True) + x.min(axis=1, keepdims=True).values,
         L.cat([x, x], axis=1), L.stack([x, x], axis=0), x[:, :1].squeeze(axis=1), x.cumsum(axis=2),
         x.argmax(axis=1, keepdims=True), L.argmin(x, axis=0), (x > 0).any(axis=1, keepdims=True), (x > 0).all(axis=0))),
+    # top-level spellings of methods, and elementwise functions built from other ops
+    "top_level_spellings": lambda L: _with_grad(L, lambda L, x: (
+        L.sort(x, 1, descending=True)[0] + L.topk(x, 3, dim=1)[0] + L.softmax(x, 1) + L.log_softmax(x, dim=0),
+        L.argsort(x, dim=2), L.unbind(x, 1)[2], L.narrow(x, 2, 1, 2), L.movedim(x, 0, -1), L.nonzero(x > 1),
+        L.unflatten(x, 2, (2, 2)), L.ravel(x))),
+    "math_extras": lambda L: _with_grad(L, lambda L, x: (
+        L.log2(x.abs() + 0.3) + L.log10(x.abs() + 0.3) + L.exp2(x) + L.rsqrt(x.abs() + 0.3) + L.sinh(x) + L.cosh(x)
+        + L.tan(x * 0.5) + L.erfc(x) + L.logit(x.sigmoid(), eps=0.2) + L.frac(x * 3) + L.lerp(x, x.flip(0), 0.25)
+        + L.logaddexp(x, x.flip(1)) + L.fmod(x * 3, 1.5), L.addmm(x[0, 0], x[0].t(), x[1], beta=0.5, alpha=2),
+        L.mv(x[0], x[1, 0]), L.count_nonzero(x > 0, dim=1), L.isclose(x, x + 1e-9), L.fmod(L.tensor([-7, 7]), 3),
+        L.log2(L.tensor([8, 2])))),
     # sizes given as NumPy integers or 0-d integer tensors
     "factory_sizes": lambda L: (L.zeros(np.int64(2), 3).shape == (2, 3), L.ones(L.tensor(3)).shape == (3,),
                                 L.arange(L.tensor(4)), L.eye(np.int64(2), 3)),

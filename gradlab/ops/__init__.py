@@ -38,6 +38,11 @@ from .contract import bmm, einsum, outer, tensordot  # noqa: E402
 from .quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: E402
 # (the matrix trace is only the method x.trace(): gradlab.trace is the debugging trace, gradlab.debug.trace)
 from .composite import diag, diagonal, masked_select, repeat_interleave  # noqa: E402
+from .mathextra import (  # noqa: E402
+    addmm, argsort, cosh, count_nonzero, erfc, exp2, fmod, frac, isclose, lerp, log10, log2, log_softmax,
+    logaddexp, logit, moveaxis, movedim, mv, narrow, nonzero, ravel, rsqrt, sinh, softmax, sort, tan, topk,
+    unbind, unflatten,
+)
 
 
 def true_divide(input, other):
@@ -80,6 +85,8 @@ TENSOR_METHODS += [  # the operator library (activations, reductions, indexing, 
     "logsumexp", "prod", "cumsum", "norm", "scatter", "scatter_add", "index_select", "masked_fill", "tril", "triu",
     "split", "chunk", "repeat", "tile", "flip", "roll", "as_strided", "outer", "bmm",
     "diag", "diagonal", "masked_select", "repeat_interleave",
+    "log2", "log10", "exp2", "rsqrt", "sinh", "cosh", "tan", "erfc", "logit", "frac", "lerp", "logaddexp",
+    "fmod", "count_nonzero", "isclose", "addmm", "mv",
 ]
 
 
