@@ -117,13 +117,17 @@ LAYERS = [
     ("AdaptiveMaxPool2d", (3,), {}, [(3, 7, 5)]), ("AdaptiveMaxPool2d", (1,), {}, [(2, 3, 4, 4)]),
     ("Bilinear", (2, 3, 4), {}, [(5, 2), (5, 3)]), ("Bilinear", (2, 3, 1), {"bias": False}, [(2, 5, 2), (2, 5, 3)]),
     ("AlphaDropout", (0.2,), {}, [(3, 4)]),
+    ("LocalResponseNorm", (3,), {}, [(2, 5, 4)]),
+    ("LocalResponseNorm", (2,), {"alpha": 0.5, "beta": 0.5, "k": 2.0}, [(2, 4, 3, 3)]),
+    ("ChannelShuffle", (2,), {}, [(2, 4, 3)]), ("RReLU", (0.1, 0.3), {}, [(3, 5)]),
+    ("LPPool1d", (2, 3), {}, [(2, 3, 8)]), ("LPPool2d", (2, 2), {"stride": 1}, [(2, 3, 4, 5)]),
 ]
 
 
 @pytest.mark.parametrize("name,args,kwargs,shapes", LAYERS, ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYERS)])
 def test_layer_matches_torch(torch, name, args, kwargs, shapes):
     g, t = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
-    if "Dropout" in name:
+    if "Dropout" in name or name == "RReLU":
         g.eval(), t.eval()  # the identity in eval mode; training is checked below
     _compare(torch, g, t, [_x(*s) for s in shapes])
 
@@ -179,6 +183,37 @@ def test_adaptive_max_pool_indices_match_torch(torch):
     np.testing.assert_array_equal(g[1].numpy(), t[1].numpy())
 
 
+@pytest.mark.parametrize("kw,offsets,weighted", [
+    ({"mode": "sum"}, [0, 2, 2, 5], True), ({"mode": "mean"}, [0, 3, 4], False), ({"mode": "max"}, [0, 1, 4], False),
+    ({"mode": "mean", "padding_idx": 1}, [0, 2, 4], False), ({"mode": "sum", "include_last_offset": True},
+                                                             [0, 2, 6], False),
+    ({"mode": "max"}, None, False), ({"mode": "mean"}, None, False),
+])
+def test_embedding_bag_matches_torch(torch, kw, offsets, weighted):
+    g, t = nn.EmbeddingBag(6, 3, **kw), torch.nn.EmbeddingBag(6, 3, **kw).double()
+    g.double()
+    g.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    assert g.extra_repr() == t.extra_repr()
+    ids = np.array([1, 4, 1, 5, 0, 2]) if offsets is not None else np.array([[1, 4, 1], [5, 0, 2]])
+    gargs, targs = [gradlab.tensor(ids)], [torch.tensor(ids)]
+    if offsets is not None:
+        gargs.append(gradlab.tensor(offsets))
+        targs.append(torch.tensor(offsets))
+    gkw, tkw = {}, {}
+    if weighted:
+        psw = np.random.rand(6)
+        gkw["per_sample_weights"] = gp = gradlab.tensor(psw, requires_grad=True)
+        tkw["per_sample_weights"] = tp = torch.tensor(psw, requires_grad=True)
+    go, to = g(*gargs, **gkw), t(*targs, **tkw)
+    np.testing.assert_allclose(go.detach().numpy(), to.detach().numpy(), atol=1e-12)
+    w = np.random.randn(*to.shape)
+    (go * gradlab.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(g.weight.grad.numpy(), t.weight.grad.numpy(), atol=1e-12)
+    if weighted:
+        np.testing.assert_allclose(gp.grad.numpy(), tp.grad.numpy(), atol=1e-12)
+
+
 def test_alpha_dropout_keeps_mean_and_variance():
     x = gradlab.randn(200000, dtype=gradlab.float64)
     m = nn.AlphaDropout(0.2)
@@ -229,6 +264,9 @@ LOSSES = [
     ("GaussianNLLLoss", {"full": True, "reduction": "sum"}, lambda: [_x(3, 4), _x(3, 4), _probs(3)]),
     ("MultiMarginLoss", {}, lambda: [_x(5, 4), np.random.randint(0, 4, 5)]),
     ("MultiMarginLoss", {"p": 2, "margin": 0.7, "weight": "w4"}, lambda: [_x(5, 4), np.random.randint(0, 4, 5)]),
+    ("MultiLabelMarginLoss", {}, lambda: [_x(3, 4), np.array([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 0, 0]])]),
+    ("TripletMarginWithDistanceLoss", {"margin": 0.5, "swap": True}, lambda: [_x(4, 3), _x(4, 3), _x(4, 3)]),
+    ("TripletMarginWithDistanceLoss", {"distance_function": "cos"}, lambda: [_x(4, 3), _x(4, 3), _x(4, 3)]),
     ("PoissonNLLLoss", {"log_input": False, "full": True}, lambda: [_probs(3, 4) + 0.5, np.random.poisson(2.0, (3, 4)) * 1.0]),
 ]
 
@@ -236,12 +274,19 @@ LOSSES = [
 @pytest.mark.parametrize("name,kwargs,make", LOSSES, ids=[f"{c[0]}-{i}" for i, c in enumerate(LOSSES)])
 def test_loss_matches_torch(torch, name, kwargs, make):
     w = np.random.rand(4) + 0.5
-    gkw = {k: (gradlab.tensor(w) if v == "w4" else v) for k, v in kwargs.items()}
-    tkw = {k: (torch.tensor(w) if v == "w4" else v) for k, v in kwargs.items()}
+    special_g = {"w4": gradlab.tensor(w), "cos": lambda a, b: 1 - nn.functional.cosine_similarity(a, b)}
+    special_t = {"w4": torch.tensor(w), "cos": lambda a, b: 1 - torch.nn.functional.cosine_similarity(a, b)}
+    gkw = {k: special_g.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+    tkw = {k: special_t.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
     g, t = getattr(nn, name)(**gkw), getattr(torch.nn, name)(**tkw)
     assert g.reduction == t.reduction
     inputs = make()
-    grads = [True, False, True] if name == "GaussianNLLLoss" else [True] * (len(inputs) - 1) + [False]
+    if name == "GaussianNLLLoss":
+        grads = [True, False, True]
+    elif name.startswith("Triplet"):
+        grads = [True] * 3
+    else:
+        grads = [True] * (len(inputs) - 1) + [False]
     _compare(torch, g, t, inputs, grads=grads)  # no gradient for the target
     assert list(g.state_dict()) == list(t.state_dict())  # a weight is a buffer in both
 

@@ -60,3 +60,8 @@ from ._functional_more import (  # noqa: F401,E402
     adaptive_max_pool1d, adaptive_max_pool2d, alpha_dropout, bilinear, conv_transpose1d, gaussian_nll_loss,
     multi_margin_loss,
 )
+from ._embedding_bag import embedding_bag  # noqa: F401,E402
+from ._functional_misc import (  # noqa: F401,E402
+    channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, multilabel_margin_loss, pdist, rrelu,
+    triplet_margin_with_distance_loss,
+)

@@ -42,7 +42,8 @@ from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDec
 from .conv_more import ConvTranspose1d, Fold, Unfold  # noqa: E402
 from .pool_bilinear import AdaptiveMaxPool1d, AdaptiveMaxPool2d, Bilinear  # noqa: E402
 from .norm_more import AlphaDropout  # noqa: E402
-from .loss_more import GaussianNLLLoss, MultiMarginLoss  # noqa: E402
+from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa
+from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
 
 __all__ += [
     "CELU", "ELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
@@ -57,4 +58,6 @@ __all__ += [
     "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "TransformerEncoder", "TransformerEncoderLayer",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Fold", "Unfold", "ConvTranspose1d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear", "AlphaDropout", "GaussianNLLLoss", "MultiMarginLoss",
+    "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "ChannelShuffle", "EmbeddingBag", "LocalResponseNorm",
+    "LPPool1d", "LPPool2d", "RReLU",
 ]
