@@ -121,6 +121,10 @@ LAYERS = [
     ("LocalResponseNorm", (2,), {"alpha": 0.5, "beta": 0.5, "k": 2.0}, [(2, 4, 3, 3)]),
     ("ChannelShuffle", (2,), {}, [(2, 4, 3)]), ("RReLU", (0.1, 0.3), {}, [(3, 5)]),
     ("LPPool1d", (2, 3), {}, [(2, 3, 8)]), ("LPPool2d", (2, 2), {"stride": 1}, [(2, 3, 4, 5)]),
+    ("BatchNorm3d", (3,), {}, [(2, 3, 2, 3, 4)]), ("InstanceNorm3d", (3,), {"affine": True}, [(2, 3, 2, 3, 4)]),
+    ("ZeroPad3d", ((1, 0, 2, 1, 0, 1),), {}, [(2, 3, 2, 3, 4)]), ("ConstantPad3d", (1, 2.5), {}, [(3, 2, 3, 4)]),
+    ("ReflectionPad3d", (1,), {}, [(2, 3, 2, 3, 4)]), ("ReplicationPad3d", (2,), {}, [(2, 3, 2, 3, 4)]),
+    ("CircularPad3d", (1,), {}, [(2, 3, 2, 3, 4)]),
 ]
 
 
@@ -267,7 +271,8 @@ LOSSES = [
     ("MultiLabelMarginLoss", {}, lambda: [_x(3, 4), np.array([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 0, 0]])]),
     ("TripletMarginWithDistanceLoss", {"margin": 0.5, "swap": True}, lambda: [_x(4, 3), _x(4, 3), _x(4, 3)]),
     ("TripletMarginWithDistanceLoss", {"distance_function": "cos"}, lambda: [_x(4, 3), _x(4, 3), _x(4, 3)]),
-    ("PoissonNLLLoss", {"log_input": False, "full": True}, lambda: [_probs(3, 4) + 0.5, np.random.poisson(2.0, (3, 4)) * 1.0]),
+    ("PoissonNLLLoss", {"log_input": False, "full": True},
+     lambda: [_probs(3, 4) + 0.5, np.random.poisson(2.0, (3, 4)) * 1.0]),
 ]
 
 

@@ -35,13 +35,15 @@ from .norm_more import (  # noqa: E402
     CosineSimilarity, Dropout1d, Dropout2d, Dropout3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, PairwiseDistance,
     RMSNorm, Unflatten,
 )
-from .paramlist import ParameterDict, ParameterList  # noqa: E402
+# .paramlist supersedes .paramcontainers (the same API, plus a torch-style repr and get/pop/clear)
+from .paramlist import ParameterDict, ParameterList  # noqa: E402,F811
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: E402
 from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: E402
 from .conv_more import ConvTranspose1d, Fold, Unfold  # noqa: E402
 from .pool_bilinear import AdaptiveMaxPool1d, AdaptiveMaxPool2d, Bilinear  # noqa: E402
-from .norm_more import AlphaDropout  # noqa: E402
+from .norm_more import AlphaDropout, BatchNorm3d, InstanceNorm3d  # noqa: E402
+from .conv_more import CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d  # noqa: E402
 from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa
 from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
 
@@ -54,10 +56,11 @@ __all__ += [
     "ZeroPad2d", "BCELoss", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
     "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
     "TripletMarginLoss", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d",
-    "InstanceNorm2d", "PairwiseDistance", "RMSNorm", "Unflatten", "ParameterDict", "ParameterList", "GRU", "LSTM",
+    "InstanceNorm2d", "PairwiseDistance", "RMSNorm", "Unflatten", "GRU", "LSTM",
     "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "TransformerEncoder", "TransformerEncoderLayer",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Fold", "Unfold", "ConvTranspose1d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear", "AlphaDropout", "GaussianNLLLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "ChannelShuffle", "EmbeddingBag", "LocalResponseNorm",
-    "LPPool1d", "LPPool2d", "RReLU",
+    "LPPool1d", "LPPool2d", "RReLU", "BatchNorm3d", "InstanceNorm3d", "CircularPad3d", "ConstantPad3d",
+    "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d",
 ]

@@ -333,6 +333,11 @@ ReplicationPad1d = _pad_class("ReplicationPad1d", 1, "replicate", _PadNd, "Pad t
 ReplicationPad2d = _pad_class("ReplicationPad2d", 2, "replicate", _PadNd, "Pad the last 2 dims by repeating the edge.")
 CircularPad1d = _pad_class("CircularPad1d", 1, "circular", _PadNd, "Pad the last dim by wrapping around.")
 CircularPad2d = _pad_class("CircularPad2d", 2, "circular", _PadNd, "Pad the last 2 dims by wrapping around.")
+ConstantPad3d = _pad_class("ConstantPad3d", 3, "constant", _ConstantPad, "Pad the last 3 dims with ``value``.")
+ZeroPad3d = _pad_class("ZeroPad3d", 3, "constant", _ZeroPad, "Pad the last 3 dims with zeros.")
+ReflectionPad3d = _pad_class("ReflectionPad3d", 3, "reflect", _PadNd, "Pad the last 3 dims by mirroring.")
+ReplicationPad3d = _pad_class("ReplicationPad3d", 3, "replicate", _PadNd, "Pad the last 3 dims by repeating the edge.")
+CircularPad3d = _pad_class("CircularPad3d", 3, "circular", _PadNd, "Pad the last 3 dims by wrapping around.")
 
 
 class Unfold(Module):

@@ -15,6 +15,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ._util import new_param
+from .batchnorm import _BatchNorm
 
 
 class GroupNorm(Module):
@@ -238,3 +239,13 @@ class AlphaDropout(_DropoutNd):
     """Dropout for SELU networks: keeps inputs of mean 0 and variance 1 at mean 0 and variance 1 in training
     (dropped units take SELU's negative saturation value, then an affine correction)."""
     _fn = staticmethod(F.alpha_dropout)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Normalize each (sample, channel) of ``(N, C, D, H, W)`` over its voxels."""
+    _ndim = 5
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over ``(N, C, D, H, W)`` volumes: one mean/variance per channel, over batch and voxels."""
+    _ndims = (5,)
