@@ -46,6 +46,10 @@ from .norm_more import AlphaDropout, BatchNorm3d, InstanceNorm3d  # noqa: E402
 from .conv_more import CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d  # noqa: E402
 from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa
 from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
+from .lazy import (  # noqa: E402
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
+)
 
 __all__ += [
     "CELU", "ELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
@@ -62,5 +66,7 @@ __all__ += [
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Bilinear", "AlphaDropout", "GaussianNLLLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "ChannelShuffle", "EmbeddingBag", "LocalResponseNorm",
     "LPPool1d", "LPPool2d", "RReLU", "BatchNorm3d", "InstanceNorm3d", "CircularPad3d", "ConstantPad3d",
-    "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d",
+    "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+    "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear",
 ]
