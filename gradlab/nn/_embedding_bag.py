@@ -13,8 +13,8 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
+from ..backend.device import to_host
 from ..errors import ArgumentError, ShapeError, fmt_shape
-from ..factories import tensor as _tensor
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
 from ._basic import embedding
@@ -32,7 +32,7 @@ def _bags(op, ids, offsets, include_last_offset):
         raise ShapeError(f"{op}: input must be 1-D (with offsets) or 2-D (B, n), got {fmt_shape(ids.shape)}")
     if offsets is None:
         raise ArgumentError(f"{op}: a 1-D input needs offsets (where each bag starts)")
-    off = np.asarray(offsets.numpy() if isinstance(offsets, Tensor) else offsets).astype(np.int64).reshape(-1)
+    off = (to_host(offsets.data) if isinstance(offsets, Tensor) else np.asarray(offsets)).astype(np.int64).reshape(-1)
     if off.size == 0 or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] > ids.shape[0]:
         raise ArgumentError(f"{op}: offsets must start at 0, not decrease, and stay within the input's "
                             f"{ids.shape[0]} ids; got {off.tolist()}")
@@ -55,14 +55,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ArgumentError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
     if per_sample_weights is not None and mode != "sum":
         raise ArgumentError(f"{op}: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
-    flat, bags = _bags(op, ids.data, offsets, include_last_offset)
+    flat, bags = _bags(op, to_host(ids.data), offsets, include_last_offset)
     if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(ids.shape):
         raise ShapeError(f"{op}: per_sample_weights {fmt_shape(per_sample_weights.shape)} must have the shape of "
                          f"input {fmt_shape(ids.shape)}")
     n = w.shape[0] if w.ndim == 2 else 0
     pad = None if padding_idx is None else padding_idx % n
     keep = np.ones(flat.shape[0], dtype=bool) if pad is None else np.asarray(flat) != pad
-    rows = embedding(_tensor(np.asarray(flat)), w, max_norm=max_norm, norm_type=norm_type,
+    rows = embedding(O.reshape(ids, (-1,)), w, max_norm=max_norm, norm_type=norm_type,
                      scale_grad_by_freq=scale_grad_by_freq)                              # (T, D)
     xp = xp_of(w.data)
     if mode == "max":
@@ -77,7 +77,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             idx[b] = np.concatenate([members, np.repeat(members[-1], k - members.size)])
         if rows.shape[0] == 0:
             return Tensor._make(xp.zeros((len(bags), w.shape[1]), dtype=w.dtype))
-        out = O.amax(rows[_tensor(idx)], dim=1)                                          # (B, D)
+        out = O.amax(rows[Tensor._make(xp.asarray(idx))], dim=1)                         # (B, D)
         return out * Tensor._make(xp.asarray(~empty).astype(w.dtype)) if empty.any() else out
     m = np.zeros((len(bags), flat.shape[0]), dtype=np.float64)
     for b, (s, e) in enumerate(bags):

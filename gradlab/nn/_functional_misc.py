@@ -14,8 +14,8 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import generator, xp_of
+from ..backend.device import to_host
 from ..errors import ArgumentError, ShapeError, fmt_shape
-from ..factories import tensor as _tensor
 from ..ops._util import check_tensor
 from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d
@@ -90,7 +90,8 @@ def pdist(input, p=2):
     if x.ndim != 2:
         raise ShapeError(f"pdist: input must be 2-D (N, M), got {fmt_shape(x.shape)}")
     i, j = np.triu_indices(x.shape[0], 1)
-    return O.norm(x[_tensor(i)] - x[_tensor(j)], p, dim=-1)
+    xp = xp_of(x.data)
+    return O.norm(x[Tensor._make(xp.asarray(i))] - x[Tensor._make(xp.asarray(j))], p, dim=-1)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -99,7 +100,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     op = "multilabel_margin_loss"
     x = check_tensor(input, op)
     red = _reduction(op, reduction, size_average, reduce)
-    t = np.asarray(target.data if isinstance(target, Tensor) else target).astype(np.int64)
+    t = (to_host(target.data) if isinstance(target, Tensor) else np.asarray(target)).astype(np.int64)
     if t.shape != tuple(x.shape) or x.ndim not in (1, 2):
         raise ShapeError(f"{op}: input (N, C) or (C,) and target of the same shape expected, got input "
                          f"{fmt_shape(x.shape)} and target {fmt_shape(t.shape)}")

@@ -20,6 +20,7 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import generator, xp_of
+from ..backend.device import to_host
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..factories import tensor as _tensor
 from ..ops._util import check_tensor
@@ -45,6 +46,11 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return O.squeeze(out, -2)
 
 
+def _on(like, arr):
+    """An index/mask array as a tensor on ``like``'s device."""
+    return Tensor._make(xp_of(like.data).asarray(arr))
+
+
 def _windows(n, out):
     """``(out, kmax)`` input indices of adaptive window ``i``, padded by repeating the window's last index."""
     starts = [(i * n) // out for i in range(out)]
@@ -67,25 +73,26 @@ def _adaptive_max(op, input, output_size, return_indices, k):
         raise ShapeError(f"{op}: output_size {sizes} must be positive and input {fmt_shape(x.shape)} non-empty")
     if k == 1:
         idx = _windows(ins[0], sizes[0])                                    # (O, k)
-        g = x[..., _tensor(idx)]                                            # (..., O, k)
+        g = x[..., _on(x, idx)]                                            # (..., O, k)
         out = O.amax(g, dim=-1)
         if not return_indices:
             return out
-        loc = np.take_along_axis(np.broadcast_to(idx, g.shape), g.data.argmax(-1)[..., None], -1)[..., 0]
-        return out, _tensor(loc)
+        a = to_host(g.data)
+        loc = np.take_along_axis(np.broadcast_to(idx, a.shape), a.argmax(-1)[..., None], -1)[..., 0]
+        return out, Tensor._make(xp_of(x.data).asarray(loc))
     ih, iw = _windows(ins[0], sizes[0]), _windows(ins[1], sizes[1])
-    g = x[..., _tensor(ih[:, :, None, None]), _tensor(iw[None, None])]    # (..., OH, kh, OW, kw)
+    g = x[..., _on(x, ih[:, :, None, None]), _on(x, iw[None, None])]    # (..., OH, kh, OW, kw)
     out = O.amax(g, dim=(-3, -1))
     if not return_indices:
         return out
-    a = np.moveaxis(g.data, -3, -2)                                         # (..., OH, OW, kh, kw)
+    a = np.moveaxis(to_host(g.data), -3, -2)                                # (..., OH, OW, kh, kw)
     flat = a.reshape(a.shape[:-2] + (-1,)).argmax(-1)
     r, c = np.divmod(flat, iw.shape[1])
     rows = np.take_along_axis(np.broadcast_to(ih[:, None, :], flat.shape[:-2] + (sizes[0], sizes[1], ih.shape[1])),
                               r[..., None], -1)[..., 0]
     cols = np.take_along_axis(np.broadcast_to(iw[None, :, :], flat.shape[:-2] + (sizes[0], sizes[1], iw.shape[1])),
                               c[..., None], -1)[..., 0]
-    return out, _tensor((rows * ins[1] + cols).astype(np.int64))
+    return out, Tensor._make(xp_of(x.data).asarray((rows * ins[1] + cols).astype(np.int64)))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -126,7 +133,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                              "or that shape with the last dim 1 or dropped (one variance per sample)")
     if reduction not in _REDUCTIONS:
         raise ArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-    if bool((var.data < 0).any()):
+    if bool(to_host(var.data < 0).any()):
         raise ArgumentError(f"{op}: var has negative entries; a variance must be >= 0")
     v = var + (O.clamp(var, min=eps) - var).detach()   # clamp the value, keep the gradient (as PyTorch)
     loss = 0.5 * (O.log(v) + (x - target) ** 2 / v)
@@ -153,17 +160,18 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ShapeError(f"{op}: input must be (N, C) or (C,) and target (N,), got input {fmt_shape(input.shape)} "
                          f"and target {fmt_shape(target.shape)}")
     c = x.shape[1]
-    ti = np.asarray(t.data).astype(np.int64)
+    ti = to_host(t.data).astype(np.int64)
+    xp = xp_of(x.data)
     if ti.size and (ti.min() < 0 or ti.max() >= c):
         raise ArgumentError(f"{op}: target values must be class indices in [0, {c}), got {ti.tolist()}")
-    idx = _tensor(ti[:, None])
+    idx = Tensor._make(xp.asarray(ti[:, None]))
     xy = O.gather(x, 1, idx)                                                 # (N, 1)
     m = O.relu(margin - xy + x)
     if p == 2:
         m = m * m
     if weight is not None:
-        m = m * O.reshape(check_tensor(weight, op, "weight")[_tensor(ti)], (-1, 1))
-    others = _tensor(np.arange(c)[None, :] != ti[:, None]).to(x.dtype)      # drop the i == y terms
+        m = m * O.reshape(check_tensor(weight, op, "weight")[_on(x, ti)], (-1, 1))
+    others = Tensor._make(xp.asarray((np.arange(c)[None, :] != ti[:, None]).astype(x.dtype)))  # drop i == y
     loss = O.sum(m * others, dim=1) / c
     if unbatched:
         loss = O.squeeze(loss, 0)
