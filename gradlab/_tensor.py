@@ -57,6 +57,9 @@ class Tensor:
     name = None            # optional label shown in graphs and error messages
     _output_nr = 0         # which output of grad_fn this tensor is
     _vcounter = None       # the version counter, created on first use (see _version)
+    _view_base = None      # for a view: the tensor whose memory it shows (see ops._util.view_of)
+    _view_version = 0      # ... and the version counter's value when the view was made
+    _view_fn = None        # ... and that tensor's grad_fn then
     _retains_grad = False
     _hooks = None          # gradient hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None

@@ -201,9 +201,19 @@ def sizes_arg(sizes, op) -> tuple:
 
 
 def view_of(out: Tensor, base: Tensor) -> Tensor:
-    """Make ``out`` share ``base``'s version counter when it is a view of the same memory."""
+    """Make ``out`` share ``base``'s version counter when it is a view of the same memory.
+
+    The view also remembers the tensor whose memory it shows (the first tensor
+    up a chain of views) and the version it was made at: if that tensor is
+    later changed in place, the view's values change with it, and the next op
+    that uses the view rebuilds its graph from the tensor's new one
+    (``autograd.inplace.refresh_view``), as PyTorch does.
+    """
     if getattr(out.data, "base", None) is not None and out.data.base is not None:
-        out._version = base._version
+        vc = out._version = base._version
+        root = out._view_base = base._view_base if base._view_base is not None else base
+        out._view_version = vc.value
+        out._view_fn = root.grad_fn
     return out
 
 
