@@ -125,6 +125,14 @@ LAYERS = [
     ("ZeroPad3d", ((1, 0, 2, 1, 0, 1),), {}, [(2, 3, 2, 3, 4)]), ("ConstantPad3d", (1, 2.5), {}, [(3, 2, 3, 4)]),
     ("ReflectionPad3d", (1,), {}, [(2, 3, 2, 3, 4)]), ("ReplicationPad3d", (2,), {}, [(2, 3, 2, 3, 4)]),
     ("CircularPad3d", (1,), {}, [(2, 3, 2, 3, 4)]),
+    ("Conv3d", (2, 3, 2), {}, [(2, 2, 3, 4, 4)]),
+    ("Conv3d", (2, 4, (1, 2, 3)), {"stride": (1, 2, 1), "padding": (0, 1, 1), "groups": 2, "bias": False},
+     [(1, 2, 3, 4, 5)]),
+    ("Conv3d", (2, 3, 3), {"padding": "same", "padding_mode": "replicate", "dilation": (1, 2, 1)}, [(2, 3, 5, 4)]),
+    ("MaxPool3d", (2,), {}, [(2, 2, 4, 4, 5)]), ("MaxPool3d", (3, 2, 1), {"ceil_mode": True}, [(1, 2, 5, 4, 6)]),
+    ("AvgPool3d", (2,), {"stride": 1, "padding": 1, "count_include_pad": False}, [(1, 2, 3, 4, 3)]),
+    ("AvgPool3d", ((2, 1, 3),), {"ceil_mode": True, "stride": 2}, [(2, 3, 5, 4, 5)]),
+    ("AdaptiveAvgPool3d", ((2, None, 3),), {}, [(2, 2, 5, 4, 7)]),
 ]
 
 
@@ -145,7 +153,7 @@ def test_inplace_flag_is_shown_as_torch(torch):
 
 def test_init_distributions_like_torch(torch):
     """Default inits: same bounds and spread as PyTorch (values differ: different random streams)."""
-    for name, args in [("Conv1d", (8, 16, 5)), ("ConvTranspose2d", (8, 6, 3))]:
+    for name, args in [("Conv1d", (8, 16, 5)), ("ConvTranspose2d", (8, 6, 3)), ("Conv3d", (4, 8, 3))]:
         g, t = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
         fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(t.weight)
         for (gn, gp), (tn, tp) in zip(g.named_parameters(), t.named_parameters()):

@@ -65,3 +65,4 @@ from ._functional_misc import (  # noqa: F401,E402
     channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, multilabel_margin_loss, pdist, rrelu,
     triplet_margin_with_distance_loss,
 )
+from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401,E402

@@ -1,0 +1,78 @@
+"""``Conv3d``, ``MaxPool3d``, ``AvgPool3d`` and ``AdaptiveAvgPool3d`` for ``(N, C, D, H, W)`` volumes (video, scans)."""
+from __future__ import annotations
+
+from .. import functional as F
+from ..module import Module
+from .conv_more import _ConvNd
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution: weight ``(C_out, C_in/groups, kd, kh, kw)``, PyTorch's init (kaiming_uniform, a=sqrt(5))."""
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input):
+        if self.padding_mode == "zeros" or self.padding == "valid":
+            return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if self.padding == "same":  # PyTorch puts the odd extra element at the end
+            pads = [(t // 2, t - t // 2) for t in (d * (k - 1) for d, k in zip(self.dilation, self.kernel_size))]
+        else:
+            pads = [(p, p) for p in self.padding]
+        x = F.pad(input, pads[2] + pads[1] + pads[0], mode=self.padding_mode)
+        return F.conv3d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+
+class MaxPool3d(Module):
+    """The maximum over each ``kernel_size`` window of a volume (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool3d(Module):
+    """The mean over each ``kernel_size`` window of a volume (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(Module):
+    """Average-pool a volume to a fixed ``output_size`` whatever its depth, height and width."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
