@@ -379,3 +379,28 @@ def test_conv_transpose_output_size_picks_output_padding(torch):
     assert tuple(out.shape) == tuple(ref.shape) == (1, 3, 8, 8)
     np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-5)
     assert math.isfinite(float(out.sum().item()))
+
+
+@pytest.mark.parametrize("case", ["padded", "concatenated", "unbatched", "impossible"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_matches_torch_through_log_softmax(torch, case, reduction):
+    """Compared through log_softmax: PyTorch's CTC gradient w.r.t. log_probs is only right after it."""
+    T, N, C = 6, 3, 5
+    logits = np.random.randn(T, N, C)
+    targets, tl, il = np.array([[1, 2, 2], [3, 1, 0], [4, 0, 0]]), [3, 2, 1], [6, 5, 4]
+    zero_inf = False
+    if case == "concatenated":
+        targets = np.array([1, 2, 2, 3, 1, 4])
+    elif case == "unbatched":
+        logits, targets, tl, il = logits[:, 0], np.array([1, 2, 2]), 3, 6
+    elif case == "impossible":
+        targets, tl, il, zero_inf = np.array([[1, 1, 1]] * 3), [3, 3, 3], [2, 6, 6], True  # sample 0 cannot fit
+    g = nn.CTCLoss(blank=0, reduction=reduction, zero_infinity=zero_inf)
+    t = torch.nn.CTCLoss(blank=0, reduction=reduction, zero_infinity=zero_inf)
+    gx, tx = gradlab.tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    gl = g(nn.functional.log_softmax(gx, dim=-1), gradlab.tensor(targets), il, tl)
+    tlv = t(torch.log_softmax(tx, -1), torch.tensor(targets), torch.tensor(il), torch.tensor(tl))
+    np.testing.assert_allclose(gl.detach().numpy(), tlv.detach().numpy(), atol=1e-10)
+    gl.sum().backward()
+    tlv.sum().backward()
+    np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), atol=1e-10)

@@ -66,3 +66,4 @@ from ._functional_misc import (  # noqa: F401,E402
     triplet_margin_with_distance_loss,
 )
 from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401,E402
+from ._ctc import ctc_loss  # noqa: F401,E402

@@ -47,6 +47,7 @@ from .conv_more import CircularPad3d, ConstantPad3d, ReflectionPad3d, Replicatio
 from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa
 from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
 from .conv3d import AdaptiveAvgPool3d, AvgPool3d, Conv3d, MaxPool3d  # noqa: E402
+from .loss_more import CTCLoss  # noqa: E402
 from .lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,
     LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
@@ -70,4 +71,5 @@ __all__ += [
     "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
     "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d",
+    "CTCLoss",
 ]
