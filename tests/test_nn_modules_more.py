@@ -404,3 +404,21 @@ def test_ctc_loss_matches_torch_through_log_softmax(torch, case, reduction):
     gl.sum().backward()
     tlv.sum().backward()
     np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_max_unpool_matches_torch(torch, n):
+    shape = (2, 3, 6) if n == 1 else (2, 3, 5, 6)
+    x = np.random.randn(*shape)
+    tpool = getattr(torch.nn, f"MaxPool{n}d")(2, return_indices=True)
+    g, t = getattr(nn, f"MaxUnpool{n}d")(2), getattr(torch.nn, f"MaxUnpool{n}d")(2)
+    assert g.extra_repr() == t.extra_repr()
+    vals, idx = tpool(torch.tensor(x))
+    gv, tv = gradlab.tensor(vals.numpy(), requires_grad=True), vals.detach().clone().requires_grad_(True)
+    size = shape[2:]
+    go, to = g(gv, gradlab.tensor(idx.numpy()), output_size=size), t(tv, idx, output_size=size)
+    np.testing.assert_array_equal(go.detach().numpy(), to.detach().numpy())
+    w = np.random.randn(*to.shape)
+    (go * gradlab.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(gv.grad.numpy(), tv.grad.numpy())

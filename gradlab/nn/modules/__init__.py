@@ -37,7 +37,7 @@ from .norm_more import (  # noqa: E402
 )
 # .paramlist supersedes .paramcontainers (the same API, plus a torch-style repr and get/pop/clear)
 from .paramlist import ParameterDict, ParameterList  # noqa: E402,F811
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: E402
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: E402
 from .conv_more import ConvTranspose1d, Fold, Unfold  # noqa: E402
@@ -48,6 +48,7 @@ from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, T
 from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
 from .conv3d import AdaptiveAvgPool3d, AvgPool3d, Conv3d, MaxPool3d  # noqa: E402
 from .loss_more import CTCLoss  # noqa: E402
+from .pool_bilinear import MaxUnpool1d, MaxUnpool2d  # noqa: E402
 from .lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,
     LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
@@ -71,5 +72,5 @@ __all__ += [
     "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
     "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d",
-    "CTCLoss",
+    "CTCLoss", "RNNCellBase", "MaxUnpool1d", "MaxUnpool2d",
 ]

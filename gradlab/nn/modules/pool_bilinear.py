@@ -62,3 +62,31 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class _MaxUnpool(Module):
+    _n, _fn = 1, None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        tup = (lambda v: (v,) * n if isinstance(v, int) else tuple(v))
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """Undo ``MaxPool1d(return_indices=True)``: each value goes back to its index, zeros elsewhere."""
+    _n, _fn = 1, staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """Undo ``MaxPool2d(return_indices=True)``: each value goes back to its index, zeros elsewhere."""
+    _n, _fn = 2, staticmethod(F.max_unpool2d)

@@ -80,7 +80,8 @@ def _zeros(like, shape):
 
 
 # ---------------------------------------------------------------------------------------- cells
-class _CellBase(Module):
+class RNNCellBase(Module):
+    """What ``RNNCell``, ``LSTMCell`` and ``GRUCell`` share: their parameters, init and state checks."""
     _mode = "RNN_TANH"
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
@@ -126,7 +127,7 @@ class _CellBase(Module):
         return s
 
 
-class RNNCell(_CellBase):
+class RNNCell(RNNCellBase):
     """One step of an Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (``nonlinearity='relu'`` too).
 
     ``cell(x, h)`` with ``x`` ``(N, input_size)`` (or unbatched ``(input_size,)``) returns ``h'``.
@@ -144,7 +145,7 @@ class RNNCell(_CellBase):
         return self._run(input, self._state(input, hx, "hx"))[0]
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     """One LSTM step: ``cell(x, (h, c))`` returns ``(h', c')`` (gates i, f, g, o; see the module docstring)."""
     _mode = "LSTM"
 
@@ -159,7 +160,7 @@ class LSTMCell(_CellBase):
         return self._run(input, h, c)
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     """One GRU step: ``cell(x, h)`` returns ``h'`` (gates r, z, n; see the module docstring)."""
     _mode = "GRU"
 
