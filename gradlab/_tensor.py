@@ -51,7 +51,7 @@ class Tensor:
     # Per-tensor state. Class-level defaults mean a new tensor only stores what
     # differs (data, requires_grad, grad_fn): making tensors is the engine's
     # hottest path, so this matters for speed.
-    grad = None            # the gradient, filled in by backward()
+    _grad = None           # the gradient, filled in by backward() (read and set through .grad)
     grad_fn = None         # the backward node of the op that made this tensor (None for leaves)
     requires_grad = False
     name = None            # optional label shown in graphs and error messages
@@ -252,6 +252,33 @@ class Tensor:
     __hash__ = object.__hash__  # ``==`` is elementwise, so hash by identity as PyTorch does
 
     # ------------------------------------------------------------ autograd
+    @property
+    def grad(self):
+        """The gradient of the last backward()s with respect to this tensor (None until one reaches it)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        # Checked as in PyTorch: an optimizer would otherwise fail later, far from the mistake.
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise ArgumentTypeError(f".grad: expected a Tensor or None, got {type(value).__name__}; "
+                                        "wrap it with gradlab.tensor(...)")
+            d, g = self.data, value.data
+            who = f"'{self.name}'" if self.name else "this tensor"
+            if g.shape != d.shape:
+                from .errors import ShapeError
+                raise ShapeError(f".grad: a gradient of shape {fmt_shape(g.shape)} cannot be assigned to {who} of shape "
+                                 f"{fmt_shape(d.shape)}; a gradient must have its tensor's shape")
+            if g.dtype != d.dtype:
+                raise DTypeError(f".grad: a gradient of dtype {_dt.dtype_name(g.dtype)} cannot be assigned to {who} of "
+                                 f"dtype {_dt.dtype_name(d.dtype)}; convert it first (g.to(gradlab."
+                                 f"{_dt.dtype_name(d.dtype)}))")
+            if type(g) is not type(d):
+                raise DeviceError(f".grad: a gradient on {value.device} cannot be assigned to {who} on {self.device}; "
+                                  f"move it first (g.to('{self.device}'))")
+        self._grad = value
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf as needing gradients (in place); returns the tensor."""
         if requires_grad and not _dt.is_floating(self.dtype):

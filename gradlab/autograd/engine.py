@@ -39,7 +39,7 @@ _ndarray = _np.ndarray
 
 from ..backend import dtypes as _dt
 from ..backend.device import xp_of
-from ..errors import GradError, ShapeError, fmt_shape
+from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from . import function as _fn
 from .accumulate import _accumulate, _accumulate_array, _pre_process, _tensors
@@ -96,7 +96,7 @@ def _ones_like(arr):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``Tensor.backward``)."""
-    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    tensors = _tensor_list(tensors, "tensors", "backward")
     if grad_tensors is None or isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
     for t in tensors:
@@ -110,8 +110,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     targets = None
     if inputs is not None:
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        targets = inputs
+        targets = _tensor_list(inputs, "inputs", "backward")
     run_backward(tensors, grads, retain_graph, create_graph, targets, accumulate=True)
 
 
@@ -119,8 +118,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs``, leaving ``.grad`` untouched."""
     single = isinstance(inputs, Tensor)
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    inputs = [inputs] if single else list(inputs)
+    outputs = _tensor_list(outputs, "outputs")
+    inputs = [inputs] if single else _tensor_list(inputs, "inputs")
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     for t in outputs:
@@ -145,6 +144,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "them, or the path was cut by detach()/no_grad); pass allow_unused=True to get None for it"
                 )
     return tuple(result)
+
+
+def _tensor_list(x, what, fn="grad"):
+    """``x`` as a list of Tensors (a Tensor alone, or any sequence of them), else a clear error."""
+    if isinstance(x, Tensor):
+        return [x]
+    try:
+        items = list(x)
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(t, Tensor) for t in items):
+        bad = type(x).__name__ if items is None else next(type(t).__name__ for t in items if not isinstance(t, Tensor))
+        raise ArgumentTypeError(f"{fn}: {what} must be a Tensor or a sequence of Tensors, got {bad}")
+    return items
 
 
 def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, accumulate=True):

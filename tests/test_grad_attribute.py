@@ -1,0 +1,50 @@
+"""``.grad`` assignment and ``grad()``'s arguments are checked, with gradlab errors (as PyTorch checks them)."""
+import pytest
+
+import gradlab
+from gradlab.errors import ArgumentTypeError, DTypeError, ShapeError
+
+
+def test_assigning_a_gradient_of_the_wrong_shape_dtype_or_kind_is_refused(torch):
+    x = gradlab.randn(3, requires_grad=True)
+    tx = torch.randn(3, requires_grad=True)
+    for ours, theirs, err, words in [
+        (gradlab.zeros(4), torch.zeros(4), ShapeError, ["(4,)", "(3,)"]),
+        (gradlab.zeros(3, dtype=gradlab.float64), torch.zeros(3, dtype=torch.float64), DTypeError,
+         ["float64", "float32"]),
+        (3, 3, ArgumentTypeError, ["int"]),
+    ]:
+        with pytest.raises(Exception):
+            tx.grad = theirs  # PyTorch refuses it too
+        with pytest.raises(err) as info:
+            x.grad = ours
+        assert all(w in str(info.value) for w in words)
+    assert x.grad is None  # nothing was stored
+
+
+def test_a_good_gradient_is_stored_and_used_by_optimizers():
+    p = gradlab.tensor([1.0, 2.0], requires_grad=True)
+    p.grad = gradlab.tensor([0.5, -0.5])
+    gradlab.optim.SGD([p], lr=1.0).step()
+    assert p.tolist() == [0.5, 2.5]
+    p.grad = None
+    assert p.grad is None
+
+
+def test_grad_and_backward_name_bad_argument_kinds():
+    x = gradlab.randn(3, requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(ArgumentTypeError, match="inputs must be a Tensor or a sequence of Tensors, got int"):
+        gradlab.autograd.grad(y, 3)
+    with pytest.raises(ArgumentTypeError, match="outputs .* got str"):
+        gradlab.autograd.grad(["y"], x)
+    with pytest.raises(ArgumentTypeError, match="backward: inputs .* got float"):
+        y.backward(inputs=[x, 1.5])
+
+
+def test_a_tensor_stored_in_data_is_named_when_it_breaks_an_op():
+    w = gradlab.randn(3, requires_grad=True)
+    (w * w).sum().backward()
+    w.data = w.data - 0.1 * w.grad  # PyTorch style; in gradlab .data is an array, so this stores a Tensor
+    with pytest.raises(ArgumentTypeError, match=r"\.data holds a Tensor"):
+        w * gradlab.ones(3)
