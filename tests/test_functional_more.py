@@ -131,8 +131,6 @@ def test_activation_inplace_flag_is_accepted(torch):
                                 dict(scale_factor=1.7, recompute_scale_factor=True), dict(size=(2, 9))])
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bilinear-corners", "area"])
 def test_interpolate_matches_torch(torch, kw, mode):
-    if mode == "area" and "scale_factor" in kw:
-        pytest.skip("area with a scale factor: PyTorch's adaptive pooling is the same op")
     extra = dict(align_corners=True) if mode == "bilinear-corners" else {}
     mode = mode.replace("-corners", "")
     x, tx = _pair(torch, np.random.default_rng(5).standard_normal((2, 3, 5, 6)))
