@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 comma := ,
-EXTRAS := dev,lab$(if $(GRADLAB_ORACLE),$(comma)oracle)
+EXTRAS := dev,lab,data$(if $(GRADLAB_ORACLE),$(comma)oracle)
 
 .PHONY: lab test venv bench clean
 
