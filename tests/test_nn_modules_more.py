@@ -422,3 +422,24 @@ def test_max_unpool_matches_torch(torch, n):
     (go * gradlab.tensor(w)).sum().backward()
     (to * torch.tensor(w)).sum().backward()
     np.testing.assert_array_equal(gv.grad.numpy(), tv.grad.numpy())
+
+
+def test_gumbel_softmax_samples_the_categorical_and_passes_gradients():
+    F = nn.functional
+    logits = gradlab.tensor(np.log([[0.6, 0.3, 0.1]] * 20000), requires_grad=True)
+    y = F.gumbel_softmax(logits, tau=0.5, hard=True)
+    counts = y.detach().numpy().sum(0) / 20000
+    np.testing.assert_allclose(counts, [0.6, 0.3, 0.1], atol=0.015)
+    assert set(np.unique(y.detach().numpy())) <= {0.0, 1.0}
+    # straight-through: the gradient is the soft sample's, which for the same noise is softmax's
+    gradlab.manual_seed(3)
+    w = gradlab.tensor(np.random.randn(20000, 3))
+    (F.gumbel_softmax(logits, tau=0.5, hard=True) * w).sum().backward()
+    hard_grad = logits.grad.numpy().copy()
+    logits.grad = None
+    gradlab.manual_seed(3)
+    (F.gumbel_softmax(logits, tau=0.5) * w).sum().backward()
+    np.testing.assert_allclose(hard_grad, logits.grad.numpy(), atol=1e-12)
+    soft = F.gumbel_softmax(logits[:5], tau=2.0, dim=-1).detach().numpy()
+    np.testing.assert_allclose(soft.sum(-1), 1.0)
+    assert (soft > 0).all()
