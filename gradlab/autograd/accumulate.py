@@ -99,7 +99,11 @@ def _accumulate_array(leaf: Tensor, g, handed: set):
         handed.add(id(g))
         leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
     else:
-        leaf.grad = Tensor._make(old.data + g)
+        total = old.data + g
+        if type(total) is not type(old.data):  # NumPy turns 0-d + 0-d into a scalar: keep a 0-d array
+            from ..backend import xp_of
+            total = xp_of(old.data).asarray(total)
+        leaf.grad = Tensor._make(total)
     if leaf._post_acc_hooks:
         for h in leaf._post_acc_hooks:
             h(leaf)

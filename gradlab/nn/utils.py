@@ -82,3 +82,4 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
 import sys as _sys  # noqa: E402
 from . import _rnn_utils as rnn  # noqa: E402
 _sys.modules[__name__ + ".rnn"] = rnn
+from ._weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: E402,F401
