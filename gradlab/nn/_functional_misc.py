@@ -137,6 +137,22 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(O.clamp(dp - dn + margin, min=0), reduction)
 
 
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """The old name of ``F.interpolate`` (deprecated in PyTorch, still found in older code)."""
+    from ._resample import interpolate
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """``interpolate(mode='nearest')`` (an old PyTorch name)."""
+    return upsample(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """``interpolate(mode='bilinear', align_corners=True)`` (an old PyTorch name)."""
+    return upsample(input, size, scale_factor, "bilinear", True)
+
+
 # ------------------------------------------------------------- registry entries
 def _lrn_samples(src):
     yield Sample((src.tensor((src.integers(1, 2), src.integers(1, 5), src.integers(1, 3))), src.integers(1, 4)),
@@ -180,6 +196,10 @@ def _twd_samples(src):
                  dict(margin=src.choice([0.5, 2.0]), swap=src.boolean(), reduction=src.choice(_REDUCTIONS)))
 
 
+def _upsample_samples(src):
+    yield Sample((src.tensor((1, 2, src.integers(1, 3), src.integers(1, 3))),), dict(scale_factor=2))
+
+
 def _torch_f(name):
     return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
@@ -193,6 +213,9 @@ for _fn, _samples, _formula in [
     (pdist, _pdist_samples, "d||x_i - x_j|| / dx_i = the unit difference (p=2)"),
     (multilabel_margin_loss, _mlm_samples, "dx_j -= [m > 0] / C ; dx_i += [m > 0] / C for each (label j, other i)"),
     (triplet_margin_with_distance_loss, _twd_samples, "dL = [L > 0] (d d(a,p) - d d(a,n))"),
+    (upsample, _upsample_samples, "interpolate's rule: dX = P^T dY"),
+    (upsample_nearest, _upsample_samples, "interpolate's rule: dX = P^T dY"),
+    (upsample_bilinear, _upsample_samples, "interpolate's rule: dX = P^T dY"),
 ]:
     register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__))(_fn)
 del _fn, _samples, _formula

@@ -63,7 +63,7 @@ from ._functional_more import (  # noqa: F401,E402
 from ._embedding_bag import embedding_bag  # noqa: F401,E402
 from ._functional_misc import (  # noqa: F401,E402
     channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, multilabel_margin_loss, pdist, rrelu,
-    triplet_margin_with_distance_loss,
+    triplet_margin_with_distance_loss, upsample, upsample_bilinear, upsample_nearest,
 )
 from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401,E402
 from ._ctc import ctc_loss  # noqa: F401,E402
