@@ -133,6 +133,8 @@ LAYERS = [
     ("AvgPool3d", (2,), {"stride": 1, "padding": 1, "count_include_pad": False}, [(1, 2, 3, 4, 3)]),
     ("AvgPool3d", ((2, 1, 3),), {"ceil_mode": True, "stride": 2}, [(2, 3, 5, 4, 5)]),
     ("AdaptiveAvgPool3d", ((2, None, 3),), {}, [(2, 2, 5, 4, 7)]),
+    ("AdaptiveMaxPool3d", ((2, None, 3),), {}, [(2, 2, 5, 4, 7)]), ("LPPool3d", (2, 2), {}, [(1, 2, 4, 4, 5)]),
+    ("FeatureAlphaDropout", (0.3,), {}, [(2, 3, 4)]),
 ]
 
 
@@ -232,6 +234,12 @@ def test_alpha_dropout_keeps_mean_and_variance():
     y = m(x).numpy()
     assert abs(y.mean()) < 0.02 and abs(y.var() - 1) < 0.03
     _, counts = np.unique(y, return_counts=True)
+    f = nn.FeatureAlphaDropout(0.5)(gradlab.randn(64, 32, 7)).numpy()
+    alpha, p = -1.7580993408473766, 0.5
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    dropped = np.isclose(f, a * alpha - a * alpha * p)                # the value a dropped unit takes
+    assert np.all(dropped.all(-1) == dropped.any(-1))                # a channel is dropped whole or not at all
+    assert 0.4 < dropped.all(-1).mean() < 0.6
     assert counts.max() / y.size == pytest.approx(0.2, abs=0.01)  # the dropped units share one value
     m.eval()
     np.testing.assert_array_equal(m(x).numpy(), x.numpy())

@@ -84,6 +84,15 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp(x, out, norm_type, kh * kw)
 
 
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over each window of x^p)^(1/p)`` over the last three dims."""
+    from ._conv3d import avg_pool3d
+    x = check_tensor(input, "lp_pool3d")
+    k = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg_pool3d(x ** norm_type, k, stride, 0, ceil_mode)
+    return _lp(x, out, norm_type, k[0] * k[1] * k[2])
+
+
 def pdist(input, p=2):
     """The ``p``-norm distance between every pair of rows ``i < j`` of ``(N, M)``: ``N*(N-1)/2`` values."""
     x = check_tensor(input, "pdist")
@@ -172,7 +181,7 @@ def _rrelu_samples(src):
 
 def _lp_samples(k):
     def samples(src):
-        shape = (src.integers(1, 2), 2) + tuple(src.integers(2, 4) for _ in range(k))
+        shape = (src.integers(1, 2), 2 if k < 3 else 1) + tuple(src.integers(2, 4 if k < 3 else 3) for _ in range(k))
         yield Sample((src.tensor(shape, 0.2, 2), src.choice([1, 2, 3]), 2), dict(stride=1))
     return samples
 
@@ -210,6 +219,7 @@ for _fn, _samples, _formula in [
     (rrelu, _rrelu_samples, "dx = dy where x >= 0, else slope * dy"),
     (lp_pool1d, _lp_samples(1), "dx = x^(p-1) * S^(1/p - 1) * dy   (S = window sum of x^p)"),
     (lp_pool2d, _lp_samples(2), "dx = x^(p-1) * S^(1/p - 1) * dy   (S = window sum of x^p)"),
+    (lp_pool3d, _lp_samples(3), "dx = x^(p-1) * S^(1/p - 1) * dy   (S = window sum of x^p)"),
     (pdist, _pdist_samples, "d||x_i - x_j|| / dx_i = the unit difference (p=2)"),
     (multilabel_margin_loss, _mlm_samples, "dx_j -= [m > 0] / C ; dx_i += [m > 0] / C for each (label j, other i)"),
     (triplet_margin_with_distance_loss, _twd_samples, "dL = [L > 0] (d d(a,p) - d d(a,n))"),

@@ -105,6 +105,36 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max("adaptive_max_pool2d", input, output_size, return_indices, 2)
 
 
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The max of each adaptive window of a volume: ``(N, C, D, H, W) -> (N, C, OD, OH, OW)``."""
+    op = "adaptive_max_pool3d"
+    x = check_tensor(input, op)
+    if x.ndim not in (4, 5):
+        raise ShapeError(f"{op}: input must be (N, C, D, H, W) or (C, D, H, W), got {fmt_shape(x.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != 3:
+        raise ArgumentError(f"{op}: output_size must be an int or a tuple of 3, got {output_size!r}")
+    ins = x.shape[-3:]
+    sizes = tuple(ins[i] if s is None else int(s) for i, s in enumerate(sizes))
+    if any(s <= 0 for s in sizes) or any(n == 0 for n in ins):
+        raise ShapeError(f"{op}: output_size {sizes} must be positive and input {fmt_shape(x.shape)} non-empty")
+    wd, wh, ww = (_windows(n, o) for n, o in zip(ins, sizes))
+    g = x[..., _on(x, wd[:, :, None, None, None, None]), _on(x, wh[None, None, :, :, None, None]),
+          _on(x, ww[None, None, None, None])]                             # (..., OD, kd, OH, kh, OW, kw)
+    out = O.amax(g, dim=(-5, -3, -1))
+    if not return_indices:
+        return out
+    a = to_host(g.data)
+    lead = a.ndim - 6
+    a = np.transpose(a, tuple(range(lead)) + tuple(lead + i for i in (0, 2, 4, 1, 3, 5)))
+    flat = a.reshape(a.shape[:lead + 3] + (-1,)).argmax(-1)
+    i, j, l_ = np.unravel_index(flat, (wd.shape[1], wh.shape[1], ww.shape[1]))
+    d = wd[np.arange(sizes[0])[:, None, None], i]
+    h = wh[np.arange(sizes[1])[:, None], j]
+    w = ww[np.arange(sizes[2]), l_]
+    return out, Tensor._make(xp_of(x.data).asarray(((d * ins[1] + h) * ins[2] + w).astype(np.int64)))
+
+
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = input1 @ weight[o] @ input2 + bias[o]`` with ``weight`` ``(out, in1, in2)``."""
     op = "bilinear"
@@ -196,6 +226,23 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     return (x * keep + alpha * (1 - keep)) * a + b
 
 
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` that drops whole channels (one draw per sample and channel, dim 1)."""
+    x = check_tensor(input, "feature_alpha_dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"feature_alpha_dropout: probability p has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    alpha = -1.7580993408473766
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if x.ndim >= 2 else tuple(x.shape)
+    keep = Tensor._make(xp_of(x.data).asarray(generator().random(shape) >= p).astype(x.dtype))
+    return (x * keep + alpha * (1 - keep)) * a + b
+
+
 # ------------------------------------------------------------- registry entries
 def _convt1d_samples(src):
     g = src.choice([1, 2])
@@ -207,11 +254,13 @@ def _convt1d_samples(src):
 
 def _amax_samples(k):
     def samples(src):
-        size = tuple(src.integers(1, 5) for _ in range(k))
-        out = tuple(src.integers(1, 4) for _ in range(k))
-        yield Sample((src.tensor((src.integers(1, 2), 2) + size, distinct=True), out if k == 2 else out[0]),
+        big = 5 if k < 3 else 3  # a volume's size grows fast: keep gradcheck cheap
+        size = tuple(src.integers(1, big) for _ in range(k))
+        out = tuple(src.integers(1, big - 1) for _ in range(k))
+        yield Sample((src.tensor((src.integers(1, 2), 2) + size, distinct=True), out if k > 1 else out[0]),
                      desc="windows overlap when out does not divide the size")
-        yield Sample((src.tensor((2,) + (4,) * k, distinct=True), 2), dict(return_indices=True), desc="unbatched")
+        yield Sample((src.tensor((2,) + (big - 1,) * k, distinct=True), 2), dict(return_indices=True),
+                     desc="unbatched")
     return samples
 
 
@@ -249,10 +298,12 @@ for _fn, _samples, _formula in [
     (conv_transpose1d, _convt1d_samples, "conv_transpose2d's rule on height-1 images"),
     (adaptive_max_pool1d, _amax_samples(1), "dX = zeros; dX[argmax of each window] += dY"),
     (adaptive_max_pool2d, _amax_samples(2), "dX = zeros; dX[argmax of each window] += dY"),
+    (adaptive_max_pool3d, _amax_samples(3), "dX = zeros; dX[argmax of each window] += dY"),
     (bilinear, _bilinear_samples, "dx1 = dy W x2 ; dx2 = dy W^T x1 ; dW_o = dy_o x1 x2^T ; db = dy"),
     (gaussian_nll_loss, _gauss_samples, "dinput = (input - target) / var ; dvar = 0.5 (1/var - d^2/var^2)"),
     (multi_margin_loss, _margin_samples, "dx_i = p m_i^(p-1) [m_i > 0] / C ; dx_y = -sum_i dx_i"),
     (alpha_dropout, _alpha_samples, "dX = a * mask * dY"),
+    (feature_alpha_dropout, _alpha_samples, "dX = a * mask * dY   (one mask value per channel)"),
 ]:
     register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__))(_fn)
 del _fn, _samples, _formula

@@ -57,12 +57,13 @@ from ._conv1d import (  # noqa: F401,E402
 )
 from ._resample import interpolate, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
 from ._functional_more import (  # noqa: F401,E402
-    adaptive_max_pool1d, adaptive_max_pool2d, alpha_dropout, bilinear, conv_transpose1d, gaussian_nll_loss,
+    adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, alpha_dropout, bilinear, conv_transpose1d,
+    feature_alpha_dropout, gaussian_nll_loss,
     multi_margin_loss,
 )
 from ._embedding_bag import embedding_bag  # noqa: F401,E402
 from ._functional_misc import (  # noqa: F401,E402
-    channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, multilabel_margin_loss, pdist, rrelu,
+    channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, multilabel_margin_loss, pdist, rrelu,
     triplet_margin_with_distance_loss, upsample, upsample_bilinear, upsample_nearest,
 )
 from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401,E402

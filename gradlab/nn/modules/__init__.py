@@ -48,7 +48,9 @@ from .loss_more import GaussianNLLLoss, MultiLabelMarginLoss, MultiMarginLoss, T
 from .misc_more import ChannelShuffle, EmbeddingBag, LocalResponseNorm, LPPool1d, LPPool2d, RReLU  # noqa: E402
 from .conv3d import AdaptiveAvgPool3d, AvgPool3d, Conv3d, MaxPool3d  # noqa: E402
 from .loss_more import CTCLoss  # noqa: E402
-from .pool_bilinear import MaxUnpool1d, MaxUnpool2d  # noqa: E402
+from .pool_bilinear import AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d  # noqa: E402
+from .norm_more import FeatureAlphaDropout  # noqa: E402
+from .misc_more import LPPool3d  # noqa: E402
 from .lazy import (  # noqa: E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,
     LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
@@ -72,5 +74,5 @@ __all__ += [
     "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
     "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d",
-    "CTCLoss", "RNNCellBase", "MaxUnpool1d", "MaxUnpool2d",
+    "CTCLoss", "RNNCellBase", "MaxUnpool1d", "MaxUnpool2d", "AdaptiveMaxPool3d", "FeatureAlphaDropout", "LPPool3d",
 ]

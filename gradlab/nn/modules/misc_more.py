@@ -140,3 +140,8 @@ class LPPool1d(_LPPool):
 class LPPool2d(_LPPool):
     """``(sum over each window of x^p)^(1/p)`` over the last two dims (``norm_type`` = p)."""
     _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPool):
+    """``(sum over each window of x^p)^(1/p)`` over the last three dims (``norm_type`` = p)."""
+    _fn = staticmethod(F.lp_pool3d)

@@ -249,3 +249,8 @@ class InstanceNorm3d(_InstanceNorm):
 class BatchNorm3d(_BatchNorm):
     """Batch norm over ``(N, C, D, H, W)`` volumes: one mean/variance per channel, over batch and voxels."""
     _ndims = (5,)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """``AlphaDropout`` that drops whole channels (for SELU convolutional networks)."""
+    _fn = staticmethod(F.feature_alpha_dropout)

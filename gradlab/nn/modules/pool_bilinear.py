@@ -90,3 +90,8 @@ class MaxUnpool1d(_MaxUnpool):
 class MaxUnpool2d(_MaxUnpool):
     """Undo ``MaxPool2d(return_indices=True)``: each value goes back to its index, zeros elsewhere."""
     _n, _fn = 2, staticmethod(F.max_unpool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    """The max over adaptive windows of a volume: ``(N, C, D, H, W) -> (N, C, *output_size)``."""
+    _fn = staticmethod(F.adaptive_max_pool3d)
