@@ -50,6 +50,7 @@ def test_lazy_lenet_matches_torch(torch):
     ("LazyConvTranspose2d", (4, 3), (1, 3, 4, 4)), ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)),
     ("LazyInstanceNorm1d", (), (2, 3, 5)), ("LazyInstanceNorm2d", (1e-3, 0.2, False), (2, 3, 4, 4)),
     ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2)), ("LazyConv3d", (4, 2), (1, 3, 3, 3, 3)),
+    ("LazyConvTranspose3d", (4, 2), (1, 3, 2, 2, 2)),
 ])
 def test_lazy_layers_become_torchs_layers(torch, name, args, shape):
     g, t = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)

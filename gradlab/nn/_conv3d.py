@@ -89,6 +89,46 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return O.squeeze(out, 0) if unbatched else out
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 3-D convolution of ``(N, C_in, D, H, W)`` by ``(C_in, C_out/groups, kd, kh, kw)``.
+
+    Per depth offset ``j``: ``conv_transpose2d`` of every input slice with the kernel slice ``j``, placed at
+    output depths ``i * stride + j * dilation`` (zeros inserted between slices for the stride), summed, then
+    ``padding`` cropped from both ends of each dim.
+    """
+    from ._conv1d import conv_transpose2d
+    op = "conv_transpose3d"
+    x, unbatched = _volume(op, input)
+    w = check_tensor(weight, op, "weight")
+    if w.ndim != 5 or w.shape[0] != x.shape[1]:
+        raise ShapeError(f"{op}: weight must be 5-D (in_channels, out_channels/groups, kd, kh, kw) with "
+                         f"in_channels = {x.shape[1]} (input {fmt_shape(x.shape)}), got {fmt_shape(w.shape)}")
+    s, d = _triple(stride, op, "stride"), _triple(dilation, op, "dilation")
+    p, op_ = _triple(padding, op, "padding", allow_zero=True), _triple(output_padding, op, "output_padding", True)
+    if any(op_[i] >= max(s[i], d[i]) for i in range(3)):
+        raise ArgumentError(f"{op}: output_padding {op_} must be smaller than stride {s} or dilation {d}")
+    n, c, depth, h, wd = x.shape
+    kd = w.shape[2]
+    full = (depth - 1) * s[0] + d[0] * (kd - 1) + 1 + op_[0]
+    if full - 2 * p[0] < 1:
+        raise ShapeError(f"{op}: the output depth {full - 2 * p[0]} is not positive; reduce padding")
+    flat = O.reshape(O.transpose(x, 1, 2), (n * depth, c, h, wd))
+    total = None
+    for j in range(kd):
+        y = conv_transpose2d(flat, w[:, :, j], None, s[1:], p[1:], op_[1:], groups, d[1:])   # (N*D, O, H', W')
+        y = O.reshape(y, (n, depth) + tuple(y.shape[1:]))                                  # (N, D, O, H', W')
+        if s[0] > 1:  # insert s - 1 zero slices after each slice
+            y = O.reshape(_pad(O.unsqueeze(y, 2), (0, 0) * 3 + (0, s[0] - 1)),
+                          (n, depth * s[0]) + tuple(y.shape[2:]))[:, :(depth - 1) * s[0] + 1]
+        lo = j * d[0]
+        y = _pad(y, (0, 0) * 3 + (lo, full - lo - y.shape[1]))
+        total = y if total is None else total + y
+    out = O.transpose(total[:, p[0]:full - p[0]], 1, 2)
+    if bias is not None:
+        out = out + O.reshape(check_tensor(bias, op, "bias"), (1, -1, 1, 1, 1))
+    return O.squeeze(out, 0) if unbatched else out
+
+
 def _pool_geometry(op, x, k, s, p, d, ceil_mode):
     """Output sizes and the right padding that ceil_mode's partial windows need (PyTorch's rule)."""
     outs, extra = [], []
@@ -194,6 +234,16 @@ def _conv3d_samples(src):
     yield Sample((src.tensor((1, 2, 3, 2)), src.tensor((1, 1, 2, 2, 1))), dict(padding="same"), desc="unbatched, same")
 
 
+def _convt3d_samples(src):
+    g = src.choice([1, 2])
+    k = (src.integers(1, 2), src.integers(1, 2), 1)
+    st = src.integers(1, 2)
+    yield Sample((src.tensor((1, g, src.integers(1, 2), 2, 2)), src.tensor((g, 1) + k), src.tensor((g,))),
+                 dict(stride=st, output_padding=st - 1, groups=g))
+    yield Sample((src.tensor((1, 2, 2, 2)), src.tensor((1, 1, 2, 2, 2))), dict(padding=1, dilation=(2, 1, 1)),
+                 desc="unbatched, dilated, padded")
+
+
 def _pool3d_samples(kind):
     def samples(src):
         k = src.integers(1, 2)
@@ -217,6 +267,7 @@ def _torch_f(name):
 
 for _fn, _samples, _formula in [
     (conv3d, _conv3d_samples, "sum over depth offsets of conv2d's rule on the depth slices"),
+    (conv_transpose3d, _convt3d_samples, "dX = conv3d(dY, W); dW from the 2-D rule per depth offset"),
     (max_pool3d, _pool3d_samples("max"), "dX = zeros; dX[argmax of each window] += dY"),
     (avg_pool3d, _pool3d_samples("avg"), "dX[window] += dY / count"),
     (adaptive_avg_pool3d, _adaptive3d_samples, "dX = Pd^T, Ph^T, Pw^T applied to dY (Y = X averaged along each dim)"),

@@ -66,7 +66,7 @@ from ._functional_misc import (  # noqa: F401,E402
     channel_shuffle, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, multilabel_margin_loss, pdist, rrelu,
     triplet_margin_with_distance_loss, upsample, upsample_bilinear, upsample_nearest,
 )
-from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401,E402
+from ._conv3d import adaptive_avg_pool3d, avg_pool3d, conv3d, conv_transpose3d, max_pool3d  # noqa: F401,E402
 from ._ctc import ctc_loss  # noqa: F401,E402
 from ._unpool import max_unpool1d, max_unpool2d  # noqa: F401,E402
 from ._gumbel import gumbel_softmax  # noqa: F401,E402 - random: tested by statistics, not by the registry

@@ -1,4 +1,4 @@
-"""``Conv3d``, ``MaxPool3d``, ``AvgPool3d`` and ``AdaptiveAvgPool3d`` for ``(N, C, D, H, W)`` volumes (video, scans)."""
+"""``Conv3d``, ``ConvTranspose3d``, ``MaxPool3d``, ``AvgPool3d`` and ``AdaptiveAvgPool3d`` for ``(N, C, D, H, W)`` volumes (video, scans)."""
 from __future__ import annotations
 
 from .. import functional as F
@@ -24,6 +24,20 @@ class Conv3d(_ConvNd):
             pads = [(p, p) for p in self.padding]
         x = F.pad(input, pads[2] + pads[1] + pads[0], mode=self.padding_mode)
         return F.conv3d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+
+class ConvTranspose3d(_ConvNd):
+    """Transposed 3-D convolution: weight ``(C_in, C_out/groups, kd, kh, kw)``; upsamples a volume by ``stride``."""
+    _n, _transposed = 3, True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, output_padding, device=device, dtype=dtype)
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
 class MaxPool3d(Module):

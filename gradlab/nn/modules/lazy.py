@@ -16,7 +16,7 @@ from ...errors import ShapeError, fmt_shape
 from ..module import Module
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .conv import Conv2d
-from .conv3d import Conv3d
+from .conv3d import Conv3d, ConvTranspose3d
 from .conv_more import Conv1d, ConvTranspose1d, ConvTranspose2d
 from .linear import Linear
 from .norm_more import BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -117,6 +117,8 @@ LazyConv1d = _lazy("LazyConv1d", Conv1d, 3, "``Conv1d`` whose ``in_channels`` co
 LazyConv2d = _lazy("LazyConv2d", Conv2d, 4, "``Conv2d`` whose ``in_channels`` comes from the first input: "
                    "``LazyConv2d(out_channels, kernel_size, stride=1, padding=0, ...)``.")
 LazyConv3d = _lazy("LazyConv3d", Conv3d, 5, "``Conv3d`` whose ``in_channels`` comes from the first input.")
+LazyConvTranspose3d = _lazy("LazyConvTranspose3d", ConvTranspose3d, 5,
+                            "``ConvTranspose3d`` whose ``in_channels`` comes from the first input.")
 LazyConvTranspose1d = _lazy("LazyConvTranspose1d", ConvTranspose1d, 3,
                             "``ConvTranspose1d`` whose ``in_channels`` comes from the first input.")
 LazyConvTranspose2d = _lazy("LazyConvTranspose2d", ConvTranspose2d, 4,
