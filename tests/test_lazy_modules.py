@@ -80,3 +80,11 @@ def test_lazy_keeps_hooks_mode_and_dtype():
     opt.step()
     with pytest.raises(gradlab.errors.GradlabError, match="4-D"):
         nn.LazyConv2d(2, 3)(gradlab.randn(3, 4))
+
+
+@pytest.mark.oracle
+def test_data_parallel_is_a_pass_through_with_torchs_keys(torch):
+    g, t = nn.DataParallel(nn.Linear(2, 3)), torch.nn.DataParallel(torch.nn.Linear(2, 3))
+    assert list(g.state_dict()) == list(t.state_dict()) == ["module.weight", "module.bias"]
+    x = gradlab.randn(4, 2)
+    np.testing.assert_array_equal(g(x).detach().numpy(), g.module(x).detach().numpy())

@@ -50,7 +50,7 @@ from .conv3d import AdaptiveAvgPool3d, AvgPool3d, Conv3d, MaxPool3d  # noqa: E40
 from .loss_more import CTCLoss  # noqa: E402
 from .pool_bilinear import AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d  # noqa: E402
 from .norm_more import FeatureAlphaDropout  # noqa: E402
-from .misc_more import LPPool3d  # noqa: E402
+from .misc_more import DataParallel, LPPool3d  # noqa: E402
 from .lazy import LazyConv3d, LazyConvTranspose3d  # noqa: E402
 from .conv3d import ConvTranspose3d  # noqa: E402
 from .lazy import (  # noqa: E402
@@ -77,5 +77,5 @@ __all__ += [
     "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d",
     "CTCLoss", "RNNCellBase", "MaxUnpool1d", "MaxUnpool2d", "AdaptiveMaxPool3d", "FeatureAlphaDropout", "LPPool3d",
-    "LazyConv3d", "LazyConvTranspose3d", "ConvTranspose3d",
+    "LazyConv3d", "LazyConvTranspose3d", "ConvTranspose3d", "DataParallel",
 ]

@@ -145,3 +145,19 @@ class LPPool2d(_LPPool):
 class LPPool3d(_LPPool):
     """``(sum over each window of x^p)^(1/p)`` over the last three dims (``norm_type`` = p)."""
     _fn = staticmethod(F.lp_pool3d)
+
+
+class DataParallel(Module):
+    """PyTorch's multi-GPU wrapper, here a pass-through: ``DataParallel(model)(x)`` is ``model(x)``.
+
+    gradlab runs on one device, so nothing is split or replicated; the wrapper exists so code written
+    for several GPUs runs unchanged, with PyTorch's ``module.`` prefix in the state_dict.
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        self.module = module
+        self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
