@@ -89,6 +89,7 @@ def test_cells_match_torch(torch, name, kw, batched, with_state):
 SEQ = [
     ("RNN", {}), ("RNN", {"nonlinearity": "relu", "num_layers": 2}), ("RNN", {"bidirectional": True, "bias": False}),
     ("LSTM", {}), ("LSTM", {"num_layers": 2, "bidirectional": True}), ("LSTM", {"batch_first": True, "bias": False}),
+    ("LSTM", {"proj_size": 2, "num_layers": 2, "bidirectional": True}),
     ("GRU", {}), ("GRU", {"num_layers": 2, "batch_first": True}), ("GRU", {"bidirectional": True}),
 ]
 
@@ -105,8 +106,9 @@ def test_sequence_layers_match_torch(torch, name, kw, mode):
     gins, tins = [gx], [tx]
     if mode.endswith("h0"):
         dirs = 2 if kw.get("bidirectional") else 1
-        hshape = (kw.get("num_layers", 1) * dirs,) + (() if mode.startswith("unbatched") else (N,)) + (4,)
-        states = [_pair(torch, np.random.randn(*hshape)) for _ in range(2 if name == "LSTM" else 1)]
+        lead = (kw.get("num_layers", 1) * dirs,) + (() if mode.startswith("unbatched") else (N,))
+        sizes = [kw.get("proj_size") or 4, 4] if name == "LSTM" else [4]
+        states = [_pair(torch, np.random.randn(*(lead + (size,)))) for size in sizes]
         gins += [s[0] for s in states]
         tins += [s[1] for s in states]
         gs = tuple(s[0] for s in states) if name == "LSTM" else states[0][0]
@@ -148,7 +150,10 @@ def test_dropout_between_layers_only_in_training(torch):
 def test_rnn_errors_name_the_argument():
     from gradlab.errors import GradlabError
     cases = [
-        (lambda: nn.LSTM(3, 4, proj_size=2), "proj_size"),
+        (lambda: nn.GRU(3, 4, proj_size=2), "proj_size"),
+        (lambda: nn.LSTM(3, 4, proj_size=4), "proj_size"),
+        (lambda: nn.LSTM(3, 4, proj_size=2)(gradlab.randn(5, 2, 3), (gradlab.randn(1, 2, 4), gradlab.randn(1, 2, 4))),
+         "(1, 2, 2)"),
         (lambda: nn.RNN(3, 4, nonlinearity="sigmoid"), "nonlinearity"),
         (lambda: nn.GRU(3, 4, dropout=2.0), "dropout"),
         (lambda: nn.LSTM(3, 4)(gradlab.randn(5, 2, 6)), "input_size is 3"),

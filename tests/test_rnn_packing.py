@@ -77,7 +77,7 @@ def test_pack_sequence_round_trip():
 
 @pytest.mark.parametrize("name,kw", [("LSTM", {"num_layers": 2, "bidirectional": True}), ("GRU", {}),
                                      ("RNN", {"bidirectional": True, "batch_first": True}),
-                                     ("LSTM", {"batch_first": True})])
+                                     ("LSTM", {"batch_first": True, "proj_size": 3})])
 @pytest.mark.parametrize("with_h0", [False, True])
 def test_rnn_on_packed_sequence_matches_torch(torch, name, kw, with_h0):
     g, t = getattr(nn, name)(3, 4, **kw), getattr(torch.nn, name)(3, 4, **kw).double()
@@ -93,7 +93,8 @@ def test_rnn_on_packed_sequence_matches_torch(torch, name, kw, with_h0):
     ghx = thx = None
     if with_h0:
         dirs = 2 if kw.get("bidirectional") else 1
-        hs = [np.random.randn(kw.get("num_layers", 1) * dirs, 4, 4) for _ in range(2 if name == "LSTM" else 1)]
+        sizes = [kw.get("proj_size") or 4, 4] if name == "LSTM" else [4]
+        hs = [np.random.randn(kw.get("num_layers", 1) * dirs, 4, size) for size in sizes]
         gh = [gradlab.tensor(h, requires_grad=True) for h in hs]
         th = [torch.tensor(h, requires_grad=True) for h in hs]
         gins, tins = gins + gh, tins + th

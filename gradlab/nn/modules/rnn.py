@@ -41,14 +41,18 @@ from ._util import new_param
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _step(mode, x_proj, h, c, w_hh, b_hh):
-    """One time step; ``x_proj = W_ih x + b_ih`` is precomputed. Returns ``(h, c)`` (``c`` only for LSTM)."""
+def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
+    """One time step; ``x_proj = W_ih x + b_ih`` is precomputed. Returns ``(h, c)`` (``c`` only for LSTM).
+
+    ``w_hr`` (LSTM with ``proj_size``) projects ``h`` down: ``h = W_hr (o * tanh(c))``.
+    """
     hh = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
         gates = x_proj + hh
         i, f, g, o = O.chunk(gates, 4, -1)
         c = O.sigmoid(f) * c + O.sigmoid(i) * O.tanh(g)
-        return O.sigmoid(o) * O.tanh(c), c
+        h = O.sigmoid(o) * O.tanh(c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
         xr, xz, xn = O.chunk(x_proj, 3, -1)
         hr, hz, hn = O.chunk(hh, 3, -1)
@@ -177,9 +181,11 @@ class RNNBase(Module):
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
         cls = type(self).__name__
-        if proj_size:
-            raise ArgumentError(f"{cls}: proj_size={proj_size} (LSTM projections) is not supported in gradlab; "
-                                "add a Linear layer after the LSTM instead")
+        if proj_size and mode != "LSTM":
+            raise ArgumentError(f"{cls}: proj_size is only supported for LSTM, not RNN or GRU")
+        if proj_size < 0 or (proj_size and proj_size >= hidden_size):
+            raise ArgumentError(f"{cls}: proj_size ({proj_size}) must be between 0 and hidden_size - 1 "
+                                f"({int(hidden_size) - 1})")
         if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
             raise ArgumentError(f"{cls}: dropout should be a number in [0, 1] (the probability of zeroing an "
                                 f"element between layers), got {dropout!r}")
@@ -190,17 +196,20 @@ class RNNBase(Module):
                           "does nothing", UserWarning, stacklevel=3)
         self.mode, self.input_size, self.hidden_size = mode, int(input_size), int(hidden_size)
         self.num_layers, self.bias, self.batch_first = int(num_layers), bias, batch_first
-        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, int(proj_size)
         dirs = 2 if bidirectional else 1
         g = _GATES[mode] * self.hidden_size
+        real = self.proj_size or self.hidden_size  # the size of h (the projection's, with proj_size)
         self._flat_weights_names = []
         for layer in range(self.num_layers):
-            in_size = self.input_size if layer == 0 else self.hidden_size * dirs
+            in_size = self.input_size if layer == 0 else real * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                shapes = [("weight_ih", (g, in_size)), ("weight_hh", (g, self.hidden_size))]
+                shapes = [("weight_ih", (g, in_size)), ("weight_hh", (g, real))]
                 if bias:
                     shapes += [("bias_ih", (g,)), ("bias_hh", (g,))]
+                if self.proj_size:
+                    shapes += [("weight_hr", (self.proj_size, self.hidden_size))]
                 for name, shape in shapes:
                     setattr(self, name + sfx, new_param(*shape, dtype=dtype, device=device))
                     self._flat_weights_names.append(name + sfx)
@@ -216,14 +225,14 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         ws = [getattr(self, n) for n in self._flat_weights_names]
         return [ws[i:i + per] for i in range(0, len(ws), per)]
 
-    def _init_state(self, like, n, hx, name, batched, order):
+    def _init_state(self, like, n, hx, name, batched, order, size=None):
         """``hx`` checked and shaped ``(layers*dirs, N, H)`` (rows in ``order`` for a packed batch), or zeros."""
         dirs = 2 if self.bidirectional else 1
-        want = (self.num_layers * dirs, n, self.hidden_size)
+        want = (self.num_layers * dirs, n, size or self.hidden_size)
         if hx is None:
             return _zeros(like, want)
         shown = want if batched else (want[0], want[2])
@@ -240,17 +249,17 @@ class RNNBase(Module):
         Sequences are sorted by decreasing length, so the running ones are always the first
         ``sizes[t]`` rows; the others keep their state until they start (reverse) or after they end.
         """
-        w_hh = getattr(self, "weight_hh" + sfx)
+        w_hh, w_hr = getattr(self, "weight_hh" + sfx), (getattr(self, "weight_hr" + sfx) if self.proj_size else None)
         b_ih, b_hh = (getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)) if self.bias else (None, None)
         proj = F.linear(data, getattr(self, "weight_ih" + sfx), b_ih)  # the input part of every step at once
         n, ys = h.shape[0], [None] * len(sizes)
         for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
             b, off = sizes[t], offsets[t]
             if b == n:
-                h, c = _step(self.mode, proj[off:off + b], h, c, w_hh, b_hh)
+                h, c = _step(self.mode, proj[off:off + b], h, c, w_hh, b_hh, w_hr)
                 ys[t] = h
             else:
-                hb, cb = _step(self.mode, proj[off:off + b], h[:b], None if c is None else c[:b], w_hh, b_hh)
+                hb, cb = _step(self.mode, proj[off:off + b], h[:b], None if c is None else c[:b], w_hh, b_hh, w_hr)
                 ys[t] = hb
                 h = O.cat([hb, h[b:]], 0)
                 c = None if c is None else O.cat([cb, c[b:]], 0)
@@ -281,7 +290,7 @@ class RNNBase(Module):
         if lstm:
             if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise ArgumentError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
-            h0 = self._init_state(data, n, None if hx is None else hx[0], "h_0", batched, order)
+            h0 = self._init_state(data, n, None if hx is None else hx[0], "h_0", batched, order, self.proj_size)
             c0 = self._init_state(data, n, None if hx is None else hx[1], "c_0", batched, order)
         else:
             h0, c0 = self._init_state(data, n, hx, "hx", batched, order), None
@@ -321,6 +330,8 @@ class RNNBase(Module):
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
@@ -346,18 +357,19 @@ class RNN(RNNBase):
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, *, proj_size=0):
         if nonlinearity not in ("tanh", "relu"):
             raise ArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers,
-                         bias, batch_first, dropout, bidirectional, 0, device, dtype)
+                         bias, batch_first, dropout, bidirectional, proj_size, device, dtype)
         self.nonlinearity = nonlinearity
 
 
 class LSTM(RNNBase):
     """Long short-term memory over a sequence; ``lstm(input, (h_0, c_0))`` returns ``(output, (h_n, c_n))``.
 
-    Shapes as ``RNN``; ``c`` is the cell state (same shape as ``h``). ``proj_size`` is not supported.
+    Shapes as ``RNN``; ``c`` is the cell state. With ``proj_size`` > 0, ``h`` is projected to ``proj_size``
+    features by ``weight_hr_l{k}`` at every step (``c`` keeps ``hidden_size``).
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
@@ -374,6 +386,6 @@ class GRU(RNNBase):
     """Gated recurrent unit over a sequence; ``gru(input, h_0)`` returns ``(output, h_n)`` (shapes as ``RNN``)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, device=None, dtype=None):
-        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
-                         device, dtype)
+                 bidirectional=False, device=None, dtype=None, *, proj_size=0):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
