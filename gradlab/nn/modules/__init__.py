@@ -2,7 +2,6 @@
 from .activation import GELU, Dropout, Flatten, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh  # noqa: F401
 from .attention import MultiheadAttention  # noqa: F401
 from .batchnorm import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d  # noqa: F401
-from .paramcontainers import ParameterDict, ParameterList  # noqa: F401
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv2d, MaxPool2d  # noqa: F401
 from .linear import Embedding, Identity, Linear, LoRALinear  # noqa: F401
@@ -35,8 +34,7 @@ from .norm_more import (  # noqa: E402
     CosineSimilarity, Dropout1d, Dropout2d, Dropout3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, PairwiseDistance,
     RMSNorm, Unflatten,
 )
-# .paramlist supersedes .paramcontainers (the same API, plus a torch-style repr and get/pop/clear)
-from .paramlist import ParameterDict, ParameterList  # noqa: E402,F811
+from .paramlist import ParameterDict, ParameterList  # noqa: E402
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .transformer_encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from .transformer_seq2seq import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: E402
