@@ -30,7 +30,7 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 # seconds per cell: the slowest legitimate cell takes about a second on an idle machine; generous so that a
 # loaded CI machine never times out a correct cell, short where a submission loops forever on purpose
-TIMEOUT, LOOP_TIMEOUT = "60", "20"
+TIMEOUT, LOOP_TIMEOUT = "60", "30"
 
 # fixture -> the parts its bug must cost (every other part of it must still pass)
 WRONG = {
