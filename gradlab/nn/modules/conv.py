@@ -79,8 +79,10 @@ class Conv2d(Module):
         return s
 
 
-class MaxPool2d(Module):
-    """The maximum over each ``kernel_size`` window (stride defaults to the kernel size)."""
+class _MaxPoolNd(Module):
+    """The maximum over each ``kernel_size`` window (stride defaults to the kernel size); ``_fn`` names the
+    functional of each dimension (``max_pool1d``, ``max_pool2d``, ``max_pool3d``)."""
+    _fn = "max_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
@@ -90,9 +92,14 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                    ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(_MaxPoolNd):
+    """The maximum over each ``kernel_size`` window of an image (stride defaults to the kernel size)."""
+    _fn = "max_pool2d"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..module import Module
+from .conv import _MaxPoolNd
 from .conv_more import _ConvNd
 
 
@@ -40,23 +41,9 @@ class ConvTranspose3d(_ConvNd):
                                   self._output_padding(input, output_size), self.groups, self.dilation)
 
 
-class MaxPool3d(Module):
+class MaxPool3d(_MaxPoolNd):
     """The maximum over each ``kernel_size`` window of a volume (stride defaults to the kernel size)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+    _fn = "max_pool3d"
 
 
 class AvgPool3d(Module):

@@ -12,6 +12,7 @@ from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
 from ..module import Module
+from .conv import _MaxPoolNd
 from ._util import new_param
 
 
@@ -163,23 +164,9 @@ class ConvTranspose1d(_ConvNd):
                                   self._output_padding(input, output_size), self.groups, self.dilation)
 
 
-class MaxPool1d(Module):
+class MaxPool1d(_MaxPoolNd):
     """The maximum over each ``kernel_size`` window along the last dim (stride defaults to the kernel size)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+    _fn = "max_pool1d"
 
 
 class AvgPool1d(Module):
