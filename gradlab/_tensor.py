@@ -397,7 +397,7 @@ class Tensor:
     # (In-place methods -- add_, mul_, zero_, +=, x[i] = v ... -- are installed by
     # gradlab/autograd/inplace.py, which explains versions and graph rebasing. Once
     # gradlab.ops is loaded, + - * / ** @ and unary - are the op functions themselves,
-    # one call fewer: see install_operators at the end of this file.)
+    # one call fewer: see gradlab/ops/binding.py.)
     def __add__(self, other): return _ops.add(self, other)
     def __radd__(self, other): return _ops.add(other, self)
     def __sub__(self, other): return _ops.sub(self, other)
@@ -468,38 +468,3 @@ _REFLECTED = {
     "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
     "bitwise_xor": ("__xor__", "__rxor__"),
 }
-
-
-def _method(op_name, doc=None):
-    def method(self, *args, **kwargs):
-        return getattr(_ops, op_name)(self, *args, **kwargs)
-    method.__name__ = op_name
-    method.__doc__ = doc or f"Same as ``gradlab.{op_name}(self, ...)``."
-    return method
-
-
-def install_methods(names, direct=()):
-    """Give Tensor a method for each op name (called by gradlab.ops at import).
-
-    A method looks its op up in ``gradlab.ops`` on every call, so a tool that
-    swaps an op function for a while (``gradlab.compile``'s tracer wraps the ops
-    that make no graph node) is seen by ``x.op()`` too. Names in ``direct`` are
-    ops that always make a node, which the tracer sees through ``Function.apply``:
-    their functions become the methods themselves, one Python call fewer on the
-    hottest path (``y.tanh()`` is ``gradlab.tanh(y)``).
-    """
-    for name in names:
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, getattr(_ops, name) if name in direct else _method(name))
-
-
-#: Operators bound straight to their op function when it always makes a node (see install_methods).
-OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "__pow__": "pow",
-             "__matmul__": "matmul", "__neg__": "neg"}
-
-
-def install_operators(direct):
-    """Make ``x + y`` call ``gradlab.add(x, y)`` directly (same result as the methods above, faster)."""
-    for dunder, name in OPERATORS.items():
-        if name in direct:
-            setattr(Tensor, dunder, getattr(_ops, name))

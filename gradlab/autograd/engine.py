@@ -58,7 +58,7 @@ def _label(t: Tensor) -> str:
 
 def _root_edge(t: Tensor):
     if t._view_base is not None and t.requires_grad and t._vcounter.value != t._view_version:
-        from .inplace import refresh_view
+        from .views import refresh_view
         refresh_view(t)
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)

@@ -315,7 +315,7 @@ def _record(ctx, args, out):
             metas.append((d.shape, d.dtype))
             if a.requires_grad:
                 if a._view_base is not None and a._vcounter.value != a._view_version:
-                    from .inplace import refresh_view  # (rare: a view whose base changed in place since)
+                    from .views import refresh_view  # (rare: a view whose base changed in place since)
                     refresh_view(a)
                 fn = a.grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else _edge(a))

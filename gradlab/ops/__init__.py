@@ -95,8 +95,9 @@ def install(names):
     from .registry import REGISTRY
     # an op that always records a node through its Function is seen by every tool there: bind it directly
     direct = {n for n in names if n in REGISTRY and REGISTRY[n].op is not None and REGISTRY[n].fn is globals().get(n)}
-    _tensor_mod.install_methods(names, direct)
-    _tensor_mod.install_operators(direct)
+    from .binding import bind_methods, bind_operators
+    bind_methods(names, direct)
+    bind_operators(direct)
 
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])

@@ -213,7 +213,7 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
     up a chain of views) and the version it was made at: if that tensor is
     later changed in place, the view's values change with it, and the next op
     that uses the view rebuilds its graph from the tensor's new one
-    (``autograd.inplace.refresh_view``), as PyTorch does.
+    (``autograd.views.refresh_view``), as PyTorch does.
     """
     if getattr(out.data, "base", None) is not None and out.data.base is not None:
         vc = out._version = base._version

@@ -1,0 +1,43 @@
+"""How ops become Tensor methods and operators: ``x.tanh()`` is ``gradlab.tanh(x)``, ``x * y`` is
+``gradlab.mul(x, y)``. ``gradlab.ops`` calls these at import (``install``); the tensor layer below
+knows no op names.
+"""
+from __future__ import annotations
+
+from .. import _tensor
+from .._tensor import Tensor
+
+
+def _method(op_name, doc=None):
+    def method(self, *args, **kwargs):
+        return getattr(_tensor._ops, op_name)(self, *args, **kwargs)
+    method.__name__ = op_name
+    method.__doc__ = doc or f"Same as ``gradlab.{op_name}(self, ...)``."
+    return method
+
+
+def bind_methods(names, direct=()):
+    """Give Tensor a method for each op name (called by gradlab.ops at import).
+
+    A method looks its op up in ``gradlab.ops`` on every call, so a tool that
+    swaps an op function for a while (``gradlab.compile``'s tracer wraps the ops
+    that make no graph node) is seen by ``x.op()`` too. Names in ``direct`` are
+    ops that always make a node, which the tracer sees through ``Function.apply``:
+    their functions become the methods themselves, one Python call fewer on the
+    hottest path (``y.tanh()`` is ``gradlab.tanh(y)``).
+    """
+    for name in names:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, getattr(_tensor._ops, name) if name in direct else _method(name))
+
+
+#: Operators bound straight to their op function when it always makes a node (see bind_methods).
+OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "__pow__": "pow",
+             "__matmul__": "matmul", "__neg__": "neg"}
+
+
+def bind_operators(direct):
+    """Make ``x + y`` call ``gradlab.add(x, y)`` directly (same result as the methods above, faster)."""
+    for dunder, name in OPERATORS.items():
+        if name in direct:
+            setattr(Tensor, dunder, getattr(_tensor._ops, name))
