@@ -80,3 +80,13 @@ def test_a_stale_view_as_the_root_of_backward_is_rebuilt_too():
     h.mul_(3)
     v.backward(gradlab.ones(2))
     assert x.grad.tolist() == [0.0, 3.0, 3.0]
+
+
+def test_a_stale_view_is_rebuilt_even_when_backward_runs_under_no_grad():
+    x = gradlab.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1
+    v = h[:2]
+    h.mul_(2)
+    with gradlab.no_grad():
+        v.backward(gradlab.ones(2))
+    assert x.grad.tolist() == [2.0, 2.0, 0.0]

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _tensor as _tensor_mod
 from ..errors import GradError, fmt_shape
 from .._tensor import Tensor
+from .grad_mode import state as _grad_state
 
 
 def _label(t):
@@ -41,7 +42,11 @@ def refresh_view(view):
             f"{_label(view)} is a view of a tensor that was changed in place after the view was made, and gradlab "
             f"cannot rebuild the view's graph here; make the view again after the change (v = h[...] once h is final)")
     O = _tensor_mod._ops
-    new = O.getitem(O.reshape(base, (-1,)), Tensor._make(positions))
+    prev, _grad_state.enabled = _grad_state.enabled, True  # (also when backward() is called under no_grad)
+    try:
+        new = O.getitem(O.reshape(base, (-1,)), Tensor._make(positions))
+    finally:
+        _grad_state.enabled = prev
     view.requires_grad = new.requires_grad
     view.grad_fn = new.grad_fn
     view._output_nr = new._output_nr
