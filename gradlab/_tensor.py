@@ -265,6 +265,9 @@ class Tensor:
                 raise ArgumentTypeError(f".grad: expected a Tensor or None, got {type(value).__name__}; "
                                         "wrap it with gradlab.tensor(...)")
             d, g = self.data, value.data
+            if isinstance(g, np.generic):  # NumPy turned a 0-d result into a scalar: keep an array
+                value = Tensor._make(np.asarray(g))
+                g = value.data
             who = f"'{self.name}'" if self.name else "this tensor"
             if g.shape != d.shape:
                 from .errors import ShapeError

@@ -1,4 +1,5 @@
 """``.grad`` assignment and ``grad()``'s arguments are checked, with gradlab errors (as PyTorch checks them)."""
+import numpy as np
 import pytest
 
 import gradlab
@@ -48,3 +49,15 @@ def test_a_tensor_stored_in_data_is_named_when_it_breaks_an_op():
     w.data = w.data - 0.1 * w.grad  # PyTorch style; in gradlab .data is an array, so this stores a Tensor
     with pytest.raises(ArgumentTypeError, match=r"\.data holds a Tensor"):
         w * gradlab.ones(3)
+
+
+def test_a_zero_dim_parameter_keeps_an_array_gradient_on_every_path():
+    p = gradlab.nn.Parameter(gradlab.tensor(2.0))
+    opt = gradlab.optim.SGD([p], lr=0.1)
+    (p * 3).backward()
+    opt.zero_grad(set_to_none=False)  # NumPy would turn 0-d * 0 into a scalar
+    assert p.grad.item() == 0.0 and p.grad.shape == ()
+    with gradlab.profiler.profile():  # the tensor path of backward (ops are watched)
+        (p * 3).backward()
+        (p * 3).backward()
+    assert p.grad.item() == 6.0 and type(p.grad.data) is np.ndarray
