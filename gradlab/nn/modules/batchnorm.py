@@ -1,4 +1,4 @@
-"""``BatchNorm1d``/``BatchNorm2d`` and the pooling layers ``AvgPool2d`` / ``AdaptiveAvgPool2d``.
+"""``BatchNorm1d``/``BatchNorm2d`` (the pooling layers live with the other pools in ``conv.py``).
 
 Batch norm normalizes each channel with the statistics *of the batch* while training, and keeps
 running averages of them for evaluation (``model.eval()``), when a batch may be a single sample.
@@ -85,36 +85,3 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch norm over ``(N, C, H, W)`` images: one mean/variance per channel, over batch and pixels."""
     _ndims = (4,)
-
-
-class AvgPool2d(Module):
-    """The mean over each ``kernel_size`` window (stride defaults to the kernel size)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class AdaptiveAvgPool2d(Module):
-    """Average-pool to a fixed ``output_size`` whatever the input's height and width."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"

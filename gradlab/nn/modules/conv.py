@@ -103,3 +103,49 @@ class _MaxPoolNd(Module):
 class MaxPool2d(_MaxPoolNd):
     """The maximum over each ``kernel_size`` window of an image (stride defaults to the kernel size)."""
     _fn = "max_pool2d"
+
+
+class _AvgPoolNd(Module):
+    """The mean over each ``kernel_size`` window (stride defaults to the kernel size); ``_fn`` names the
+    functional of each dimension (``avg_pool2d``, ``avg_pool3d``)."""
+    _fn = "avg_pool2d"
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """The mean over each ``kernel_size`` window of an image (stride defaults to the kernel size)."""
+    _fn = "avg_pool2d"
+
+
+class _AdaptiveAvgPoolNd(Module):
+    """Average-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
+    _fn = "adaptive_avg_pool2d"
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Average-pool ``(N, C, H, W)`` to a fixed ``output_size`` whatever the height and width."""
+    _fn = "adaptive_avg_pool2d"

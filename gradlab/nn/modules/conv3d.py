@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from .. import functional as F
-from ..module import Module
-from .conv import _MaxPoolNd
+from .conv import _AdaptiveAvgPoolNd, _AvgPoolNd, _MaxPoolNd
 from .conv_more import _ConvNd
 
 
@@ -46,34 +45,11 @@ class MaxPool3d(_MaxPoolNd):
     _fn = "max_pool3d"
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """The mean over each ``kernel_size`` window of a volume (stride defaults to the kernel size)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, input):
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    _fn = "avg_pool3d"
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average-pool a volume to a fixed ``output_size`` whatever its depth, height and width."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool3d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+    _fn = "adaptive_avg_pool3d"

@@ -12,7 +12,7 @@ from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
 from ..module import Module
-from .conv import _MaxPoolNd
+from .conv import _AdaptiveAvgPoolNd, _MaxPoolNd
 from ._util import new_param
 
 
@@ -187,18 +187,9 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool1d(Module):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Average-pool ``(N, C, L)`` to a fixed length ``output_size`` whatever ``L`` is."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+    _fn = "adaptive_avg_pool1d"
 
 
 class Upsample(Module):
