@@ -14,8 +14,6 @@ time (see ``_ops`` below), which keeps the layers one-way.
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from .backend import dtypes as _dt
@@ -70,19 +68,8 @@ class Tensor:
     __array_priority__ = 1000  # make ``ndarray * Tensor`` call Tensor.__rmul__
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """NumPy meets a Tensor. ``array * tensor`` is the Tensor op (``tensor.__rmul__``); an in-place
-        ``array -= tensor`` -- PyTorch's ``p.data -= lr * p.grad`` -- updates the array in place (no
-        graph), instead of silently replacing ``p.data`` by a Tensor; other ufuncs see the arrays."""
-        out = kwargs.get("out")
-        if out is None and method == "__call__" and len(inputs) == 2:
-            names = _REFLECTED.get(ufunc.__name__)
-            a, b = inputs
-            if names is not None and isinstance(b, Tensor) and not isinstance(a, Tensor):
-                return getattr(b, names[1])(a)  # ``array - tensor``: the Tensor op
-        args = [i.data if isinstance(i, Tensor) else i for i in inputs]
-        if out is not None:
-            kwargs["out"] = tuple(o.data if isinstance(o, Tensor) else o for o in out)
-        return getattr(ufunc, method)(*args, **kwargs)
+        """NumPy meets a Tensor (see ``gradlab/_interop.py``): ``array * tensor`` is the Tensor op."""
+        return _interop.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
         from .factories import _to_array  # the one place that converts user data
@@ -309,51 +296,6 @@ class Tensor:
         self.requires_grad = False
         return self
 
-    def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
-        if not self.requires_grad:
-            raise GradError(f"retain_grad(): {self._label()} does not require grad, so it will never get one")
-        if self.grad_fn is None:
-            return
-        self._retains_grad = True
-        if self.grad_fn._retained is None:
-            self.grad_fn._retained = {}
-            self.grad_fn._hooked = True
-        self.grad_fn._retained[self._output_nr] = weakref.ref(self)
-
-    @property
-    def retains_grad(self) -> bool:
-        return bool(self._retains_grad)
-
-    def register_hook(self, hook):
-        """Call ``hook(grad)`` when this tensor's gradient is computed.
-
-        The hook may return a tensor to use instead of the gradient. Returns a
-        handle whose ``.remove()`` unregisters the hook.
-        """
-        if not self.requires_grad:
-            raise GradError(f"register_hook: {self._label()} does not require grad, so no gradient will reach a hook")
-        if self.grad_fn is not None:
-            if self.grad_fn._pre_hooks is None:
-                self.grad_fn._pre_hooks = {}
-                self.grad_fn._hooked = True
-            hooks = self.grad_fn._pre_hooks.setdefault(self._output_nr, [])
-        else:
-            if self._hooks is None:
-                self._hooks = []
-            hooks = self._hooks
-        hooks.append(hook)
-        return _HookHandle(hooks, hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """Call ``hook(tensor)`` after a leaf's ``.grad`` has been updated by backward."""
-        if self.grad_fn is not None:
-            raise GradError("register_post_accumulate_grad_hook only works on leaf tensors")
-        if self._post_acc_hooks is None:
-            self._post_acc_hooks = []
-        self._post_acc_hooks.append(hook)
-        return _HookHandle(self._post_acc_hooks, hook)
-
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute the gradient of this tensor with respect to the graph leaves.
 
@@ -368,27 +310,7 @@ class Tensor:
         return f"'{self.name}'" if self.name else f"a tensor of shape {fmt_shape(self.shape)}"
 
     def __repr__(self):
-        arr = self.data
-        if self.device != CPU:
-            arr = arr.get()
-        body = np.array2string(
-            np.asarray(arr, dtype=np.float64) if self.dtype == _dt.bfloat16 else arr,
-            separator=", ", prefix="tensor(", precision=4, threshold=200, edgeitems=3,
-        )
-        parts = [body]
-        if arr.size == 0 or arr.ndim > 1 or arr.size > 6:
-            parts.append(f"shape={fmt_shape(self.shape)}")
-        if self.dtype not in (_dt.float32, _dt.int64, _dt.bool_) or arr.size == 0:
-            parts.append(f"dtype={_dt.dtype_name(self.dtype)}")
-        if self.device != CPU:
-            parts.append(f"device='{self.device}'")
-        if self.grad_fn is not None:
-            parts.append(f"grad_fn=<{self.grad_fn.name}>")
-        elif self.requires_grad:
-            parts.append("requires_grad=True")
-        if self.name:
-            parts.append(f"name='{self.name}'")
-        return "tensor(" + ", ".join(parts) + ")"
+        return _interop.tensor_repr(self)
 
     def __format__(self, spec):
         # as PyTorch: a 0-d tensor formats as its number (f"loss {loss}" prints "loss 0.25")
@@ -450,24 +372,4 @@ class ValueErrorItem(GradError, ValueError):
     """``item()`` / ``bool()`` on a tensor with more than one element."""
 
 
-class _HookHandle:
-    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-
-# NumPy ufunc name -> (Tensor operator, reflected operator), for ``array <op> tensor``
-_REFLECTED = {
-    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
-    "divide": ("__truediv__", "__rtruediv__"), "floor_divide": ("__floordiv__", "__rfloordiv__"),
-    "remainder": ("__mod__", "__rmod__"), "power": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
-    "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"), "greater": ("__gt__", "__lt__"),
-    "greater_equal": ("__ge__", "__le__"), "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
-    "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
-    "bitwise_xor": ("__xor__", "__rxor__"),
-}
+from . import _interop  # noqa: E402 - NumPy interop and printing (it needs Tensor defined)
