@@ -31,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+import numpy
+
 try:
     from . import _speedups
 except ImportError:  # not built (pip install without a C compiler): the Python versions run
@@ -48,15 +50,21 @@ def _wanted() -> bool:
 
 def install() -> None:
     """Hand the C loops the Python objects they use and swap them in (called once, on import)."""
-    from . import engine, function, schedule, views
-    PYTHON.update(record=function._record, schedule=engine._schedule, run_plain=engine._run_plain)
+    from .. import _tensor
+    from . import engine, function, grad_mode, saved, schedule, views
+    PYTHON.update(record=function._record, schedule=engine._schedule, run_plain=engine._run_plain,
+                  apply=function.Op.__dict__["apply"], saved_arrays=function.Function.__dict__["saved_arrays"])
     if not _wanted():
         return
     _speedups.configure(
         Tensor=function.Tensor, AccumulateGrad=function.AccumulateGrad, ndarray=function._ndarray,
         floating=function._FLOATING, seq_counter=function._seq, node_observers=function.node_observers,
         new_tensor=function._new_tensor, record_py=function._record,
-        function=function, engine=engine, views=views, schedule=schedule,
+        function=function, engine=engine, views=views, schedule=schedule, op_observers=function.op_observers,
+        forward_ad_hook=function.forward_ad_hook, grad_state=grad_mode.state, generic=numpy.generic,
+        asarray=numpy.asarray, apply_py=function.Function.apply.__func__, SavedTensor=saved.SavedTensor,
+        Version=_tensor._Version, saved_hooks=saved.saved_tensor_hooks,
+        saved_arrays_py=function.Function.saved_arrays.fget,
     )
     _use(compiled=True)
 
@@ -68,6 +76,9 @@ def _use(compiled: bool) -> None:
     function._record = src.record if src else PYTHON["record"]
     engine._schedule = src.schedule if src else PYTHON["schedule"]
     engine._run_plain = src.run_plain if src else PYTHON["run_plain"]
+    function.Op.apply = classmethod(src.op_apply) if src else PYTHON["apply"]
+    function.Function.saved_arrays = property(src.saved_arrays, doc=PYTHON["saved_arrays"].__doc__) if src \
+        else PYTHON["saved_arrays"]
     ACTIVE = compiled
 
 

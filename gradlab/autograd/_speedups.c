@@ -1,9 +1,12 @@
 /*
- * gradlab/autograd/_speedups.c -- the engine's three hottest loops, compiled.
+ * gradlab/autograd/_speedups.c -- the engine's hottest paths, compiled.
  *
  * Read the Python first: this file is a line-for-line translation of
  *
- *   record(ctx, args, out)        <- function._record    (the forward: make a node)
+ *   op_apply(cls, *args)          <- function.Op.apply   (every built-in op call)
+ *   record(ctx, args, out)        <- function._record    (the forward: make a node,
+ *                                    with _keep_saved and SavedTensor.__init__ inline)
+ *   saved_arrays(node)            <- Function.saved_arrays (what an array VJP reads)
  *   schedule(starts)              <- schedule.schedule   (the backward's order)
  *   run_plain(order, buffers, st) <- engine._run_plain   (the everyday backward loop)
  *
@@ -22,6 +25,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdlib.h>
 
 /* set once by configure(): the Python objects the loops need. The Python helpers they call
@@ -29,13 +33,23 @@
  * versions look up their globals, so a test may monkeypatch them. */
 static PyObject *Tensor_type, *Acc_type, *ndarray_type, *floating, *seq_counter, *node_observers;
 static PyObject *new_tensor, *record_py, *function_mod, *engine_mod, *views_mod, *schedule_mod;
+static PyObject *op_observers, *forward_ad_hook, *grad_state, *np_generic, *np_asarray, *apply_py;
+static PyObject *Saved_type, *Version_type, *saved_hooks, *saved_arrays_py;
+/* where SavedTensor's and _Version's __slots__ live in their objects (read off their member
+ * descriptors by configure): a slot is written as the descriptor would write it */
+enum { ST_TENSOR, ST_DATA, ST_VERSION_OBJ, ST_VERSION, ST_OUTPUT_NR, ST_PACKED, ST_UNPACK, ST_NAME, ST_N };
+static const char *st_names[ST_N] = {"tensor", "data", "version_obj", "version", "output_nr", "packed", "unpack",
+                                     "name"};
+static Py_ssize_t st_off[ST_N], vc_value_off;
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 static PyObject *empty_tuple;
 
 /* interned attribute names */
 static PyObject *s_data, *s_shape, *s_dtype, *s_requires_grad, *s_view_base, *s_vcounter, *s_value,
     *s_view_version, *s_grad_fn, *s_output_nr, *s_next_functions, *s_input_meta, *s_seq, *s_out_meta,
     *s_non_diff, *s_to_save, *s_to_save_out, *s_hooked, *s_variable, *s_hooks, *s_vjp_arrays,
-    *s_released, *s_saved, *s_retain_graph, *s_handed, *s_accumulate;
+    *s_released, *s_saved, *s_retain_graph, *s_handed, *s_accumulate, *s_enabled, *s_recording, *s_forward,
+    *s_make, *s_name_attr, *s_array;
 
 #define GET(o, name) PyObject_GetAttr((o), (name))
 
@@ -64,6 +78,157 @@ get_truth(PyObject *o, PyObject *name)
 }
 
 /* ------------------------------------------------------------------ record */
+
+/* t._version: the tensor's version counter, made on first use (Tensor._version, inline) */
+static PyObject *
+version_of(PyObject *t)
+{
+    PyObject *vc = GET(t, s_vcounter);
+    if (vc == NULL || vc != Py_None)
+        return vc;
+    Py_DECREF(vc);
+    vc = ((PyTypeObject *)Version_type)->tp_alloc((PyTypeObject *)Version_type, 0);
+    if (vc == NULL)
+        return NULL;
+    SLOT(vc, vc_value_off) = PyLong_FromLong(0);  /* (small ints are immortal-ish: cached) */
+    if (PyObject_SetAttr(t, s_vcounter, vc) < 0)
+        Py_CLEAR(vc);
+    return vc;
+}
+
+/* SavedTensor(t, output_nr), with no saved-tensor hooks active (SavedTensor.__init__, inline) */
+static PyObject *
+new_saved(PyObject *t, PyObject *output_nr)
+{
+    PyObject *data = GET(t, s_data), *name = data ? GET(t, s_name_attr) : NULL, *vc = name ? version_of(t) : NULL;
+    if (vc == NULL) {
+        Py_XDECREF(data); Py_XDECREF(name);
+        return NULL;
+    }
+    PyObject *value = (PyObject *)Py_TYPE(vc) == Version_type ? Py_XNewRef(SLOT(vc, vc_value_off)) : GET(vc, s_value);
+    PyObject *st = value ? ((PyTypeObject *)Saved_type)->tp_alloc((PyTypeObject *)Saved_type, 0) : NULL;
+    if (st == NULL) {
+        if (value == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "a version counter without a value");
+        Py_DECREF(data); Py_DECREF(name); Py_DECREF(vc); Py_XDECREF(value);
+        return NULL;
+    }
+    SLOT(st, st_off[ST_OUTPUT_NR]) = Py_NewRef(output_nr);
+    SLOT(st, st_off[ST_DATA]) = data;
+    SLOT(st, st_off[ST_VERSION_OBJ]) = vc;
+    SLOT(st, st_off[ST_VERSION]) = value;
+    SLOT(st, st_off[ST_NAME]) = name;
+    SLOT(st, st_off[ST_TENSOR]) = Py_NewRef(output_nr == Py_None ? t : Py_None);
+    SLOT(st, st_off[ST_PACKED]) = Py_NewRef(Py_None);
+    SLOT(st, st_off[ST_UNPACK]) = Py_NewRef(Py_None);
+    return st;
+}
+
+/* function._keep_saved(ctx, (out,), (ret,)) for one output and no saved-tensor hooks */
+static int
+keep_saved_one(PyObject *ctx, PyObject *out, PyObject *ret)
+{
+    PyObject *ts = GET(ctx, s_to_save), *tso = ts ? GET(ctx, s_to_save_out) : NULL, *saved = NULL;
+    int r = -1;
+    if (tso == NULL)
+        goto done;
+    if (ts == Py_None && tso == Py_None) {
+        r = 0;
+        goto done;
+    }
+    if (PyList_GET_SIZE(saved_hooks) > 0 || (ts != Py_None && !PyTuple_Check(ts))
+        || (tso != Py_None && !PyTuple_Check(tso))) {  /* the Python version */
+        PyObject *o1 = PyTuple_Pack(1, out), *r1 = o1 ? PyTuple_Pack(1, ret) : NULL, *res = NULL;
+        if (r1 != NULL) {
+            PyObject *kargs[3] = {ctx, o1, r1};
+            res = call_in(function_mod, "_keep_saved", kargs, 3);
+        }
+        Py_XDECREF(o1); Py_XDECREF(r1);
+        r = res == NULL ? -1 : 0;
+        Py_XDECREF(res);
+        goto done;
+    }
+    if ((saved = PyList_New(0)) == NULL)
+        goto done;
+    if (ts != Py_None)
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ts); i++) {
+            PyObject *x = PyTuple_GET_ITEM(ts, i), *item;
+            item = PyObject_TypeCheck(x, (PyTypeObject *)Tensor_type) ? new_saved(x, Py_None) : Py_NewRef(x);
+            if (item == NULL || PyList_Append(saved, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    if (tso != Py_None) {
+        PyObject *zero = PyLong_FromLong(0);
+        for (Py_ssize_t i = 0; zero != NULL && i < PyTuple_GET_SIZE(tso); i++) {
+            PyObject *item = new_saved(ret, zero);
+            if (item == NULL || PyList_Append(saved, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(zero);
+                break;
+            }
+            Py_DECREF(item);
+        }
+        if (zero == NULL)
+            goto done;
+        Py_DECREF(zero);
+    }
+    if (PyObject_SetAttr(ctx, s_saved, saved) < 0 || PyObject_SetAttr(ctx, s_to_save, Py_None) < 0
+        || PyObject_SetAttr(ctx, s_to_save_out, Py_None) < 0)
+        goto done;
+    r = 0;
+done:
+    Py_XDECREF(ts); Py_XDECREF(tso); Py_XDECREF(saved);
+    return r;
+}
+
+/* Function.saved_arrays (the property's getter), compiled */
+static PyObject *
+saved_arrays(PyObject *self, PyObject *node)
+{
+    int rel = get_truth(node, s_released);
+    if (rel != 0)
+        return rel < 0 ? NULL : PyObject_CallOneArg(saved_arrays_py, node);  /* raises the freed error */
+    PyObject *saved = GET(node, s_saved);
+    if (saved == NULL)
+        return NULL;
+    PyObject *seq = PySequence_Fast(saved, "_saved must be a sequence"), *out = NULL;
+    Py_DECREF(saved);
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((out = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(seq, i), *a = NULL;
+        if ((PyObject *)Py_TYPE(x) == Saved_type) {
+            PyObject *vc = SLOT(x, st_off[ST_VERSION_OBJ]), *ver = SLOT(x, st_off[ST_VERSION]);
+            PyObject *unpack = SLOT(x, st_off[ST_UNPACK]), *data = SLOT(x, st_off[ST_DATA]);
+            int same = 0;
+            if (vc != NULL && ver != NULL && unpack == Py_None && data != NULL
+                && (PyObject *)Py_TYPE(vc) == Version_type && SLOT(vc, vc_value_off) != NULL) {
+                same = PyObject_RichCompareBool(SLOT(vc, vc_value_off), ver, Py_EQ);
+                if (same < 0)
+                    goto fail;
+            }
+            a = same ? Py_NewRef(data) : PyObject_CallMethodOneArg(x, s_array, node);  /* checks, unpacks */
+            if (a == NULL)
+                goto fail;
+        } else {
+            a = Py_NewRef(x);
+        }
+        PyList_SET_ITEM(out, i, a);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_DECREF(seq);
+    return out;
+}
+
 
 /* The edge for one argument (what _record_py computes inline), or NULL on error. */
 static PyObject *
@@ -204,26 +369,8 @@ record(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
         if (diff && (PyObject_SetAttr(ret, s_requires_grad, Py_True) < 0 || PyObject_SetAttr(ret, s_grad_fn, ctx) < 0))
             goto fail;
     }
-    {
-        PyObject *ts = GET(ctx, s_to_save), *tso = ts ? GET(ctx, s_to_save_out) : NULL;
-        if (tso == NULL) {
-            Py_XDECREF(ts);
-            goto fail;
-        }
-        int keep = ts != Py_None || tso != Py_None;
-        Py_DECREF(ts); Py_DECREF(tso);
-        if (keep) {
-            PyObject *o1 = PyTuple_Pack(1, out), *r1 = o1 ? PyTuple_Pack(1, ret) : NULL, *r = NULL;
-            if (r1 != NULL) {
-                PyObject *kargs[3] = {ctx, o1, r1};
-                r = call_in(function_mod, "_keep_saved", kargs, 3);
-            }
-            Py_XDECREF(o1); Py_XDECREF(r1);
-            if (r == NULL)
-                goto fail;
-            Py_DECREF(r);
-        }
-    }
+    if (keep_saved_one(ctx, out, ret) < 0)
+        goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(node_observers); i++) {
         PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(node_observers, i), ctx);
         if (r == NULL)
@@ -236,6 +383,122 @@ fail:
 done:
     Py_XDECREF(edges); Py_XDECREF(metas); Py_XDECREF(dt); Py_XDECREF(shape); Py_XDECREF(om); Py_XDECREF(seq);
     return ret;
+}
+
+/* ------------------------------------------------------------------- apply */
+
+/* a forward's result as a tensor that records nothing (Op.apply's no-grad tail) */
+static PyObject *
+plain_result(PyObject *out)
+{
+    if ((PyObject *)Py_TYPE(out) == ndarray_type) {
+        PyObject *t = PyObject_CallOneArg(new_tensor, Tensor_type);
+        if (t != NULL && PyObject_SetAttr(t, s_data, out) < 0)
+            Py_CLEAR(t);
+        return t;
+    }
+    if (PyTuple_CheckExact(out)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(out);
+        PyObject *res = PyTuple_New(n);
+        for (Py_ssize_t i = 0; res != NULL && i < n; i++) {
+            PyObject *t = PyObject_CallMethodOneArg(Tensor_type, s_make, PyTuple_GET_ITEM(out, i));
+            if (t == NULL)
+                Py_CLEAR(res);
+            else
+                PyTuple_SET_ITEM(res, i, t);
+        }
+        return res;
+    }
+    return PyObject_CallMethodOneArg(Tensor_type, s_make, out);
+}
+
+/* Op.apply(cls, *args, **kwargs): function.Op.apply, compiled (bound as a classmethod) */
+static PyObject *
+op_apply(PyObject *self, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "apply: missing the op class");
+        return NULL;
+    }
+    PyObject *cls = argv[0];
+    if (PyList_GET_SIZE(op_observers) > 0 || PyList_GET_ITEM(forward_ad_hook, 0) != Py_None)
+        return PyObject_Vectorcall(apply_py, argv, nargs, kwnames);  /* the general path */
+    PyObject *ctx = ((PyTypeObject *)&PyBaseObject_Type)->tp_new((PyTypeObject *)cls, empty_tuple, NULL);
+    if (ctx == NULL)
+        return NULL;
+    int recording = 0;
+    PyObject *en = GET(grad_state, s_enabled);
+    if (en == NULL)
+        goto fail;
+    int enabled = PyObject_IsTrue(en);
+    Py_DECREF(en);
+    if (enabled < 0)
+        goto fail;
+    if (enabled) {
+        for (Py_ssize_t i = 1; i < nargs; i++) {
+            PyObject *a = argv[i];
+            if (PyObject_TypeCheck(a, (PyTypeObject *)Tensor_type)) {
+                int rg = get_truth(a, s_requires_grad);
+                if (rg < 0)
+                    goto fail;
+                if (rg) {
+                    recording = 1;
+                    break;
+                }
+            }
+        }
+    }
+    if (recording && PyObject_SetAttr(ctx, s_recording, Py_True) < 0)
+        goto fail;
+    /* cls.forward(ctx, *args, **kwargs): ctx takes the place of cls in argv */
+    PyObject *fwd = GET(cls, s_forward), *out;
+    if (fwd == NULL)
+        goto fail;
+    {
+        PyObject *small[9], **buf = small;
+        Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+        if (total > 9 && (buf = PyMem_Malloc(total * sizeof(PyObject *))) == NULL) {
+            Py_DECREF(fwd);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        buf[0] = ctx;
+        for (Py_ssize_t i = 1; i < total; i++)
+            buf[i] = argv[i];
+        out = PyObject_Vectorcall(fwd, buf, nargs, kwnames);
+        if (buf != small)
+            PyMem_Free(buf);
+    }
+    Py_DECREF(fwd);
+    if (out == NULL)
+        goto fail;
+    if ((PyObject *)Py_TYPE(out) != ndarray_type && PyObject_TypeCheck(out, (PyTypeObject *)np_generic)) {
+        PyObject *arr = PyObject_CallOneArg(np_asarray, out);  /* NumPy turns 0-d results into scalars */
+        Py_DECREF(out);
+        if ((out = arr) == NULL)
+            goto fail;
+    }
+    PyObject *res;
+    if (recording) {
+        PyObject *args = PyTuple_New(nargs - 1);
+        if (args == NULL) {
+            Py_DECREF(out);
+            goto fail;
+        }
+        for (Py_ssize_t i = 1; i < nargs; i++)
+            PyTuple_SET_ITEM(args, i - 1, Py_NewRef(argv[i]));
+        PyObject *rargs[3] = {ctx, args, out};
+        res = record(NULL, rargs, 3);
+        Py_DECREF(args);
+    } else {
+        res = plain_result(out);
+    }
+    Py_DECREF(out);
+    Py_DECREF(ctx);
+    return res;
+fail:
+    Py_DECREF(ctx);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- schedule */
@@ -699,20 +962,48 @@ fail:
 
 /* --------------------------------------------------------------- configure */
 
+static int
+slot_offset(PyObject *type, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyDict_GetItemString(((PyTypeObject *)type)->tp_dict, name);  /* borrowed */
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
+        || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%s must be a __slots__ entry", ((PyTypeObject *)type)->tp_name, name);
+        return -1;
+    }
+    *off = ((PyMemberDescrObject *)d)->d_member->offset;
+    return 0;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"Tensor", "AccumulateGrad", "ndarray", "floating", "seq_counter", "node_observers",
-                            "new_tensor", "record_py", "function", "engine", "views", "schedule", NULL};
-    PyObject *v[12];
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!O!O!OO!OOOOOO:configure", names,
+                            "new_tensor", "record_py", "function", "engine", "views", "schedule", "op_observers",
+                            "forward_ad_hook", "grad_state", "generic", "asarray", "apply_py", "SavedTensor",
+                            "Version", "saved_hooks", "saved_arrays_py", NULL};
+    PyObject *v[22];
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!O!O!OO!OOOOOOO!O!OO!OOO!O!O!O:configure", names,
                                      &PyType_Type, &v[0], &PyType_Type, &v[1], &PyType_Type, &v[2],
                                      &PyFrozenSet_Type, &v[3], &v[4], &PyList_Type, &v[5], &v[6], &v[7], &v[8],
-                                     &v[9], &v[10], &v[11]))
+                                     &v[9], &v[10], &v[11], &PyList_Type, &v[12], &PyList_Type, &v[13], &v[14],
+                                     &PyType_Type, &v[15], &v[16], &v[17], &PyType_Type, &v[18], &PyType_Type,
+                                     &v[19], &PyList_Type, &v[20], &v[21]))
         return NULL;
-    PyObject **slots[12] = {&Tensor_type, &Acc_type, &ndarray_type, &floating, &seq_counter, &node_observers,
-                            &new_tensor, &record_py, &function_mod, &engine_mod, &views_mod, &schedule_mod};
-    for (int i = 0; i < 12; i++)
+    if (PyList_GET_SIZE(v[13]) != 1) {
+        PyErr_SetString(PyExc_ValueError, "forward_ad_hook must be a one-item list");
+        return NULL;
+    }
+    for (int i = 0; i < ST_N; i++)
+        if (slot_offset(v[18], st_names[i], &st_off[i]) < 0)
+            return NULL;
+    if (slot_offset(v[19], "value", &vc_value_off) < 0)
+        return NULL;
+    PyObject **slots[22] = {&Tensor_type, &Acc_type, &ndarray_type, &floating, &seq_counter, &node_observers,
+                            &new_tensor, &record_py, &function_mod, &engine_mod, &views_mod, &schedule_mod,
+                            &op_observers, &forward_ad_hook, &grad_state, &np_generic, &np_asarray, &apply_py,
+                            &Saved_type, &Version_type, &saved_hooks, &saved_arrays_py};
+    for (int i = 0; i < 22; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     Py_RETURN_NONE;
 }
@@ -728,6 +1019,9 @@ static PyMethodDef methods[] = {
      "configure(**objects): hand the loops the Python objects they use (done once by _accel.py)."},
     {"configured", configured, METH_NOARGS, "Whether configure() has run."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, "record(ctx, args, out): function._record, compiled."},
+    {"op_apply", (PyCFunction)(void (*)(void))op_apply, METH_FASTCALL | METH_KEYWORDS,
+     "op_apply(cls, *args, **kwargs): function.Op.apply, compiled (installed as a classmethod)."},
+    {"saved_arrays", saved_arrays, METH_O, "saved_arrays(node): Function.saved_arrays, compiled."},
     {"schedule", schedule, METH_O, "schedule(starts): schedule.schedule, compiled."},
     {"run_plain", (PyCFunction)(void (*)(void))run_plain, METH_FASTCALL,
      "run_plain(order, buffers, st): engine._run_plain, compiled."},
@@ -744,11 +1038,13 @@ PyInit__speedups(void)
     const char *names[] = {"data", "shape", "dtype", "requires_grad", "_view_base", "_vcounter", "value",
                            "_view_version", "grad_fn", "_output_nr", "next_functions", "input_meta", "seq",
                            "out_meta", "_non_diff", "_to_save", "_to_save_out", "_hooked", "variable", "_hooks",
-                           "vjp_arrays", "_released", "_saved", "retain_graph", "handed", "accumulate"};
+                           "vjp_arrays", "_released", "_saved", "retain_graph", "handed", "accumulate", "enabled",
+                           "_recording", "forward", "_make", "name", "array"};
     PyObject **slots[] = {&s_data, &s_shape, &s_dtype, &s_requires_grad, &s_view_base, &s_vcounter, &s_value,
                           &s_view_version, &s_grad_fn, &s_output_nr, &s_next_functions, &s_input_meta, &s_seq,
                           &s_out_meta, &s_non_diff, &s_to_save, &s_to_save_out, &s_hooked, &s_variable, &s_hooks,
-                          &s_vjp_arrays, &s_released, &s_saved, &s_retain_graph, &s_handed, &s_accumulate};
+                          &s_vjp_arrays, &s_released, &s_saved, &s_retain_graph, &s_handed, &s_accumulate, &s_enabled,
+                          &s_recording, &s_forward, &s_make, &s_name_attr, &s_array};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return NULL;
