@@ -372,7 +372,9 @@ record(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
     if (keep_saved_one(ctx, out, ret) < 0)
         goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(node_observers); i++) {
-        PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(node_observers, i), ctx);
+        PyObject *f = Py_NewRef(PyList_GET_ITEM(node_observers, i));  /* (held: it may remove itself) */
+        PyObject *r = PyObject_CallOneArg(f, ctx);
+        Py_DECREF(f);
         if (r == NULL)
             goto fail;
         Py_DECREF(r);
@@ -421,7 +423,8 @@ op_apply(PyObject *self, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwna
         return NULL;
     }
     PyObject *cls = argv[0];
-    if (PyList_GET_SIZE(op_observers) > 0 || PyList_GET_ITEM(forward_ad_hook, 0) != Py_None)
+    if (PyList_GET_SIZE(op_observers) > 0 || PyList_GET_SIZE(forward_ad_hook) != 1
+        || PyList_GET_ITEM(forward_ad_hook, 0) != Py_None)
         return PyObject_Vectorcall(apply_py, argv, nargs, kwnames);  /* the general path */
     PyObject *ctx = ((PyTypeObject *)&PyBaseObject_Type)->tp_new((PyTypeObject *)cls, empty_tuple, NULL);
     if (ctx == NULL)
