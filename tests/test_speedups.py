@@ -1,4 +1,4 @@
-"""The compiled loops (``gradlab/autograd/_speedups.c``) and their Python definitions agree.
+"""The compiled loops (``gradlab/autograd/csrc/``) and their Python definitions agree.
 
 ``_accel.compiled()`` and ``_accel.pure_python()`` switch between the two in one
 process. Generated programs (broadcasting, two dtypes, integer inputs, leaves
@@ -28,7 +28,7 @@ built = pytest.mark.skipif(_accel._speedups is None, reason="the C extension is 
 def test_the_extension_is_built_and_active_where_required():
     pure = os.environ.get("GRADLAB_PURE_PYTHON", "").strip() not in ("", "0")
     if os.environ.get("GRADLAB_REQUIRE_SPEEDUPS"):
-        assert _accel._speedups is not None, "GRADLAB_REQUIRE_SPEEDUPS is set but _speedups.c was not built"
+        assert _accel._speedups is not None, "GRADLAB_REQUIRE_SPEEDUPS is set but gradlab/autograd/csrc was not built"
     assert _accel.ACTIVE == (_accel._speedups is not None and not pure)
     with _accel.pure_python():
         assert not _accel.ACTIVE
@@ -202,15 +202,16 @@ def test_the_compiled_loops_leak_nothing():
     with _accel.compiled():
         node = step()
         assert node() is None  # the graph was freed
-        for _ in range(50):
+        for _ in range(300):  # (warm up: caches and free lists fill once)
             step()
         gc.collect()
         before = sys.getallocatedblocks()
-        for _ in range(300):
+        for _ in range(600):
             step()
         gc.collect()
         after = sys.getallocatedblocks()
-    assert after - before < 100, f"{after - before} blocks more after 300 steps"
+    # a missed decref leaks at least one block per step: 600 or more
+    assert after - before < 150, f"{after - before} blocks more after 600 steps"
 
 
 @built

@@ -1,30 +1,34 @@
-"""The engine's three hottest loops, compiled -- when the C extension is built.
+"""The engine's hottest paths, compiled -- when the C extension is built.
 
 gradlab's engine is Python you can read and step through. On a small tensor
 almost all of its time goes to bookkeeping, not math: a 4x4 ``tanh`` costs
 about 0.3 us in NumPy and several microseconds of Python around it (making the
-node, ordering the backward pass, handing gradients on). ``_speedups.c``
-translates exactly three functions, line for line, into C:
+node, keeping what it saves, ordering the backward pass, handing gradients
+on). The C extension ``gradlab.autograd._speedups`` (sources in ``csrc/``)
+translates five functions, line for line:
 
-========================  ==========================================
-``function._record``      the forward: turn ``ctx`` into a graph node
-``schedule.schedule``     the order of the backward pass
-``engine._run_plain``     the everyday backward loop (no hooks, no observers)
-========================  ==========================================
+=============================  ==========================================
+``function.Op.apply``          every built-in op call
+``function._record``           the forward: turn ``ctx`` into a graph node
+                               (with ``_keep_saved`` and ``SavedTensor``)
+``Function.saved_arrays``      what an array VJP reads back
+``schedule.schedule``          the order of the backward pass
+``engine._run_plain``          the everyday backward loop (no hooks, no observers)
+=============================  ==========================================
 
 Everything else -- each op's forward and VJP, every check that can fail, every
 rare case -- stays in Python, and the C calls back into the same Python helpers
 the Python versions call. It is the pattern of CPython's ``heapq``/``_heapq``:
 the Python is the definition, the C a faster copy, and the tests
 (``tests/test_speedups.py``) run both on generated programs and require the
-same results bit for bit.
+same graphs, gradients and errors; ``make test`` runs the whole suite on each.
 
 * ``GRADLAB_PURE_PYTHON=1`` in the environment (before import) runs the Python
   versions: what a student reads is then exactly what runs.
 * :func:`pure_python` does the same for a block of code.
-* ``gradlab.autograd._accel.ACTIVE`` says which is in use. When the extension
-  could not be built (no C compiler), gradlab runs the Python versions, slower
-  and otherwise the same.
+* ``ACTIVE`` says which is in use. When the extension could not be built (no
+  C compiler at install), gradlab runs the Python versions: slower, otherwise
+  the same.
 """
 from __future__ import annotations
 
@@ -97,7 +101,7 @@ def pure_python():
 def compiled():
     """Run the block on the compiled loops; raises RuntimeError when the extension is not built."""
     if _speedups is None:
-        raise RuntimeError("gradlab's C extension (gradlab/autograd/_speedups.c) is not built: "
+        raise RuntimeError("gradlab's C extension (gradlab/autograd/csrc/) is not built: "
                            "reinstall with a C compiler present (pip install -e .)")
     if not _speedups.configured():
         raise RuntimeError("the C extension is built but was not configured (GRADLAB_PURE_PYTHON was set "
