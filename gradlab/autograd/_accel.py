@@ -53,12 +53,13 @@ def _wanted() -> bool:
 
 
 def install() -> None:
-    """Hand the C loops the Python objects they use and swap them in (called once, on import)."""
+    """Hand the C extension the Python objects it uses and, unless GRADLAB_PURE_PYTHON is set, swap its
+    functions in (called once, on import)."""
     from .. import _tensor
     from . import engine, function, grad_mode, saved, schedule, views
     PYTHON.update(record=function._record, schedule=engine._schedule, run_plain=engine._run_plain,
                   apply=function.Op.__dict__["apply"], saved_arrays=function.Function.__dict__["saved_arrays"])
-    if not _wanted():
+    if _speedups is None:
         return
     _speedups.configure(
         Tensor=function.Tensor, AccumulateGrad=function.AccumulateGrad, ndarray=function._ndarray,
@@ -70,7 +71,8 @@ def install() -> None:
         Version=_tensor._Version, saved_hooks=saved.saved_tensor_hooks,
         saved_arrays_py=function.Function.saved_arrays.fget,
     )
-    _use(compiled=True)
+    if _wanted():
+        _use(compiled=True)
 
 
 def _use(compiled: bool) -> None:
@@ -88,7 +90,7 @@ def _use(compiled: bool) -> None:
 
 @contextlib.contextmanager
 def pure_python():
-    """Run the block on the Python versions of the three loops (a no-op when they already run)."""
+    """Run the block on the Python versions of the compiled paths (a no-op when they already run)."""
     was = ACTIVE
     _use(compiled=False)
     try:
@@ -99,13 +101,10 @@ def pure_python():
 
 @contextlib.contextmanager
 def compiled():
-    """Run the block on the compiled loops; raises RuntimeError when the extension is not built."""
+    """Run the block on the compiled paths; raises RuntimeError when the extension is not built."""
     if _speedups is None:
         raise RuntimeError("gradlab's C extension (gradlab/autograd/csrc/) is not built: "
                            "reinstall with a C compiler present (pip install -e .)")
-    if not _speedups.configured():
-        raise RuntimeError("the C extension is built but was not configured (GRADLAB_PURE_PYTHON was set "
-                           "when gradlab was imported)")
     was = ACTIVE
     _use(compiled=True)
     try:

@@ -151,6 +151,7 @@ done:
 PyObject *
 run_plain(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
 {
+    REQUIRE_CONFIGURED();
     if (nargs != 3 || !PyList_CheckExact(argv[0]) || !PyDict_CheckExact(argv[1])) {
         PyErr_SetString(PyExc_TypeError, "run_plain(order: list, buffers: dict, st)");
         return NULL;

@@ -51,6 +51,7 @@ arg_edge(PyObject *a)
 PyObject *
 record(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
 {
+    REQUIRE_CONFIGURED();
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "record(ctx, args, out)");
         return NULL;
@@ -192,6 +193,7 @@ plain_result(PyObject *out)
 PyObject *
 op_apply(PyObject *self, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames)
 {
+    REQUIRE_CONFIGURED();
     if (nargs < 1) {
         PyErr_SetString(PyExc_TypeError, "apply: missing the op class");
         return NULL;

@@ -116,6 +116,7 @@ done:
 PyObject *
 saved_arrays(PyObject *self, PyObject *node)
 {
+    REQUIRE_CONFIGURED();
     int rel = get_truth(node, s_released);
     if (rel != 0)
         return rel < 0 ? NULL : PyObject_CallOneArg(saved_arrays_py, node);  /* raises the freed error */

@@ -76,6 +76,7 @@ sort_by_seq(PyObject *nodes)
 PyObject *
 schedule(PyObject *self, PyObject *starts)
 {
+    REQUIRE_CONFIGURED();
     PyObject *seen = PySet_New(starts), *stack = NULL, *ops = NULL, *first_user = NULL, *order = NULL;
     PyObject *roots = NULL, *behind = NULL, *result = NULL;
     if (seen == NULL || (stack = PySequence_List(seen)) == NULL || (ops = PyList_New(0)) == NULL

@@ -35,6 +35,15 @@ extern PyObject *s_data, *s_shape, *s_dtype, *s_requires_grad, *s_view_base, *s_
 
 #define GET(o, name) PyObject_GetAttr((o), (name))
 
+/* every entry point starts with this: the globals above are NULL until configure() */
+#define REQUIRE_CONFIGURED()                                                                      \
+    do {                                                                                          \
+        if (schedule_mod == NULL) {                                                               \
+            PyErr_SetString(PyExc_RuntimeError, "gradlab.autograd._speedups: configure() has not run"); \
+            return NULL;                                                                          \
+        }                                                                                         \
+    } while (0)
+
 /* call module.name(*args) */
 static inline PyObject *
 call_in(PyObject *mod, const char *name, PyObject *const *args, Py_ssize_t n)
