@@ -79,7 +79,9 @@ def bench_chain(rounds=7, repeats=15):
         for k, f in fns.items():
             best[k] = min(best[k], _best(f, repeats))
     us = {k: v / N_OPS * 1e6 for k, v in best.items()}
-    print(f"(a) {N_OPS}-op elementwise chain on 4x4 float32, microseconds per op")
+    from gradlab.autograd import _accel
+    paths = "compiled (gradlab/autograd/csrc)" if _accel.ACTIVE else "Python (GRADLAB_PURE_PYTHON=1 or not built)"
+    print(f"(a) {N_OPS}-op elementwise chain on 4x4 float32, microseconds per op; engine paths: {paths}")
     for k, v in us.items():
         print(f"    {k:28s} {v:7.2f} us/op")
     if torch is not None:

@@ -21,33 +21,35 @@ call_run_node(PyObject *node, PyObject *grads, PyObject *buffers, PyObject *st)
 static int
 send(PyObject *buffers, PyObject *e, PyObject *g)
 {
-    PyObject *nxt = PyTuple_GET_ITEM(e, 0), *buf = PyDict_GetItemWithError(buffers, nxt);
-    if (buf == NULL) {
+    int r = -1;
+    PyObject *nxt = PyTuple_GET_ITEM(e, 0), *buf = PyDict_GetItemWithError(buffers, nxt), *cur = NULL;
+    if (buf != NULL) {
+        Py_INCREF(buf);  /* (held: _sum runs Python) */
+    } else {
         if (PyErr_Occurred())
-            goto fail;
+            goto done;
         PyObject *om = GET(nxt, s_out_meta);
-        if (om == NULL)
-            goto fail;
-        Py_ssize_t k = PyObject_Length(om);
-        Py_DECREF(om);
+        Py_ssize_t k = om ? PyObject_Length(om) : -1;
+        Py_XDECREF(om);
         if (k < 0 || (buf = PyList_New(k)) == NULL)
-            goto fail;
+            goto done;
         for (Py_ssize_t i = 0; i < k; i++)
             PyList_SET_ITEM(buf, i, Py_NewRef(Py_None));
-        int r = PyDict_SetItem(buffers, nxt, buf);
-        Py_DECREF(buf);  /* the dict holds it */
-        if (r < 0)
-            goto fail;
         if (k == 1) {  /* the usual: one output, one gradient */
-            PyList_SET_ITEM(buf, 0, g);  /* steals g */
+            PyList_SET_ITEM(buf, 0, g);  /* (the list takes g and drops the None it held) */
             Py_DECREF(Py_None);
-            return 0;
+            g = NULL;
+        }
+        if (PyDict_SetItem(buffers, nxt, buf) < 0)
+            goto done;
+        if (g == NULL) {
+            r = 0;
+            goto done;
         }
     }
-    PyObject *nr = PyTuple_GET_ITEM(e, 1), *cur = PyObject_GetItem(buf, nr);
-    if (cur == NULL)
-        goto fail;
-    int r;
+    PyObject *nr = PyTuple_GET_ITEM(e, 1);
+    if ((cur = PyObject_GetItem(buf, nr)) == NULL)
+        goto done;
     if (cur == Py_None) {
         r = PyObject_SetItem(buf, nr, g);
     } else {
@@ -55,12 +57,11 @@ send(PyObject *buffers, PyObject *e, PyObject *g)
         r = s == NULL ? -1 : PyObject_SetItem(buf, nr, s);
         Py_XDECREF(s);
     }
-    Py_DECREF(cur);
-    Py_DECREF(g);
+done:
+    Py_XDECREF(cur);
+    Py_XDECREF(buf);
+    Py_XDECREF(g);
     return r;
-fail:
-    Py_DECREF(g);
-    return -1;
 }
 
 /* one node through its array twin; 1 = the general runner must take it instead */

@@ -6,7 +6,7 @@
  */
 #include "speedups.h"
 
-/* The edge for one argument (what _record_py computes inline), or NULL on error. */
+/* The edge for one argument (what function._record computes inline), or NULL on error. */
 static PyObject *
 arg_edge(PyObject *a)
 {
