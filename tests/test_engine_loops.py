@@ -12,13 +12,7 @@ from hypothesis import given, settings, strategies as st
 import gradlab
 from gradlab.autograd import engine
 
-UNARY = [lambda t: t.tanh(), lambda t: t.sigmoid(), lambda t: t.exp().clamp(max=5.0), lambda t: -t,
-         lambda t: t.relu(), lambda t: t * 1.5, lambda t: 0.25 - t, lambda t: t.sum(-1, keepdim=True),
-         lambda t: t.reshape(-1).reshape(t.shape), lambda t: t.abs().sqrt(), lambda t: t.T.T,
-         lambda t: gradlab.cat(t.chunk(2, dim=0), dim=0)]
-BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (b * b + 1.0),
-          lambda a, b: gradlab.maximum(a, b), lambda a, b: gradlab.where(a > b, a, b)]
-
+from .random_programs import build, steps_strategy
 
 class _Quiet:
     """Watches backward and does nothing: its presence sends every node through _run_node."""
@@ -31,29 +25,14 @@ class _Quiet:
 
 
 def _program(steps, hooked, dtype):
-    gradlab.manual_seed(0)
-    x = gradlab.randn(4, 3, dtype=dtype, requires_grad=True)
-    w = gradlab.randn(1, 3, dtype=gradlab.float64, requires_grad=True)  # float64 beside float32: casts
-    k = gradlab.arange(3)  # an integer input: no gradient for it
-    pool = [x, w, x * k]
-    seen = []
-    for i, (kind, p, q) in enumerate(steps):
-        a, b = pool[p % len(pool)], pool[q % len(pool)]
-        t = UNARY[kind % len(UNARY)](a) if kind < len(UNARY) else BINARY[kind % len(BINARY)](a, b)
-        if i in hooked:
-            t.register_hook(lambda g: g * 2)
-            t.retain_grad()
-            seen.append(t)
-        pool.append(t)
-    loss = sum(t.sum() for t in pool[2:]) if len(pool) > 2 else x.sum()
+    (x, w), pool, seen = build(steps, hooked, dtype)
+    loss = sum(t.sum() for t in pool[2:])
     loss.backward()
     return [x.grad, w.grad] + [t.grad for t in seen]
 
 
 @settings(max_examples=60, deadline=None)
-@given(steps=st.lists(st.tuples(st.integers(0, len(UNARY) + len(BINARY) - 1), st.integers(0, 30),
-                                st.integers(0, 30)), min_size=1, max_size=12),
-       hooked=st.sets(st.integers(0, 11), max_size=3),
+@given(steps=steps_strategy(12), hooked=st.sets(st.integers(0, 11), max_size=3),
        dtype=st.sampled_from([gradlab.float32, gradlab.float64]))
 def test_the_fast_loop_and_the_general_loop_give_the_same_gradients(steps, hooked, dtype):
     fast = _program(steps, hooked, dtype)

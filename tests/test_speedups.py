@@ -22,6 +22,8 @@ import gradlab
 from gradlab.autograd import _accel, engine
 from gradlab.autograd.function import AccumulateGrad
 
+from .random_programs import build, steps_strategy
+
 built = pytest.mark.skipif(_accel._speedups is None, reason="the C extension is not built (no C compiler at install)")
 
 
@@ -36,33 +38,9 @@ def test_the_extension_is_built_and_active_where_required():
     assert _accel.ACTIVE == (_accel._speedups is not None and not pure)
 
 
-UNARY = [lambda t: t.tanh(), lambda t: t.sigmoid(), lambda t: t.exp().clamp(max=5.0), lambda t: -t,
-         lambda t: t.relu(), lambda t: t * 1.5, lambda t: 0.25 - t, lambda t: t.sum(-1, keepdim=True),
-         lambda t: t.reshape(-1).reshape(t.shape), lambda t: t.abs().sqrt(), lambda t: t.T.T,
-         lambda t: gradlab.cat(t.chunk(2, dim=0), dim=0), lambda t: t.max(dim=0, keepdim=True)[0],
-         lambda t: t.softmax(-1), lambda t: t[1:] * 2.0 if t.shape[0] > 1 else t]
-BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (b * b + 1.0),
-          lambda a, b: gradlab.maximum(a, b), lambda a, b: gradlab.where(a > b, a, b),
-          lambda a, b: a @ b.transpose(-1, -2)[..., :a.shape[-1]] if a.shape[-1] == 3 and b.shape[-1] == 3 else a * b]
-
-
 def _program(steps, special, dtype):
     """Build and differentiate a random program; return everything that must not differ."""
-    gradlab.manual_seed(0)
-    x = gradlab.randn(4, 3, dtype=dtype, requires_grad=True)
-    w = gradlab.randn(1, 3, dtype=gradlab.float64, requires_grad=True)  # float64 beside float32: casts
-    k = gradlab.arange(3)  # an integer input: no gradient for it
-    pool = [x, w, x * k]
-    watched = []
-    for i, (kind, p, q) in enumerate(steps):
-        a, b = pool[p % len(pool)], pool[q % len(pool)]
-        t = UNARY[kind % len(UNARY)](a) if kind < len(UNARY) else BINARY[kind % len(BINARY)](a, b)
-        if i in special:
-            if i % 2:
-                t.register_hook(lambda g: g * 2)
-            t.retain_grad()
-            watched.append(t)
-        pool.append(t)
+    (x, w), pool, watched = build(steps, special, dtype)
     loss = sum(t.sum() for t in pool[2:])
     order = engine._schedule([loss.grad_fn])
     graph = [(n.name, [e is None for e in n.next_functions], [s.shape for s in n.saved]) for n in order]
@@ -73,9 +51,7 @@ def _program(steps, special, dtype):
 
 @built
 @settings(max_examples=80, deadline=None)
-@given(steps=st.lists(st.tuples(st.integers(0, len(UNARY) + len(BINARY) - 1), st.integers(0, 40),
-                                st.integers(0, 40)), min_size=1, max_size=14),
-       special=st.sets(st.integers(0, 13), max_size=3),
+@given(steps=steps_strategy(14), special=st.sets(st.integers(0, 13), max_size=3),
        dtype=st.sampled_from([gradlab.float32, gradlab.float64]))
 def test_compiled_and_python_loops_build_the_same_graph_and_gradients(steps, special, dtype):
     with _accel.compiled():
