@@ -94,6 +94,60 @@ class _Geometry:
         self.plane = (hw[0] + pads[0] + pads[1], hw[1] + pads[2] + pads[3])
 
 
+class _Tiles(_Geometry):
+    """The everyday case -- stride = kernel, no padding or dilation -- where the windows tile the
+    input. ``arg`` is the position of each window's max inside it (row-major), ``out`` the maxima
+    until ``MaxPool2d.forward`` takes them; ``flat`` (the general geometry) is made only if asked."""
+
+    def __init__(self, arg, out, k, hw):
+        self.arg, self.out, self.k = arg, out, k
+        self.hw, self.pads, self.plane = hw, (0, 0, 0, 0), hw
+        self._flat = None
+
+    @property
+    def flat(self):
+        if self._flat is None:
+            kh, kw = self.k
+            oh, ow = self.arg.shape[2:]
+            rows = np.arange(oh)[:, None] * kh + self.arg // kw
+            cols = np.arange(ow)[None, :] * kw + self.arg % kw
+            self._flat = rows * self.hw[1] + cols
+        return self._flat
+
+
+_SAME_SIZE_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def _tiles(a, k, s, d, out_hw, pads):
+    """Max pooling where the windows tile a NumPy input, in whole-array steps; else None.
+
+    NumPy's ``argmax`` along a short last axis runs a loop per window, so instead the input is
+    laid out once as ``(kh*kw, N, C, OH, OW)`` and: the maxima are a running ``maximum``; the
+    first position holding the max (PyTorch's rule for ties) is found from the back with ``!=``;
+    and each max is read back from that position bit for bit (``maximum`` may return either zero
+    of a +0/-0 tie). An input with a NaN takes the general path: ``!=`` cannot find a NaN max.
+    """
+    bits = _SAME_SIZE_INT.get(a.dtype)
+    if s != k or d != (1, 1) or any(pads) or type(a) is not np.ndarray or bits is None or a.size == 0 \
+            or k[0] * k[1] > 64 or np.isnan(a.max()):
+        return None
+    (kh, kw), (oh, ow) = k, out_hw
+    n, c, kk = a.shape[0], a.shape[1], kh * kw
+    w = np.ascontiguousarray(a[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw).transpose(3, 5, 0, 1, 2, 4))
+    w = w.reshape(kk, n, c, oh, ow)
+    best = w[0].copy()
+    for q in range(1, kk):
+        np.maximum(best, w[q], out=best)
+    arg = np.zeros(best.shape, np.uint8)
+    for q in range(kk - 2, -1, -1):  # arg = 0 where w[0] holds the max, else 1 + (the same for w[1:])
+        arg = (w[q] != best) * (arg + np.uint8(1))
+    out = np.zeros(best.shape, bits)
+    wb = w.view(bits)
+    for q in range(kk):
+        out += wb[q] * (arg == q)
+    return _Tiles(arg, out.view(a.dtype), k, a.shape[2:])
+
+
 def _gather(a, geo, pad_value):
     n, c = a.shape[:2]
     ap = _padded(a, geo.pads, pad_value).reshape(n, c, geo.plane[0] * geo.plane[1])
@@ -108,6 +162,9 @@ class MaxPool2d(Op):
     @staticmethod
     def forward(ctx, x, geo):
         ctx.geo = geo
+        if type(geo) is _Tiles and geo.out is not None:  # (max_pool2d found the maxima already)
+            out, geo.out = geo.out, None
+            return out
         return _gather(x.data, geo, -np.inf)
 
     def vjp(self, g):
@@ -183,20 +240,22 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x, k, s, p, d, out_hw, pads, unbatched = _setup("max_pool2d", input, kernel_size, stride, padding, dilation,
                                                      ceil_mode)
     xp = xp_of(x.data)
-    win = _windows(_padded(x.data, pads, -np.inf), k, s, d, out_hw)
-    n, c = x.shape[:2]
-    arg = xp.argmax(win.reshape(n, c, out_hw[0], out_hw[1], k[0] * k[1]), axis=-1)
-    i, j = arg // k[1], arg % k[1]
-    rows = xp.arange(out_hw[0])[:, None] * s[0] + i * d[0]
-    cols = xp.arange(out_hw[1])[None, :] * s[1] + j * d[1]
-    wp = x.shape[3] + pads[2] + pads[3]
-    geo = _Geometry(rows * wp + cols, x.shape[2:], pads)
+    geo = _tiles(x.data, k, s, d, out_hw, pads)
+    if geo is None:
+        win = _windows(_padded(x.data, pads, -np.inf), k, s, d, out_hw)
+        n, c = x.shape[:2]
+        arg = xp.argmax(win.reshape(n, c, out_hw[0], out_hw[1], k[0] * k[1]), axis=-1)
+        i, j = arg // k[1], arg % k[1]
+        rows = xp.arange(out_hw[0])[:, None] * s[0] + i * d[0]
+        cols = xp.arange(out_hw[1])[None, :] * s[1] + j * d[1]
+        wp = x.shape[3] + pads[2] + pads[3]
+        geo = _Geometry(rows * wp + cols, x.shape[2:], pads)
     out = MaxPool2d.apply(x, geo)
     if unbatched:
         out = O.squeeze(out, 0)
     if not return_indices:
         return out
-    idx = (rows - pads[0]) * x.shape[3] + (cols - pads[2])
+    idx = geo.flat if type(geo) is _Tiles else (rows - pads[0]) * x.shape[3] + (cols - pads[2])
     idx = Tensor._make(idx[0] if unbatched else idx)
     return out, idx
 
