@@ -16,6 +16,7 @@ from ..autograd import function as _fn
 
 _stack: list = []  # (path, type name) of the modules now running, innermost last
 _names: list = [None]  # id(module) -> dotted path, for the outermost module now running
+_version = [0]  # bumped whenever any module's tree changes (``Module._version`` is this list)
 
 
 def _observer(node):
@@ -29,11 +30,11 @@ def _observer(node):
 
 
 def _names_for(root):
-    from .module import Module
-    version = Module._version[0]
+    """``id(module) -> dotted path`` for ``root``'s tree, cached on ``root`` until some tree changes."""
     cached = root.__dict__.get("_gradlab_names")
-    if cached is not None and cached[0] == version:
+    if cached is not None and cached[0] == _version[0]:
         return cached[1]
+    version = _version[0]
     names = {id(m): name for name, m in root.named_modules()}
     root.__dict__["_gradlab_names"] = (version, names)
     return names
@@ -44,26 +45,42 @@ def current_module_path():
     return _stack[-1][0] if _stack else None
 
 
-def call_module(mod, args, kwargs):
-    if not _stack:
-        _names[0] = _names_for(mod)
-        _stack.append(("", type(mod).__name__))
-        _fn.node_observers.append(_observer)
+def module_call(mod, *args, **kwargs):
+    """``Module.__call__``: push the module's path, run ``_call_impl`` (hooks and forward), pop.
+
+    This runs for every layer of every forward, so it is kept to a few dict and
+    list operations: the common case (a submodule of a running model) looks its
+    path up in a dict built once per model (rebuilt only when some module tree changes).
+    """
+    if _stack:
+        names = _names[0]
+        path = names.get(id(mod)) if names is not None else None
+        if path is None:
+            parent = _stack[-1][0]
+            path = f"{parent}.{type(mod).__name__}" if parent else type(mod).__name__
+        _stack.append((path, type(mod).__name__))
         try:
             return mod._call_impl(args, kwargs)
         finally:
             _stack.pop()
-            _names[0] = None
-            try:
-                _fn.node_observers.remove(_observer)
-            except ValueError:
-                pass
-    path = _names[0].get(id(mod)) if _names[0] is not None else None
-    if path is None:
-        parent = _stack[-1][0]
-        path = f"{parent}.{type(mod).__name__}" if parent else type(mod).__name__
-    _stack.append((path, type(mod).__name__))
+    return _call_outermost(mod, args, kwargs)
+
+
+def _call_outermost(mod, args, kwargs):
+    _names[0] = _names_for(mod)
+    _stack.append(("", type(mod).__name__))
+    _fn.node_observers.append(_observer)
     try:
         return mod._call_impl(args, kwargs)
     finally:
         _stack.pop()
+        _names[0] = None
+        try:
+            _fn.node_observers.remove(_observer)
+        except ValueError:
+            pass
+
+
+def call_module(mod, args, kwargs):
+    """``module_call`` with the arguments as a tuple and a dict."""
+    return module_call(mod, *args, **kwargs)

@@ -21,7 +21,8 @@ from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError
 from . import _state_dict as _sd
-from ._naming import call_module
+from . import _naming
+from ._naming import module_call
 from .parameter import is_parameter
 
 
@@ -56,7 +57,7 @@ class Module:
     """
 
     training: bool
-    _version = [0]  # bumped whenever any module's tree changes (for cached module names)
+    _version = _naming._version  # bumped whenever any module's tree changes (for cached module names)
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -75,8 +76,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward(); define forward(self, ...) in the subclass")
 
     # ------------------------------------------------------------ calling
-    def __call__(self, *args, **kwargs):
-        return call_module(self, args, kwargs)
+    # ``model(x)``: labels the ops with the module's path, then runs hooks and ``forward`` (see _naming.py)
+    __call__ = module_call
 
     def _call_impl(self, args, kwargs):
         if self._forward_pre_hooks:
