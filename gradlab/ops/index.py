@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
@@ -20,8 +20,32 @@ from ._util import check_tensor, device_mismatch, one_dim, view_of
 from .registry import Sample, register
 
 
+def _check_steps(index, op="getitem"):
+    """PyTorch refuses a zero or negative slice step (``x[::-1]``): tensors have no reversed views."""
+    for i in (index if type(index) is tuple else (index,)):
+        if type(i) is slice and i.step is not None and i.step <= 0:
+            raise ArgumentError(f"{op}: step must be greater than zero, got the slice step {i.step}; "
+                                "to reverse a dim use x.flip(dim)")
+
+
+def _sequence_as_tuple(index):
+    """PyTorch's legacy rule: a list that holds a sequence, a tensor, a slice, None or ``...`` indexes like a
+    tuple (``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with a deprecation warning."""
+    if type(index) is not list or len(index) >= 32:
+        return index
+    if any(isinstance(i, (list, tuple, Tensor, slice, np.ndarray)) or i is None or i is Ellipsis for i in index):
+        import warnings
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use "
+                      "x[tuple(seq)] instead of x[seq] (a later PyTorch will read it as x[torch.tensor(seq)])",
+                      UserWarning, stacklevel=4)
+        return tuple(index)
+    return index
+
+
 def _norm_index(index, shape, op="getitem"):
-    """Turn tensors and lists inside an index into arrays; check float indices."""
+    """Turn tensors and lists inside an index into arrays; check float indices and slice steps."""
+    index = _sequence_as_tuple(index)
+    _check_steps(index, op)
     def conv(i):
         if isinstance(i, Tensor):
             i = i.data
@@ -40,8 +64,23 @@ def _norm_index(index, shape, op="getitem"):
     return conv(index)
 
 
+def _plain_basic(index) -> bool:
+    """True for an index made only of plain slices, ints, None and ``...`` (exact types): the common
+    ``x[:, 3:5]`` case, which needs none of ``_norm_index``'s conversions and is basic (a view)."""
+    t = type(index)
+    if t is tuple:
+        for i in index:
+            ti = type(i)
+            if ti is not slice and ti is not int and i is not None and i is not Ellipsis:
+                return False
+        return True
+    return t is slice or t is int
+
+
 def _is_basic(index) -> bool:
     """Slices, ints, None and ``...`` only: no element can be picked twice."""
+    if _plain_basic(index):
+        return True
     parts = index if isinstance(index, tuple) else (index,)
     return all(isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis
                for i in parts) and not any(isinstance(i, (bool, np.bool_)) for i in parts)
@@ -143,9 +182,12 @@ def _ints_first(idx):
 @register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
 def getitem(input, index):
     """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
-    x = check_tensor(input, "getitem")
-    idx = _norm_index(index, x.shape)
-    split = _ints_first(idx)
+    x = input if type(input) is Tensor else check_tensor(input, "getitem")
+    plain = _plain_basic(index)  # slices and ints only (the usual case): nothing to convert or reorder
+    if plain:
+        _check_steps(index)
+    idx = index if plain else _norm_index(index, x.shape)
+    split = None if plain else _ints_first(idx)
     if split is not None:  # x[0, :, [1, 2]]: PyTorch applies the integers first
         return getitem(getitem(x, split[0]), split[1])
     try:
@@ -154,7 +196,7 @@ def getitem(input, index):
         hint = ("a boolean mask must have the shape of the dims it indexes (x[mask] with mask.shape == "
                 "x.shape[:mask.ndim])" if "boolean" in str(e) else "a dim of size n takes indices -n to n-1")
         raise IndexOutOfRange(f"getitem: {e} (indexing a tensor of shape {fmt_shape(x.shape)}); {hint}") from None
-    return view_of(out, x) if _is_basic(idx) else out
+    return view_of(out, x) if plain or _is_basic(idx) else out
 
 
 def _along(index: np.ndarray, dim: int):

@@ -103,11 +103,19 @@ class Permute(Op):
         ctx.dims = dims
         return x.data.transpose(dims)
 
+    @property
+    def inverse(self):
+        """The permutation that undoes ``dims`` (``inverse[dims[i]] == i``)."""
+        inv = [0] * len(self.dims)
+        for i, d in enumerate(self.dims):
+            inv[d] = i
+        return tuple(inv)
+
     def vjp(self, g):
-        return O.permute(g, tuple(np.argsort(self.dims).tolist())), None
+        return O.permute(g, self.inverse), None
 
     def vjp_arrays(self, g):
-        return g.transpose(np.argsort(self.dims)), None
+        return g.transpose(self.inverse), None
 
     def jvp(self, t, _):
         return O.permute(t, self.dims)
@@ -147,9 +155,11 @@ def transpose(input, dim0, dim1):
     if x.ndim == 0:
         return x
     a, b = one_dim(dim0, x.ndim, "transpose"), one_dim(dim1, x.ndim, "transpose")
+    if a == b:
+        return x
     perm = list(range(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
-    return permute(x, tuple(perm))
+    return view_of(Permute.apply(x, tuple(perm)), x)  # (perm is valid by construction: no need to re-check)
 
 
 def swapaxes(input, axis0, axis1):
