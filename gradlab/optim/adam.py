@@ -20,6 +20,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
+from ..ops._util import as_weak
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
 
 
@@ -53,10 +54,12 @@ class Adam(Optimizer):
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
             for p in group["params"]:
-                if p.grad is None:
+                if p._grad is None:
                     continue
                 g = _grad_array(p, maximize)
-                state = self.state.setdefault(p, {})
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {}
                 if not state:
                     state["step"] = _step_tensor(0.0)
                     state["exp_avg"] = _state_tensor(p)
@@ -71,19 +74,30 @@ class Adam(Optimizer):
                     else:
                         g = g + wd * p.data
                 m, v = state["exp_avg"].data, state["exp_avg_sq"].data
-                m += (g - m) * (1 - beta1)        # m.lerp_(g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * g * g
+                # the formulas above, computed in place so each step makes 4 temporary arrays, not 9
+                # (same operations in the same order: the results are bit-identical)
+                w = as_weak  # Python floats as cached 0-d arrays of m's dtype: the same numbers, faster
+                t = g - m
+                t *= w(1 - beta1, m)
+                m += t                            # m.lerp_(g, 1 - beta1)
+                t = g * w(1 - beta2, m)
+                t *= g
+                v *= w(beta2, m)
+                v += t                            # v = beta2 * v + (1 - beta2) * g * g
                 bc1 = 1 - beta1 ** step
                 bc2_sqrt = math.sqrt(1 - beta2 ** step)
                 if amsgrad:
                     vmax = state["max_exp_avg_sq"].data
                     np.maximum(vmax, v, out=vmax) if isinstance(vmax, np.ndarray) else vmax.__setitem__(
                         Ellipsis, np.maximum(vmax, v))
-                    denom = np.sqrt(vmax) / bc2_sqrt + eps
+                    denom = np.sqrt(vmax)
                 else:
-                    denom = np.sqrt(v) / bc2_sqrt + eps
-                _update_param(p, (lr / bc1) * m / denom)
+                    denom = np.sqrt(v)
+                denom /= w(bc2_sqrt, m)
+                denom += w(eps, m)                # sqrt(v) / sqrt(1 - beta2^t) + eps
+                u = m * w(lr / bc1, m)            # (lr / bc1) * m / denom
+                u /= denom
+                _update_param(p, u)
         return loss
 
 

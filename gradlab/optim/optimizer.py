@@ -109,7 +109,7 @@ class Optimizer:
         for p, st in self.state.items():
             kind = type(p.data)
             for k, v in st.items():
-                if k != "step" and isinstance(v, Tensor) and type(v.data) is not kind:
+                if (type(v) is Tensor or isinstance(v, Tensor)) and type(v.data) is not kind and k != "step":
                     from ..backend.device import to_device_array
                     st[k] = Tensor._make(to_device_array(v.data, p.device))
 
@@ -198,19 +198,35 @@ def _step_tensor(value=0.0):
 
 
 def _grad_array(p, maximize=False):
-    g = p.grad.data
-    if p.grad.dtype != p.dtype:
-        g = g.astype(p.dtype)
+    g = p._grad.data
+    if g.dtype != p.data.dtype:
+        g = g.astype(p.data.dtype)
     return -g if maximize else g
 
 
 def _update_param(p, new_or_delta, inplace_sub=True):
-    """``p -= delta`` in place (bumping the version so saved copies are detected)."""
-    if getattr(p.data.flags, "writeable", True):
+    """``p -= delta`` in place (bumping the version so saved copies are detected).
+
+    A read-only array (e.g. one made from a broadcast) is replaced instead. NumPy refuses a
+    read-only destination before computing anything, so trying first costs nothing.
+    """
+    a = p.data
+    if type(a) is np.ndarray:
+        try:
+            if inplace_sub:
+                a -= new_or_delta
+            else:
+                a[...] = new_or_delta
+            p._version.value += 1
+            return
+        except ValueError:
+            if a.flags.writeable:
+                raise
+    if getattr(a.flags, "writeable", True):
         if inplace_sub:
             p.data -= new_or_delta
         else:
             p.data[...] = new_or_delta
     else:
-        p.data = p.data - new_or_delta if inplace_sub else new_or_delta.copy()
+        p.data = a - new_or_delta if inplace_sub else new_or_delta.copy()
     p._version.value += 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
+from ..ops._util import as_weak
 from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
 
 
@@ -39,7 +40,7 @@ class SGD(Optimizer):
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for p in group["params"]:
-                if p.grad is None:
+                if p._grad is None:
                     continue
                 d = _grad_array(p, maximize)
                 if wd != 0:
@@ -53,8 +54,8 @@ class SGD(Optimizer):
                         state["momentum_buffer"] = buf
                     else:
                         b = buf.data
-                        b *= mom
-                        b += (1 - damp) * d
+                        b *= as_weak(mom, b)
+                        b += d if damp == 0 else (1 - damp) * d  # (1 * d is d exactly: skip the copy)
                     d = d + mom * buf.data if nesterov else buf.data
-                _update_param(p, lr * d)
+                _update_param(p, d * as_weak(lr, d))  # lr * d (lr as a cached 0-d array: same numbers)
         return loss

@@ -1,0 +1,247 @@
+"""The fast paths of the small-program speed work give the same numbers as the straightforward code.
+
+Each test runs the fast code and a plain reference (the formula written the obvious way, as the
+code read before the speed work) and asks for bit-identical results, and where PyTorch has the
+same thing, compares with it too.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab import nn, ops as O
+from gradlab.errors import IndexOutOfRange
+
+
+# ------------------------------------------------------------------ optimizers
+def _ref_sgd(p, g, buf, lr, mom, damp, wd, nesterov, maximize):
+    d = -g if maximize else g
+    if wd != 0:
+        d = d + wd * p
+    if mom != 0:
+        if buf is None:
+            buf = d.copy()
+        else:
+            buf = buf * mom
+            buf += (1 - damp) * d
+        d = d + mom * buf if nesterov else buf
+    return p - lr * d, buf
+
+
+def _ref_adam(p, g, st, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled):
+    g = -g if maximize else g
+    st["step"] += 1
+    step = st["step"]
+    if wd != 0:
+        if decoupled:
+            p = p * (1 - lr * wd)
+        else:
+            g = g + wd * p
+    m, v = st["m"], st["v"]
+    m += (g - m) * (1 - beta1)
+    v *= beta2
+    v += (1 - beta2) * g * g
+    bc1 = 1 - beta1 ** step
+    bc2_sqrt = math.sqrt(1 - beta2 ** step)
+    if amsgrad:
+        np.maximum(st["vmax"], v, out=st["vmax"])
+        denom = np.sqrt(st["vmax"]) / bc2_sqrt + eps
+    else:
+        denom = np.sqrt(v) / bc2_sqrt + eps
+    return p - (lr / bc1) * m / denom
+
+
+def _params(dtype, rng, shapes=((5, 3), (3,), (4, 4, 2))):
+    return [nn.Parameter(gradlab.from_numpy(rng.standard_normal(s).astype(dtype))) for s in shapes]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [dict(momentum=0.9), dict(momentum=0.9, dampening=0.3, weight_decay=0.01),
+                                dict(momentum=0.8, nesterov=True, maximize=True), dict(weight_decay=0.1), {}])
+def test_sgd_matches_plain_formula_bit_for_bit(dtype, kw):
+    rng = np.random.default_rng(0)
+    ps = _params(dtype, rng)
+    ref = [p.data.copy() for p in ps]
+    bufs = [None] * len(ps)
+    opt = gradlab.optim.SGD(ps, lr=0.05, **kw)
+    args = dict(mom=kw.get("momentum", 0.0), damp=kw.get("dampening", 0.0), wd=kw.get("weight_decay", 0.0),
+                nesterov=kw.get("nesterov", False), maximize=kw.get("maximize", False))
+    for _ in range(4):
+        for i, p in enumerate(ps):
+            g = rng.standard_normal(p.shape).astype(dtype)
+            p.grad = gradlab.from_numpy(g)
+            ref[i], bufs[i] = _ref_sgd(ref[i], g, bufs[i], 0.05, **args)
+        opt.step()
+        for p, r in zip(ps, ref):
+            assert p.data.dtype == dtype and np.array_equal(p.data, r)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cls,kw", [("Adam", {}), ("Adam", dict(weight_decay=0.1, amsgrad=True)),
+                                    ("Adam", dict(maximize=True)), ("AdamW", {}),
+                                    ("AdamW", dict(weight_decay=0.3, amsgrad=True))])
+def test_adam_matches_plain_formula_bit_for_bit(dtype, cls, kw):
+    rng = np.random.default_rng(1)
+    ps = _params(dtype, rng)
+    ref = [p.data.copy() for p in ps]
+    states = [dict(step=0, m=np.zeros_like(r), v=np.zeros_like(r), vmax=np.zeros_like(r)) for r in ref]
+    opt = getattr(gradlab.optim, cls)(ps, lr=0.01, **kw)
+    wd = kw.get("weight_decay", 0.01 if cls == "AdamW" else 0.0)
+    for _ in range(4):
+        for i, p in enumerate(ps):
+            g = rng.standard_normal(p.shape).astype(dtype)
+            p.grad = gradlab.from_numpy(g)
+            ref[i] = _ref_adam(ref[i], g, states[i], 0.01, 0.9, 0.999, 1e-8, wd, kw.get("amsgrad", False),
+                               kw.get("maximize", False), cls == "AdamW")
+        opt.step()
+        for p, r in zip(ps, ref):
+            assert p.data.dtype == dtype and np.array_equal(p.data, r)
+
+
+@pytest.mark.parametrize("cls,kw", [("SGD", dict(momentum=0.9, weight_decay=0.01)), ("Adam", dict(amsgrad=True)),
+                                    ("AdamW", dict(weight_decay=0.1))])
+def test_optimizers_match_pytorch(torch, cls, kw):
+    rng = np.random.default_rng(2)
+    init = [rng.standard_normal(s).astype(np.float32) for s in ((6, 4), (4,))]
+    gp = [nn.Parameter(gradlab.from_numpy(a.copy())) for a in init]
+    tp = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in init]
+    go = getattr(gradlab.optim, cls)(gp, lr=0.02, **kw)
+    to = getattr(torch.optim, cls)(tp, lr=0.02, **kw)
+    for _ in range(5):
+        for a, b in zip(gp, tp):
+            g = rng.standard_normal(a.shape).astype(np.float32)
+            a.grad, b.grad = gradlab.from_numpy(g), torch.from_numpy(g.copy())
+        go.step()
+        to.step()
+    for a, b in zip(gp, tp):
+        np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_update_of_a_read_only_parameter_replaces_its_array():
+    p = nn.Parameter(gradlab.from_numpy(np.ones((2, 3), np.float32)))
+    p.data = np.broadcast_to(np.float32(1.0), (2, 3))  # read-only
+    v0 = p._version.value
+    p.grad = gradlab.from_numpy(np.full((2, 3), 2.0, np.float32))
+    gradlab.optim.SGD([p], lr=0.5).step()
+    assert np.array_equal(p.data, np.zeros((2, 3), np.float32)) and p._version.value == v0 + 1
+
+
+# ------------------------------------------------------------------ sigmoid
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sigmoid_in_place_forward_is_the_stable_formula(dtype):
+    a = (np.random.default_rng(3).standard_normal(500) * 30).astype(dtype)
+    a[:5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    y = O.sigmoid(gradlab.from_numpy(a)).data
+    b = a.astype(np.float32) if dtype == np.float16 else a
+    e = np.exp(-np.abs(b))
+    ref = np.where(b >= 0, 1 / (1 + e), e / (1 + e)).astype(dtype)
+    assert y.dtype == dtype and np.array_equal(y, ref, equal_nan=True)
+    assert np.array_equal(np.signbit(y), np.signbit(ref))
+
+
+def test_sigmoid_matches_pytorch(torch):
+    a = (np.random.default_rng(4).standard_normal((8, 32)) * 5).astype(np.float32)
+    x = gradlab.from_numpy(a).requires_grad_()
+    O.sigmoid(x).sum().backward()
+    t = torch.from_numpy(a).requires_grad_()
+    torch.sigmoid(t).sum().backward()
+    np.testing.assert_allclose(O.sigmoid(x).data, torch.sigmoid(t).detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------ getitem, transpose
+@pytest.mark.parametrize("index", [(slice(None), slice(2, 5)), slice(1, 3), 2, (1, slice(None, None, 2)),
+                                   (None, Ellipsis, 0), (Ellipsis, slice(-3, None))])
+def test_plain_slices_are_views_with_the_right_gradient(index, torch):
+    a = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
+    x = gradlab.from_numpy(a.copy()).requires_grad_()
+    y = x[index]
+    assert np.array_equal(y.data, a[index]) and y._version is x._version  # a view: shares the version counter
+    (y * y).sum().backward()
+    t = torch.from_numpy(a.copy()).requires_grad_()
+    (t[index] * t[index]).sum().backward()
+    assert np.array_equal(x.grad.data, t.grad.numpy())
+
+
+def test_non_plain_indices_still_take_the_general_path():
+    x = gradlab.from_numpy(np.arange(12.0).reshape(3, 4))
+    assert np.array_equal(x[np.int64(1)].data, np.arange(4.0, 8.0))           # NumPy integer
+    assert np.array_equal(x[[0, 2], 1:3].data, np.arange(12.0).reshape(3, 4)[[0, 2], 1:3])
+    assert x[True].shape == (1, 3, 4)                                           # a bool is not an int
+    with pytest.raises(IndexOutOfRange):
+        x[5]
+    with pytest.raises(IndexOutOfRange):
+        x[0, 0, 0]
+
+
+def test_transpose_and_permute_backward(torch):
+    a = np.random.default_rng(6).standard_normal((2, 3, 4)).astype(np.float64)
+    x = gradlab.from_numpy(a).requires_grad_()
+    assert O.transpose(x, 1, 1) is x and O.transpose(x, -1, 2) is x
+    w = gradlab.from_numpy(np.random.default_rng(7).standard_normal((4, 3, 2)))
+    (O.transpose(x, 0, 2) * w).sum().backward()
+    gx = x.grad.data.copy()
+    x.grad = None
+    (O.permute(x, (1, 2, 0)).sum(0) * O.permute(w, (1, 0, 2)).sum(0)).sum().backward()
+    t = torch.from_numpy(a).requires_grad_()
+    tw = torch.from_numpy(w.data)
+    (t.transpose(0, 2) * tw).sum().backward()
+    assert np.array_equal(gx, t.grad.numpy())
+    t.grad = None
+    (t.permute(1, 2, 0).sum(0) * tw.permute(1, 0, 2).sum(0)).sum().backward()
+    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-12)
+    assert gradlab.autograd.gradcheck(lambda v: O.permute(v, (2, 0, 1)) * 2, (x,))
+
+
+# ------------------------------------------------------------------ Module.__call__
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+        self.act = nn.Sequential(nn.Tanh())
+
+    def forward(self, x, scale=1.0):
+        return self.act(self.fc(x)) * scale
+
+
+def test_module_call_labels_hooks_and_keyword_arguments():
+    net = _Net()
+    seen = []
+    h = net.fc.register_forward_pre_hook(lambda m, args: seen.append(("pre", type(m).__name__)))
+    h2 = net.register_forward_hook(lambda m, args, out: out * 2)
+    x = gradlab.from_numpy(np.ones((2, 3), np.float32))
+    y = net(x, scale=3.0)
+    ref = np.tanh(x.data @ net.fc.weight.data.T + net.fc.bias.data) * np.float32(3.0) * 2
+    np.testing.assert_array_equal(y.data, ref)
+    assert seen == [("pre", "Linear")]
+    labels = set()
+    stack = [y.grad_fn]
+    while stack:
+        n = stack.pop()
+        if n is None or not hasattr(n, "meta"):
+            continue
+        if n.meta and "module" in n.meta:
+            labels.add((n.meta["module"], n.meta["module_type"]))
+        stack.extend(e[0] for e in (n.next_functions or ()) if e is not None)
+    assert {("fc", "Linear"), ("act.0", "Tanh"), ("", "_Net")} <= labels
+    h.remove()
+    h2.remove()
+
+
+def test_module_call_cleans_up_after_an_error():
+    from gradlab.autograd import function as fn
+    from gradlab.nn import _naming
+
+    class Bad(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    outer = nn.Sequential(nn.Identity(), Bad())
+    with pytest.raises(RuntimeError, match="boom"):
+        outer(gradlab.zeros(2))
+    assert _naming._stack == [] and _naming._names == [None]
+    assert _naming._observer not in fn.node_observers
+    assert nn.Module.__call__ is _naming.module_call and nn.Module._version is _naming._version
