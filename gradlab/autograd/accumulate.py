@@ -59,8 +59,18 @@ def _run_hooks(hooks, g, tensor, node):
                     f"hook {getattr(h, '__name__', h)!s} on the gradient of {node.name} returned {got}; "
                     f"a hook must return None or a Tensor of the gradient's shape {fmt_shape(g.shape)}"
                 )
+            if new.dtype != g.dtype:  # (PyTorch refuses this too: the engine casts only a node's outputs)
+                raise GradError(
+                    f"hook {getattr(h, '__name__', h)!s} on the gradient of {node.name} changed its dtype from "
+                    f"{g.dtype} to {new.dtype}; a hook must return a gradient of the same dtype (cast it back "
+                    f"with .to({_dtype_name(g.dtype)}))"
+                )
             g = new
     return g
+
+
+def _dtype_name(dt):
+    return f"gradlab.{dt}" if hasattr(dt, "name") else str(dt)
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):

@@ -40,6 +40,7 @@ _ndarray = _np.ndarray
 from ..backend import dtypes as _dt
 from ..backend.device import xp_of
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
+from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from . import function as _fn
 from .accumulate import _accumulate, _accumulate_array, _pre_process, _tensors
@@ -50,6 +51,11 @@ from .schedule import schedule as _schedule
 #: Objects with ``node_start(node, grads)`` / ``node_end(node, grads_in, grads_out)``
 #: and optionally ``begin(roots)`` / ``end()``: the animation and profilers record with these.
 backward_observers: list = []
+
+
+class BackwardShapeError(ShapeError, GradError):
+    """A backward (or hook) returned a gradient of the wrong shape: a shape problem (``ShapeError``)
+    found by autograd (``GradError``, a RuntimeError, as PyTorch raises here)."""
 
 
 def _label(t: Tensor) -> str:
@@ -214,6 +220,8 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             late = next(iter(buffers))
             raise GradError(f"backward: a gradient reached {late.name} (node #{late.seq}) after it ran; the "
                             "graph's nodes are not in creation order (was a grad_fn set by hand?)")
+        if accumulate and targets is not None:
+            _accumulate_non_leaves(targets, captured, create_graph)
     finally:
         _grad_state.enabled = prev_mode
         _fn._current_root[0] = None
@@ -221,6 +229,22 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
             if hasattr(o, "end"):
                 o.end()
     return captured
+
+
+def _accumulate_non_leaves(targets, captured, create_graph):
+    """``backward(inputs=[h])`` with a non-leaf ``h``: its gradient goes into ``h.grad`` too, as PyTorch
+    does (leaves got theirs at their AccumulateGrad node; the gradient also flowed on past ``h``)."""
+    done = set()
+    for t, g in zip(targets, captured):
+        if g is None or t.grad_fn is None or id(t) in done:
+            continue
+        done.add(id(t))
+        if t.grad is None:  # a copy, as for retain_grad: the same array flowed on and may be a leaf's .grad
+            t.grad = g if create_graph else Tensor._make(g.data.copy())
+        elif create_graph or t.grad.requires_grad:
+            t.grad = t.grad + g
+        else:
+            t.grad = Tensor._make(_sum(t.grad.data, g.data))
 
 
 class _Pass:
@@ -355,8 +379,15 @@ def _call_vjp(node, grads):
             raise GradError(f"{node.name}: backward returned a {type(g).__name__} for input {i}; return Tensors")
         shape, dtype = metas[i]
         data = g.data
+        if data.shape != shape and _expands_to(shape, data.shape):
+            # a gradient of the broadcast shape (a user backward that forgot to reduce): summed
+            # down to the input's shape, as PyTorch does
+            if fixed is None:
+                fixed = list(outs)
+            g = fixed[i] = _tensor_mod._ops.sum_to(g, shape)
+            data = g.data
         if data.shape != shape:
-            raise ShapeError(
+            raise BackwardShapeError(
                 f"{node.name}: backward gave a gradient of shape {fmt_shape(g.shape)} for input {i}, "
                 f"whose shape is {fmt_shape(shape)}; a gradient must have its input's shape"
             )
@@ -365,6 +396,13 @@ def _call_vjp(node, grads):
                 fixed = list(outs)
             fixed[i] = g.to(dtype) if _dt.is_floating(dtype) else None
     return tuple(fixed) if fixed is not None else outs
+
+
+def _expands_to(shape, big):
+    """Does ``shape`` broadcast to ``big`` (so a gradient of shape ``big`` can be summed down to it)?"""
+    if len(shape) > len(big):
+        return False
+    return all(s == b or s == 1 for s, b in zip(shape[::-1], big[::-1]))
 
 
 def _call_vjp_arrays(node, grads):

@@ -123,6 +123,8 @@ class Function:
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:
                 s = s.data if s.version_obj.value == s.version and s.unpack is None else s.array(self)
+            elif isinstance(s, SavedTensor):  # a subclass (forward AD's saved outputs that carry a tangent)
+                s = s.array(self)
             out.append(s)
         return out
 

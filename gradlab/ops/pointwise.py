@@ -147,7 +147,8 @@ class Sigmoid(Op):
         dt = a.dtype
         if dt.itemsize <= 2:  # float16/bfloat16: compute in float32 and round once, as PyTorch does
             a = a.astype(np.float32)
-        if type(a) is np.ndarray:  # the same formula in place: three arrays instead of eight
+        if type(a) is np.ndarray and a.ndim:  # the same formula in place: three arrays instead of eight
+            # (not 0-d: NumPy returns a 0-d result as a scalar, which cannot be written in place)
             y = np.abs(a)
             np.negative(y, out=y)
             e = np.exp(y, out=y)

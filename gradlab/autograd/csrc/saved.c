@@ -145,6 +145,9 @@ saved_arrays(PyObject *self, PyObject *node)
             a = same ? Py_NewRef(data) : PyObject_CallMethodOneArg(x, s_array, node);  /* checks, unpacks */
             if (a == NULL)
                 goto fail;
+        } else if (PyObject_TypeCheck(x, (PyTypeObject *)Saved_type)) {  /* a subclass (forward AD's) */
+            if ((a = PyObject_CallMethodOneArg(x, s_array, node)) == NULL)
+                goto fail;
         } else {
             a = Py_NewRef(x);
         }
