@@ -33,8 +33,8 @@ from .errors import (
 )
 from ._tensor import Tensor
 from .factories import (
-    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones, ones_like, rand,
-    rand_like, randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace, ones, ones_like, rand,
+    rand_like, randint, randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like,
 )
 from .sampling import bernoulli, multinomial, normal  # noqa: E402 - draws from a tensor's distribution
 from . import autograd

@@ -39,6 +39,11 @@ class ArgumentTypeError(GradlabError, TypeError):
     """An argument of the wrong kind: a string where a tensor or a number is expected, a missing argument."""
 
 
+class ValueRuntimeError(ArgumentError, RuntimeError):
+    """A bad argument value that PyTorch reports as a ``RuntimeError`` (``bincount`` of negative numbers...):
+    both ``except ValueError`` and ``except RuntimeError`` catch it."""
+
+
 class GradcheckError(GradlabError, AssertionError):
     """Analytic and numeric gradients disagree."""
 

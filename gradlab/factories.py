@@ -208,7 +208,57 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
     if int(steps) < 0:
         raise ArgumentError(f"linspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(as_device(device))
-    t = Tensor._make(xp.linspace(start, end, int(steps)).astype(dtype))
+    if dtype in (np.float32, np.float64):
+        t = Tensor._make(xp.asarray(_linspace_like_pytorch(start, end, int(steps), np.dtype(dtype))))
+    else:
+        t = Tensor._make(xp.linspace(start, end, int(steps)).astype(dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _fma(a, b, c, dt):
+    """``a * b + c`` with (nearly always) one rounding, as a fused multiply-add (PyTorch's CPU kernels use one)."""
+    if dt == np.float32:  # the float64 product of two float32 values is exact
+        return (a.astype(np.float64) * b + c).astype(np.float32)
+    p = a * b  # Dekker's two-product: p + e == a * b exactly
+    split = 134217729.0  # 2**27 + 1
+
+    def halves(v):
+        t = split * v
+        hi = t - (t - v)
+        return hi, v - hi
+    ah, al = halves(a)
+    bh, bl = halves(np.broadcast_to(np.asarray(b, np.float64), np.shape(a)))
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c  # Knuth's two-sum: s + r == p + c exactly
+    bb = s - p
+    r = (p - (s - bb)) + (c - bb)
+    return s + (r + e)
+
+
+def _linspace_like_pytorch(start, end, steps, dt):
+    """PyTorch's linspace, bit for bit: the first half counts up from ``start`` and the second half down from
+    ``end`` (so both ends are exact and the points are symmetric), each point one fused multiply-add."""
+    if steps <= 1:
+        return np.full(steps, start, dtype=dt)
+    s, e = dt.type(start), dt.type(end)
+    step = (e - s) / dt.type(steps - 1)
+    i = np.arange(steps)
+    half = steps // 2
+    up = _fma(np.full(half, step, dt), i[:half].astype(dt), s, dt)
+    down = _fma(np.full(steps - half, -step, dt), (steps - 1 - i[half:]).astype(dt), e, dt)
+    return np.concatenate([up, down]).astype(dt)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` points from ``base ** start`` to ``base ** end``, evenly spaced in the exponent."""
+    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    if int(steps) < 0:
+        raise ArgumentError(f"logspace: steps must be >= 0 (the number of points), got {steps}")
+    xp = xp_for(as_device(device))
+    exps = _linspace_like_pytorch(start, end, int(steps), np.dtype(np.float64))  # in float64, as PyTorch
+    t = Tensor._make(xp.asarray((float(base) ** exps).astype(dtype)))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -252,6 +302,18 @@ def rand_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def randn_like(t, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _like(randn, t, dtype, device, requires_grad)
+
+
+def randint_like(t, low=0, high=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Integers in [low, high) (or [0, low) when ``high`` is omitted) with ``t``'s shape and dtype."""
+    if not isinstance(t, Tensor):
+        raise ArgumentError(f"randint_like: expected a Tensor, got {type(t).__name__}")
+    if high is None:
+        low, high = 0, low
+    out = randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -28,6 +28,33 @@ class Dataset:
     def __len__(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class ConcatDataset(Dataset):
+    """The datasets one after another: item ``i`` comes from whichever dataset holds position ``i``."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ArgumentError("ConcatDataset: datasets should not be an empty iterable; pass at least one dataset")
+        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        n = len(self)
+        if idx < 0:
+            if -idx > n:
+                raise ArgumentError(f"ConcatDataset: absolute value of index {idx} should not exceed dataset "
+                                    f"length {n}")
+            idx += n
+        k = int(np.searchsorted(self.cumulative_sizes, idx, side="right"))
+        start = 0 if k == 0 else self.cumulative_sizes[k - 1]
+        return self.datasets[k][idx - start]
+
 
 class TensorDataset(Dataset):
     """Item ``i`` is ``(t[i] for t in tensors)``; all tensors share their first dim."""

@@ -44,6 +44,19 @@ from .mathextra import (  # noqa: E402
     unbind, unflatten,
 )
 
+from .trig import (  # noqa: E402
+    TRIG_METHODS, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atan2,
+    atanh, deg2rad, hypot, rad2deg,
+)
+from .arrange_more import (  # noqa: E402
+    ARRANGE_METHODS, argwhere, atleast_1d, atleast_2d, atleast_3d, clamp_max, clamp_min, column_stack, diff, dsplit,
+    dstack, fliplr, flipud, hsplit, hstack, meshgrid, rot90, row_stack, take_along_dim, tensor_split, vsplit, vstack,
+)
+from .stats import (  # noqa: E402
+    STATS_METHODS, bincount, cummax, cummin, cumprod, isin, kthvalue, median, mode, nan_to_num, nanmean, nansum, unique,
+    unique_consecutive, xlogy,
+)
+
 
 def true_divide(input, other):
     return div(input, other)
@@ -59,6 +72,21 @@ def multiply(input, other):
 
 def negative(input):
     return neg(input)
+
+
+def absolute(input):
+    """Same as ``abs``."""
+    return abs(input)
+
+
+def divide(input, other, *, rounding_mode=None):
+    """Same as ``div``."""
+    return div(input, other, rounding_mode=rounding_mode) if rounding_mode is not None else div(input, other)
+
+
+def msort(input):
+    """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
+    return input.sort(0).values
 
 
 def square(input):
@@ -101,7 +129,9 @@ def install(names):
 
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])
-install(TENSOR_METHODS)
+install(TENSOR_METHODS + TRIG_METHODS + ARRANGE_METHODS + STATS_METHODS + ["absolute", "divide", "msort"])
+for _n, _f in __import__("gradlab.ops.cast", fromlist=["_METHOD_ONLY_CASTS"])._METHOD_ONLY_CASTS.items():
+    setattr(Tensor, _n, _f)
 
 from .methods import install_methods as _install_more  # noqa: E402 - x.softmax(), x.unbind(), x.new_zeros()...
 _install_more()

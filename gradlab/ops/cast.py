@@ -111,6 +111,9 @@ bfloat16 = _cast_method(_dt.bfloat16, "bfloat16")
 long = _cast_method(_dt.int64, "long")
 int = _cast_method(_dt.int32, "int")  # noqa: A001
 bool = _cast_method(_dt.bool_, "bool")  # noqa: A001
+# Tensor methods only (gradlab.short is the dtype, as torch.short): x.byte(), x.short(), x.char()
+_METHOD_ONLY_CASTS = {"byte": _cast_method(_dt.uint8, "byte"), "short": _cast_method(_dt.int16, "short"),
+                      "char": _cast_method(_dt.int8, "char")}
 
 
 def type_as(input, other):
