@@ -18,7 +18,21 @@ import statistics
 import sys
 import time
 
-import numpy as np
+
+def _threads_from_argv(argv) -> str:
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# BLAS reads these once, when NumPy is imported: set them first (both libraries then use T threads)
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, _threads_from_argv(sys.argv))
+
+import numpy as np  # noqa: E402
 
 
 # ---------------------------------------------------------------- programs
@@ -205,8 +219,6 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", help="substrings of program names to run")
     ap.add_argument("--profile", metavar="NAME", help="cProfile gradlab's steps of the first program matching NAME")
     args = ap.parse_args(argv)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(args.threads))
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     import gradlab
     try:

@@ -245,3 +245,34 @@ def test_module_call_cleans_up_after_an_error():
     assert _naming._stack == [] and _naming._names == [None]
     assert _naming._observer not in fn.node_observers
     assert nn.Module.__call__ is _naming.module_call and nn.Module._version is _naming._version
+
+
+# ------------------------------------------------------------------ batch_norm running statistics
+@pytest.mark.parametrize("shape,dtype,transposed", [((64, 32), np.float32, False), ((40, 6), np.float64, True),
+                                                    ((8, 4, 5, 5), np.float32, False), ((6, 3), np.float16, False)])
+def test_batch_norm_running_stats_reuse_the_graph_statistics(shape, dtype, transposed):
+    from gradlab.nn import functional as F
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal(shape[::-1] if transposed else shape) * 3 + 1).astype(dtype)
+    a = a.T if transposed else a  # a non-contiguous batch
+    c = shape[1]
+    rm = gradlab.from_numpy(rng.standard_normal(c).astype(dtype))
+    rv = gradlab.from_numpy(rng.random(c).astype(dtype) + 0.5)
+    rm0, rv0 = rm.data.copy(), rv.data.copy()
+    F.batch_norm(gradlab.from_numpy(a), rm, rv, training=True, momentum=0.2)
+    dims = (0,) + tuple(range(2, a.ndim))
+    n = a.size // c
+    ref_m = (1 - 0.2) * rm0 + 0.2 * a.mean(axis=dims).astype(dtype)
+    ref_v = (1 - 0.2) * rv0 + 0.2 * (a.var(axis=dims) * n / (n - 1)).astype(dtype)
+    assert np.array_equal(rm.data, ref_m) and np.array_equal(rv.data, ref_v)
+
+
+def test_batch_norm_module_matches_pytorch(torch):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((16, 3, 4, 4)).astype(np.float32)
+    g, t = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+    for _ in range(3):
+        yg, yt = g(gradlab.from_numpy(a)), t(torch.from_numpy(a))
+    np.testing.assert_allclose(yg.data, yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.running_mean.data, t.running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g.running_var.data, t.running_var.numpy(), rtol=1e-6, atol=1e-7)

@@ -42,12 +42,16 @@ from ..ops.registry import Sample, register
 NS = "gradlab.nn.functional"
 
 
-def _standardize(x, dims, eps):
-    """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), as gradlab ops."""
+def _standardize(x, dims, eps, with_stats=False):
+    """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), as gradlab ops.
+
+    ``with_stats=True`` also returns ``mean`` and ``var`` (kept dims), for the running statistics.
+    """
     mu = O.mean(x, dim=dims, keepdim=True)
     xc = x - mu
     var = O.mean(xc * xc, dim=dims, keepdim=True)
-    return xc / O.sqrt(var + eps)
+    y = xc / O.sqrt(var + eps)
+    return (y, mu, var) if with_stats else y
 
 
 def _normalized(x, k, eps):
@@ -248,11 +252,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if n <= 1:
             raise ShapeError(f"{op}: expected more than 1 value per channel when training, got input "
                              f"{fmt_shape(x.shape)}; use a batch of at least 2 (or training=False)")
-        y = _standardize(x, dims, eps)
+        y, mu, var = _standardize(x, dims, eps, with_stats=True)
         if running_mean is not None or running_var is not None:
             a = x.data
-            _update_running(op, running_mean, a.mean(axis=dims), momentum)
-            _update_running(op, running_var, a.var(axis=dims) * n / (n - 1), momentum)
+            if a.dtype.itemsize >= 4 and mu.dtype == a.dtype and var.dtype == a.dtype:
+                # the graph's mean and var are NumPy's a.mean(dims) and a.var(dims) exactly (the same
+                # operations on the same arrays): reuse them instead of two more passes over the batch
+                m, v = mu.data.reshape(-1), var.data.reshape(-1)
+            else:  # 16-bit: NumPy's mean sums in float32 but its var does not
+                m, v = a.mean(axis=dims), a.var(axis=dims)
+            _update_running(op, running_mean, m, momentum)
+            _update_running(op, running_var, v * n / (n - 1), momentum)
     else:
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: training=False needs running_mean and running_var (the statistics "
