@@ -276,3 +276,60 @@ def test_batch_norm_module_matches_pytorch(torch):
     np.testing.assert_allclose(yg.data, yt.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(g.running_mean.data, t.running_mean.numpy(), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(g.running_var.data, t.running_var.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------ batch_norm as one op (training)
+def _bn_composite(x, w, b, eps=1e-5):
+    from gradlab.nn import _norm
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    return _norm._affine(_norm._standardize(x, dims, eps), w, b, shape)
+
+
+@pytest.mark.parametrize("shape,dtype", [((64, 16), np.float32), ((6, 3, 4, 5), np.float64), ((5, 2, 3), np.float32)])
+def test_fused_batch_norm_forward_is_the_composite_bit_for_bit(shape, dtype):
+    from gradlab.nn import functional as F
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+    c = shape[1]
+    w = gradlab.from_numpy(rng.standard_normal(c).astype(dtype)).requires_grad_()
+    b = gradlab.from_numpy(rng.standard_normal(c).astype(dtype)).requires_grad_()
+    x = gradlab.from_numpy(a).requires_grad_()
+    y = F.batch_norm(x, None, None, w, b, training=True)
+    assert y.grad_fn.name == "batch_norm"   # one node, with its own formula
+    yr = _bn_composite(x, w, b)
+    assert np.array_equal(y.data, yr.data)
+    g = gradlab.from_numpy(rng.standard_normal(shape).astype(dtype))
+    fast = gradlab.autograd.grad((y * g).sum(), [x, w, b])
+    slow = gradlab.autograd.grad((yr * g).sum(), [x, w, b])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for f, s in zip(fast, slow):
+        np.testing.assert_allclose(f.data, s.data, rtol=tol, atol=tol)
+
+
+def test_fused_batch_norm_gradcheck_second_order_and_forward_mode():
+    from gradlab.nn import functional as F
+    rng = np.random.default_rng(11)
+    x = gradlab.from_numpy(rng.standard_normal((4, 3, 2))).requires_grad_()
+    w = gradlab.from_numpy(rng.standard_normal(3)).requires_grad_()
+    b = gradlab.from_numpy(rng.standard_normal(3)).requires_grad_()
+    fn = lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    assert gradlab.autograd.gradcheck(fn, (x, w, b))
+    assert gradlab.autograd.gradgradcheck(fn, (x, w, b))
+    tangents = tuple(gradlab.from_numpy(rng.standard_normal(t.shape)) for t in (x, w, b))
+    _, jf = gradlab.func.jvp(fn, (x, w, b), tangents)
+    _, jc = gradlab.func.jvp(_bn_composite, (x, w, b), tangents)
+    np.testing.assert_allclose(jf.data, jc.data, rtol=1e-10, atol=1e-12)
+
+
+def test_fused_batch_norm_training_matches_pytorch(torch):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((32, 8)).astype(np.float32)
+    g = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 1))
+    t = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(), torch.nn.Linear(6, 1))
+    t.load_state_dict({k: torch.from_numpy(v.data.copy()) for k, v in g.state_dict().items()})
+    g(gradlab.from_numpy(a)).sum().backward()
+    t(torch.from_numpy(a)).sum().backward()
+    for (name, p), q in zip(g.named_parameters(), t.parameters()):
+        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(g[1].running_var.data, t[1].running_var.numpy(), rtol=1e-6)
