@@ -54,7 +54,7 @@ def _ref_adam(p, g, st, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
     return p - (lr / bc1) * m / denom
 
 
-def _params(dtype, rng, shapes=((5, 3), (3,), (4, 4, 2))):
+def _params(dtype, rng, shapes=((5, 3), (3,), (4, 4, 2), ())):
     return [nn.Parameter(gradlab.from_numpy(rng.standard_normal(s).astype(dtype))) for s in shapes]
 
 
@@ -245,6 +245,14 @@ def test_module_call_cleans_up_after_an_error():
     assert _naming._stack == [] and _naming._names == [None]
     assert _naming._observer not in fn.node_observers
     assert nn.Module.__call__ is _naming.module_call and nn.Module._version is _naming._version
+
+
+def test_module_call_passes_any_keyword_through():
+    class Kw(nn.Module):
+        def forward(self, x, mod=None, args=None, kwargs=None):
+            return (x, mod, args, kwargs)
+
+    assert Kw()(1, mod=2, args=3, kwargs=4) == (1, 2, 3, 4)
 
 
 # ------------------------------------------------------------------ batch_norm running statistics

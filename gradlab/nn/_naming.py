@@ -45,7 +45,7 @@ def current_module_path():
     return _stack[-1][0] if _stack else None
 
 
-def module_call(mod, *args, **kwargs):
+def module_call(self, *args, **kwargs):
     """``Module.__call__``: push the module's path, run ``_call_impl`` (hooks and forward), pop.
 
     This runs for every layer of every forward, so it is kept to a few dict and
@@ -54,16 +54,16 @@ def module_call(mod, *args, **kwargs):
     """
     if _stack:
         names = _names[0]
-        path = names.get(id(mod)) if names is not None else None
+        path = names.get(id(self)) if names is not None else None
         if path is None:
             parent = _stack[-1][0]
-            path = f"{parent}.{type(mod).__name__}" if parent else type(mod).__name__
-        _stack.append((path, type(mod).__name__))
+            path = f"{parent}.{type(self).__name__}" if parent else type(self).__name__
+        _stack.append((path, type(self).__name__))
         try:
-            return mod._call_impl(args, kwargs)
+            return self._call_impl(args, kwargs)
         finally:
             _stack.pop()
-    return _call_outermost(mod, args, kwargs)
+    return _call_outermost(self, args, kwargs)
 
 
 def _call_outermost(mod, args, kwargs):

@@ -296,7 +296,7 @@ class BatchNorm(Op):
         with np.errstate(invalid="ignore", over="ignore"):
             db = g.sum(axis=dims, keepdims=True)
             if nf[0] is None and nf[1] is None:
-                return None, None, db.reshape(b.shape), None, None, None
+                return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
             xhat = x - mu
             xhat *= rstd                                      # recomputed (ours: reused below)
             dw = (g * xhat).sum(axis=dims, keepdims=True)     # sum(dY * Xhat) per channel
