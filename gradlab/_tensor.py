@@ -292,6 +292,11 @@ class Tensor:
         return t
 
     def detach_(self) -> "Tensor":
+        """Cut this tensor out of the graph in place (a view cannot be: use ``v = v.detach()``)."""
+        if self._view_base is not None and self.requires_grad:
+            from .errors import GradError
+            raise GradError(f"detach_: {self._label()} is a view of another tensor in the graph and cannot be "
+                            "detached in place (as in PyTorch); use v = v.detach() instead")
         self.grad_fn = None
         self.requires_grad = False
         return self

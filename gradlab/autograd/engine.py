@@ -236,8 +236,8 @@ def _accumulate_non_leaves(targets, captured, create_graph):
     does (leaves got theirs at their AccumulateGrad node; the gradient also flowed on past ``h``)."""
     done = set()
     for t, g in zip(targets, captured):
-        if g is None or t.grad_fn is None or id(t) in done:
-            continue
+        if g is None or t.grad_fn is None or id(t) in done or t._retains_grad:
+            continue  # (a tensor that retains its gradient got it already, once)
         done.add(id(t))
         if t.grad is None:  # a copy, as for retain_grad: the same array flowed on and may be a leaf's .grad
             t.grad = g if create_graph else Tensor._make(g.data.copy())

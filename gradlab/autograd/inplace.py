@@ -147,9 +147,33 @@ def _replace(value):
         out = xp_of(s.data).empty_like(s.data)
         out[...] = v
         if s.requires_grad:  # still an output of the graph, with gradient 0 to the old value
-            return O.add(O.mul(s, 0.0), Tensor._make(out))
+            return _Overwrite.apply(s, out)
         return Tensor._make(out)
     return compute
+
+
+class _Overwrite(Op):
+    """Every element of ``s`` replaced by a constant: the old value gets a gradient of exactly zero.
+
+    Zeros made afresh, as PyTorch's ``zeros_like(grad)``: not ``g * 0``, which would be NaN where
+    ``g`` is infinite and would stay in the graph of a higher-order gradient.
+    """
+
+    name = "overwrite"
+    formula = "dX = 0"
+
+    @staticmethod
+    def forward(ctx, s, out):
+        return out
+
+    def vjp(self, g):
+        return Tensor._make(xp_of(g.data).zeros(g.shape, dtype=g.dtype)), None
+
+    def vjp_arrays(self, g):
+        return xp_of(g).zeros(g.shape, dtype=g.dtype), None
+
+    def jvp(self, t, t_out):
+        return Tensor._make(xp_of(self.out.data).zeros(self.out.shape, dtype=self.out.dtype))
 
 
 # ------------------------------------------------------------------ methods

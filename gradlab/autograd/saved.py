@@ -36,7 +36,10 @@ class SavedTensor:
         if saved_tensor_hooks:
             pack, unpack = saved_tensor_hooks[-1]
             self.packed, self.unpack = pack(t), unpack
-            self.tensor = self.data = None
+            self.data = None
+            # where ``t`` sits in the graph (not its memory), so what unpack returns can be put back there
+            self.tensor = None if output_nr is not None or not t.requires_grad else (
+                (t.grad_fn, t._output_nr, None) if t.grad_fn is not None else (None, 0, t))  # (a leaf lives anyway)
         else:
             self.packed = self.unpack = None
 
@@ -67,12 +70,37 @@ class SavedTensor:
                 "(or .clone() it before changing it)"
             )
         if self.unpack is not None:
-            return self.unpack(self.packed)
+            return self._attach(self.unpack(self.packed), node)
         if self.tensor is not None:
             return self.tensor
         t = Tensor._make(self.data, True, node, self.output_nr)
         t._version = self.version_obj
         return t
+
+    def _attach(self, u, node):
+        """What an unpack hook returned, put back in the saved tensor's place in the graph (as PyTorch
+        does): a gradient of backward itself (``create_graph=True``) must flow through it to the graph
+        it came from, also when the hook made a copy (``save_on_cpu``) or recomputed it (checkpoint)."""
+        if not isinstance(u, Tensor):
+            return u
+        if self.output_nr is not None:  # this node's own output
+            if u.grad_fn is node and u._output_nr == self.output_nr:
+                return u
+            return Tensor._make(u.data, True, node, self.output_nr)
+        if self.tensor is None:  # an input that needs no gradient
+            return u
+        fn, nr, leaf = self.tensor
+        if leaf is not None:  # a leaf: a new tensor whose gradient goes to the leaf's accumulator
+            if u is leaf:
+                return u
+            from .function import _edge
+            _edge(leaf)
+            t = Tensor._make(u.data, True)
+            t._acc_ref = leaf._acc_ref
+            return t
+        if u.grad_fn is fn and u._output_nr == nr:
+            return u
+        return Tensor._make(u.data, True, fn, nr)
 
     def array(self, node):
         """The saved array itself (for ``vjp_arrays``), after the same checks as :meth:`get`."""
