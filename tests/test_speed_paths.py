@@ -142,6 +142,16 @@ def test_sigmoid_in_place_forward_is_the_stable_formula(dtype):
     assert np.array_equal(np.signbit(y), np.signbit(ref))
 
 
+def test_sigmoid_of_a_0d_tensor():
+    for v in (-3.0, 0.0, 2.5):
+        x = gradlab.tensor(v, dtype=gradlab.float64, requires_grad=True)
+        y = O.sigmoid(x)
+        y.backward()
+        e = math.exp(-abs(v))
+        assert y.shape == () and y.item() == (1 / (1 + e) if v >= 0 else e / (1 + e))
+        assert abs(x.grad.item() - y.item() * (1 - y.item())) < 1e-15
+
+
 def test_sigmoid_matches_pytorch(torch):
     a = (np.random.default_rng(4).standard_normal((8, 32)) * 5).astype(np.float32)
     x = gradlab.from_numpy(a).requires_grad_()
