@@ -40,6 +40,11 @@ def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
                     t.grad = g if create_graph else Tensor._make(g.data.copy())
                 else:
                     t.grad = t.grad + g
+    if node._node_pre_hooks:
+        for h in list(node._node_pre_hooks):
+            new = h(tuple(grads))
+            if new is not None:
+                grads = list(_checked(node, new, grads, node.out_meta, "register_prehook", "grad_outputs"))
     if capture:
         for nr in range(len(grads)):
             for i in capture.get((node, nr), ()):
@@ -47,6 +52,22 @@ def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
     if arrays:
         return [None if g is None else g.data for g in grads]
     return grads
+
+
+def _checked(node, new, old, metas, what, names):
+    """A node hook's replacement gradients: one per place, None or a Tensor of that place's shape."""
+    new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+    if len(new) != len(old):
+        raise GradError(f"a {what} hook on {node.name} returned {len(new)} gradients for {len(old)} {names}; "
+                        "return one per entry of the tuple it received (None where there is none)")
+    for g, meta in zip(new, metas):
+        if g is None or meta is None:
+            continue
+        if not isinstance(g, Tensor) or g.shape != meta[0]:
+            got = fmt_shape(g.shape) if isinstance(g, Tensor) else type(g).__name__
+            raise GradError(f"a {what} hook on {node.name} returned {got} where a gradient of shape "
+                            f"{fmt_shape(meta[0])} belongs; return None or a Tensor of that shape")
+    return new
 
 
 def _run_hooks(hooks, g, tensor, node):

@@ -43,7 +43,7 @@ from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from . import function as _fn
-from .accumulate import _accumulate, _accumulate_array, _pre_process, _tensors
+from .accumulate import _accumulate, _accumulate_array, _checked, _pre_process, _tensors
 from .function import AccumulateGrad
 from .grad_mode import state as _grad_state
 from .schedule import schedule as _schedule
@@ -315,7 +315,7 @@ def _run_node(node, grads, buffers, st):
     is_acc = type(node) is AccumulateGrad
     if needed is not None and node not in needed:
         return  # it leads to no target
-    if st.capture or node._pre_hooks or node._retained or (is_acc and node.variable._hooks):
+    if st.capture or node._pre_hooks or node._retained or node._node_pre_hooks or (is_acc and node.variable._hooks):
         grads = _pre_process(node, grads, create_graph, st.capture, st.captured, arrays)
     observers = st.observers
     if observers:
@@ -331,8 +331,11 @@ def _run_node(node, grads, buffers, st):
     elif needed is None or any(e is not None and e[0] in needed for e in node.next_functions):
         outs = _call_vjp_arrays(node, grads) if arrays else _call_vjp(node, grads)
         if node._post_hooks:
-            for h in node._post_hooks:
-                h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
+            for h in list(node._post_hooks):
+                new = h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
+                if new is not None:  # new grad_inputs, as PyTorch's Node hooks may return
+                    new = _checked(node, new, outs, node.input_meta, "register_hook", "grad_inputs")
+                    outs = tuple(None if g is None else g.data for g in new) if arrays else new
     if observers:
         for o in observers:
             if arrays:

@@ -62,7 +62,8 @@ class Function:
     _pre_hooks = None      # {output_nr: [hook, ...]} from Tensor.register_hook on non-leaf outputs
     _retained = None       # {output_nr: weakref} from Tensor.retain_grad
     _post_hooks = None
-    _hooked = False        # True once any of the three above is set: the engine's fast loop skips such nodes
+    _node_pre_hooks = None  # [hook(grad_outputs)] from node.register_prehook
+    _hooked = False        # True once any of the four above is set: the engine's fast loop skips such nodes
     _materialize = True
     _saved = ()
     _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
@@ -150,11 +151,24 @@ class Function:
         return len(self.out_meta)
 
     def register_hook(self, hook):
-        """``hook(grad_inputs, grad_outputs)`` after this node's backward (PyTorch's Node hook)."""
+        """``hook(grad_inputs, grad_outputs)`` after this node's backward (PyTorch's Node hook); it may
+        return a tuple of new ``grad_inputs`` (one per input, as it received them) to send on instead."""
         if self._post_hooks is None:
             self._post_hooks = []
             self._hooked = True
         self._post_hooks.append(hook)
+        from .hooks import _HookHandle
+        return _HookHandle(self._post_hooks, hook)
+
+    def register_prehook(self, hook):
+        """``hook(grad_outputs)`` before this node's backward runs; it may return a tuple of new
+        ``grad_outputs`` (after the tensors' own hooks and ``retain_grad``, as in PyTorch)."""
+        if self._node_pre_hooks is None:
+            self._node_pre_hooks = []
+            self._hooked = True
+        self._node_pre_hooks.append(hook)
+        from .hooks import _HookHandle
+        return _HookHandle(self._node_pre_hooks, hook)
 
     def release(self):
         """Drop the saved tensors (called by backward unless ``retain_graph``)."""
