@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import types
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from .optimizer import Optimizer
 
 
@@ -24,7 +24,9 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+            raise ArgumentTypeError(f"{type(self).__name__}: optimizer must be a gradlab.optim Optimizer, got "
+                                    f"{type(optimizer).__name__}; build the optimizer first, e.g. "
+                                    f"{type(self).__name__}(gradlab.optim.SGD(model.parameters(), lr=0.1), ...)")
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:

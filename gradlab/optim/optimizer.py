@@ -38,7 +38,16 @@ class Optimizer:
                 f"{type(self).__name__}: params must be an iterable of tensors or of dicts (param groups), "
                 "got a single Tensor; pass [tensor] or model.parameters()"
             )
-        groups = list(params)
+        if hasattr(params, "parameters") and hasattr(params, "named_modules"):
+            raise ArgumentTypeError(
+                f"{type(self).__name__}: params is a Module ({type(params).__name__}); pass its parameters: "
+                f"{type(self).__name__}(model.parameters(), ...)"
+            )
+        try:
+            groups = list(params)
+        except TypeError:
+            raise ArgumentTypeError(f"{type(self).__name__}: params must be an iterable of tensors or of dicts "
+                                    f"(param groups), got {type(params).__name__}; pass model.parameters()") from None
         if not groups:
             raise ArgumentError(f"{type(self).__name__} got an empty parameter list; "
                                 "did model.parameters() run out (a generator can be used only once)?")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from .optimizer import Optimizer
 
 
@@ -17,7 +17,9 @@ class ReduceLROnPlateau:
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
                  cooldown=0, min_lr=0, eps=1e-8):
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+            raise ArgumentTypeError(f"{type(self).__name__}: optimizer must be a gradlab.optim Optimizer, got "
+                                    f"{type(optimizer).__name__}; build the optimizer first, e.g. "
+                                    f"{type(self).__name__}(gradlab.optim.SGD(model.parameters(), lr=0.1), ...)")
         if factor >= 1.0:
             raise ArgumentError(f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
         if mode not in ("min", "max"):
