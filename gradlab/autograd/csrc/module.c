@@ -106,7 +106,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
                                     "The engine's hottest loops, compiled; see the comment at the top of gradlab/autograd/csrc/module.c.",
-                                    -1, methods};
+                                    -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
