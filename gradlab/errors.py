@@ -3,7 +3,11 @@
 A teaching tool is judged by its error messages. Every error a user can cause
 says what happened, names the arguments and shapes involved, and says what to
 do. Each class subclasses the matching built-in, so ``except ValueError`` in
-user code still works.
+user code still works. PyTorch reports most shape, dtype, value and index problems
+found inside its C++ kernels as ``RuntimeError`` (``mat1 and mat2 shapes cannot be
+multiplied``); so ShapeError, DTypeError, ArgumentError and IndexOutOfRange subclass
+``RuntimeError`` as well, and a student's ``except RuntimeError`` catches them as it
+would catch PyTorch's.
 """
 
 
@@ -11,11 +15,11 @@ class GradlabError(Exception):
     """Base class of every error gradlab raises on purpose."""
 
 
-class ShapeError(GradlabError, ValueError):
+class ShapeError(GradlabError, ValueError, RuntimeError):
     """Shapes that cannot be combined (broadcasting, matmul, reshape...)."""
 
 
-class DTypeError(GradlabError, TypeError):
+class DTypeError(GradlabError, TypeError, RuntimeError):
     """A dtype that cannot be used here (e.g. requires_grad on an integer tensor)."""
 
 
@@ -27,11 +31,15 @@ class GradError(GradlabError, RuntimeError):
     """Misuse of autograd: backward twice, non-scalar backward, in-place change..."""
 
 
-class IndexOutOfRange(GradlabError, IndexError):
+class IndexOutOfRange(GradlabError, IndexError, RuntimeError):
     """An index outside a tensor's bounds."""
 
 
-class ArgumentError(GradlabError, ValueError):
+class IndexTypeError(DTypeError, IndexError):
+    """An index of the wrong dtype (``x[float_tensor]``): PyTorch raises ``IndexError`` for it."""
+
+
+class ArgumentError(GradlabError, ValueError, RuntimeError):
     """A bad value for an argument that is not a shape or dtype problem."""
 
 
@@ -39,9 +47,9 @@ class ArgumentTypeError(GradlabError, TypeError):
     """An argument of the wrong kind: a string where a tensor or a number is expected, a missing argument."""
 
 
-class ValueRuntimeError(ArgumentError, RuntimeError):
+class ValueRuntimeError(ArgumentError):
     """A bad argument value that PyTorch reports as a ``RuntimeError`` (``bincount`` of negative numbers...):
-    both ``except ValueError`` and ``except RuntimeError`` catch it."""
+    both ``except ValueError`` and ``except RuntimeError`` catch it (as every ArgumentError)."""
 
 
 class GradcheckError(GradlabError, AssertionError):

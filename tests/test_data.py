@@ -43,7 +43,7 @@ def test_default_collate_tuples_dicts_numbers():
             return {"x": gradlab.ones(2) * i, "label": i, "w": 0.5, "name": f"s{i}"}
 
     b = next(iter(DataLoader(DS(), batch_size=3)))
-    assert b["x"].shape == (3, 2) and b["label"].dtype == gradlab.int64 and b["w"].dtype == gradlab.float32
+    assert b["x"].shape == (3, 2) and b["label"].dtype == gradlab.int64 and b["w"].dtype == gradlab.float64
     assert b["name"] == ["s0", "s1", "s2"]
     np.testing.assert_array_equal(b["label"].numpy(), [0, 1, 2])
 

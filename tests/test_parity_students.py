@@ -177,6 +177,24 @@ out = (torch.logspace(0, 2, 3), torch.logspace(0, 3, 4, base=2), torch.logspace(
        bool((torch.randint_like(torch.ones(500), 3, 7) >= 3).all()),
        sorted(torch.randint_like(torch.ones(500), 3, 7).unique().tolist()))
 """,
+    # hardtanh/relu6/hardsigmoid/hardswish have slope 0 at their corners in PyTorch (clamp itself has 1)
+    "activation_corner_slopes": """
+x = torch.tensor([-4., -3., -1., 0., 1., 3., 6., 7.], requires_grad=True)
+ys = [F.hardtanh(x), F.relu6(x), F.hardsigmoid(x), F.hardswish(x), nn.Hardtanh(-3.0, 3.0)(x), nn.ReLU6()(x),
+      nn.Hardsigmoid()(x), nn.Hardswish()(x), F.hardtanh(x, 0.0, 1.0)]
+sum((y * torch.arange(1., 9.)).sum() for y in ys).backward()
+out = (ys, x.grad)
+""",
+    # default_collate: tuples come back as lists, Python floats as float64 (a TensorDataset batch too)
+    "collate_like_pytorch": """
+class DS(data.Dataset):
+    def __len__(self): return 5
+    def __getitem__(self, i): return torch.tensor([float(i), 1.0]), i, {'w': 0.5 * i, 'ok': i > 2}
+b = next(iter(data.DataLoader(DS(), batch_size=3)))
+t = next(iter(data.DataLoader(data.TensorDataset(torch.arange(6.).view(3, 2), torch.arange(3)), batch_size=2)))
+out = (b, type(b).__name__, t, type(t).__name__, nn.init.calculate_gain('sigmoid'), nn.init.calculate_gain('conv2d'),
+       nn.init.calculate_gain('tanh'))
+""",
     # the legacy rule PyTorch still applies: a list holding lists indexes like a tuple
     "list_of_lists_index": """
 x = torch.arange(24).view(2, 3, 4)
@@ -200,6 +218,30 @@ BAD = {
     "hstack_not_a_list": ("out = torch.hstack(torch.ones(2))", TypeError, ["list"]),
     "bincount_float": ("out = torch.bincount(torch.tensor([1.0, 2.0]))", RuntimeError, ["integer", "float32"]),
     "bincount_negative": ("out = torch.bincount(torch.tensor([1, -2]))", RuntimeError, ["non-negative"]),
+    # PyTorch reports shape problems from its kernels as RuntimeError: except RuntimeError must catch ours
+    "matmul_shapes": ("out = torch.ones(3, 4) @ torch.ones(5, 2)", RuntimeError, ["(3, 4)", "(5, 2)"]),
+    "linear_in_features": ("out = nn.Linear(10, 5)(torch.ones(4, 8))", RuntimeError, ["(4, 8)", "10"]),
+    "cat_sizes": ("out = torch.cat([torch.ones(2, 3), torch.ones(2, 4)])", RuntimeError, ["(2, 4)", "(2, 3)"]),
+    "view_non_contiguous": ("out = torch.ones(3, 4).t().view(12)", RuntimeError, ["reshape"]),
+    "mse_shapes": ("out = F.mse_loss(torch.ones(4, 3), torch.ones(4, 2))", RuntimeError, ["(4, 3)", "(4, 2)"]),
+    "conv_channels": ("out = nn.Conv2d(3, 4, 3)(torch.ones(1, 1, 8, 8))", RuntimeError, ["(1, 1, 8, 8)", "3"]),
+    "load_state_dict_sizes": ("m = nn.Linear(2, 3); m.load_state_dict(nn.Linear(2, 4).state_dict()); out = m",
+                              RuntimeError, ["weight", "(4, 2)", "(3, 2)"]),
+    "int_requires_grad": ("out = torch.tensor([1, 2], requires_grad=True)", RuntimeError, ["int64", "float"]),
+    "embedding_float_ids": ("out = nn.Embedding(5, 2)(torch.tensor([1.0, 2.0]))", RuntimeError, ["float32", "long"]),
+    "topk_k": ("out = torch.ones(3).topk(4)", RuntimeError, ["k=4", "3"]),
+    "gather_out_of_range": ("out = torch.ones(2, 3).gather(1, torch.tensor([[0], [3]]))", RuntimeError, ["[0, 3)"]),
+    "float_index_tensor": ("out = torch.ones(3)[torch.tensor([0.0, 1.0])]", IndexError, ["float32", ".long()"]),
+    # cross_entropy takes int64 (or uint8) class indices only, as PyTorch; BCE wants a float target
+    "cross_entropy_int32_target": ("out = F.cross_entropy(torch.ones(4, 3), torch.tensor([0, 1, 2, 1], "
+                                   "dtype=torch.int32))", RuntimeError, ["int32", "target.long()", "(4, 3)"]),
+    "nll_bool_target": ("out = F.nll_loss(torch.ones(2, 3), torch.tensor([True, False]))", RuntimeError, ["bool"]),
+    "bce_long_target": ("out = F.binary_cross_entropy(torch.full((2,), 0.5), torch.tensor([0, 1]))", RuntimeError,
+                        ["int64", "target.float()"]),
+    "bce_logits_long_target": ("out = F.binary_cross_entropy_with_logits(torch.zeros(2), torch.tensor([0, 1]))",
+                               RuntimeError, ["int64", "target.float()"]),
+    "clip_grad_norm_type": ("out = nn.utils.clip_grad_norm_([torch.ones(2, requires_grad=True)], 1.0, norm_type='x')",
+                            ValueError, ["norm_type", "'x'"]),
     "meshgrid_2d_input": ("out = torch.meshgrid(torch.ones(2, 2), torch.ones(2), indexing='ij')", Exception, ["(2, 2)"]),
 }
 
@@ -239,3 +281,13 @@ def test_linspace_is_bit_identical_to_pytorch(torch, dtype):
     t = torch.linspace(-0.9, 0.9, 7, dtype=getattr(torch, dtype), requires_grad=True)
     t.relu().sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+def test_optimizer_given_a_module_raises_a_gradlab_error():
+    with pytest.raises(GradlabError, match="parameters"):
+        gradlab.optim.SGD(gradlab.nn.Linear(2, 2), lr=0.1)
+
+
+def test_scheduler_without_optimizer_raises_a_gradlab_error():
+    with pytest.raises(GradlabError):
+        gradlab.optim.lr_scheduler.StepLR(None, 2)

@@ -116,9 +116,8 @@ def default_collate(batch):
         return Tensor._make(np.asarray(batch, dtype=np.bool_))
     if isinstance(first, numbers.Integral):
         return Tensor._make(np.asarray(batch, dtype=np.int64))
-    if isinstance(first, numbers.Real):
-        from ..backend.dtypes import get_default_dtype
-        return Tensor._make(np.asarray(batch, dtype=np.float64).astype(get_default_dtype()))
+    if isinstance(first, numbers.Real):  # Python floats batch as float64, as in PyTorch
+        return Tensor._make(np.asarray(batch, dtype=np.float64))
     if isinstance(first, str):
         return list(batch)
     if isinstance(first, dict):
@@ -129,8 +128,7 @@ def default_collate(batch):
         sizes = {len(b) for b in batch}
         if len(sizes) != 1:
             raise ShapeError("default_collate: samples in a batch have different numbers of fields")
-        return [default_collate(list(s)) for s in zip(*batch)] if isinstance(first, list) else \
-            tuple(default_collate(list(s)) for s in zip(*batch))
+        return [default_collate(list(s)) for s in zip(*batch)]  # a list for tuples too, as PyTorch
     raise TypeError(f"default_collate: cannot batch samples of type {type(first).__name__}; pass collate_fn=")
 
 
@@ -176,8 +174,8 @@ class DataLoader:
         stop = n - n % bs if self.drop_last else n
         for start in range(0, stop, bs):
             chunk = idx[start:start + bs]
-            if self._fast:  # index the whole batch at once
-                yield tuple(Tensor._make(t.data[chunk]) for t in self.dataset.tensors)
+            if self._fast:  # index the whole batch at once (a list of tensors, as default_collate gives)
+                yield [Tensor._make(t.data[chunk]) for t in self.dataset.tensors]
             else:
                 yield self.collate_fn([self.dataset[int(i)] for i in chunk])
 

@@ -46,25 +46,33 @@ def selu(input, inplace=False):
     return _SELU_SCALE * elu(input, _SELU_ALPHA)
 
 
+def _strict_clamp(x, lo, hi):
+    """``clamp(x, lo, hi)`` whose slope is 1 only strictly inside (lo, hi): 0 at the corners, as PyTorch's
+    hardtanh/relu6/hardsigmoid (``clamp`` itself passes the gradient at the corners too)."""
+    inside = O.logical_and(x > lo, x < hi)
+    return O.where(inside, x, O.clamp(x, min=lo, max=hi).detach())
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``clamp(x, min_val, max_val)``."""
-    return O.clamp(check_tensor(input, "hardtanh"), min=min_val, max=max_val)
+    """``clamp(x, min_val, max_val)``; the gradient is 1 strictly between the two, else 0."""
+    return _strict_clamp(check_tensor(input, "hardtanh"), min_val, max_val)
 
 
 def relu6(input, inplace=False):
-    """``min(max(x, 0), 6)``."""
-    return O.clamp(check_tensor(input, "relu6"), min=0.0, max=6.0)
+    """``min(max(x, 0), 6)``; the gradient is 1 strictly between 0 and 6, else 0."""
+    return _strict_clamp(check_tensor(input, "relu6"), 0.0, 6.0)
 
 
 def hardsigmoid(input, inplace=False):
-    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
-    return O.clamp(check_tensor(input, "hardsigmoid") + 3, min=0.0, max=6.0) / 6
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid (slope 1/6 strictly between -3 and 3)."""
+    return _strict_clamp(check_tensor(input, "hardsigmoid") + 3, 0.0, 6.0) / 6
 
 
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6``."""
+    """``x * relu6(x + 3) / 6``; as in PyTorch the slope is 0 at x = -3 and 1 at x = 3."""
     x = check_tensor(input, "hardswish")
-    return x * hardsigmoid(x)
+    mid = x * (x + 3) / 6
+    return O.where(x <= -3, O.zeros_like(mid), O.where(x >= 3, x + mid * 0, mid))
 
 
 def mish(input, inplace=False):

@@ -164,6 +164,10 @@ def _check_index_target(op, x, target, cdim, ignore_index):
             f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but class indices must be integers "
             f"(input {fmt_shape(x.shape)} expects an integer target of shape {fmt_shape(expected)}); use "
             "target.long(). For class probabilities pass a float target shaped like the input")
+    if t.dtype not in (_dt.int64, _dt.uint8):  # PyTorch: "expected target dtype to be Long or Byte"
+        raise DTypeError(
+            f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but class indices must be int64 (long) or uint8 "
+            f"(input {fmt_shape(x.shape)}, target {fmt_shape(t.shape)}); convert with target.long()")
     if t.shape != expected:
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input {fmt_shape(x.shape)} needs a "
                          f"target of shape {fmt_shape(expected)} (the input's shape without the class dim {cdim})")
@@ -337,6 +341,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     x = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
     t = check_tensor(target, op, "target")
+    if not _dt.is_floating(t.dtype):  # PyTorch refuses integer and bool targets here too
+        raise DTypeError(f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but must be a floating-point tensor "
+                         f"of 0s and 1s (or probabilities) shaped like the input {fmt_shape(x.shape)}; use "
+                         "target.float()")
     if t.shape != x.shape:
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(x.shape)}; "
                          "they must be the same")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..backend import dtypes as _dt
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
@@ -73,6 +74,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     p = _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
     t = check_tensor(target, op, "target")
+    if t.dtype != p.dtype:  # PyTorch: "Found dtype Long but expected Float"
+        raise DTypeError(f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but input has dtype "
+                         f"{_dt.dtype_name(p.dtype)} (shapes {fmt_shape(t.shape)} and {fmt_shape(p.shape)}); they "
+                         f"must match: use target.float() (or target.to(input.dtype))")
     if t.shape != p.shape:
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(p.shape)}; they "
                          "must be the same")

@@ -10,7 +10,7 @@ import math
 
 from .._tensor import Tensor
 from ..backend.device import xp_of
-from ..errors import GradError
+from ..errors import ArgumentError, GradError
 
 
 def _grads(parameters):
@@ -27,7 +27,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     log it to watch for gradient explosions.
     """
     grads = _grads(parameters)
-    max_norm, norm_type = float(max_norm), float(norm_type)
+    try:
+        max_norm, norm_type = float(max_norm), float(norm_type)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"clip_grad_norm_: max_norm and norm_type must be numbers (norm_type may be 'inf'), "
+                            f"got max_norm={max_norm!r}, norm_type={norm_type!r}") from None
     if not grads:
         from ..factories import tensor
         return tensor(0.0)

@@ -12,7 +12,9 @@ import numpy as np
 
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import (
+    ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, IndexTypeError, ShapeError, fmt_shape,
+)
 from .._tensor import Tensor
 from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
@@ -54,7 +56,7 @@ def _norm_index(index, shape, op="getitem"):
             if i.size == 0:
                 i = i.astype(np.int64)
         if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
-            raise DTypeError(f"{op}: index arrays must hold integers or bools, got dtype {i.dtype}; "
+            raise IndexTypeError(f"{op}: index arrays must hold integers or bools, got dtype {i.dtype}; "
                             "convert with .long() (or build a boolean mask)")
         if isinstance(i, float):
             raise ArgumentTypeError(f"{op}: {i!r} is a float; indices must be integers")
