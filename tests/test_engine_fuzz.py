@@ -282,3 +282,19 @@ def test_a_deep_chain_with_hooks_in_the_middle(path, torch):
         res.append((x.grad.numpy(), keep.grad.numpy(), seen[0]))
     for ours, theirs in zip(*res):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+def test_retain_grad_on_a_view_survives_an_in_place_change_of_its_base(torch):
+    # the view's graph is rebuilt (refresh_view); its retain_grad stayed on the old node: .grad None
+    res = []
+    for lib in (gradlab, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        y = x * 2
+        v = y[0]
+        v.retain_grad()
+        w = v * 1.0  # the old view node stays in the graph through w: its gradient must not be added
+        y.add_(1.0)
+        (v * v + w).sum().backward()
+        res.append((v.grad.numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*res):
+        np.testing.assert_array_equal(ours, theirs)

@@ -47,9 +47,15 @@ def refresh_view(view):
         new = O.getitem(O.reshape(base, (-1,)), Tensor._make(positions))
     finally:
         _grad_state.enabled = prev
+    old_fn, old_nr = view.grad_fn, view._output_nr
     view.requires_grad = new.requires_grad
     view.grad_fn = new.grad_fn
     view._output_nr = new._output_nr
+    if view._retains_grad and view.grad_fn is not None:  # retain_grad() moves with the tensor, as in PyTorch
+        kept = old_fn._retained if old_fn is not None else None
+        if kept and kept.get(old_nr) is not None and kept[old_nr]() is view:
+            del kept[old_nr]
+        view.retain_grad()
 
 
 def _positions_in(view_arr, base_arr):
