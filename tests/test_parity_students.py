@@ -195,6 +195,19 @@ t = next(iter(data.DataLoader(data.TensorDataset(torch.arange(6.).view(3, 2), to
 out = (b, type(b).__name__, t, type(t).__name__, nn.init.calculate_gain('sigmoid'), nn.init.calculate_gain('conv2d'),
        nn.init.calculate_gain('tanh'))
 """,
+    # GNN-style message passing and slice updates
+    "index_add_copy_fill": """
+x = torch.arange(12.).view(4, 3).requires_grad_()
+msg = torch.tensor(np.cos(np.arange(9.)).reshape(3, 3), dtype=torch.float32, requires_grad=True)
+dst = torch.tensor([2, 0, 2])
+a = torch.index_add(x, 0, dst, msg); b = x.index_add(1, torch.tensor([1, 1]), msg[:, :2].T.T[:4].repeat(2, 1)[:4], alpha=2)
+c = x.index_copy(0, torch.tensor([3, 1]), msg[:2]); d = x.index_fill(1, torch.tensor([0, 2]), -1.0)
+agg = torch.zeros(4, 3).index_add_(0, dst, msg)
+h = x * 1; h.index_fill_(0, torch.tensor([1]), 0.0); h.index_copy_(1, torch.tensor([2]), msg[:, :1].repeat(2, 1)[:4])
+w = torch.arange(1., 13.).view(4, 3)
+((a * w).sum() + (b * w).sum() + (c * w).sum() + (d * w).sum() + (agg * w).sum() + (h * w).sum()).backward()
+out = (a, b, c, d, agg, h, x.grad, msg.grad)
+""",
     # the legacy rule PyTorch still applies: a list holding lists indexes like a tuple
     "list_of_lists_index": """
 x = torch.arange(24).view(2, 3, 4)

@@ -56,6 +56,7 @@ from .stats import (  # noqa: E402
     STATS_METHODS, bincount, cummax, cummin, cumprod, isin, kthvalue, median, mode, nan_to_num, nanmean, nansum, unique,
     unique_consecutive, xlogy,
 )
+from .index_more import INDEX_METHODS, index_add, index_copy, index_fill  # noqa: E402
 
 
 def true_divide(input, other):
@@ -129,7 +130,9 @@ def install(names):
 
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])
-install(TENSOR_METHODS + TRIG_METHODS + ARRANGE_METHODS + STATS_METHODS + ["absolute", "divide", "msort"])
+install(TENSOR_METHODS + TRIG_METHODS + ARRANGE_METHODS + STATS_METHODS + INDEX_METHODS
+        + ["absolute", "divide", "msort"])
+__import__("gradlab.ops.index_more", fromlist=["install_inplace"]).install_inplace()
 for _n, _f in __import__("gradlab.ops.cast", fromlist=["_METHOD_ONLY_CASTS"])._METHOD_ONLY_CASTS.items():
     setattr(Tensor, _n, _f)
 
