@@ -18,7 +18,8 @@ UNARY = [lambda t: t.tanh(), lambda t: t.sigmoid(), lambda t: t.exp().clamp(max=
          lambda t: t.softmax(-1), lambda t: t[1:] * 2.0 if t.shape[0] > 1 else t]
 BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (b * b + 1.0),
           lambda a, b: gradlab.maximum(a, b), lambda a, b: gradlab.where(a > b, a, b),
-          lambda a, b: a @ b.transpose(-1, -2)[..., :a.shape[-1]] if a.shape[-1] == 3 and b.shape[-1] == 3 else a * b]
+          lambda a, b: (a @ b.transpose(-1, -2).to(a.dtype)[..., :a.shape[-1]]  # one dtype in matmul, as PyTorch
+                        if a.shape[-1] == 3 and b.shape[-1] == 3 else a * b)]
 
 
 def steps_strategy(max_size=14):

@@ -255,6 +255,12 @@ BAD = {
                                RuntimeError, ["int64", "target.float()"]),
     "clip_grad_norm_type": ("out = nn.utils.clip_grad_norm_([torch.ones(2, requires_grad=True)], 1.0, norm_type='x')",
                             ValueError, ["norm_type", "'x'"]),
+    # NumPy data is float64, models are float32: PyTorch refuses to mix them in a matrix product
+    "linear_float64_input": ("out = nn.Linear(3, 2)(torch.tensor(np.ones((4, 3))))", RuntimeError,
+                             ["float64", "float32", "x.float()"]),
+    "linear_long_input": ("out = nn.Linear(3, 2)(torch.ones(4, 3, dtype=torch.long))", RuntimeError, ["int64"]),
+    "matmul_mixed_dtypes": ("out = torch.ones(2, 3) @ torch.ones(3, 2, dtype=torch.float64)", RuntimeError,
+                            ["float32", "float64", "(2, 3)", "(3, 2)"]),
     "meshgrid_2d_input": ("out = torch.meshgrid(torch.ones(2, 2), torch.ones(2), indexing='ij')", Exception, ["(2, 2)"]),
 }
 

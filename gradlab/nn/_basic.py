@@ -38,6 +38,10 @@ def linear(input, weight, bias=None):
     w = check_tensor(weight, "linear", "weight")
     if _amp.enabled:
         x, w, bias = _autocast_args("linear", x, w, bias)
+    if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype"
+        raise DTypeError(f"linear: input {fmt_shape(x.shape)} has dtype {x.dtype} but weight {fmt_shape(w.shape)} "
+                         f"has dtype {w.dtype}; convert the input with x.to({w.dtype}) (NumPy data is float64: "
+                         f"use x.float()), or the layer with .double()")
     if w.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be (out_features, in_features), got {fmt_shape(w.shape)}")
     if x.ndim == 0 or x.shape[-1] != w.shape[-1]:

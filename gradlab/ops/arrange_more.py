@@ -192,6 +192,10 @@ def rot90(input, k=1, dims=(0, 1)):
     return O.clone(x)
 
 
+@register(samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2,))), dict(indexing="ij")),
+                               Sample((src.tensor((3,)), src.tensor((2,)), src.tensor((2,))), dict(indexing="xy"))],
+          formula="dX_i = dY_i summed over the other grids' dims",
+          torch=lambda torch, *ts, indexing=None: torch.meshgrid(*ts, indexing=indexing))
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids: for 1-D inputs of sizes n1..nk, k tensors of shape (n1, ..., nk).
 

@@ -16,7 +16,7 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend.device import xp_of
-from ..errors import ShapeError, broadcast_failure, fmt_shape
+from ..errors import DTypeError, ShapeError, broadcast_failure, fmt_shape
 from ._util import arrays_for, check_tensor
 from .reduce import sum_to_array
 from .registry import Sample, register
@@ -133,7 +133,11 @@ def _mT(x):
     return x.swapaxes(-1, -2)
 
 
-def _check(a, b):
+def _check(a, b, op="matmul", names=("input", "other")):
+    if a.dtype != b.dtype:  # PyTorch does not promote in matrix products: "expected m1 and m2 to have the same dtype"
+        raise DTypeError(f"{op}: {names[0]} {fmt_shape(a.shape)} has dtype {a.dtype} but {names[1]} "
+                         f"{fmt_shape(b.shape)} has dtype {b.dtype}; matrix products need one dtype: convert one "
+                         f"with .to(...) (NumPy data is float64: gradlab.tensor(arr, dtype=gradlab.float32) or x.float())")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got {fmt_shape(a.shape)} and "
                          f"{fmt_shape(b.shape)}; use * to multiply by a scalar")

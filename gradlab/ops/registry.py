@@ -172,10 +172,13 @@ ALIASES = {
     "flatten": "reshape", "square": "mul", "float": "to", "double": "to", "half": "to", "bfloat16": "to",
     "long": "to", "int": "to", "bool": "to", "type_as": "to", "cpu": "to", "cuda": "to",
     "fake_quantize": "fake_quantize_per_tensor_affine",
+    "absolute": "abs", "divide": "div", "hsplit": "tensor_split", "vsplit": "tensor_split", "dsplit": "tensor_split",
+    "atleast_1d": "reshape", "atleast_2d": "reshape", "atleast_3d": "reshape", "msort": "kthvalue",
 }
 
 #: Public functions of the ops package that are not ops (no graph node of their own).
 UTILITIES = {
     "install", "register", "formula_of", "samples_of", "equal", "allclose", "argmax", "argmin",
     "contiguous", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty_like",
+    "argwhere", "bincount", "isin", "unique", "unique_consecutive",  # integer or index results (no gradient)
 }

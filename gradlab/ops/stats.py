@@ -98,6 +98,9 @@ def median(input, dim=None, keepdim=False):
     return kthvalue(x, (n + 1) // 2, dim, keepdim)
 
 
+@register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 0.5]])), 1))],
+          formula="dX = dY at the picked element, 0 elsewhere",
+          torch=lambda torch, x, dim=-1, keepdim=False: torch.mode(x, dim, keepdim))
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (the smallest one among ties) and the last index where it occurs."""
     x = check_tensor(input, "mode")
@@ -296,6 +299,13 @@ def _cum_extreme(name, better):
     return fn
 
 
-cummax = _cum_extreme("cummax", np.greater)
-cummin = _cum_extreme("cummin", np.less)
+def _cum_samples(src):
+    yield Sample((src.tensor((3, 4), distinct=True), 1))
+    yield Sample((src.tensor((4,), distinct=True), 0))
+
+
+cummax = register("cummax", samples=_cum_samples, formula="dX = dY added at the running maximum's index",
+                  torch=lambda torch, x, dim: torch.cummax(x, dim))(_cum_extreme("cummax", np.greater))
+cummin = register("cummin", samples=_cum_samples, formula="dX = dY added at the running minimum's index",
+                  torch=lambda torch, x, dim: torch.cummin(x, dim))(_cum_extreme("cummin", np.less))
 STATS_METHODS += ["cummax", "cummin"]
