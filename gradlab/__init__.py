@@ -36,6 +36,7 @@ from .factories import (
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace, ones, ones_like, rand,
     rand_like, randint, randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like,
 )
+from .factories import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402 - legacy
 from .sampling import bernoulli, multinomial, normal  # noqa: E402 - draws from a tensor's distribution
 from . import autograd
 from .autograd import enable_grad, grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

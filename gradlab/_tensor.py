@@ -43,7 +43,8 @@ class Tensor:
     """An n-dimensional array that can record how it was computed.
 
     Make tensors with the factories (``gradlab.tensor``, ``zeros``, ``randn``...);
-    ``Tensor(data)`` also works and behaves like ``gradlab.tensor(data)``.
+    ``Tensor(data)`` also works, as PyTorch's legacy constructor: always in the default float dtype
+    (``Tensor([1, 2])`` is float32; ``gradlab.tensor([1, 2])`` is int64), and ``Tensor(2, 3)`` makes a (2, 3) tensor.
     """
 
     # Per-tensor state. Class-level defaults mean a new tensor only stores what
@@ -71,9 +72,19 @@ class Tensor:
         """NumPy meets a Tensor (see ``gradlab/_interop.py``): ``array * tensor`` is the Tensor op."""
         return _interop.array_ufunc(ufunc, method, inputs, kwargs)
 
-    def __init__(self, data, dtype=None, requires_grad=False, name=None):
+    def __init__(self, data=(), *sizes, dtype=None, requires_grad=False, name=None):
+        # PyTorch's legacy constructor: torch.Tensor is torch.FloatTensor, so Tensor([1, 2]) is float32
+        # and Tensor(2, 3) is a (2, 3) tensor (here zero-filled); gradlab.tensor(data) keeps the data's dtype.
+        from .backend.dtypes import get_default_dtype
         from .factories import _to_array  # the one place that converts user data
-        self.data = _to_array(data, dtype)
+        if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+            sizes = (int(data),) + tuple(int(s) for s in sizes)
+            self.data = np.zeros(sizes, dtype=dtype or get_default_dtype())
+        else:
+            if sizes:
+                from .errors import ArgumentTypeError
+                raise ArgumentTypeError(f"Tensor(): give data or sizes (ints), got data and {sizes!r}")
+            self.data = _to_array(data, dtype or get_default_dtype())
         self.name = name
         if requires_grad:
             self.requires_grad_(True)

@@ -318,3 +318,19 @@ def randint_like(t, low=0, high=None, *, dtype=None, device=None, requires_grad=
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def _legacy_type(name, dtype):
+    def make(*args, **kwargs):
+        return Tensor(*args, dtype=dtype, **kwargs)
+    make.__name__ = name
+    make.__doc__ = (f"PyTorch's legacy ``{name}(data)`` / ``{name}(*sizes)``: a tensor of dtype {dtype} "
+                    f"(prefer ``gradlab.tensor(data, dtype=...)``).")
+    return make
+
+
+FloatTensor = _legacy_type("FloatTensor", np.dtype(np.float32))
+DoubleTensor = _legacy_type("DoubleTensor", np.dtype(np.float64))
+LongTensor = _legacy_type("LongTensor", np.dtype(np.int64))
+IntTensor = _legacy_type("IntTensor", np.dtype(np.int32))
+BoolTensor = _legacy_type("BoolTensor", np.dtype(np.bool_))

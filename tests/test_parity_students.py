@@ -208,6 +208,12 @@ w = torch.arange(1., 13.).view(4, 3)
 ((a * w).sum() + (b * w).sum() + (c * w).sum() + (d * w).sum() + (agg * w).sum() + (h * w).sum()).backward()
 out = (a, b, c, d, agg, h, x.grad, msg.grad)
 """,
+    # old tutorials: torch.Tensor(data) is always float32, torch.Tensor(2, 3) a shape; FloatTensor/LongTensor
+    "legacy_constructors": """
+out = (torch.Tensor([1, 2]), torch.Tensor(2, 3).shape, torch.Tensor(np.array([[1, 2]])), torch.Tensor().shape,
+       torch.FloatTensor([1, 2]), torch.LongTensor([1.0, 2.0]), torch.DoubleTensor(3).shape, torch.IntTensor([1]),
+       torch.BoolTensor([1, 0]), torch.FloatTensor(2, 2).dtype)
+""",
     # the legacy rule PyTorch still applies: a list holding lists indexes like a tuple
     "list_of_lists_index": """
 x = torch.arange(24).view(2, 3, 4)
