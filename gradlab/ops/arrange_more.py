@@ -15,14 +15,7 @@ from .._tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor, one_dim
 from .registry import Sample, register
-
-
-def _seq(tensors, op):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise ArgumentTypeError(f"{op}: tensors must be a list or tuple of Tensors, got {type(tensors).__name__}")
-    if not tensors:
-        raise ArgumentError(f"{op}: expects a non-empty list of Tensors")
-    return [check_tensor(t, op, f"tensors[{i}]") for i, t in enumerate(tensors)]
+from .shape import _seq_arg  # a non-empty list or tuple of tensors, checked
 
 
 def atleast_1d(x):
@@ -52,7 +45,7 @@ def _two(src):
           torch=lambda torch, ts: torch.hstack(ts))
 def hstack(tensors):
     """Join horizontally: along dim 1, or dim 0 for 1-D tensors (``numpy.hstack``)."""
-    xs = [atleast_1d(t) for t in _seq(tensors, "hstack")]
+    xs = [atleast_1d(t) for t in _seq_arg(tensors, "hstack")]
     return O.cat(xs, 0 if xs[0].ndim == 1 else 1)
 
 
@@ -61,7 +54,7 @@ def hstack(tensors):
           formula="dX_i = the rows of dY that X_i filled", torch=lambda torch, ts: torch.vstack(ts))
 def vstack(tensors):
     """Join vertically (row-wise): 1-D tensors become rows first (``numpy.vstack``)."""
-    return O.cat([atleast_2d(t) for t in _seq(tensors, "vstack")], 0)
+    return O.cat([atleast_2d(t) for t in _seq_arg(tensors, "vstack")], 0)
 
 
 row_stack = vstack
@@ -71,7 +64,7 @@ row_stack = vstack
           formula="dX_i = dY[..., i]", torch=lambda torch, ts: torch.dstack(ts))
 def dstack(tensors):
     """Join depth-wise, along dim 2 (1-D and 2-D tensors are made 3-D first)."""
-    return O.cat([atleast_3d(t) for t in _seq(tensors, "dstack")], 2)
+    return O.cat([atleast_3d(t) for t in _seq_arg(tensors, "dstack")], 2)
 
 
 @register(samples=lambda src: [Sample(([src.tensor((3,)), src.tensor((3, 2))],))],
@@ -79,7 +72,7 @@ def dstack(tensors):
 def column_stack(tensors):
     """Join as columns: each 0-d/1-D tensor becomes one column, 2-D tensors are joined along dim 1."""
     xs = []
-    for t in _seq(tensors, "column_stack"):
+    for t in _seq_arg(tensors, "column_stack"):
         xs.append(O.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t)
     return O.cat(xs, 1)
 

@@ -15,10 +15,9 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from .._tensor import Tensor
 from ._util import check_broadcast, check_tensor, is_scalar
 from .registry import Sample, register
-from .samples import unary_samples
+from .mathextra import _unary  # register a pointwise function with unary samples and a torch oracle
 from ..errors import ArgumentTypeError
 
 
@@ -108,14 +107,6 @@ class Atan2(Op):
             d = -(tx * y) / r2
             out = d if out is None else out + d
         return out
-
-
-def _unary(name, formula, low=-2.0, high=2.0, away_from=None):
-    def deco(fn):
-        fn.__name__ = name
-        return register(name, samples=unary_samples(low=low, high=high, away_from=away_from), formula=formula,
-                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x))(fn)
-    return deco
 
 
 @_unary("asin", Asin.formula, low=-0.9, high=0.9)
