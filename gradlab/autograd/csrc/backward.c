@@ -126,7 +126,7 @@ run_twin(PyObject *node, PyObject *grads, PyObject *buffers)
         }
         if (ok) {
             Py_INCREF(g);
-        } else {  /* a scalar, another dtype, a wrong shape: engine._fix decides */
+        } else {  /* a scalar, another dtype, a wrong shape: engine._fix (vjp_call._fix) decides */
             PyObject *a[3] = {node, g, meta};
             if ((g = call_in(engine_mod, "_fix", a, 3)) == NULL)
                 goto done;
