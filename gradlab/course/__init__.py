@@ -11,9 +11,10 @@ Needs ``nbformat``, ``nbval``, ``ipykernel`` (and ``pytest-xdist`` for ``-n``),
 all in the ``dev`` extra; never nbgrader.
 """
 from .build import build, student_notebook
+from .checks import check, check_raises
 from .grade import NotebookResult, Part, grade
 from .notebook import CourseError, read_notebook
 from .report import table, to_json, to_junit
 
-__all__ = ["CourseError", "NotebookResult", "Part", "build", "grade", "read_notebook", "student_notebook",
+__all__ = ["CourseError", "check", "check_raises", "NotebookResult", "Part", "build", "grade", "read_notebook", "student_notebook",
            "table", "to_json", "to_junit"]

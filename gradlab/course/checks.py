@@ -1,0 +1,252 @@
+"""``check``: the tamper-proof way to write a graded test.
+
+A graded test cell calls ``check(name, value, expected=...)`` for each thing it
+wants to compare. What happens depends on where the cell runs:
+
+* **In the student's JupyterLab** (and in ``pytest --nbval-lax``): ``check``
+  compares ``value`` with ``expected`` (when given) and raises an
+  ``AssertionError`` with a helpful message, so the student gets feedback at once.
+* **Under ``gradlab grade``**: ``check`` also *records* ``value``, serialised
+  as plain data (arrays, numbers, shapes, strings), as an output of the cell.
+  The same test cell runs a second time in a separate reference kernel on the
+  instructor's own solution. The grader compares the student's record with the
+  reference's record in its own process, with the tolerance the *reference*
+  run asked for. Patching NumPy, builtins, IPython or gradlab inside the
+  student's kernel can then only change the student's own numbers, never the
+  comparison.
+
+So the verdict of a ``check`` does not depend on anything the student's kernel
+says except the values themselves. A plain ``assert`` in a test cell is still
+allowed for simple checks, but it runs in the student's kernel and can be
+defeated there (see docs/instructors.md, "What is defended").
+
+Functions:
+
+* ``check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=None)``
+* ``check_raises(name, fn, *args, **kwargs)``: records which exception ``fn`` raised (or none)
+* ``encode(value)`` / ``decode(doc)``: the plain-data form of a value (``allow_pickle=False``)
+* ``compare(student, reference)``: one student record against one reference record (grader side)
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+
+import numpy as np
+
+MIME = "application/vnd.gradlab.check+json"
+MAX_BYTES = 64 * 2**20   # a record larger than this is refused (a check compares results, not data sets)
+
+_sink = {"records": None}   # set by an in-process runner (gradlab course mutants) to collect records in a list
+
+
+def _as_array(value):
+    """A NumPy array for anything array-like: gradlab and torch tensors, NumPy scalars, Python numbers."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):   # a gradlab.Tensor (or a torch tensor)
+        value = value.detach()
+        if hasattr(value, "cpu"):
+            value = value.cpu()
+        return np.array(value.numpy())
+    return np.asarray(value)
+
+
+def encode(value):
+    """The plain-data form of ``value``: nested dicts/lists of JSON types, arrays as .npy bytes (base64).
+
+    Python numbers, NumPy scalars and 0-d arrays all become arrays, so ``True``
+    and ``numpy.bool_(True)``, ``1.0`` and ``numpy.float64(1.0)`` compare equal.
+    """
+    if value is None:
+        return {"t": "none"}
+    if isinstance(value, str):
+        return {"t": "str", "v": value}
+    if isinstance(value, dict):
+        return {"t": "dict", "v": [[str(k), encode(v)] for k, v in value.items()]}
+    if isinstance(value, (list, tuple)) and not all(isinstance(v, (int, float, bool)) for v in value):
+        return {"t": "list", "v": [encode(v) for v in value]}
+    if isinstance(value, (list, tuple)) and not value:
+        return {"t": "list", "v": []}
+    arr = _as_array(value)
+    if arr.dtype == object or arr.dtype.kind not in "biufc":
+        raise TypeError(f"check: cannot record a value of type {type(value).__name__} "
+                        f"(dtype {arr.dtype}); record arrays, numbers, strings, lists or dicts of them")
+    if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:   # float16 / bfloat16: keep the values, widen the type
+        arr = arr.astype(np.float32)
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    raw = buf.getvalue()
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"check: a record of {len(raw)} bytes is too large (at most {MAX_BYTES})")
+    return {"t": "array", "v": base64.b64encode(raw).decode("ascii")}
+
+
+def decode(doc):
+    """The value ``encode`` made, read without pickle (a hostile record cannot run code)."""
+    if not isinstance(doc, dict):
+        raise ValueError("not a check record")
+    t = doc.get("t")
+    if t == "none":
+        return None
+    if t == "str":
+        return str(doc["v"])
+    if t == "dict":
+        return {str(k): decode(v) for k, v in doc["v"]}
+    if t == "list":
+        return [decode(v) for v in doc["v"]]
+    if t == "array":
+        raw = base64.b64decode(doc["v"].encode("ascii"), validate=True)
+        if len(raw) > MAX_BYTES:
+            raise ValueError("check record too large")
+        return np.load(io.BytesIO(raw), allow_pickle=False)
+    if t == "raised":
+        return {"raised": list(doc["v"])}
+    raise ValueError(f"unknown check record type {t!r}")
+
+
+def _spec(rtol, atol, exact):
+    return {"rtol": float(rtol), "atol": float(atol), "exact": bool(exact)}
+
+
+def _emit(record):
+    if _sink["records"] is not None:
+        _sink["records"].append(record)
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:   # plain Python: nothing to record into
+        return
+    if get_ipython() is None:
+        return
+    from IPython.display import display
+    display({MIME: record}, raw=True)
+
+
+def _describe(arr):
+    return f"shape {tuple(arr.shape)}" if isinstance(arr, np.ndarray) and arr.ndim else repr(arr)
+
+
+def close(got, want, rtol=1e-6, atol=1e-8, exact=False):
+    """'' when ``got`` matches ``want`` (same structure, shape, values within tolerance), else why not."""
+    if isinstance(want, dict) and "raised" in want and len(want) == 1:
+        if not (isinstance(got, dict) and "raised" in got):
+            return f"expected it to raise {want['raised'][0] if want['raised'] else 'nothing'}"
+        if want["raised"] and not got["raised"]:
+            return f"expected {want['raised'][0]}, but nothing was raised"
+        if not want["raised"] and got["raised"]:
+            return f"expected no exception, but it raised {got['raised'][0]}"
+        if want["raised"] and want["raised"][0] not in got["raised"]:
+            return f"expected {want['raised'][0]}, got {got['raised'][0]}"
+        return ""
+    if want is None or isinstance(want, str):
+        return "" if got == want else f"expected {want!r}, got {got!r}"
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or sorted(got) != sorted(want):
+            return f"expected a dict with keys {sorted(want)}, got {type(got).__name__}"
+        for k in want:
+            why = close(got[k], want[k], rtol, atol, exact)
+            if why:
+                return f"[{k!r}]: {why}"
+        return ""
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return f"expected {len(want)} items, got {len(got) if isinstance(got, list) else type(got).__name__}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            why = close(g, w, rtol, atol, exact)
+            if why:
+                return f"[{i}]: {why}"
+        return ""
+    want = np.asarray(want)
+    if isinstance(got, (dict, list, str)) or got is None:
+        return f"expected an array of shape {tuple(want.shape)}, got {type(got).__name__}"
+    try:
+        got = _as_array(got)
+    except Exception:   # an object that is no array at all
+        return f"expected an array of shape {tuple(want.shape)}, got {type(got).__name__}"
+    if got.dtype == object or got.dtype.kind not in "biufc":
+        return f"expected numbers, got an array of dtype {got.dtype}"
+    if got.shape != want.shape:
+        return f"expected shape {tuple(want.shape)}, got shape {tuple(got.shape)}"
+    if want.dtype.kind == "b" and got.dtype.kind != "b":
+        return f"expected booleans, got dtype {got.dtype}"
+    if exact or want.dtype.kind in "biu" and got.dtype.kind in "biu":
+        if np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"):
+            return ""
+        bad = int(np.sum(got != want))
+        return f"{bad} of {want.size} entries differ" if want.ndim else f"expected {want!r}, got {got!r}"
+    g = got.astype(np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64)
+    w = want.astype(g.dtype)
+    ok = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    if ok.all():
+        return ""
+    bad = ~ok
+    err = np.abs(g - w)
+    err = np.where(np.isnan(err), np.inf, err)
+    worst = float(err[bad].max()) if bad.any() else math.inf
+    if want.ndim == 0:
+        return f"expected {w.item()!r}, got {g.item()!r}"
+    return (f"{int(bad.sum())} of {want.size} entries differ (largest difference {worst:.3g}, "
+            f"rtol={rtol:g}, atol={atol:g})")
+
+
+def check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=None):
+    """Compare ``value`` with ``expected`` here, and record ``value`` for the grader.
+
+    ``name`` identifies the record (one test cell may check many values);
+    ``expected`` is optional local feedback; the grader always compares with
+    the instructor's solution run in its own kernel, with this call's
+    ``rtol``/``atol``/``exact`` *as the reference run gave them*. Returns ``value``.
+    """
+    try:
+        doc = encode(value)
+    except (TypeError, ValueError) as e:
+        doc = {"t": "str", "v": f"<unrecordable: {e}>"}
+    _emit({"name": str(name), "value": doc, "spec": _spec(rtol, atol, exact)})
+    if expected is not None:
+        try:
+            want = decode(encode(expected))
+            got = decode(doc) if doc["t"] != "str" or not doc["v"].startswith("<unrecordable") else value
+        except (TypeError, ValueError):
+            want, got = expected, value
+        why = close(got, want, rtol, atol, exact)
+        if why:
+            raise AssertionError(f"{name}: {msg + ': ' if msg else ''}{why}")
+    return value
+
+
+def check_raises(name, fn, *args, expected=None, **kwargs):
+    """Call ``fn(*args, **kwargs)`` and record which exception it raised (or that it raised none).
+
+    ``expected``: an exception class for local feedback (``check_raises('bad shape', f, x,
+    expected=ValueError)``). The grader compares the class names with the reference run's.
+    """
+    try:
+        fn(*args, **kwargs)
+        raised = []
+    except Exception as e:   # any exception is a result here
+        raised = [c.__name__ for c in type(e).__mro__ if c is not object]
+    _emit({"name": str(name), "value": {"t": "raised", "v": raised}, "spec": _spec(0, 0, True)})
+    if expected is not None:
+        want = expected.__name__
+        if want not in raised:
+            got = raised[0] if raised else "nothing"
+            raise AssertionError(f"{name}: expected {want} to be raised, got {got}")
+    return raised[0] if raised else None
+
+
+def compare(student, reference):
+    """'' when a student record matches the reference record, else a one-line reason.
+
+    Both are records as emitted by ``check``; the tolerance is the reference's.
+    """
+    spec = reference.get("spec") or {}
+    try:
+        want = decode(reference["value"])
+    except Exception as e:   # the reference itself is broken: the instructor's problem
+        raise ValueError(f"reference record {reference.get('name')!r} cannot be read: {e}") from None
+    try:
+        got = decode(student.get("value"))
+    except Exception:
+        return "the recorded value could not be read"
+    return close(got, want, rtol=spec.get("rtol", 1e-6), atol=spec.get("atol", 1e-8),
+                 exact=spec.get("exact", False))
