@@ -35,6 +35,9 @@ def _parser():
     g.add_argument("-n", dest="workers", type=int, default=1, help="grade N notebooks in parallel (pytest-xdist)")
     g.add_argument("--keep", default=None, metavar="DIR",
                    help="keep the notebooks exactly as run, nbval's log and per-cell results in DIR")
+    g.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
+                   help="isolate each submission's kernel (Linux namespaces): auto (when this machine can, "
+                        "else say so on every report), on (refuse without it), off (trusted notebooks only)")
     p._course = course
     return p
 
@@ -71,7 +74,8 @@ def main(argv=None) -> int:
                 return _error(f"-n must be at least 1, got {args.workers}")
             from .course import grade, table, to_json, to_junit
             results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
-                            hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep)
+                            hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep,
+                            sandbox=args.sandbox)
             print(table(results))
             if args.json:
                 _write(args.json, to_json(results))

@@ -3,8 +3,11 @@
 nbval runs every code cell as one pytest item in one fresh kernel per notebook.
 This plugin only *observes*: for each cell it records which graded part it is
 (the ``gradlab`` cell metadata written by the assembler), whether it passed,
-and a one-line reason when it did not (the assertion's message, a timeout, a
-dead kernel), into a JSON-lines file read back by the grader. It also makes
+a one-line reason when it did not (the assertion's message, a timeout, a
+dead kernel), and the ``check`` records and tamper-probe findings the cell
+displayed, into a JSON-lines file read back by the grader. The plugin runs in
+the grader's pytest process, outside the kernel's sandbox: the kernel can
+neither see nor write that file (see ``sandbox.py``). It also makes
 nbval notice a crashed kernel at once instead of waiting for the cell timeout.
 """
 from __future__ import annotations
@@ -95,6 +98,27 @@ def _message(item, call):
     return "error", _short(text or type(exc).__name__)
 
 
+CHECK_MIME = "application/vnd.gradlab.check+json"
+PROBE_MIME = "application/vnd.gradlab.probe+json"
+MAX_RECORDS = 2000
+
+
+def _records(outputs):
+    """The check records and tamper-probe findings a cell displayed, in order (plain JSON, nothing run)."""
+    records, probe = [], []
+    for out in outputs:
+        data = out.get("data") if out.get("output_type") in ("display_data", "execute_result") else None
+        if not isinstance(data, dict):
+            continue
+        rec = data.get(CHECK_MIME)
+        if isinstance(rec, dict) and len(records) < MAX_RECORDS:
+            records.append(rec)
+        found = data.get(PROBE_MIME)
+        if isinstance(found, dict):
+            probe.append(found)
+    return records, probe
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -113,6 +137,8 @@ def pytest_runtest_makereport(item, call):
     else:
         info["status"], info["message"] = _message(item, call)
     info["duration"] = round(call.stop - call.start, 3)
+    if call.when == "call":
+        info["records"], info["probe"] = _records(getattr(item, "test_outputs", None) or ())
     rep.user_properties.append(("gradlab", json.dumps(info)))
     item.test_outputs = None  # do not keep megabytes of printed output around
 

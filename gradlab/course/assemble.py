@@ -10,17 +10,31 @@ notebook that is actually run is rebuilt from the instructor's notebook:
 * solution cells come from the student, matched by grade_id (a deleted one is
   graded as the unanswered stub);
 * the student's own extra cells (helpers, experiments) are kept, each after the
-  instructor cell it followed in the submission.
+  instructor cell it followed in the submission;
+* tamper-probe cells (``probe.py``) run first (a snapshot of the libraries,
+  before any student code), before every graded cell and at the end.
+
+``reference_notebook`` builds the same notebook around the instructor's own
+solution cells: the grader runs it in its own kernel to get the reference
+records every ``check`` is compared with. ``static_tamper`` reads the
+submission file itself (in the grader's process, where nothing the student
+wrote can run) for edited metadata, duplicated graded cells, a changed
+kernelspec and code that reaches for the grader's machinery.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import os
 
 from .build import student_cell
 from .notebook import (
-    CourseError, grade_id, is_locked, is_solution, is_test, points, strip_hidden,
+    CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden,
 )
+from .references import reference_seeds, without_references
+
+PROBE_SNAPSHOT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()"
+PROBE_REPORT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.report({where!r})"
 
 
 def _norm(src: str) -> str:
@@ -75,6 +89,7 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             extras.setdefault(anchor, []).append(cell)
 
     name = os.path.basename(sol_path)
+    tainted = set(reference_seeds(sol_nb))
     cells = [_code_cell(c.source, {"kind": "extra", "after": None}, c.get("metadata", {}).get("tags", ()))
              for c in extras[None]]
     for i, icell in enumerate(sol_nb.cells):
@@ -97,6 +112,8 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             elif _norm(scell.source) not in (_norm(expected), _norm(icell.source)):
                 notes.append(f"{kind} cell '{gid}' was edited; the instructor's version was run")
             source = strip_hidden(icell.source, f"{sol_path} '{gid}'", keep=True) if hidden else expected
+            # the student's kernel gets no reference helper and no value computed from one
+            source = without_references(source, tainted, f"{sol_path} cell '{gid}'")
             info = {"kind": kind, "grade_id": gid}
             if kind == "test":
                 info["points"] = points(icell)
@@ -107,10 +124,175 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
         for extra in extras.get(gid, ()):
             tags = extra.get("metadata", {}).get("tags", ())
             cells.append(_code_cell(extra.source, {"kind": "extra", "after": gid}, tags))
+    return _finish(cells, sol_nb), notes
+
+
+def _finish(cells, sol_nb):
+    """The notebook to run: probe cells around ``cells``, the instructor's kernelspec, stable cell ids."""
+    import nbformat
+    out = [_code_cell(PROBE_SNAPSHOT, {"kind": "probe"})]
+    for cell in cells:
+        if cell.metadata["gradlab"].get("kind") == "test":
+            out.append(_code_cell(PROBE_REPORT.format(where=f"before '{cell.metadata['gradlab']['grade_id']}'"),
+                                  {"kind": "probe"}))
+        out.append(cell)
+    out.append(_code_cell(PROBE_REPORT.format(where="at the end"), {"kind": "probe"}))
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": copy.deepcopy(dict(sol_nb.metadata.get("kernelspec") or {})) or
                    {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    for k, cell in enumerate(cells):
+    for k, cell in enumerate(out):
         cell.id = f"cell{k:03d}"
-    nb.cells = cells
-    return nb, notes
+    nb.cells = out
+    return nb
+
+
+def reference_notebook(sol_nb, sol_path, hidden=False):
+    """The instructor's notebook as the grader runs it for the reference records (same cells, same order)."""
+    cells = []
+    for icell in sol_nb.cells:
+        gid = grade_id(icell)
+        if icell.cell_type != "code" or (gid is None and not icell.source.strip()):
+            continue
+        if gid is None:
+            continue   # (the instructor's untagged cells are not run for students either)
+        if is_test(icell):
+            source = strip_hidden(icell.source, f"{sol_path} '{gid}'", keep=True) if hidden else \
+                strip_hidden(icell.source, f"{sol_path} '{gid}'")
+            cells.append(_code_cell(source, {"kind": "test", "grade_id": gid, "points": points(icell)},
+                                    icell.get("metadata", {}).get("tags", ())))
+        else:
+            kind = "solution" if is_solution(icell) else ("locked" if is_locked(icell) else "extra")
+            cells.append(_code_cell(icell.source, {"kind": kind, "grade_id": gid}))
+    return _finish(cells, sol_nb)
+
+
+# what a solution cell has no reason to touch: the kernel's machinery and the grader's files
+_SUSPICIOUS_NAMES = {
+    "get_ipython": "uses get_ipython()",
+    "set_custom_exc": "installs a custom exception handler",
+    "ast_transformers": "touches IPython's AST transformers",
+    "input_transformers_post": "touches IPython's input transformers",
+    "input_transformers_cleanup": "touches IPython's input transformers",
+    "settrace": "installs a tracing function",
+    "setprofile": "installs a profiling hook",
+    "__builtins__": "touches __builtins__",
+    "builtins": "touches the builtins module",
+    "_gradlab_probe": "touches the grader's tamper probe",
+    "_sink": "touches the grader's check records",
+    "addaudithook": "installs an audit hook",
+}
+_LIBRARY_ROOTS = {"np", "numpy", "gradlab", "torch", "math", "builtins", "sys", "IPython", "F", "nn", "optim"}
+
+
+def _root_name(node):
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _scan(source, helpers, where):
+    """Findings for one cell's source: patched libraries, IPython machinery, instructor helpers called."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and _root_name(t) in _LIBRARY_ROOTS:
+                    found.append(f"{where} assigns to {ast.unparse(t)} (patches a library)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "setattr", "delattr") and node.args and _root_name(node.args[0]) in _LIBRARY_ROOTS:
+            found.append(f"{where} calls {node.func.id}({ast.unparse(node.args[0])}, ...) (patches a library)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open" and any(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) and (
+                    "solution" in a.value or a.value.endswith((".ipynb", ".jsonl"))) for a in node.args):
+            found.append(f"{where} opens {ast.unparse(node.args[0])}")
+        names = set()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and
+                                                     node.module else [])
+            for m in mods:
+                if m.split(".")[0] in ("solutions", "builtins") or m in ("gradlab.course.probe",
+                                                                         "gradlab.course.sandbox"):
+                    found.append(f"{where} imports {m}")
+        for n in names:
+            if n in _SUSPICIOUS_NAMES:
+                found.append(f"{where} {_SUSPICIOUS_NAMES[n]}")
+            if n in helpers:
+                found.append(f"{where} uses the instructor's helper '{n}' (defined in cell '{helpers[n]}')")
+    return found
+
+
+def _helpers(sol_nb):
+    """Reference helpers the instructor defines in locked and test cells: {name: grade_id}.
+
+    Only private names (``_reference``) and names with "reference" in them count: a
+    public class in a locked cell (say, the ``Value`` a student's engine builds on) is
+    meant to be used.
+    """
+    out = {}
+    for cell in sol_nb.cells:
+        if cell.cell_type != "code" or is_solution(cell) or not (is_locked(cell) or is_test(cell)):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            # reference helpers: by convention private (`_reference_grads`) or named as references
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                    node.name.startswith("_") or "reference" in node.name.lower()):
+                out[node.name] = grade_id(cell)
+    return out
+
+
+def static_tamper(sub_nb, sol_nb):
+    """What the submission file shows that it should not: a list of one-line findings.
+
+    Read in the grader's process from the file as submitted, so nothing the
+    student's code does at run time can hide it.
+    """
+    found = []
+    instr = {grade_id(c): c for c in sol_nb.cells if grade_id(c)}
+    seen = {}
+    for cell in sub_nb.cells:
+        gid = grade_id(cell)
+        if gid is None:
+            continue
+        seen[gid] = seen.get(gid, 0) + 1
+        icell = instr.get(gid)
+        if icell is None:
+            found.append(f"cell '{gid}' is not one of the exercise's cells (a made-up grade_id)")
+            continue
+        mine, theirs = nbgrader_meta(cell), nbgrader_meta(icell)
+        for key in ("grade", "solution", "locked"):
+            if bool(mine.get(key)) != bool(theirs.get(key)):
+                found.append(f"cell '{gid}': nbgrader metadata '{key}' was changed "
+                             f"({bool(theirs.get(key))} -> {bool(mine.get(key))})")
+        if is_test(icell) and points(cell) != points(icell):
+            found.append(f"cell '{gid}': its points were changed ({points(icell):g} -> {points(cell):g})")
+    for gid, n in seen.items():
+        if n > 1 and gid in instr and (is_test(instr[gid]) or is_locked(instr[gid])):
+            found.append(f"cell '{gid}' appears {n} times (a duplicated instructor cell)")
+    k_sub = (sub_nb.metadata.get("kernelspec") or {}).get("name")
+    k_sol = (sol_nb.metadata.get("kernelspec") or {}).get("name")
+    if k_sub and k_sol and k_sub != k_sol:
+        found.append(f"the kernelspec was changed ('{k_sol}' -> '{k_sub}'); the instructor's was used")
+    helpers = _helpers(sol_nb)
+    for i, cell in enumerate(sub_nb.cells):
+        if cell.cell_type != "code":
+            continue
+        gid = grade_id(cell)
+        icell = instr.get(gid) if gid else None
+        if icell is not None and not is_solution(icell):
+            continue   # an instructor cell: the instructor's version is what runs
+        where = f"solution cell '{gid}'" if icell is not None else f"your own cell {i}"
+        found.extend(_scan(cell.source, helpers, where))
+    return list(dict.fromkeys(found))

@@ -16,6 +16,7 @@ import copy
 import glob
 import os
 
+from .references import check_references
 from .notebook import (
     CourseError, check_solution_notebook, exercise_name, is_solution, is_test, nbgrader_meta, read_notebook,
     stable_cell_id, strip_hidden, strip_solution, write_notebook,
@@ -72,6 +73,7 @@ def student_notebook(nb, path):
     name = exercise_name(nb, path)
     where = os.fspath(path)
     check_solution_notebook(nb, where)
+    check_references(nb, where)
     out = nbformat.v4.new_notebook()
     out.nbformat, out.nbformat_minor = 4, 5
     out.metadata = {

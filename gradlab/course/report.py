@@ -28,6 +28,8 @@ def table(results) -> str:
             out.append(line)
         for n in r.notes:
             out.append(f"  note: {n}")
+        for t in r.tamper:
+            out.append(f"  tamper: {t}")
         out.append("")
     graded = [r for r in results if not r.error]
     earned = sum(r.earned for r in graded)
@@ -39,6 +41,9 @@ def table(results) -> str:
     bad = len(results) - len(graded)
     if bad:
         line += f"; {bad} not graded (bad input)"
+    tampered = sum(1 for r in results if r.tamper)
+    if tampered:
+        line += f"; {tampered} with tamper evidence"
     out.append(line)
     return "\n".join(out)
 
@@ -49,7 +54,8 @@ def to_json(results) -> str:
         "notebooks": [r.as_dict() for r in results],
         "total": {"earned": sum(r.earned for r in graded), "possible": sum(r.possible for r in graded),
                   "failed_parts": sum(1 for r in graded for p in r.parts if p.status != "ok"),
-                  "not_graded": len(results) - len(graded)},
+                  "not_graded": len(results) - len(graded),
+                  "with_tamper_evidence": sum(1 for r in results if r.tamper)},
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -75,5 +81,8 @@ def to_junit(results) -> str:
                 fail.text = f"{_pts(p.earned)} / {_pts(p.points)} points: {p.message}"
         if r.notes:
             ET.SubElement(suite, "system-out").text = "\n".join(r.notes)
+        if r.tamper:   # tamper evidence: a property (machines) and system-err (people)
+            ET.SubElement(props, "property", name="tamper", value=str(len(r.tamper)))
+            ET.SubElement(suite, "system-err").text = "\n".join("tamper: " + t for t in r.tamper)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode") + "\n"

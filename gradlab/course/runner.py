@@ -39,14 +39,37 @@ def check_tools(workers: int) -> None:
                           + ": pip install 'gradlab[dev]'")
 
 
-def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=None, labels=None):
+SANDBOX_KERNEL = "gradlab-sandbox"
+
+
+def _kernelspec(tmp, hide):
+    """A kernelspec (in ``tmp``) whose kernels start inside ``sandbox.py``, hiding ``hide`` from them."""
+    cfg_path = os.path.join(tmp, "sandbox.json")
+    with open(cfg_path, "w", encoding="utf-8") as f:
+        json.dump({"hide": sorted(set(hide))}, f, indent=1)
+    spec_dir = os.path.join(tmp, "jupyter", "kernels", SANDBOX_KERNEL)
+    os.makedirs(spec_dir, exist_ok=True)
+    with open(os.path.join(spec_dir, "kernel.json"), "w", encoding="utf-8") as f:
+        json.dump({"argv": [sys.executable, "-m", "gradlab.course.sandbox", cfg_path, "--", "-f",
+                            "{connection_file}"],
+                   "display_name": "gradlab grading sandbox", "language": "python"}, f, indent=1)
+    return os.path.join(tmp, "jupyter")
+
+
+def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=None, labels=None,
+                  sandbox: bool = False, hide=()):
     """Run [(key, notebook)] and return {key: [cell record, ...]} plus the pytest log tail.
 
     A cell record is the dict written by ``_nbval_plugin``: kind, grade_id,
-    points, status ('ok', 'error', 'timeout', 'crash', 'not-run', 'no-kernel') and message.
+    points, status ('ok', 'error', 'timeout', 'crash', 'not-run', 'no-kernel'),
+    message, and the check ``records`` and tamper ``probe`` findings the cell displayed.
+
+    ``sandbox=True`` starts every kernel inside ``sandbox.py`` with this
+    run's own folder (results, notebooks, connection files) and ``hide``
+    (solutions, submissions) hidden from it.
     """
     check_tools(workers)
-    tmp = keep_dir or tempfile.mkdtemp(prefix="gradlab-grade-")
+    tmp = os.path.abspath(keep_dir or tempfile.mkdtemp(prefix="gradlab-grade-"))
     os.makedirs(tmp, exist_ok=True)
     files, keys = [], {}
     n_cells = 0
@@ -70,7 +93,8 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
             json.dump({os.path.dirname(rel): labels.get(key, str(key)) for rel, key in keys.items()}, f, indent=1)
     cmd = [sys.executable, "-m", "pytest", "-c", ini, "--rootdir", tmp, "-p", "no:cacheprovider",
-           "-p", "gradlab.course._nbval_plugin", "-p", "nbval.plugin", "--nbval-lax", "--nbval-current-env",
+           "-p", "gradlab.course._nbval_plugin", "-p", "nbval.plugin", "--nbval-lax",
+           *(["--nbval-kernel-name", SANDBOX_KERNEL] if sandbox else ["--nbval-current-env"]),
            f"--nbval-cell-timeout={timeout:g}", "--nbval-kernel-startup-timeout=60", "-q", "--no-header",
            "-p", "no:warnings", f"--gradlab-results={results_path}"]
     if workers > 1:
@@ -82,6 +106,9 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         env.pop(var, None)                          # the caller's pytest settings are not the grader's
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_gradlab_root(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONHASHSEED", "0")
+    if sandbox:
+        env["JUPYTER_PATH"] = _kernelspec(tmp, [tmp, *map(os.path.abspath, hide)])
+        env["JUPYTER_RUNTIME_DIR"] = os.path.join(tmp, "runtime")   # connection files: hidden from kernels
     env.setdefault("MPLBACKEND", "Agg")
     # a budget for the whole batch: every cell may use its timeout, plus kernel start-up
     budget = 120 + (n_cells * (timeout + 2) + 30 * len(files)) / max(1, min(workers, len(files)))

@@ -1,0 +1,149 @@
+"""Reference helpers: what the instructor's notebook computes for feedback, and the student's kernel never gets.
+
+A test cell may compare with an in-notebook reference for the student's
+feedback in JupyterLab: ``check("grad", my_grad(x), expected=_reference_grad(x))``.
+Under ``gradlab grade`` that reference must not exist in the student's kernel
+-- otherwise a submission could call it, or replace ``check`` by one that
+records ``expected`` instead of its own value. So the grader rewrites the
+instructor's locked and test cells for the student's run:
+
+* reference helpers (``reference_seeds``: private or "ref"-named functions and
+  classes in locked cells, every definition in a cell tagged ``reference``)
+  are removed, with every statement that computes something from them;
+* ``expected=`` (and ``msg=``) arguments of ``check``/``check_raises`` are dropped.
+
+A reference name used anywhere else (say, as an *input* to the student's
+function) is the instructor's error: ``without_references`` raises a
+CourseError saying so, and ``check_references`` runs that check over a whole
+notebook (``gradlab course build`` calls it).
+
+Functions: ``reference_seeds``, ``without_references``, ``check_references``.
+"""
+from __future__ import annotations
+
+import ast
+
+from .notebook import CourseError, grade_id, is_locked, is_solution, is_test, strip_hidden
+
+_CHECKS = ("check", "check_raises")
+
+
+def _is_reference_name(name):
+    return name.startswith("_") or "ref" in name.lower()
+
+
+def reference_seeds(sol_nb):
+    """The instructor's reference helpers: the names the student's graded kernel must not have.
+
+    Functions and classes defined in locked (non-solution) cells whose name is
+    private or says "ref" (``_reference_grads``, ``ref_softmax``), and every
+    definition in a cell tagged ``reference``.
+    """
+    seeds = {}
+    for cell in sol_nb.cells:
+        if cell.cell_type != "code" or is_solution(cell) or not (is_locked(cell) or is_test(cell)):
+            continue
+        tagged = "reference" in (cell.get("metadata", {}).get("tags") or ())
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                    tagged or _is_reference_name(node.name)):
+                seeds[node.name] = grade_id(cell)
+    return seeds
+
+
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _targets(stmt):
+    out = set()
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.add(stmt.name)
+    for t in getattr(stmt, "targets", None) or ([stmt.target] if getattr(stmt, "target", None) else []):
+        out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        out |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    return out
+
+
+class _StripExpected(ast.NodeTransformer):
+    """Drop ``expected=`` from every check()/check_raises() call (it is only the student's local feedback)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = node.func
+        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
+        if name in _CHECKS:
+            node.keywords = [k for k in node.keywords if k.arg not in ("expected", "msg")]
+            if name == "check":
+                node.args = node.args[:2]   # check(name, value, expected): the third is expected
+        return node
+
+
+def without_references(source, tainted, where):
+    """``source`` for the student's graded kernel: no reference helpers and nothing computed from them.
+
+    ``tainted`` (a set, updated in place) starts with the reference helpers'
+    names. Statements that define or use a tainted name are dropped (their
+    targets become tainted too), ``expected=`` arguments of ``check`` are
+    removed. A tainted name used anywhere else means the student's run would
+    fail for a reason that is not theirs: a CourseError for the instructor.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    tree = _StripExpected().visit(tree)
+
+    def refuse(name, what):
+        raise CourseError(f"{where}: uses '{name}' (a reference helper, or computed from one) {what}; the "
+                          "student's graded kernel does not have it. Compute inputs without reference helpers "
+                          "and pass references only as check(..., expected=...), or give a helper that is not "
+                          "a reference a public name")
+
+    def block(stmts):
+        out = []
+        for stmt in stmts:
+            used = _names(stmt) & tainted
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if stmt.name in tainted or used:   # a reference helper, or a function built on one
+                    tainted.add(stmt.name)
+                    continue
+                out.append(stmt)
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+                heads = [getattr(stmt, "iter", None), getattr(stmt, "test", None)]
+                heads += [i.context_expr for i in getattr(stmt, "items", ())]
+                bad = set().union(*(_names(h) for h in heads if h is not None)) & tainted
+                if bad:
+                    refuse(sorted(bad)[0], f"in the head of a {type(stmt).__name__.lower()} statement")
+                for field in ("body", "orelse", "finalbody"):
+                    if getattr(stmt, field, None):
+                        setattr(stmt, field, block(getattr(stmt, field)) or [ast.Pass()])
+                for h in getattr(stmt, "handlers", ()):
+                    h.body = block(h.body) or [ast.Pass()]
+                out.append(stmt)
+            elif used and isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                tainted.update(_targets(stmt))   # a reference value: only expected= may use it
+            elif used:
+                refuse(sorted(used)[0], "outside check(..., expected=...)")
+            else:
+                out.append(stmt)
+        return out
+
+    tree.body = block(tree.body)
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def check_references(sol_nb, where):
+    """Raise a CourseError when an instructor notebook uses a reference helper where students' runs cannot."""
+    tainted = set(reference_seeds(sol_nb))
+    for cell in sol_nb.cells:
+        if cell.cell_type != "code" or is_solution(cell) or not (is_locked(cell) or is_test(cell)):
+            continue
+        gid = grade_id(cell)
+        without_references(strip_hidden(cell.source, f"{where} '{gid}'", keep=True), tainted,
+                           f"{where} cell '{gid}'")
