@@ -1,14 +1,19 @@
-"""Proof that `gradlab grade` has teeth, with real nbval runs.
+"""Proof that `gradlab grade` has teeth, with real nbval runs in sandboxed kernels.
 
 Three `gradlab grade` invocations (each one pytest+nbval process, notebooks spread over two xdist workers)
 cover everything: every solution scores full marks (with hidden tests); every generated exercise scores
-zero on every part; each deliberately wrong but plausible implementation in tests/fixtures/submissions
-loses points on the part it gets wrong; and the grader survives an exception, an infinite loop, a crashed
-kernel, megabytes of output, edited/deleted test cells and a bad file in the same batch.
+zero on every part; each plausible wrong implementation in tests/fixtures/submissions (`wrong_*.ipynb`,
+mapped to the parts it must lose by `expected_NN.json`) loses exactly those parts, and each correct
+alternative (`alt_*.ipynb`) gets full marks; and the grader survives an exception, an infinite loop, a
+crashed kernel, megabytes of output, edited/deleted test cells and a bad file in the same batch (those
+submissions are made here from exercise 01, so they follow its current parts).
+The exploits a student might try are in tests/test_course_trust.py.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import copy
 import io
 import json
 import xml.etree.ElementTree as ET
@@ -19,8 +24,10 @@ import pytest
 pytest.importorskip("nbval", reason="gradlab grade needs nbval (pip install 'gradlab[dev]')")
 pytest.importorskip("ipykernel", reason="gradlab grade needs ipykernel (pip install 'gradlab[dev]')")
 pytest.importorskip("xdist", reason="gradlab grade -n needs pytest-xdist (pip install 'gradlab[dev]')")
+nbformat = pytest.importorskip("nbformat")
 
 from gradlab.cli import main  # noqa: E402
+from gradlab.course.notebook import grade_id, is_solution, is_test, read_notebook  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -33,19 +40,90 @@ EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 TIMEOUT, LOOP_TIMEOUT = "60", "30"
 
 # fixture -> the parts its bug must cost (every other part of it must still pass)
-WRONG = {
-    "wrong_unbroadcast_not_reduced": {"size_one_axes", "model_shapes"},
-    "wrong_matmul_missing_transpose": {"vjp_shapes", "vjp_values", "batched"},
-    "wrong_softmax_no_max_subtraction": {"softmax_stable"},
-    "wrong_layer_norm_constant_stats": {"backward_dx"},
-    "wrong_layer_norm_eps_outside_sqrt": {"forward", "backward_dx"},
-    "wrong_col2im_overwrites": {"conv_backward_dx"},
-    "wrong_topo_sort_preorder": {"topo_order", "backward_values"},
-    "wrong_gradcheck_forward_difference": {"jacobian_accuracy"},
-    "wrong_adamw_coupled_decay": {"adamw_decoupled_decay"},
-    "wrong_attention_mask_after_softmax": {"matches_loop", "causal", "large_scores_and_grad"},
-    "wrong_einsum_vjp_no_broadcast": {"reductions_and_transposes"},
-}
+WRONG = {}
+for _f in sorted(FIXTURES.glob("expected_*.json")):
+    for _name, _parts_lost in json.loads(_f.read_text()).items():
+        WRONG[Path(_name).stem] = set(_parts_lost)
+ALTERNATIVES = sorted(p.stem for p in FIXTURES.glob("alt_*.ipynb"))
+
+BASE = "01_unbroadcast"
+
+
+def _first_function(source):
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            return node.name
+    raise AssertionError("the first solution cell of exercise 01 defines no function")
+
+
+def _survivors():
+    """Submissions that misbehave on purpose, made from exercise 01's current notebook."""
+    sol = read_notebook(ROOT / "solutions" / f"{BASE}.ipynb")
+    ex = read_notebook(ROOT / "exercises" / f"{BASE}.ipynb")
+    sol_cells = {grade_id(c): c for c in sol.cells if grade_id(c)}
+    sol_ids = [grade_id(c) for c in ex.cells if grade_id(c) and is_solution(c)]
+    tests = [grade_id(c) for c in ex.cells if is_test(c)]
+    fn = _first_function(sol_cells[sol_ids[0]].source)
+
+    def answered(nb, extra_after=None, extra=None, wrap=""):
+        nb = copy.deepcopy(nb)
+        for c in nb.cells:
+            if grade_id(c) in sol_ids:
+                c.source = sol_cells[grade_id(c)].source + (wrap if grade_id(c) == sol_ids[0] else "")
+        if extra is not None:
+            i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == extra_after)
+            nb.cells.insert(i + 1, nbformat.v4.new_code_cell(extra))
+        return nb
+
+    out = {}
+    # raises in a later call: only the parts that reach the raise fail
+    out["survive_exception"] = answered(ex, tests[0], "raise ValueError('my own experiment failed')")
+    # the first call loops forever: that part times out, the others are graded
+    out["survive_infinite_loop"] = answered(ex, wrap=f"""
+_calls = [0]
+_{fn} = {fn}
+def {fn}(*args, **kwargs):
+    _calls[0] += 1
+    if _calls[0] == 1:
+        while True:
+            pass
+    return _{fn}(*args, **kwargs)
+""")
+    # the kernel dies after the first graded part
+    out["survive_kernel_crash"] = answered(ex, tests[0], "import os\nos._exit(1)")
+    out["survive_huge_output"] = answered(ex, tests[0], "for _ in range(200):\n    print('x' * 100_000)")
+    # edits one test to `assert True`, deletes another: the instructor's versions run
+    edited = copy.deepcopy(ex)
+    for c in edited.cells:
+        if grade_id(c) == tests[0]:
+            c.source = "assert True"
+    edited.cells = [c for c in edited.cells if grade_id(c) != tests[-1]]
+    out["survive_edited_tests"] = edited
+    return out, tests
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("grade")
+    bad = tmp / "not_a_notebook.ipynb"
+    bad.write_text("{ this is not json")
+    made, tests = _survivors()
+    paths = []
+    for name, nb in made.items():
+        p = tmp / f"{name}.ipynb"
+        nbformat.write(nb, p)
+        paths.append(p)
+    fixtures = sorted(FIXTURES.glob("*.ipynb"))
+    hidden_fixture = next((FIXTURES / f"{n}.ipynb" for n in sorted(WRONG)), None)
+    return {
+        "solutions": _grade(tmp, "solutions", SOLUTIONS, "--hidden"),
+        "students": _grade(tmp, "students", [*EXERCISES, *fixtures, *paths, bad], "--hidden",
+                           timeout=LOOP_TIMEOUT),
+        "plain": _grade(tmp, "plain", [hidden_fixture, EXERCISES[0]], "--keep", str(tmp / "kept")),
+        "kept": tmp / "kept",
+        "tests01": tests,
+        "hidden_fixture": hidden_fixture,
+    }
 
 
 def _grade(tmp, name, paths, *flags, timeout=TIMEOUT):
@@ -59,21 +137,6 @@ def _grade(tmp, name, paths, *flags, timeout=TIMEOUT):
     return {"rc": rc, "table": buf.getvalue(), "doc": doc, "nb": by_name, "junit": out_xml}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("grade")
-    bad = tmp / "not_a_notebook.ipynb"
-    bad.write_text("{ this is not json")
-    return {
-        "solutions": _grade(tmp, "solutions", SOLUTIONS, "--hidden"),
-        "students": _grade(tmp, "students", [*EXERCISES, *sorted(FIXTURES.glob("*.ipynb")), bad],
-                           timeout=LOOP_TIMEOUT),
-        "hidden": _grade(tmp, "hidden", [FIXTURES / "wrong_softmax_no_max_subtraction.ipynb"], "--hidden",
-                         "--keep", str(tmp / "kept")),
-        "kept": tmp / "kept",
-    }
-
-
 def _parts(nb):
     return {p["grade_id"]: p for p in nb["parts"]}
 
@@ -85,7 +148,18 @@ def test_every_solution_scores_full_marks_with_hidden_tests(runs):
     for name, nb in r["nb"].items():
         failed = {g: p["message"] for g, p in _parts(nb).items() if p["status"] != "ok"}
         assert not failed and nb["earned"] == nb["possible"] > 0, f"{name}: {failed}"
+        assert not nb["tamper"], f"{name}: the instructor's own solution shows tamper evidence {nb['tamper']}"
     assert f"TOTAL {len(SOLUTIONS)} notebooks graded: " in r["table"]
+
+
+def test_every_graded_cell_compares_through_check(runs):
+    """A graded cell without check records is decided inside the student's kernel: none may ship."""
+    for path in SOLUTIONS:
+        nb = read_notebook(path)
+        for cell in nb.cells:
+            if is_test(cell):
+                assert "check(" in cell.source or "check_raises(" in cell.source, \
+                    f"{path.name} '{grade_id(cell)}' has no check(...): it could be defeated in the kernel"
 
 
 def test_junit_report_has_one_testcase_per_part(runs):
@@ -106,7 +180,18 @@ def test_every_generated_exercise_scores_zero_on_every_part(runs):
         assert nb["possible"] > 0 and nb["earned"] == 0, f"{path.name} earned {nb['earned']} as generated"
         for gid, p in _parts(nb).items():
             assert p["status"] != "ok" and p["earned"] == 0, f"{path.name}: part {gid} passes with no code written"
-            assert "NotImplementedError" in p["message"], f"{path.name}/{gid}: {p['message']}"
+            assert "NotImplementedError" in p["message"] or "recorded" in p["message"], \
+                f"{path.name}/{gid}: {p['message']}"
+
+
+def test_every_exercise_has_wrong_fixtures_and_hidden_tests():
+    stems = {p.stem for p in SOLUTIONS}
+    covered = {f.stem.split("_", 1)[1] for f in FIXTURES.glob("expected_*.json") if json.loads(f.read_text())}
+    for path in SOLUTIONS:
+        nn = path.stem.split("_", 1)[0]
+        assert nn in covered, f"{path.name}: no tests/fixtures/submissions/expected_{nn}.json of wrong answers"
+        assert "### BEGIN HIDDEN TESTS" in path.read_text(), f"{path.name} has no hidden tests"
+    assert len(stems) == 15
 
 
 @pytest.mark.parametrize("fixture", sorted(WRONG))
@@ -120,58 +205,61 @@ def test_wrong_implementation_loses_points(runs, fixture):
         assert parts[g]["earned"] == 0 and parts[g]["message"], f"{fixture}/{g} has no reason"
 
 
-def test_hidden_tests_only_run_with_hidden(runs):
-    name = "wrong_softmax_no_max_subtraction.ipynb"
-    plain, hidden = _parts(runs["students"]["nb"][name]), _parts(runs["hidden"]["nb"][name])
-    assert plain["softmax_vjp_values"]["status"] == "ok"
-    assert hidden["softmax_vjp_values"]["status"] != "ok", "the hidden test catches the overflowing softmax"
-    assert runs["hidden"]["nb"][name]["earned"] < runs["students"]["nb"][name]["earned"]
-    assert runs["hidden"]["rc"] == 1
+@pytest.mark.parametrize("fixture", ALTERNATIVES)
+def test_correct_alternative_gets_full_marks(runs, fixture):
+    nb = runs["students"]["nb"][f"{fixture}.ipynb"]
+    failed = {g: p["message"] for g, p in _parts(nb).items() if p["status"] != "ok"}
+    assert not failed and nb["earned"] == nb["possible"], f"{fixture}: {failed}"
 
 
 def test_keep_shows_exactly_what_ran(runs):
     kept = runs["kept"]
     index = json.loads((kept / "index.json").read_text())
-    assert list(index.values()) == [str(FIXTURES / "wrong_softmax_no_max_subtraction.ipynb")]
+    labels = list(index.values())
+    assert labels[:2] == [str(runs["hidden_fixture"]), str(EXERCISES[0])]
+    assert all(label.startswith("reference: ") for label in labels[2:]) and len(labels) == 4
     ran = (kept / next(iter(index)) / "submission.ipynb").read_text()
-    assert "np.array([[1000.0, 0.0]])" in ran, "the hidden test was part of the notebook nbval ran"
+    assert "BEGIN HIDDEN TESTS" not in ran and "expected=" not in ran, "no hidden test or reference without --hidden"
     assert (kept / "pytest.log").read_text().strip()
 
 
 def test_survives_an_exception_in_student_code(runs):
-    parts = _parts(runs["students"]["nb"]["survive_exception.ipynb"])
-    assert parts["scalar_and_noop"]["message"] == "ValueError: scalars are not supported yet"
-    assert all(p["status"] == "ok" for g, p in parts.items() if g != "scalar_and_noop")
+    nb = runs["students"]["nb"]["survive_exception.ipynb"]
+    assert nb["earned"] == nb["possible"], _parts(nb)
+    assert any("raised ValueError: my own experiment failed" in n for n in nb["notes"])
 
 
 def test_survives_an_infinite_loop(runs):
     parts = _parts(runs["students"]["nb"]["survive_infinite_loop.ipynb"])
-    assert parts["leading_axes"]["status"] == "timeout"
-    assert f"timed out after {LOOP_TIMEOUT} s" in parts["leading_axes"]["message"]
-    assert all(p["status"] == "ok" for g, p in parts.items() if g != "leading_axes"), "later cells still graded"
+    first = runs["tests01"][0]
+    assert parts[first]["status"] == "timeout"
+    assert f"timed out after {LOOP_TIMEOUT} s" in parts[first]["message"]
+    assert all(p["status"] == "ok" for g, p in parts.items() if g != first), "later cells still graded"
 
 
 def test_survives_a_crashed_kernel(runs):
     nb = runs["students"]["nb"]["survive_kernel_crash.ipynb"]
     parts = _parts(nb)
-    assert parts["leading_axes"]["status"] == parts["size_one_axes"]["status"] == "ok"
-    assert parts["model_shapes"]["status"] == "not-run" and "kernel died" in parts["model_shapes"]["message"]
-    assert any("the kernel died" in n and "after 'size_one_axes'" in n for n in nb["notes"])
+    tests = runs["tests01"]
+    assert parts[tests[0]]["status"] == "ok"
+    assert all(parts[g]["status"] == "not-run" and "kernel died" in parts[g]["message"] for g in tests[1:])
     # the other notebooks of the same batch (same xdist workers) were unaffected
-    assert runs["students"]["nb"]["survive_huge_output.ipynb"]["earned"] == 8
+    huge = runs["students"]["nb"]["survive_huge_output.ipynb"]
+    assert huge["earned"] == huge["possible"] > 0
 
 
 def test_survives_megabytes_of_output(runs):
     nb = runs["students"]["nb"]["survive_huge_output.ipynb"]
     assert nb["earned"] == nb["possible"]
-    assert len(runs["students"]["table"]) < 50_000, "printed output must not end up in the report"
+    assert len(runs["students"]["table"]) < 100_000, "printed output must not end up in the report"
 
 
 def test_edited_and_deleted_test_cells_are_reinserted(runs):
     nb = runs["students"]["nb"]["survive_edited_tests.ipynb"]
-    assert nb["earned"] == 0 and len(nb["parts"]) == 4, "`assert True` must not earn the points"
+    tests = runs["tests01"]
+    assert nb["earned"] == 0 and len(nb["parts"]) == len(tests), "`assert True` must not earn the points"
     notes = " | ".join(nb["notes"])
-    assert "'leading_axes' was edited" in notes and "'model_shapes' was deleted" in notes
+    assert f"'{tests[0]}' was edited" in notes and f"'{tests[-1]}' was deleted" in notes
 
 
 def test_bad_file_in_a_batch_is_reported_and_the_rest_graded(runs):
@@ -179,4 +267,4 @@ def test_bad_file_in_a_batch_is_reported_and_the_rest_graded(runs):
     assert r["rc"] == 2, "bad input makes the exit code 2"
     assert "not_a_notebook.ipynb: NOT GRADED" in r["table"] and "malformed JSON" in r["table"]
     assert "Traceback" not in r["table"]
-    assert len(r["nb"]) == len(EXERCISES) + len(list(FIXTURES.glob("*.ipynb"))) + 1
+    assert len(r["nb"]) == len(EXERCISES) + len(list(FIXTURES.glob("*.ipynb"))) + 5 + 1
