@@ -1,6 +1,8 @@
 """The ``gradlab`` command.
 
     gradlab course build [--solutions solutions/] [--out exercises/] [--check]
+    gradlab course mutants [NOTEBOOK...] [--solutions solutions/] [--min-score 0.9] [--json out.json]
+                   [--timeout S] [-n N] [--limit 120] [--verbose]
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
 
@@ -24,6 +26,7 @@ def _parser():
     b.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
     b.add_argument("--out", default="exercises", help="where the student notebooks go (default: exercises)")
     b.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out is not up to date")
+    _mutants_parser(csub)
     g = sub.add_parser("grade", help="grade submissions with nbval and print a score table")
     g.add_argument("submissions", nargs="+", metavar="SUBMISSION.ipynb")
     g.add_argument("--against", default=None, help="the instructor notebook (default: matched in --solutions)")
@@ -40,6 +43,54 @@ def _parser():
                         "else say so on every report), on (refuse without it), off (trusted notebooks only)")
     p._course = course
     return p
+
+
+def _mutants_parser(csub):
+    m = csub.add_parser("mutants", help="mutation testing: do the graded tests catch small mistakes in the solutions?")
+    m.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="solution notebooks (default: all in --solutions)")
+    m.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
+    m.add_argument("--min-score", type=float, default=0.9,
+                   help="exit 1 if an exercise's score killed/(killed+survived) is below this (default 0.9)")
+    m.add_argument("--json", default=None, metavar="OUT.json", help="also write every mutant and its class as JSON")
+    m.add_argument("--timeout", type=float, default=None,
+                   help="seconds per mutant before it is killed (default: 5x the solution's time, at least 5)")
+    m.add_argument("-n", dest="workers", type=int, default=1, help="grade N mutants at once (processes)")
+    m.add_argument("--limit", type=int, default=120, help="at most this many mutants per exercise (default 120)")
+    m.add_argument("--verbose", "-v", action="store_true",
+                   help="list each survived (and equivalent) mutant: file, cell, line, before -> after")
+
+
+def _course_mutants(args) -> int:
+    if args.timeout is not None and args.timeout <= 0:
+        return _error(f"--timeout must be positive, got {args.timeout:g}")
+    if args.workers < 1:
+        return _error(f"-n must be at least 1, got {args.workers}")
+    from .course import mutants
+    paths = mutants.find_notebooks(args.notebooks, args.solutions)
+
+    def progress(r):
+        what = f"ERROR: {r.error}" if r.error else f"{len(r.mutants)} mutants, {r.seconds:.1f} s"
+        print(f"  {r.exercise}: {what}", file=sys.stderr, flush=True)
+
+    results = mutants.run_all(paths, limit=args.limit, timeout=args.timeout, workers=args.workers,
+                              progress=progress)
+    print(mutants.table(results, args.min_score))
+    for r in results:
+        lines = mutants.survivor_lines(r, equivalent=args.verbose) if args.verbose else []
+        for w in r.warnings:
+            print(f"{r.exercise}: warning: {w}")
+        if lines:
+            print(f"\n{r.exercise}:")
+            print("\n".join(f"  {ln}" for ln in lines))
+    if args.json:
+        _write(args.json, mutants.to_json(results, args.min_score))
+    if any(r.error for r in results):
+        return 2
+    low = [r.exercise for r in results if r.score is not None and r.score < args.min_score]
+    if low:
+        print(f"below --min-score {args.min_score:g}: {', '.join(low)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _error(msg: str, code: int = 2) -> int:
@@ -67,6 +118,8 @@ def main(argv=None) -> int:
             verb = "up to date" if args.check else "written"
             print(f"{len(paths)} exercise notebook{'s' if len(paths) != 1 else ''} {verb} in {args.out}/")
             return 0
+        if args.command == "course" and args.course_command == "mutants":
+            return _course_mutants(args)
         if args.command == "grade":
             if args.timeout <= 0:
                 return _error(f"--timeout must be positive, got {args.timeout:g}")

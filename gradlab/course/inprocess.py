@@ -291,7 +291,7 @@ def _child_body(cells, start, sources, ns, write, reference, stop_on_loss, probe
 
 
 def _limit_threads():
-    """One BLAS thread per child: the children already run in parallel (threadpoolctl when installed)."""
+    """One BLAS thread per process: the variants already run in parallel (threadpoolctl when installed)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -538,13 +538,13 @@ def _coordinate(cells, variants, timeout, workers, stop_on_loss, probes, memory_
     firsts = [_first_change(cells, v) for v in variants]
     first_solution = min([c.pos for c in cells if c.kind == "solution"] or [len(cells)])
     start = min(firsts + [first_solution])
+    _limit_threads()   # once here: the forked children inherit it
     ns = fresh_namespace()
     prefix = [exec_cell(c, ns, probes=probes) for c in cells[:start]]
     pool = _Pool(workers, close)
 
     def body_for(at, sources, ref):
         def body(out):
-            _limit_threads()
             _limit_memory(memory_mb)
             _child_body(cells, at, sources, ns, out.write, ref, stop_on_loss and ref is not None, probes)
         return body
