@@ -31,7 +31,7 @@ from .build import student_cell
 from .notebook import (
     CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden,
 )
-from .references import reference_seeds, without_references
+from .references import student_taint, without_references
 
 PROBE_SNAPSHOT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()"
 PROBE_REPORT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.report({where!r})"
@@ -89,7 +89,7 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             extras.setdefault(anchor, []).append(cell)
 
     name = os.path.basename(sol_path)
-    tainted = set(reference_seeds(sol_nb))
+    tainted = student_taint(sol_nb, hidden=hidden)
     cells = [_code_cell(c.source, {"kind": "extra", "after": None}, c.get("metadata", {}).get("tags", ()))
              for c in extras[None]]
     for i, icell in enumerate(sol_nb.cells):

@@ -17,7 +17,11 @@ function) is the instructor's error: ``without_references`` raises a
 CourseError saying so, and ``check_references`` runs that check over a whole
 notebook (``gradlab course build`` calls it).
 
-Functions: ``reference_seeds``, ``without_references``, ``check_references``.
+* values the instructor's cells compute only for ``expected=`` (``expected_only``)
+  are not computed there either.
+
+Functions: ``reference_seeds``, ``expected_only``, ``student_taint``, ``without_references``,
+``check_references``.
 """
 from __future__ import annotations
 
@@ -56,7 +60,8 @@ def reference_seeds(sol_nb):
 
 
 def _names(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """The names ``node`` reads (Store targets are not uses)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
 
 
 def _targets(stmt):
@@ -126,8 +131,12 @@ def without_references(source, tainted, where):
                 for h in getattr(stmt, "handlers", ()):
                     h.body = block(h.body) or [ast.Pass()]
                 out.append(stmt)
-            elif used and isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and (
+                    used or (_targets(stmt) and _targets(stmt) <= tainted)):
                 tainted.update(_targets(stmt))   # a reference value: only expected= may use it
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _targets(stmt) & tainted:
+                out.append(stmt)   # computes an input and a reference at once: the input is needed
+                tainted.difference_update(_targets(stmt))
             elif used:
                 refuse(sorted(used)[0], "outside check(..., expected=...)")
             else:
@@ -138,9 +147,81 @@ def without_references(source, tainted, where):
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
+def _expected_args(tree):
+    """The expected=/msg= argument expressions of every check call in ``tree``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
+            if name in _CHECKS:
+                out += [k.value for k in node.keywords if k.arg in ("expected", "msg")]
+                if name == "check":
+                    out += node.args[2:]
+    return out
+
+
+def expected_only(sources, seeds=()):
+    """Names the instructor's cells compute only for ``expected=``: reference values, never inputs.
+
+    A variable assigned in the instructor's cells whose every use is inside an
+    ``expected=`` argument (or in another such assignment) is a reference value
+    even when no helper computed it (``ref = x.softmax(-1)``): it is not computed
+    in the student's kernel either, where the student's code could read it.
+    (What such a value is computed *from* may still be there: keep reference
+    computations inside a helper function or inside ``expected=``.)
+    """
+    trees = []
+    for src in sources:
+        try:
+            trees.append(ast.parse(src))
+        except SyntaxError:
+            continue
+    in_expected = {}   # id(Name node) -> True for Loads inside expected= arguments
+    for tree in trees:
+        for arg in _expected_args(tree):
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Name):
+                    in_expected[id(n)] = True
+    assigns = []       # (targets, [Load names in the statement])
+    other_loads = []   # (statement, names) for every simple statement that is not an assignment
+    for tree in trees:
+        for stmt in ast.walk(tree):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                loads = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+                assigns.append((_targets(stmt), loads))
+    loads_by_name = {}
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                loads_by_name.setdefault(n.id, []).append(n)
+    del other_loads
+    tainted = set(seeds)
+    while True:
+        dropped = {id(ld) for targets, loads in assigns if targets and targets <= tainted for ld in loads}
+        new = set()
+        for targets, _ in assigns:
+            for name in targets - tainted:
+                uses = loads_by_name.get(name, [])
+                if uses and all(in_expected.get(id(u)) or id(u) in dropped for u in uses):
+                    new.add(name)
+        if not new:
+            return tainted - set(seeds)
+        tainted |= new
+
+
+def student_taint(sol_nb, hidden=True):
+    """The names the student's graded kernel must not have: reference helpers and reference values."""
+    seeds = set(reference_seeds(sol_nb))
+    sources = [strip_hidden(c.source, "cell", keep=True) if hidden else strip_hidden(c.source, "cell")
+               for c in sol_nb.cells
+               if c.cell_type == "code" and not is_solution(c) and (is_locked(c) or is_test(c))]
+    return seeds | expected_only(sources, seeds)
+
+
 def check_references(sol_nb, where):
     """Raise a CourseError when an instructor notebook uses a reference helper where students' runs cannot."""
-    tainted = set(reference_seeds(sol_nb))
+    tainted = student_taint(sol_nb)
     for cell in sol_nb.cells:
         if cell.cell_type != "code" or is_solution(cell) or not (is_locked(cell) or is_test(cell)):
             continue
