@@ -644,16 +644,24 @@ def _subprocess_run(cells, sources, timeout, reference, stop_on_loss, probes):
 
 
 def _run_subprocesses(cells, variants, timeout, workers, stop_on_loss, probes):
+    """Every run from the top in its own interpreter; the reference first when the variants need it."""
     t0 = time.monotonic()
-    reference = _subprocess_run(cells, {}, timeout or 600.0, None, False, probes)
+    if timeout and not stop_on_loss:   # nothing waits for the reference: one round
+        jobs = [({}, None), ({}, None)] + [(v, None) for v in variants]
+        with ThreadPoolExecutor(max(1, workers)) as ex:
+            done = list(ex.map(lambda j: _subprocess_run(cells, j[0], timeout, None, False, probes), jobs))
+        reference, replay, runs, limit = done[0], done[1], done[2:], timeout
+    else:
+        reference = _subprocess_run(cells, {}, timeout or 600.0, None, False, probes)
+        startup = max(0.0, reference.seconds - sum(c.seconds for c in reference.cells))   # python + imports
+        limit = (timeout or _auto_timeout(reference, 0)) + 2.0 * startup + 1.0
+        jobs = [({}, None)] + [(v, reference) for v in variants]
+        with ThreadPoolExecutor(max(1, workers)) as ex:
+            done = list(ex.map(lambda j: _subprocess_run(cells, j[0], limit, j[1], stop_on_loss, probes), jobs))
+        replay, runs = done[0], done[1:]
     if reference.status != "ok":
         raise CourseError(f"the reference run (the unchanged notebook): {reference.message}")
-    startup = max(0.0, reference.seconds - sum(c.seconds for c in reference.cells))   # python + imports
-    limit = (timeout or _auto_timeout(reference, 0)) + 2.0 * startup + 1.0
-    jobs = [({}, None)] + [(v, reference) for v in variants]
-    with ThreadPoolExecutor(max(1, workers)) as ex:
-        done = list(ex.map(lambda j: _subprocess_run(cells, j[0], limit, j[1], stop_on_loss, probes), jobs))
-    return Batch(cells, reference, done[1:], done[0], 0, limit, time.monotonic() - t0)
+    return Batch(cells, reference, runs, replay, 0, limit, time.monotonic() - t0)
 
 
 def _main():  # pragma: no cover - exercised through _run_subprocesses

@@ -483,8 +483,8 @@ def mutate_code(code: str) -> list:
     """
     tree = ast.parse(code)
     _claim(tree)
-    original = ast.unparse(tree)
-    seen, out = {original}, []
+    parts = [ast.unparse(stmt) for stmt in tree.body]   # a mutant re-unparses only its top-level statement
+    seen, out = {"\n".join(parts)}, []
     for path, node, parent in list(_walk(tree)):
         if not path:
             continue
@@ -492,19 +492,23 @@ def mutate_code(code: str) -> list:
             for new, label in fn(node, parent):
                 if new is None and path[-1][1] is None:
                     continue   # only a statement in a body can be deleted
-                mutated = copy.deepcopy(tree)
-                _replace(mutated, path, copy.deepcopy(new) if new is not None else None)
+                at = _statement_path(tree, path)
+                before = _header(_get(tree, at))
+                _replace(tree, path, new)            # in place, put back below: no copy of the whole tree
+                k = path[0][1]
                 try:
-                    text = ast.unparse(ast.fix_missing_locations(mutated))
-                    compile(text, "<mutant>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
-                except (SyntaxError, ValueError, TypeError, RecursionError):
+                    changed = ast.unparse(tree.body[k])
+                    ast.parse(changed)
+                    text = "\n".join(parts[:k] + [changed] + parts[k + 1:])
+                    after = _header(_get(tree, at))
+                except (SyntaxError, ValueError, TypeError, AttributeError, RecursionError):
                     continue
+                finally:
+                    _replace(tree, path, node)
                 if text in seen:
                     continue
                 seen.add(text)
-                at = _statement_path(tree, path)
-                out.append(Edit(label, getattr(node, "lineno", 1), _header(_get(tree, at)),
-                                _header(_get(mutated, at)), text))
+                out.append(Edit(label, getattr(node, "lineno", 1), before, after, text))
     return out
 
 
