@@ -1,0 +1,727 @@
+"""Generate the submission fixtures in tests/fixtures/submissions/ from the exercise notebooks.
+
+A fixture is what a student would hand in: the generated ``exercises/NN_name.ipynb`` (exactly as
+``gradlab course build`` writes it) with each solution cell's source replaced by the code below.
+Keeping the code here, and regenerating, keeps the fixtures in step with the exercises when their
+test cells change.
+
+* ``wrong_*``: plausible wrong implementations; ``tests/fixtures/submissions/expected_NN.json``
+  says which parts each one must lose;
+* ``alt_NN_*``: correct alternatives (a loop instead of vectorised code, an equivalent formula,
+  another dtype within tolerance); they must get full marks.
+
+    python scripts/make_fixtures.py            # write every fixture listed here
+    python scripts/make_fixtures.py NAME...    # only these (file names without .ipynb)
+    python scripts/make_fixtures.py --check    # exit 1 if a fixture on disk differs from what would be written
+
+``FIXTURES[name] = (exercise, {solution grade_id: source})``; every solution cell of the exercise
+must be given (the source replaces the whole cell). Add your exercise's cases in its own section.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = ROOT / "exercises"
+OUT = ROOT / "tests" / "fixtures" / "submissions"
+
+FIXTURES: dict[str, tuple[str, dict[str, str]]] = {}
+
+# ---- 01_unbroadcast ----------------------------------------------
+FIXTURES['wrong_unbroadcast_not_reduced'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    """Sum `grad` (a NumPy array of the broadcast shape) down to `shape`."""
+    shape = tuple(shape)
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    # size-1 axes: the gradient is already there, just take the first copy
+    index = tuple(slice(0, 1) if n == 1 else slice(None) for n in shape)
+    return grad[index].reshape(shape)
+''',
+})
+FIXTURES['alt_01_loop'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    """Sum `grad` (a NumPy array of the broadcast shape) down to `shape`."""
+    grad = np.asarray(grad)
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1:
+            grad = grad.sum(axis=axis, keepdims=True)
+    return grad
+''',
+})
+FIXTURES['alt_01_accumulate'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    out = np.zeros(shape)
+    lead = grad.ndim - len(shape)
+    for idx in np.ndindex(grad.shape):
+        tgt = tuple(0 if n == 1 else i for i, n in zip(idx[lead:], shape))
+        out[tgt] += grad[idx]
+    return out
+''',
+})
+FIXTURES['wrong_unbroadcast_mean'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    shape = tuple(shape)
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.mean(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+''',
+})
+FIXTURES['wrong_unbroadcast_one_leading_axis'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    shape = tuple(shape)
+    if grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+''',
+})
+FIXTURES['wrong_unbroadcast_float32_accumulator'] = ('01_unbroadcast', {
+    'unbroadcast': '''
+def unbroadcast(grad, shape):
+    out = np.zeros(shape, dtype=np.float32)
+    lead = grad.ndim - len(shape)
+    g = grad.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    out += g.sum(axis=axes, keepdims=True)
+    return out
+''',
+})
+
+# ---- 02_matmul_vjp -----------------------------------------------
+FIXTURES['wrong_matmul_missing_transpose'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    """Return (dX, dA) for Y = X @ A, given G = dL/dY (NumPy arrays, 2-D)."""
+    return G @ A.T, (G.T @ X)   # dA: forgot to transpose back
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    """X: (b, m, k), A: (k, n), G: (b, m, n). Return (dX, dA) with the shapes of X and A."""
+    dX = G @ A.T
+    dA = (X.transpose(0, 2, 1) @ G).mean(axis=0)
+    return dX, dA
+''',
+})
+FIXTURES['alt_02_einsum'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    return np.einsum("mn,kn->mk", G, A), np.einsum("mk,mn->kn", X, G)
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    return np.einsum("bmn,kn->bmk", G, A), np.einsum("bmk,bmn->kn", X, G)
+''',
+})
+FIXTURES['alt_02_reshape_loop'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    dX = (A @ G.T).T
+    dA = np.zeros(A.shape)
+    for i in range(X.shape[0]):
+        dA += np.outer(X[i], G[i])
+    return dX, dA
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    b, m, k = X.shape
+    dX = np.stack([g @ A.T for g in G])
+    dA = X.reshape(-1, k).T @ G.reshape(-1, A.shape[1])
+    return dX, dA
+''',
+})
+FIXTURES['alt_02_float32'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    X, A, G = (np.asarray(t, dtype=np.float32) for t in (X, A, G))
+    return G @ A.T, X.T @ G
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    """X: (b, m, k), A: (k, n), G: (b, m, n). Return (dX, dA) with the shapes of X and A."""
+    dX = G @ A.T
+    dA = (X.transpose(0, 2, 1) @ G).sum(axis=0)
+    return dX, dA
+''',
+})
+FIXTURES['wrong_matmul_batch_product_of_sums'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    """Return (dX, dA) for Y = X @ A, given G = dL/dY (NumPy arrays, 2-D)."""
+    return G @ A.T, X.T @ G
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    return G @ A.T, X.sum(0).T @ G.sum(0)
+''',
+})
+FIXTURES['wrong_matmul_batch_squeeze'] = ('02_matmul_vjp', {
+    'matmul_vjp': '''
+def matmul_vjp(X, A, G):
+    """Return (dX, dA) for Y = X @ A, given G = dL/dY (NumPy arrays, 2-D)."""
+    return G @ A.T, X.T @ G
+''',
+    'batched_matmul_vjp': '''
+def batched_matmul_vjp(X, A, G):
+    dX = G @ A.T
+    dA = np.squeeze((X.transpose(0, 2, 1) @ G).sum(axis=0))
+    return dX, dA
+''',
+})
+
+# ---- 03_softmax --------------------------------------------------
+FIXTURES['wrong_softmax_no_max_subtraction'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def log_softmax(x, dim=-1):
+    """log(softmax(x)) without taking the log of a number that underflowed to 0."""
+    z = x - x.max(axis=dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
+    return y * (g - (g * y).sum(axis=dim, keepdims=True))
+''',
+})
+FIXTURES['alt_03_loop_logsumexp'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    x = np.moveaxis(np.asarray(x, dtype=float), dim, -1)
+    out = np.empty_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        row = x[idx]
+        e = np.exp(row - row.max())
+        out[idx] = e / e.sum()
+    return np.moveaxis(out, -1, dim)
+
+
+def log_softmax(x, dim=-1):
+    m = np.max(x, axis=dim, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))
+    return x - lse
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    gy = g * y
+    return gy - y * gy.sum(axis=dim, keepdims=True)
+''',
+})
+FIXTURES['alt_03_jacobian_vjp'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    z = x - x.max(axis=dim, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def log_softmax(x, dim=-1):
+    """log(softmax(x)) without taking the log of a number that underflowed to 0."""
+    z = x - x.max(axis=dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    y2, g2 = np.moveaxis(y, dim, -1), np.moveaxis(g, dim, -1)
+    out = np.empty(y2.shape)
+    for idx in np.ndindex(y2.shape[:-1]):
+        r = y2[idx]
+        out[idx] = (np.diag(r) - np.outer(r, r)) @ g2[idx]
+    return np.moveaxis(out, -1, dim)
+''',
+})
+FIXTURES['wrong_softmax_global_max'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=dim, keepdims=True)
+
+def log_softmax(x, dim=-1):
+    z = x - x.max(axis=dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
+    return y * (g - (g * y).sum(axis=dim, keepdims=True))
+''',
+})
+FIXTURES['wrong_log_softmax_of_softmax'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    z = x - x.max(axis=dim, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=dim, keepdims=True)
+
+def log_softmax(x, dim=-1):
+    return np.log(softmax(x, dim))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
+    return y * (g - (g * y).sum(axis=dim, keepdims=True))
+''',
+})
+FIXTURES['wrong_softmax_vjp_diagonal'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    z = x - x.max(axis=dim, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def log_softmax(x, dim=-1):
+    """log(softmax(x)) without taking the log of a number that underflowed to 0."""
+    z = x - x.max(axis=dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    return g * y * (1 - y)
+''',
+})
+FIXTURES['wrong_softmax_mean_shift'] = ('03_softmax', {
+    'softmax': '''
+def softmax(x, dim=-1):
+    e = np.exp(x - x.mean(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+def log_softmax(x, dim=-1):
+    z = x - x.max(axis=dim, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+''',
+    'softmax_vjp': '''
+def softmax_vjp(y, g, dim=-1):
+    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
+    return y * (g - (g * y).sum(axis=dim, keepdims=True))
+''',
+})
+
+# ---- 04_layer_norm -----------------------------------------------
+FIXTURES['wrong_layer_norm_constant_stats'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    """Return (y, cache): y the layer norm of x over its last dim; cache whatever backward needs."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mu) * rstd
+    return xhat * w + b, (xhat, rstd, w)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
+    xhat, rstd, w = cache
+    lead = tuple(range(g.ndim - 1))
+    dw = (g * xhat).sum(axis=lead)
+    db = g.sum(axis=lead)
+    dxhat = g * w
+    dx = rstd * dxhat   # treats mean and variance as constants
+    return dx, dw, db
+''',
+})
+FIXTURES['wrong_layer_norm_eps_outside_sqrt'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    """Return (y, cache): y the layer norm of x over its last dim; cache whatever backward needs."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / (np.sqrt(var) + eps)
+    xhat = (x - mu) * rstd
+    return xhat * w + b, (xhat, rstd, w)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
+    xhat, rstd, w = cache
+    lead = tuple(range(g.ndim - 1))
+    dw = (g * xhat).sum(axis=lead)
+    db = g.sum(axis=lead)
+    dxhat = g * w
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
+                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, dw, db
+''',
+})
+FIXTURES['alt_04_recompute'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.var(x, axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps) * w + b
+    return y, (x, mu, var, w, eps)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    x, mu, var, w, eps = cache
+    N = x.shape[-1]
+    std = np.sqrt(var + eps)
+    xhat = (x - mu) / std
+    g2 = g.reshape(-1, N)
+    dw = (g2 * xhat.reshape(-1, N)).sum(axis=0)
+    db = g2.sum(axis=0)
+    dxhat = g * w
+    dx = (N * dxhat - dxhat.sum(-1, keepdims=True) - xhat * (dxhat * xhat).sum(-1, keepdims=True)) / (N * std)
+    return dx, dw, db
+''',
+})
+FIXTURES['alt_04_jacobian_loop'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    """Return (y, cache): y the layer norm of x over its last dim; cache whatever backward needs."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mu) * rstd
+    return xhat * w + b, (xhat, rstd, w)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    xhat, rstd, w = cache
+    N = xhat.shape[-1]
+    xh, r, gg = xhat.reshape(-1, N), rstd.reshape(-1, 1), g.reshape(-1, N)
+    dx = np.empty_like(gg)
+    for i in range(xh.shape[0]):
+        J = r[i] * (np.eye(N) - 1.0 / N - np.outer(xh[i], xh[i]) / N)   # d xhat / d x (symmetric)
+        dx[i] = J.T @ (gg[i] * w)
+    return dx.reshape(g.shape), (gg * xh).sum(axis=0), gg.sum(axis=0)
+''',
+})
+FIXTURES['wrong_layer_norm_unbiased_var'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = np.var(x, axis=-1, keepdims=True, ddof=1) if x.shape[-1] > 1 else np.zeros_like(mu)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mu) * rstd
+    return xhat * w + b, (xhat, rstd, w)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
+    xhat, rstd, w = cache
+    lead = tuple(range(g.ndim - 1))
+    dw = (g * xhat).sum(axis=lead)
+    db = g.sum(axis=lead)
+    dxhat = g * w
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
+                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, dw, db
+''',
+})
+FIXTURES['wrong_layer_norm_var_cancellation'] = ('04_layer_norm', {
+    'layer_norm_forward': '''
+def layer_norm_forward(x, w, b, eps=EPS):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = (x ** 2).mean(axis=-1, keepdims=True) - mu ** 2
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mu) * rstd
+    return xhat * w + b, (xhat, rstd, w)
+''',
+    'layer_norm_backward': '''
+def layer_norm_backward(g, cache):
+    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
+    xhat, rstd, w = cache
+    lead = tuple(range(g.ndim - 1))
+    dw = (g * xhat).sum(axis=lead)
+    db = g.sum(axis=lead)
+    dxhat = g * w
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
+                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, dw, db
+''',
+})
+
+# ---- 05_conv2d_im2col --------------------------------------------
+FIXTURES['wrong_col2im_overwrites'] = ('05_conv2d_im2col', {
+    'im2col': '''
+def im2col(x, kh, kw, padding=0):
+    """Return cols of shape (N * Ho * Wo, C * kh * kw): one row per output position, (n, i, j) order,
+    each row the patch flattened in (c, di, dj) order."""
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    cols = np.empty((N, Ho, Wo, C, kh, kw), dtype=x.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            cols[:, :, :, :, di, dj] = xp[:, :, di:di + Ho, dj:dj + Wo].transpose(0, 2, 3, 1)
+    return cols.reshape(N * Ho * Wo, C * kh * kw)
+
+
+def conv2d(x, w, padding=0):
+    """Forward pass via im2col + one matmul; returns (N, F, Ho, Wo)."""
+    N, C, H, W = x.shape
+    F, _, kh, kw = w.shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
+    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
+''',
+    'conv_backward': '''
+def col2im(dcols, x_shape, kh, kw, padding=0):
+    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
+    N, C, H, W = x_shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
+    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            dxp[:, :, di:di + Ho, dj:dj + Wo] = d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
+    return dxp[:, :, padding:padding + H, padding:padding + W]
+
+
+def conv2d_backward(x, w, g, padding=0):
+    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
+    F, C, kh, kw = w.shape
+    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
+    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
+    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
+    return dx, dw
+''',
+})
+FIXTURES['alt_05_loops_einsum'] = ('05_conv2d_im2col', {
+    'im2col': '''
+def im2col(x, kh, kw, padding=0):
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    rows = []
+    for n in range(N):
+        for i in range(Ho):
+            for j in range(Wo):
+                rows.append(xp[n, :, i:i + kh, j:j + kw].reshape(-1))
+    return np.stack(rows)
+
+
+def conv2d(x, w, padding=0):
+    N = x.shape[0]
+    F, C, kh, kw = w.shape
+    Ho, Wo = x.shape[2] + 2 * padding - kh + 1, x.shape[3] + 2 * padding - kw + 1
+    cols = im2col(x, kh, kw, padding).reshape(N, Ho, Wo, -1)
+    return np.einsum("nijp,fp->nfij", cols, w.reshape(F, -1))
+''',
+    'conv_backward': '''
+def col2im(dcols, x_shape, kh, kw, padding=0):
+    N, C, H, W = x_shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding))
+    r = 0
+    for n in range(N):
+        for i in range(Ho):
+            for j in range(Wo):
+                dxp[n, :, i:i + kh, j:j + kw] += dcols[r].reshape(C, kh, kw)
+                r += 1
+    return dxp[:, :, padding:H + padding, padding:W + padding]
+
+
+def conv2d_backward(x, w, g, padding=0):
+    F, C, kh, kw = w.shape
+    g2 = np.moveaxis(g, 1, -1).reshape(-1, F)
+    cols = im2col(x, kh, kw, padding)
+    dw = np.einsum("rf,rp->fp", g2, cols).reshape(w.shape)
+    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
+    return dx, dw
+''',
+})
+FIXTURES['alt_05_sliding_window'] = ('05_conv2d_im2col', {
+    'im2col': '''
+def im2col(x, kh, kw, padding=0):
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))  # N, C, Ho, Wo, kh, kw
+    Ho, Wo = win.shape[2], win.shape[3]
+    return win.transpose(0, 2, 3, 1, 4, 5).reshape(N * Ho * Wo, C * kh * kw)
+
+
+def conv2d(x, w, padding=0):
+    N, C, H, W = x.shape
+    F, _, kh, kw = w.shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
+    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
+''',
+    'conv_backward': '''
+def col2im(dcols, x_shape, kh, kw, padding=0):
+    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
+    N, C, H, W = x_shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
+    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            dxp[:, :, di:di + Ho, dj:dj + Wo] += d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
+    return dxp[:, :, padding:padding + H, padding:padding + W]
+
+
+def conv2d_backward(x, w, g, padding=0):
+    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
+    F, C, kh, kw = w.shape
+    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
+    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
+    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
+    return dx, dw
+''',
+})
+FIXTURES['wrong_conv_flipped_kernel'] = ('05_conv2d_im2col', {
+    'im2col': '''
+def im2col(x, kh, kw, padding=0):
+    """Return cols of shape (N * Ho * Wo, C * kh * kw): one row per output position, (n, i, j) order,
+    each row the patch flattened in (c, di, dj) order."""
+    ### BEGIN SOLUTION
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    cols = np.empty((N, Ho, Wo, C, kh, kw), dtype=x.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            cols[:, :, :, :, di, dj] = xp[:, :, di:di + Ho, dj:dj + Wo].transpose(0, 2, 3, 1)
+    return cols.reshape(N * Ho * Wo, C * kh * kw)
+    ### END SOLUTION
+
+
+def conv2d(x, w, padding=0):
+    """Forward pass via im2col + one matmul; returns (N, F, Ho, Wo)."""
+    ### BEGIN SOLUTION
+    N, C, H, W = x.shape
+    F, _, kh, kw = w.shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    out = im2col(x, kh, kw, padding) @ w[:, :, ::-1, ::-1].reshape(F, -1).T
+    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
+    ### END SOLUTION
+''',
+    'conv_backward': '''
+def col2im(dcols, x_shape, kh, kw, padding=0):
+    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
+    N, C, H, W = x_shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
+    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            dxp[:, :, di:di + Ho, dj:dj + Wo] += d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
+    return dxp[:, :, padding:padding + H, padding:padding + W]
+
+
+def conv2d_backward(x, w, g, padding=0):
+    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
+    F, C, kh, kw = w.shape
+    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
+    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
+    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
+    return dx, dw
+''',
+})
+FIXTURES['wrong_col2im_kernel_typo'] = ('05_conv2d_im2col', {
+    'im2col': '''
+def im2col(x, kh, kw, padding=0):
+    """Return cols of shape (N * Ho * Wo, C * kh * kw): one row per output position, (n, i, j) order,
+    each row the patch flattened in (c, di, dj) order."""
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    cols = np.empty((N, Ho, Wo, C, kh, kw), dtype=x.dtype)
+    for di in range(kh):
+        for dj in range(kw):
+            cols[:, :, :, :, di, dj] = xp[:, :, di:di + Ho, dj:dj + Wo].transpose(0, 2, 3, 1)
+    return cols.reshape(N * Ho * Wo, C * kh * kw)
+
+
+def conv2d(x, w, padding=0):
+    """Forward pass via im2col + one matmul; returns (N, F, Ho, Wo)."""
+    N, C, H, W = x.shape
+    F, _, kh, kw = w.shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
+    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
+''',
+    'conv_backward': '''
+def col2im(dcols, x_shape, kh, kw, padding=0):
+    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
+    ### BEGIN SOLUTION
+    N, C, H, W = x_shape
+    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
+    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
+    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
+    for di in range(kh):
+        for dj in range(kh):
+            dxp[:, :, di:di + Ho, dj:dj + Wo] += d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
+    return dxp[:, :, padding:padding + H, padding:padding + W]
+    ### END SOLUTION
+
+
+def conv2d_backward(x, w, g, padding=0):
+    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
+    ### BEGIN SOLUTION
+    F, C, kh, kw = w.shape
+    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
+    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
+    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
+    return dx, dw
+    ### END SOLUTION
+''',
+})
+
+
+def render(name):
+    """The fixture notebook's text: the exercise with its solution cells replaced."""
+    exercise, sources = FIXTURES[name]
+    nb = nbformat.read(EXERCISES / f"{exercise}.ipynb", as_version=4)
+    seen = set()
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            gid = meta["grade_id"]
+            if gid not in sources:
+                raise SystemExit(f"{name}: no source for solution cell {gid!r} of {exercise}")
+            cell.source = sources[gid].strip("\n")
+            seen.add(gid)
+    unknown = set(sources) - seen
+    if unknown:
+        raise SystemExit(f"{name}: {exercise} has no solution cell {sorted(unknown)}")
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv):
+    check = "--check" in argv
+    names = [a for a in argv if not a.startswith("--")] or sorted(FIXTURES)
+    stale = []
+    for name in names:
+        if name not in FIXTURES:
+            raise SystemExit(f"unknown fixture {name!r}")
+        path = OUT / f"{name}.ipynb"
+        text = render(name)
+        if check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    if check and stale:
+        print(f"stale fixtures (run python scripts/make_fixtures.py): {', '.join(stale)}")
+        return 1
+    if not check:
+        print(f"{len(names)} fixtures written in {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
