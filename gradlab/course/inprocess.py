@@ -14,9 +14,11 @@ skip Jupyter and ``exec`` the cells directly, which is much faster:
   process ``os.fork()``s, and each child starts from that state. A fork copies
   the whole namespace (arrays, seeded random generators, imported modules) at
   almost no cost, so a variant pays only for the cells from its change onwards;
-* each child sends one JSON line per cell back over a pipe. A child that runs
-  past ``timeout`` is killed; one that dies (``os._exit``, a segfault, out of
-  memory) just scores zero;
+* each child sends one JSON line per cell back over a pipe. A child that
+  computes for more than ``timeout`` seconds is stopped (CPU time, so that a
+  busy machine does not time out a correct variant; a wall-clock deadline of
+  3x + 10 s catches one that only waits); one that dies (``os._exit``, a
+  segfault, out of memory) just scores zero;
 * the whole batch runs in a separate *coordinator* process (itself a fork), so
   nothing a notebook does (seeds, default dtypes, imports) leaks into the caller.
 
@@ -64,6 +66,11 @@ from .notebook import (CourseError, grade_id, is_solution, is_test, points,
 PROBE_MAX_BYTES = 2**20        # a probe (a test-cell variable) larger than this is not kept
 DEFAULT_MEMORY_MB = 4096       # address space a variant may add to what the coordinator already has
 _HAS_FORK = hasattr(os, "fork")
+try:
+    import resource as _resource
+    _HAS_RLIMIT_CPU = hasattr(_resource, "RLIMIT_CPU") and hasattr(signal, "SIGXCPU")
+except ImportError:  # pragma: no cover - Windows
+    _HAS_RLIMIT_CPU = False
 
 
 # --------------------------------------------------------------------------- cells
@@ -319,6 +326,28 @@ def _limit_memory(extra_mb):
         pass
 
 
+def _limit_cpu(seconds):
+    """Stop this process (SIGXCPU) once it has *computed* for ``seconds``: a loaded machine cannot time it out.
+
+    The parent's wall-clock deadline (``_wall``) stays as the backstop for a
+    variant that waits without computing (a ``sleep``, a deadlock).
+    """
+    if not seconds:
+        return
+    try:
+        import math
+        import resource
+        soft = max(1, math.ceil(seconds))
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _wall(seconds):
+    """The wall-clock deadline that goes with a CPU-time limit: generous, for a busy machine."""
+    return 3.0 * seconds + 10.0 if _HAS_RLIMIT_CPU else seconds
+
+
 def _quiet():
     """Send this process's stdout/stderr to /dev/null (a notebook prints; the pipe carries only results)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -475,6 +504,8 @@ def _make_run(cells, earlier, got, done, stopped, status, seconds, timed_out, ti
     """A ``Run`` from a child's lines; cells before ``start`` come from ``earlier`` (run by the coordinator)."""
     results = [earlier[c.pos] if c.pos < start else got.get(c.pos, CellResult(c.pos)) for c in cells]
     run = Run(results, seconds=seconds, stopped=stopped)
+    if not done and os.WIFSIGNALED(status) and os.WTERMSIG(status) == getattr(signal, "SIGXCPU", -1):
+        timed_out = True   # its CPU-time limit (see _limit_cpu)
     if timed_out:
         run.status, run.message = "timeout", f"timed out after {round(timeout, 1):g} s"
     elif not done:
@@ -543,9 +574,10 @@ def _coordinate(cells, variants, timeout, workers, stop_on_loss, probes, memory_
     prefix = [exec_cell(c, ns, probes=probes) for c in cells[:start]]
     pool = _Pool(workers, close)
 
-    def body_for(at, sources, ref):
+    def body_for(at, sources, ref, cpu=None):
         def body(out):
             _limit_memory(memory_mb)
+            _limit_cpu(cpu)
             _child_body(cells, at, sources, ns, out.write, ref, stop_on_loss and ref is not None, probes)
         return body
 
@@ -564,12 +596,12 @@ def _coordinate(cells, variants, timeout, workers, stop_on_loss, probes, memory_
         k = 0
         for cell in cells[start:]:
             while k < len(order) and firsts[order[k]] == cell.pos:
-                pool.spawn(order[k], body_for(cell.pos, variants[order[k]], reference), limit)
+                pool.spawn(order[k], body_for(cell.pos, variants[order[k]], reference, limit), _wall(limit))
                 k += 1
             pool.pump()
             replay.append(exec_cell(cell, ns, probes=probes))
         for i in order[k:]:   # variants that change nothing: they inherit the whole replay
-            pool.spawn(i, body_for(len(cells), {}, reference), limit)
+            pool.spawn(i, body_for(len(cells), {}, reference, limit), _wall(limit))
         pool.drain()
     finally:
         pool.kill_all()
@@ -687,8 +719,8 @@ def run_variants(cells, variants=(), timeout=None, workers=1, stop_on_loss=False
     """Run the reference (``cells`` as they are) and each variant; a ``Batch`` with every run.
 
     ``variants``: a list of ``{cell position: replacement source}``. ``timeout``:
-    seconds per variant (``None``: five times the reference's time, at least
-    5 s). ``workers``: variants run at once. ``stop_on_loss``: a variant stops
+    seconds per variant, CPU time where the system can count it (``None``: five
+    times the reference's time, at least 5 s). ``workers``: variants run at once. ``stop_on_loss``: a variant stops
     at its first graded cell that loses points (its later cells are ``not
     run``); enough to know that it lost. ``memory_mb``: the address space a
     variant may add before it gets a ``MemoryError`` (Linux; 0: no cap).
