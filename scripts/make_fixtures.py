@@ -682,6 +682,838 @@ def conv2d_backward(x, w, g, padding=0):
 })
 
 
+# ---- 06_mini_engine ------------------------------
+FIXTURES['wrong_topo_sort_preorder'] = ('06_mini_engine', {
+    'topo_sort': '''
+def topo_sort(root):
+    # visit a node, then its inputs (children after parents), and reverse at the end
+    order, seen, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(node.inputs)
+    return order[::-1]
+''',
+    'backward': '''
+def backward(root):
+    order = topo_sort(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+''',
+})
+FIXTURES['wrong_topo_sort_mark_on_push'] = ('06_mini_engine', {
+    'topo_sort': '''
+def topo_sort(root):
+    stack, seen, order = [root], {id(root)}, []
+    while stack:
+        n = stack[-1]
+        new = [i for i in n.inputs if id(i) not in seen]
+        if new:
+            for i in new:
+                seen.add(id(i)); stack.append(i)
+        else:
+            stack.pop(); order.append(n)
+    return order
+''',
+    'backward': '''
+def backward(root):
+    order = topo_sort(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+''',
+})
+FIXTURES['wrong_backward_no_reset'] = ('06_mini_engine', {
+    'topo_sort': '''
+def topo_sort(root):
+    """Return the list of every node reachable from root, each after all of its inputs (root last)."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for inp in node.inputs:
+            if id(inp) not in seen:
+                stack.append((inp, False))
+    return order
+''',
+    'backward': '''
+def backward(root):
+    order = topo_sort(root)
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+''',
+})
+FIXTURES['alt_06_kahn'] = ('06_mini_engine', {
+    'topo_sort': '''
+def topo_sort(root):
+    nodes, stack, seen = [], [root], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen: continue
+        seen.add(id(n)); nodes.append(n); stack.extend(n.inputs)
+    users = {id(n): 0 for n in nodes}
+    for n in nodes:
+        for i in set(map(id, n.inputs)):
+            users[i] += 1
+    ready, out = [root], []
+    while ready:
+        n = ready.pop(); out.append(n)
+        for i in {id(x): x for x in n.inputs}.values():
+            users[id(i)] -= 1
+            if users[id(i)] == 0: ready.append(i)
+    return out[::-1]
+''',
+    'backward': '''
+def backward(root):
+    order = topo_sort(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+''',
+})
+FIXTURES['alt_06_recursive_raised_limit'] = ('06_mini_engine', {
+    'topo_sort': '''
+def topo_sort(root):
+    order, seen = [], set()
+    def visit(n):
+        if id(n) in seen: return
+        seen.add(id(n))
+        for i in n.inputs: visit(i)
+        order.append(n)
+    import sys
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50000))
+    visit(root)
+    return order
+''',
+    'backward': '''
+def backward(root):
+    order = topo_sort(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+''',
+})
+# ---- 07_gradcheck --------------------------------
+FIXTURES['wrong_gradcheck_forward_difference'] = ('07_gradcheck', {
+    'numerical_jacobian': '''
+def numerical_jacobian(f, x, eps=1e-6):
+    x = np.array(x, dtype=np.float64, order="C")
+    y0 = np.asarray(f(x))
+    J = np.zeros((y0.size, x.size))
+    flat = x.reshape(-1)
+    for j in range(x.size):
+        old = flat[j]
+        flat[j] = old + eps
+        yp = np.asarray(f(x)).reshape(-1)
+        flat[j] = old
+        J[:, j] = (yp - y0.reshape(-1)) / eps
+    return J
+''',
+    'gradcheck': '''
+def analytic_jacobian(f, x):
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    y = f(t)
+    J = np.zeros((y.numel(), x.size))
+    for i in range(y.numel()):
+        e = np.zeros(y.numel())
+        e[i] = 1.0
+        (g,) = gradlab.grad(y, [t], gradlab.tensor(e.reshape(y.shape)), retain_graph=True)
+        J[i] = g.numpy().reshape(-1)
+    return J
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x, eps)
+    return bool(np.allclose(analytic_jacobian(f, x), num, atol=atol, rtol=rtol))
+''',
+})
+FIXTURES['wrong_gradcheck_sum_only'] = ('07_gradcheck', {
+    'numerical_jacobian': '''
+def numerical_jacobian(f, x, eps=1e-6):
+    x = np.array(x, dtype=np.float64, order="C")
+    y0 = np.asarray(f(x))
+    J = np.zeros((y0.size, x.size))
+    flat = x.reshape(-1)
+    for j in range(x.size):
+        old = flat[j]
+        flat[j] = old + eps
+        yp = np.asarray(f(x)).reshape(-1)
+        flat[j] = old - eps
+        ym = np.asarray(f(x)).reshape(-1)
+        flat[j] = old
+        J[:, j] = (yp - ym) / (2 * eps)
+    return J
+''',
+    'gradcheck': '''
+def analytic_jacobian(f, x):
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    y = f(t)
+    J = np.zeros((y.numel(), x.size))
+    for i in range(y.numel()):
+        e = np.zeros(y.numel())
+        e[i] = 1.0
+        (g,) = gradlab.grad(y, [t], gradlab.tensor(e.reshape(y.shape)), retain_graph=True)
+        J[i] = g.numpy().reshape(-1)
+    return J
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy().sum(), x, eps)
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    f(t).sum().backward()
+    return bool(np.allclose(t.grad.numpy().reshape(-1), num.reshape(-1), atol=atol, rtol=rtol))
+''',
+})
+FIXTURES['wrong_gradcheck_atol_only'] = ('07_gradcheck', {
+    'numerical_jacobian': '''
+def numerical_jacobian(f, x, eps=1e-6):
+    x = np.array(x, dtype=np.float64, order="C")
+    y0 = np.asarray(f(x))
+    J = np.zeros((y0.size, x.size))
+    flat = x.reshape(-1)
+    for j in range(x.size):
+        old = flat[j]
+        flat[j] = old + eps
+        yp = np.asarray(f(x)).reshape(-1)
+        flat[j] = old - eps
+        ym = np.asarray(f(x)).reshape(-1)
+        flat[j] = old
+        J[:, j] = (yp - ym) / (2 * eps)
+    return J
+''',
+    'gradcheck': '''
+def analytic_jacobian(f, x):
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    y = f(t)
+    J = np.zeros((y.numel(), x.size))
+    for i in range(y.numel()):
+        e = np.zeros(y.numel())
+        e[i] = 1.0
+        (g,) = gradlab.grad(y, [t], gradlab.tensor(e.reshape(y.shape)), retain_graph=True)
+        J[i] = g.numpy().reshape(-1)
+    return J
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x, eps)
+    return bool(np.abs(analytic_jacobian(f, x) - num).max() < atol)
+''',
+})
+FIXTURES['alt_07_vectorised'] = ('07_gradcheck', {
+    'numerical_jacobian': '''
+def numerical_jacobian(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    cols = []
+    for j in range(x.size):
+        e = np.zeros(x.size); e[j] = eps
+        e = e.reshape(x.shape)
+        cols.append((np.ravel(f(x + e)) - np.ravel(f(x - e))) / (2 * eps))
+    return np.stack(cols, axis=1)
+''',
+    'gradcheck': '''
+def analytic_jacobian(f, x):
+    t = gradlab.tensor(np.array(x), requires_grad=True)
+    y = f(t).reshape(-1)
+    rows = []
+    for i in range(y.shape[0]):
+        t.grad = None
+        y[i].backward(retain_graph=True)
+        rows.append(t.grad.numpy().reshape(-1).copy())
+    return np.array(rows)
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v)).numpy(), x, eps)
+    ana = analytic_jacobian(f, x)
+    return np.all(np.abs(ana - num) <= atol + rtol * np.abs(num))
+''',
+})
+# ---- 08_jvp --------------------------------------
+FIXTURES['wrong_jvp_finite_difference'] = ('08_jvp', {
+    'dual': '''
+class Dual:
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    def __add__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value + other.value, self.tangent + other.tangent)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value * other.value, self.tangent * other.value + self.value * other.tangent)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def sin(x):
+    if isinstance(x, Dual):
+        return Dual(np.sin(x.value), np.cos(x.value) * x.tangent)
+    return np.sin(x)
+
+
+def exp(x):
+    if isinstance(x, Dual):
+        e = np.exp(x.value)
+        return Dual(e, e * x.tangent)
+    return np.exp(x)
+''',
+    'jvp': '''
+def jvp(f, x, v):
+    x, v = np.asarray(x, float), np.asarray(v, float)
+    e = 1e-6
+    return np.array(f(x), float), (np.array(f(x + e * v), float) - np.array(f(x - e * v), float)) / (2 * e)
+
+
+def jacobian_forward(f, x):
+    cols = [jvp(f, x, np.eye(len(x))[j])[1] for j in range(len(x))]
+    return np.stack(cols, axis=1)
+''',
+})
+FIXTURES['wrong_dual_mul_one_term'] = ('08_jvp', {
+    'dual': '''
+class Dual:
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    def __add__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value + other.value, self.tangent + other.tangent)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value * other.value, self.tangent * other.value)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def sin(x):
+    if isinstance(x, Dual):
+        return Dual(np.sin(x.value), np.cos(x.value) * x.tangent)
+    return np.sin(x)
+
+
+def exp(x):
+    if isinstance(x, Dual):
+        e = np.exp(x.value)
+        return Dual(e, e * x.tangent)
+    return np.exp(x)
+''',
+    'jvp': '''
+def jvp(f, x, v):
+    out = f([Dual(xi, vi) for xi, vi in zip(x, v)])
+    return np.array([o.value for o in out]), np.array([o.tangent for o in out])
+
+
+def jacobian_forward(f, x):
+    cols = [jvp(f, x, np.eye(len(x))[j])[1] for j in range(len(x))]
+    return np.stack(cols, axis=1)
+''',
+})
+FIXTURES['wrong_jvp_value_from_second_call'] = ('08_jvp', {
+    'dual': '''
+class Dual:
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    def __add__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value + other.value, self.tangent + other.tangent)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Dual) else Dual(other)
+        return Dual(self.value * other.value, self.tangent * other.value + self.value * other.tangent)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def sin(x):
+    if isinstance(x, Dual):
+        return Dual(np.sin(x.value), np.cos(x.value) * x.tangent)
+    return np.sin(x)
+
+
+def exp(x):
+    if isinstance(x, Dual):
+        e = np.exp(x.value)
+        return Dual(e, e * x.tangent)
+    return np.exp(x)
+''',
+    'jvp': '''
+def jvp(f, x, v):
+    out = f([Dual(xi, vi) for xi, vi in zip(x, v)])
+    return np.array(f(list(x)), dtype=float), np.array([o.tangent for o in out])
+
+
+def jacobian_forward(f, x):
+    cols = [jvp(f, x, np.eye(len(x))[j])[1] for j in range(len(x))]
+    return np.stack(cols, axis=1)
+''',
+})
+FIXTURES['alt_08_math_module'] = ('08_jvp', {
+    'dual': '''
+import math
+class Dual:
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    def __add__(self, other):
+        if isinstance(other, Dual):
+            return Dual(self.value + other.value, self.tangent + other.tangent)
+        return Dual(self.value + other, self.tangent)
+
+    def __mul__(self, other):
+        if isinstance(other, Dual):
+            return Dual(self.value * other.value, other.tangent * self.value + other.value * self.tangent)
+        return Dual(self.value * other, self.tangent * other)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def sin(x):
+    return Dual(math.sin(x.value), math.cos(x.value) * x.tangent) if isinstance(x, Dual) else math.sin(x)
+
+
+def exp(x):
+    return Dual(math.exp(x.value), math.exp(x.value) * x.tangent) if isinstance(x, Dual) else math.exp(x)
+''',
+    'jvp': '''
+def jvp(f, x, v):
+    out = f([Dual(xi, vi) for xi, vi in zip(x, v)])
+    return np.array([o.value for o in out]), np.array([o.tangent for o in out])
+
+
+def jacobian_forward(f, x):
+    n = len(x)
+    m = len(f(list(x)))
+    J = np.zeros((m, n))
+    for j in range(n):
+        e = [0.0] * n; e[j] = 1.0
+        J[:, j] = jvp(f, x, e)[1]
+    return J
+''',
+})
+# ---- 09_optimizers -------------------------------
+FIXTURES['wrong_adamw_coupled_decay'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            buf = state.get("buf")
+            buf = g.copy() if buf is None else self.momentum * buf + g
+            state["buf"] = buf
+            d = g + self.momentum * buf if self.nesterov else buf
+            p -= self.lr * d
+        return True
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = state.get("t", 0) + 1
+            g = g + self.weight_decay * p   # weight decay as an L2 term in the gradient
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        return True
+''',
+})
+FIXTURES['wrong_optim_skip_only_bad_tensor'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        ok = all_finite(grads)
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None or not all_finite([g]):
+                continue
+            buf = state.get("buf")
+            buf = g.copy() if buf is None else self.momentum * buf + g
+            state["buf"] = buf
+            d = g + self.momentum * buf if self.nesterov else buf
+            p -= self.lr * d
+        return ok
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = state.get("t", 0) + 1
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            p *= 1 - self.lr * self.weight_decay
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        return True
+''',
+})
+FIXTURES['wrong_optim_isnan_only'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    return all(g is None or not np.isnan(g).any() for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            buf = state.get("buf")
+            buf = g.copy() if buf is None else self.momentum * buf + g
+            state["buf"] = buf
+            d = g + self.momentum * buf if self.nesterov else buf
+            p -= self.lr * d
+        return True
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = state.get("t", 0) + 1
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            p *= 1 - self.lr * self.weight_decay
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        return True
+''',
+})
+FIXTURES['wrong_adamw_global_step'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            buf = state.get("buf")
+            buf = g.copy() if buf is None else self.momentum * buf + g
+            state["buf"] = buf
+            d = g + self.momentum * buf if self.nesterov else buf
+            p -= self.lr * d
+        return True
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        self.t = getattr(self, "t", 0) + 1
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = self.t
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            p *= 1 - self.lr * self.weight_decay
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        return True
+''',
+})
+FIXTURES['wrong_adamw_eps_inside_sqrt'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            buf = state.get("buf")
+            buf = g.copy() if buf is None else self.momentum * buf + g
+            state["buf"] = buf
+            d = g + self.momentum * buf if self.nesterov else buf
+            p -= self.lr * d
+        return True
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = state.get("t", 0) + 1
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            p *= 1 - self.lr * self.weight_decay
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat + self.eps))
+        return True
+''',
+})
+FIXTURES['alt_09_inplace_buffers'] = ('09_optimizers', {
+    'sgd_momentum': '''
+def all_finite(grads):
+    for g in grads:
+        if g is not None and (np.isnan(g).any() or np.isinf(g).any()):
+            return False
+    return True
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params = list(params)
+        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        for i in range(len(self.params)):
+            g = grads[i]
+            if g is None:
+                continue
+            st = self.state[i]
+            if "buf" not in st:
+                st["buf"] = np.array(g, dtype=np.float64)
+            else:
+                st["buf"] *= self.momentum
+                st["buf"] += g
+            if self.nesterov:
+                self.params[i][...] = self.params[i] - self.lr * (g + self.momentum * st["buf"])
+            else:
+                self.params[i][...] -= self.lr * st["buf"]
+        return np.True_
+''',
+    'adamw': '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        beta1, beta2 = self.betas
+        for p, g, s in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            if not s:
+                s["step"], s["m"], s["v"] = 0, np.zeros_like(p), np.zeros_like(p)
+            s["step"] += 1
+            s["m"] += (1 - beta1) * (g - s["m"])
+            s["v"] = beta2 * s["v"] + (1 - beta2) * np.square(g)
+            p *= 1 - self.lr * self.weight_decay
+            bc1 = 1 - beta1 ** s["step"]
+            bc2 = 1 - beta2 ** s["step"]
+            denom = np.sqrt(s["v"]) / math.sqrt(bc2) + self.eps
+            p -= (self.lr / bc1) * s["m"] / denom
+        return True
+''',
+})
+# ---- 10_checkpointing ----------------------------
+FIXTURES['wrong_checkpoint_keeps_graph'] = ('10_checkpointing', {
+    'checkpoint': '''
+class Checkpoint(gradlab.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        with gradlab.enable_grad():
+            ctx.detached = [t.detach().requires_grad_() for t in inputs]
+            ctx.y = fn(*ctx.detached)
+        return ctx.y.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None, *gradlab.grad(ctx.y, ctx.detached, g))
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+''',
+})
+FIXTURES['wrong_checkpoint_three_inputs_only'] = ('10_checkpointing', {
+    'checkpoint': '''
+class Checkpoint(gradlab.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, W1, W2 = ctx.saved_tensors
+        with gradlab.enable_grad():
+            x, W1, W2 = x.detach().requires_grad_(), W1.detach().requires_grad_(), W2.detach().requires_grad_()
+            y = ctx.fn(x, W1, W2)
+        gx, g1, g2 = gradlab.grad(y, [x, W1, W2], g)
+        return None, gx, g1, g2
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+''',
+})
+FIXTURES['wrong_checkpoint_ignores_g'] = ('10_checkpointing', {
+    'checkpoint': '''
+class Checkpoint(gradlab.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, g):
+        inputs = ctx.saved_tensors
+        with gradlab.enable_grad():
+            detached = [t.detach().requires_grad_() for t in inputs]
+            y = ctx.fn(*detached).sum()
+        return (None, *gradlab.grad(y, detached))
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+''',
+})
+FIXTURES['alt_10_ctx_attributes'] = ('10_checkpointing', {
+    'checkpoint': '''
+class Checkpoint(gradlab.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn, ctx.inputs = fn, [t.detach() for t in inputs]
+        with gradlab.no_grad():
+            return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, g):
+        xs = [t.clone().requires_grad_(True) for t in ctx.inputs]
+        with gradlab.enable_grad():
+            out = ctx.fn(*xs)
+            out.backward(g)
+        return (None,) + tuple(x.grad for x in xs)
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+''',
+})
+
+
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
     exercise, sources = FIXTURES[name]
