@@ -1514,6 +1514,605 @@ def checkpoint(fn, *inputs):
 })
 
 
+# ---- 11_loss_scaling -------------------------------
+FIXTURES['alt_11_step_counter'] = ('11_loss_scaling', {
+    'scaler': '''
+class DynamicLossScaler:
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.scale = float(init_scale)
+        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
+        self.growth_interval = growth_interval
+        self.last_overflow_step, self.steps = -1, 0
+
+    def unscale(self, grads):
+        inv = 1.0 / self.scale
+        out = [(g.astype(np.float64) * inv).astype(np.float32) for g in grads]
+        found_inf = np.bool_(False)
+        for g in grads:
+            found_inf = found_inf | np.isinf(g).any() | np.isnan(g).any()
+        return out, found_inf
+
+    def update(self, found_inf):
+        if found_inf:
+            self.scale = self.scale * self.backoff_factor
+            self.last_overflow_step = self.steps
+        elif (self.steps - self.last_overflow_step) % self.growth_interval == 0:
+            self.scale = self.scale * self.growth_factor
+        self.steps += 1
+
+    def step(self, params, grads, lr):
+        unscaled, found_inf = self.unscale(grads)
+        if found_inf:
+            self.update(True)
+            return False
+        for k in range(len(params)):
+            params[k][...] = params[k] - lr * unscaled[k]
+        self.update(False)
+        return True
+''',
+})
+FIXTURES['wrong_scaler_first_tensor_only'] = ('11_loss_scaling', {
+    'scaler': '''
+class DynamicLossScaler:
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.scale = float(init_scale)
+        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
+        self.growth_interval = growth_interval
+        self._good_steps = 0
+
+    def unscale(self, grads):
+        """grads: a list of float16 arrays (the scaled gradients, one per parameter tensor).
+        Return (a list of float32 arrays, each gradient divided by the scale;
+                found_inf: True when any entry of any gradient is inf or NaN).
+        Does not change the scale."""
+        out = [g.astype(np.float32) / np.float32(self.scale) for g in grads]
+        found_inf = not np.all(np.isfinite(out[0]))
+        return out, found_inf
+
+    def update(self, found_inf):
+        """Adjust the scale after a step: backoff on inf/NaN (and start counting good steps again),
+        growth after growth_interval consecutive good steps."""
+        if found_inf:
+            self.scale *= self.backoff_factor
+            self._good_steps = 0
+        else:
+            self._good_steps += 1
+            if self._good_steps == self.growth_interval:
+                self.scale *= self.growth_factor
+                self._good_steps = 0
+
+    def step(self, params, grads, lr):
+        """One SGD step from the float16 *scaled* gradients (one per parameter).
+        Unscale them; if none has an inf/NaN, update every parameter in place (p -= lr * g), otherwise
+        skip the step (leave every parameter unchanged). Then update the scale.
+        Return True when the step was taken, False when it was skipped."""
+        grads, found_inf = self.unscale(grads)
+        if not found_inf:
+            for p, g in zip(params, grads):
+                p -= lr * g
+        self.update(found_inf)
+        return not found_inf
+''',
+})
+FIXTURES['wrong_scaler_no_reset_on_overflow'] = ('11_loss_scaling', {
+    'scaler': '''
+class DynamicLossScaler:
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.scale = float(init_scale)
+        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
+        self.growth_interval = growth_interval
+        self._good_steps = 0
+
+    def unscale(self, grads):
+        """grads: a list of float16 arrays (the scaled gradients, one per parameter tensor).
+        Return (a list of float32 arrays, each gradient divided by the scale;
+                found_inf: True when any entry of any gradient is inf or NaN).
+        Does not change the scale."""
+        out = [g.astype(np.float32) / np.float32(self.scale) for g in grads]
+        found_inf = not all(np.all(np.isfinite(g)) for g in out)
+        return out, found_inf
+
+    def update(self, found_inf):
+        """Adjust the scale after a step: backoff on inf/NaN (and start counting good steps again),
+        growth after growth_interval consecutive good steps."""
+        if found_inf:
+            self.scale *= self.backoff_factor
+        else:
+            self._good_steps += 1
+            if self._good_steps == self.growth_interval:
+                self.scale *= self.growth_factor
+                self._good_steps = 0
+
+    def step(self, params, grads, lr):
+        """One SGD step from the float16 *scaled* gradients (one per parameter).
+        Unscale them; if none has an inf/NaN, update every parameter in place (p -= lr * g), otherwise
+        skip the step (leave every parameter unchanged). Then update the scale.
+        Return True when the step was taken, False when it was skipped."""
+        grads, found_inf = self.unscale(grads)
+        if not found_inf:
+            for p, g in zip(params, grads):
+                p -= lr * g
+        self.update(found_inf)
+        return not found_inf
+''',
+})
+FIXTURES['wrong_scaler_step_not_skipped'] = ('11_loss_scaling', {
+    'scaler': '''
+class DynamicLossScaler:
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.scale = float(init_scale)
+        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
+        self.growth_interval = growth_interval
+        self._good_steps = 0
+
+    def unscale(self, grads):
+        """grads: a list of float16 arrays (the scaled gradients, one per parameter tensor).
+        Return (a list of float32 arrays, each gradient divided by the scale;
+                found_inf: True when any entry of any gradient is inf or NaN).
+        Does not change the scale."""
+        out = [g.astype(np.float32) / np.float32(self.scale) for g in grads]
+        found_inf = not all(np.all(np.isfinite(g)) for g in out)
+        return out, found_inf
+
+    def update(self, found_inf):
+        """Adjust the scale after a step: backoff on inf/NaN (and start counting good steps again),
+        growth after growth_interval consecutive good steps."""
+        if found_inf:
+            self.scale *= self.backoff_factor
+            self._good_steps = 0
+        else:
+            self._good_steps += 1
+            if self._good_steps == self.growth_interval:
+                self.scale *= self.growth_factor
+                self._good_steps = 0
+
+    def step(self, params, grads, lr):
+        """One SGD step from the float16 *scaled* gradients (one per parameter).
+        Unscale them; if none has an inf/NaN, update every parameter in place (p -= lr * g), otherwise
+        skip the step (leave every parameter unchanged). Then update the scale.
+        Return True when the step was taken, False when it was skipped."""
+        grads, found_inf = self.unscale(grads)
+        if True:
+            for p, g in zip(params, grads):
+                p -= lr * g
+        self.update(found_inf)
+        return not found_inf
+''',
+})
+
+# ---- 12_attention ----------------------------------
+FIXTURES['alt_12_additive_mask'] = ('12_attention', {
+    'causal_attention': '''
+def causal_attention(q, k, v):
+    """q, k, v: gradlab tensors (batch, T, d). Returns a tensor (batch, T, d)."""
+    T, d = q.shape[-2], q.shape[-1]
+    mask = gradlab.tensor(np.triu(np.full((T, T), -1e9), k=1))      # a large negative number above the diagonal
+    scores = q @ k.transpose(-2, -1) * (1.0 / np.sqrt(d)) + mask
+    scores = scores - scores.max(dim=-1, keepdim=True).values       # not detached: the softmax is shift-invariant
+    w = scores.exp()
+    return (w / w.sum(dim=-1, keepdim=True)) @ v
+''',
+})
+FIXTURES['alt_12_row_loop'] = ('12_attention', {
+    'causal_attention': '''
+def causal_attention(q, k, v):
+    """q, k, v: gradlab tensors (batch, T, d). Returns a tensor (batch, T, d)."""
+    T, d = q.shape[-2], q.shape[-1]
+    rows = []
+    for t in range(T):                       # query t looks at keys 0..t only: no mask needed
+        s = (q[:, t:t + 1] @ k[:, : t + 1].transpose(-2, -1)) / np.sqrt(d)    # (B, 1, t + 1)
+        s = s - s.max(dim=-1, keepdim=True).values.detach()
+        w = s.exp()
+        rows.append((w / w.sum(dim=-1, keepdim=True)) @ v[:, : t + 1])
+    return gradlab.cat(rows, dim=1)
+''',
+})
+FIXTURES['alt_12_softmax_masked_fill'] = ('12_attention', {
+    'causal_attention': '''
+import gradlab.nn.functional as F
+
+
+def causal_attention(q, k, v):
+    """q, k, v: gradlab tensors (batch, T, d). Returns a tensor (batch, T, d)."""
+    T, d = q.shape[-2], q.shape[-1]
+    future = gradlab.tensor(np.triu(np.ones((T, T), dtype=bool), k=1))
+    scores = (q @ k.transpose(-2, -1) / d ** 0.5).masked_fill(future, float("-inf"))
+    return F.softmax(scores, dim=-1) @ v
+''',
+})
+FIXTURES['wrong_attention_divides_by_d'] = ('12_attention', {
+    'causal_attention': '''
+def causal_attention(q, k, v):
+    """q, k, v: gradlab tensors (batch, T, d). Returns a tensor (batch, T, d)."""
+    T, d = q.shape[-2], q.shape[-1]
+    scores = (q @ k.transpose(-2, -1)) / float(d)
+    allowed = gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
+    scores = gradlab.where(allowed, scores, gradlab.full((T, T), -np.inf, dtype=scores.dtype))
+    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()
+    w = scores.exp()
+    w = w / w.sum(dim=-1, keepdim=True)
+    return w @ v
+''',
+})
+FIXTURES['wrong_attention_mask_after_softmax'] = ('12_attention', {
+    'causal_attention': '''
+def causal_attention(q, k, v):
+    """q, k, v: gradlab tensors (batch, T, d). Returns a tensor (batch, T, d)."""
+    T, d = q.shape[-2], q.shape[-1]
+    scores = (q @ k.transpose(-2, -1)) / float(np.sqrt(d))
+    allowed = gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
+    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()
+    w = scores.exp()
+    w = w / w.sum(dim=-1, keepdim=True)
+    w = gradlab.where(allowed, w, gradlab.zeros(T, T, dtype=w.dtype))
+    return w @ v
+''',
+})
+
+# ---- 13_debug_training_loop ------------------------
+FIXTURES['alt_13_optim_sgd'] = ('13_debug_training_loop', {
+    'train': '''
+def train(X, y, steps=100, lr=0.1):
+    """Return (w as a NumPy array of shape (D, 1), b as a float, history as a list of Python floats)."""
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    opt = gradlab.optim.SGD([w, b], lr=lr)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y)
+    history = []
+    for _ in range(steps):
+        opt.zero_grad()
+        pred = (Xt @ w + b).squeeze(-1)           # (N,), the same shape as y
+        loss = ((pred - yt) ** 2).mean()
+        loss.backward()
+        opt.step()
+        history.append(float(loss.detach()))
+    return w.detach().numpy(), float(b.detach().numpy()[0]), history
+''',
+})
+FIXTURES['alt_13_zero_grad_after_step'] = ('13_debug_training_loop', {
+    'train': '''
+def train(X, y, steps=100, lr=0.1):
+    """Return (w as a NumPy array of shape (D, 1), b as a float, history as a list of Python floats)."""
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y[:, None])
+    history = []
+    for _ in range(steps):
+        loss = ((Xt @ w + b - yt) ** 2).mean()
+        loss.backward()
+        with gradlab.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        w.grad.zero_()
+        b.grad.zero_()
+        history.append(loss.item())
+    return w.detach().numpy(), b.item(), history
+''',
+})
+FIXTURES['wrong_train_history_tensors'] = ('13_debug_training_loop', {
+    'train': '''
+def train(X, y, steps=100, lr=0.1):
+    """Return (w as a NumPy array of shape (D, 1), b as a float, history as a list of Python floats)."""
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y).reshape(-1, 1)
+    history = []
+    for _ in range(steps):
+        w.grad = None
+        b.grad = None
+        pred = Xt @ w + b
+        loss = ((pred - yt) ** 2).mean()
+        loss.backward()
+        with gradlab.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        history.append(loss)
+    return w.detach().numpy(), b.item(), history
+''',
+})
+FIXTURES['wrong_train_misbroadcast'] = ('13_debug_training_loop', {
+    'train': '''
+def train(X, y, steps=100, lr=0.1):
+    """Return (w as a NumPy array of shape (D, 1), b as a float, history as a list of Python floats)."""
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y)
+    history = []
+    for _ in range(steps):
+        w.grad = None
+        b.grad = None
+        pred = Xt @ w + b
+        loss = ((pred - yt) ** 2).mean()
+        loss.backward()
+        with gradlab.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        history.append(loss.item())
+    return w.detach().numpy(), b.item(), history
+''',
+})
+FIXTURES['wrong_train_no_grad_reset'] = ('13_debug_training_loop', {
+    'train': '''
+def train(X, y, steps=100, lr=0.1):
+    """Return (w as a NumPy array of shape (D, 1), b as a float, history as a list of Python floats)."""
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y).reshape(-1, 1)
+    history = []
+    for _ in range(steps):
+        pred = Xt @ w + b
+        loss = ((pred - yt) ** 2).mean()
+        loss.backward()
+        with gradlab.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        history.append(loss.item())
+    return w.detach().numpy(), b.item(), history
+''',
+})
+
+# ---- 14_einsum_vjp ---------------------------------
+FIXTURES['alt_14_as_strided'] = ('14_einsum_vjp', {
+    'parse': '''
+def parse(subscripts):
+    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    return ins.split(","), out
+''',
+    'einsum_vjp': '''
+from numpy.lib.stride_tricks import as_strided
+
+
+def einsum_vjp(subscripts, operands, G, i):
+    """dL/d operands[i] for out = einsum(subscripts, *operands) and G = dL/dout (same shape as out)."""
+    ins, out = parse(subscripts)
+    sub, shape = ins[i], np.shape(operands[i])
+    others = [k for k in range(len(operands)) if k != i]
+    available = set(out)
+    for k in others:
+        available |= set(ins[k])
+    letters = []
+    for c in sub:
+        if c not in letters:
+            letters.append(c)
+    target = "".join(c for c in letters if c in available)
+    g = np.einsum(",".join([out] + [ins[k] for k in others]) + "->" + target, G, *[operands[k] for k in others])
+    grad = np.zeros(shape)
+    # the diagonal of grad over the repeated indices, as a strided view: one stride per distinct index
+    strides = [sum(grad.strides[p] for p, d in enumerate(sub) if d == c) for c in letters]
+    diag = as_strided(grad, shape=[shape[sub.index(c)] for c in letters], strides=strides)
+    diag[...] = np.expand_dims(g, [p for p, c in enumerate(letters) if c not in available])
+    return grad
+''',
+})
+FIXTURES['alt_14_identity'] = ('14_einsum_vjp', {
+    'parse': '''
+def parse(subscripts):
+    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    return ins.split(","), out
+''',
+    'einsum_vjp': '''
+def einsum_vjp(subscripts, operands, G, i):
+    """dL/d operands[i] for out = einsum(subscripts, *operands) and G = dL/dout (same shape as out)."""
+    ins, out = parse(subscripts)
+    sub, shape = ins[i], np.shape(operands[i])
+    used = set(subscripts) - set(",->")
+    fresh = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used)
+    # rename each repeat of an index to a fresh letter, tied to the first by an identity matrix
+    seen, new_sub, deltas = set(), "", []
+    for c, n in zip(sub, shape):
+        if c in seen:
+            f = next(fresh)
+            new_sub += f
+            deltas.append((c + f, np.eye(n)))
+        else:
+            seen.add(c)
+            new_sub += c
+    others = [k for k in range(len(operands)) if k != i]
+    available = set(out).union(*(set(ins[k]) for k in others), *(set(d) for d, _ in deltas))
+    target = "".join(c for c in new_sub if c in available)
+    spec = ",".join([out] + [ins[k] for k in others] + [d for d, _ in deltas]) + "->" + target
+    g = np.einsum(spec, G, *[operands[k] for k in others], *[e for _, e in deltas])
+    g = g.reshape([n if c in available else 1 for c, n in zip(new_sub, shape)])
+    return np.broadcast_to(g, shape).copy()
+''',
+})
+FIXTURES['alt_14_loop'] = ('14_einsum_vjp', {
+    'parse': '''
+def parse(subscripts):
+    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    return ins.split(","), out
+''',
+    'einsum_vjp': '''
+def einsum_vjp(subscripts, operands, G, i):
+    """dL/d operands[i] for out = einsum(subscripts, *operands) and G = dL/dout (same shape as out)."""
+    ins, out = parse(subscripts)
+    size = {}
+    for s, o in zip(ins, operands):
+        for c, n in zip(s, np.shape(o)):
+            size[c] = n
+    letters = sorted(size)
+    G = np.asarray(G)
+    grad = np.zeros(np.shape(operands[i]))
+    # every assignment of values to all the indices: d out[out idx] / d operand_i[its idx] = product of the others
+    for idx in np.ndindex(*[size[c] for c in letters]):
+        val = dict(zip(letters, idx))
+        term = G[tuple(val[c] for c in out)]
+        for k, (s, o) in enumerate(zip(ins, operands)):
+            if k != i:
+                term = term * o[tuple(val[c] for c in s)]
+        grad[tuple(val[c] for c in ins[i])] += term
+    return grad
+''',
+})
+FIXTURES['wrong_einsum_vjp_no_broadcast'] = ('14_einsum_vjp', {
+    'parse': '''
+def parse(subscripts):
+    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    return ins.split(","), out
+''',
+    'einsum_vjp': '''
+def einsum_vjp(subscripts, operands, G, i):
+    ins, out = parse(subscripts)
+    others = [k for k in range(len(operands)) if k != i]
+    available = set(out).union(*(set(ins[k]) for k in others)) if others else set(out)
+    target = "".join(c for c in ins[i] if c in available)
+    spec = ",".join([out] + [ins[k] for k in others]) + "->" + target
+    return np.einsum(spec, G, *[operands[k] for k in others])
+''',
+})
+FIXTURES['wrong_einsum_vjp_no_diagonal'] = ('14_einsum_vjp', {
+    'parse': '''
+def parse(subscripts):
+    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    return ins.split(","), out
+''',
+    'einsum_vjp': '''
+def einsum_vjp(subscripts, operands, G, i):
+    ins, out = parse(subscripts)
+    others = [k for k in range(len(operands)) if k != i]
+    available = set(out).union(*(set(ins[k]) for k in others)) if others else set(out)
+    target = "".join(c for c in ins[i] if c in available)      # indices we can produce directly
+    spec = ",".join([out] + [ins[k] for k in others]) + "->" + target
+    g = np.einsum(spec, G, *[operands[k] for k in others])
+    shape = [operands[i].shape[p] if c in available else 1 for p, c in enumerate(ins[i])]
+    return np.broadcast_to(g.reshape(shape), operands[i].shape).copy()
+''',
+})
+
+# ---- 15_strides ------------------------------------
+FIXTURES['alt_15_cumprod'] = ('15_strides', {
+    'strides': '''
+def contiguous_strides(shape, itemsize):
+    """The strides (in bytes) of a C-contiguous array of this shape."""
+    sizes = [max(n, 1) for n in shape[1:]] + [1]
+    return [int(itemsize * np.prod(sizes[i:])) for i in range(len(shape))]
+
+
+def is_contiguous(shape, strides, itemsize):
+    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
+    if 0 in shape:
+        return True
+    want = contiguous_strides(shape, itemsize)
+    return all(n == 1 or s == w for n, s, w in zip(shape, strides, want))
+''',
+    'views': '''
+def transpose_view(a):
+    """The transpose of a 2-D array as a view (no copy), built with as_strided."""
+    (r, c), (sr, sc) = a.shape, a.strides
+    return as_strided(a, shape=(c, r), strides=(sc, sr))
+
+
+def sliding_windows(x, k):
+    """All length-k windows of a 1-D array, shape (len(x) - k + 1, k), as a view (the basis of im2col)."""
+    return as_strided(x, shape=(len(x) - k + 1, k), strides=x.strides * 2, writeable=False)
+''',
+})
+FIXTURES['wrong_contiguity_abs_strides'] = ('15_strides', {
+    'strides': '''
+def contiguous_strides(shape, itemsize):
+    """The strides (in bytes) of a C-contiguous array of this shape."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape, strides, itemsize):
+    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and abs(s) != expected:
+            return False
+        expected *= n
+    return True
+''',
+    'views': '''
+def transpose_view(a):
+    """The transpose of a 2-D array as a view (no copy), built with as_strided."""
+    return as_strided(a, shape=a.shape[::-1], strides=a.strides[::-1])
+
+
+def sliding_windows(x, k):
+    """All length-k windows of a 1-D array, shape (len(x) - k + 1, k), as a view (the basis of im2col)."""
+    return as_strided(x, shape=(x.shape[0] - k + 1, k), strides=(x.strides[0], x.strides[0]))
+''',
+})
+FIXTURES['wrong_transpose_view_assumes_contiguous'] = ('15_strides', {
+    'strides': '''
+def contiguous_strides(shape, itemsize):
+    """The strides (in bytes) of a C-contiguous array of this shape."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape, strides, itemsize):
+    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+''',
+    'views': '''
+def transpose_view(a):
+    """The transpose of a 2-D array as a view (no copy), built with as_strided."""
+    return as_strided(a, shape=a.shape[::-1], strides=(a.itemsize, a.itemsize * a.shape[1]))
+
+
+def sliding_windows(x, k):
+    """All length-k windows of a 1-D array, shape (len(x) - k + 1, k), as a view (the basis of im2col)."""
+    return as_strided(x, shape=(x.shape[0] - k + 1, k), strides=(x.strides[0], x.strides[0]))
+''',
+})
+FIXTURES['wrong_windows_itemsize_stride'] = ('15_strides', {
+    'strides': '''
+def contiguous_strides(shape, itemsize):
+    """The strides (in bytes) of a C-contiguous array of this shape."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape, strides, itemsize):
+    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+''',
+    'views': '''
+def transpose_view(a):
+    """The transpose of a 2-D array as a view (no copy), built with as_strided."""
+    return as_strided(a, shape=a.shape[::-1], strides=a.strides[::-1])
+
+
+def sliding_windows(x, k):
+    """All length-k windows of a 1-D array, shape (len(x) - k + 1, k), as a view (the basis of im2col)."""
+    return as_strided(x, shape=(x.shape[0] - k + 1, k), strides=(x.itemsize, x.itemsize))
+''',
+})
+
+
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
     exercise, sources = FIXTURES[name]
