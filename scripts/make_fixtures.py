@@ -2112,6 +2112,123 @@ def sliding_windows(x, k):
 ''',
 })
 
+# ---- 16_inplace_bugs ---------------------------------------------
+_GATED_16 = '''
+def gated(x, w):
+    z = x @ w
+    return z.tanh() * z.sigmoid() + 1
+'''
+_STANDARDISE_16 = '''
+def standardise(a, eps=1e-5):
+    centred = a - a.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
+'''
+_SGD_16 = '''
+def sgd_step(params, lr):
+    with gradlab.no_grad():
+        for p in params:
+            if p.grad is None:
+                continue
+            p -= lr * p.grad
+            p.grad = None
+'''
+FIXTURES['wrong_16_gated_saved_overwritten'] = ('16_inplace_bugs', {
+    'gated': '''
+def gated(x, w):
+    z = x @ w
+    h = z.tanh()
+    h *= z.sigmoid()          # tanh saved h for its backward
+    h += 1
+    return h
+''', 'standardise': _STANDARDISE_16, 'sgd_step': _SGD_16})
+FIXTURES['wrong_16_standardise_alias'] = ('16_inplace_bugs', {
+    'gated': _GATED_16,
+    'standardise': '''
+def standardise(a, eps=1e-5):
+    out = np.asarray(a)       # "a copy"
+    out -= out.mean(axis=-1, keepdims=True)
+    out /= np.sqrt((out ** 2).mean(axis=-1, keepdims=True) + eps)
+    return out
+''', 'sgd_step': _SGD_16})
+FIXTURES['wrong_16_standardise_views_as_copies'] = ('16_inplace_bugs', {
+    'gated': _GATED_16,
+    'standardise': '''
+def standardise(a, eps=1e-5):
+    out = a.copy() if a.base is None else a     # a slice or transpose is already a new array (it is not)
+    out -= out.mean(axis=-1, keepdims=True)
+    out /= np.sqrt((out ** 2).mean(axis=-1, keepdims=True) + eps)
+    return out
+''', 'sgd_step': _SGD_16})
+FIXTURES['wrong_16_sgd_rebinds_name'] = ('16_inplace_bugs', {
+    'gated': _GATED_16, 'standardise': _STANDARDISE_16,
+    'sgd_step': '''
+def sgd_step(params, lr):
+    for p in params:
+        if p.grad is None:
+            continue
+        p = p - lr * p.grad
+        p.grad = None
+'''})
+FIXTURES['wrong_16_sgd_grad_not_reset'] = ('16_inplace_bugs', {
+    'gated': _GATED_16, 'standardise': _STANDARDISE_16,
+    'sgd_step': '''
+def sgd_step(params, lr):
+    with gradlab.no_grad():
+        for p in params:
+            if p.grad is not None:
+                p -= lr * p.grad
+'''})
+FIXTURES['wrong_16_sgd_no_grad_missing_skip'] = ('16_inplace_bugs', {
+    'gated': _GATED_16, 'standardise': _STANDARDISE_16,
+    'sgd_step': '''
+def sgd_step(params, lr):
+    with gradlab.no_grad():
+        for p in params:
+            p -= lr * p.grad
+            p.grad = None
+'''})
+FIXTURES['alt_16_clone_and_zero'] = ('16_inplace_bugs', {
+    'gated': '''
+def gated(x, w):
+    z = x @ w
+    h = z.tanh().clone()      # in place on a copy: tanh's saved output is untouched
+    h *= z.sigmoid()
+    h += 1
+    return h
+''',
+    'standardise': '''
+def standardise(a, eps=1e-5):
+    out = np.array(a, dtype=np.float64, copy=True)
+    out -= out.mean(axis=-1, keepdims=True)
+    out /= np.sqrt((out ** 2).mean(axis=-1, keepdims=True) + eps)
+    return out
+''',
+    'sgd_step': '''
+def sgd_step(params, lr):
+    for p in params:
+        if p.grad is not None:
+            p.data -= lr * p.grad.data     # the array itself, in place
+            p.grad.zero_()
+'''})
+FIXTURES['alt_16_method_calls'] = ('16_inplace_bugs', {
+    'gated': '''
+def gated(x, w):
+    z = x.matmul(w)
+    return z.tanh().mul(z.sigmoid()).add(1.0)
+''',
+    'standardise': '''
+def standardise(a, eps=1e-5):
+    return (a - a.mean(axis=-1, keepdims=True)) / np.sqrt(a.var(axis=-1, keepdims=True) + eps)
+''',
+    'sgd_step': '''
+def sgd_step(params, lr):
+    with gradlab.no_grad():
+        for p in [q for q in params if q.grad is not None]:
+            p.sub_(lr * p.grad)
+    for p in params:
+        p.grad = None
+'''})
+
 
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
