@@ -121,6 +121,7 @@ def runs(tmp_path_factory):
                            timeout=LOOP_TIMEOUT),
         "plain": _grade(tmp, "plain", [hidden_fixture, EXERCISES[0]], "--keep", str(tmp / "kept")),
         "kept": tmp / "kept",
+        "n_students": len(EXERCISES) + len(fixtures) + len(paths) + 1,
         "tests01": tests,
         "hidden_fixture": hidden_fixture,
     }
@@ -267,4 +268,4 @@ def test_bad_file_in_a_batch_is_reported_and_the_rest_graded(runs):
     assert r["rc"] == 2, "bad input makes the exit code 2"
     assert "not_a_notebook.ipynb: NOT GRADED" in r["table"] and "malformed JSON" in r["table"]
     assert "Traceback" not in r["table"]
-    assert len(r["nb"]) == len(EXERCISES) + len(list(FIXTURES.glob("*.ipynb"))) + 5 + 1
+    assert len(r["nb"]) == runs["n_students"]

@@ -527,10 +527,11 @@ class Mutant:
     source: str          # the whole mutated cell
     status: str = ""     # killed | survived | equivalent
     why: str = ""
+    raised: bool = False  # killed by an exception (not by a wrong value): a cheaper kill, counted apart
 
     def as_dict(self):
         return {k: getattr(self, k) for k in ("id", "operator", "cell", "grade_id", "line", "before", "after",
-                                               "status", "why")}
+                                               "status", "why", "raised")}
 
 
 def _regions(source):
@@ -639,6 +640,10 @@ def classify(mutant, run, batch) -> None:
     lost = [p for p in parts if p.earned < p.points]
     if lost:
         mutant.status, mutant.why = "killed", f"{lost[0].grade_id}: {lost[0].why}"
+        # a kill by a wrong value is a check (or expected=) that failed; anything else raised or crashed
+        first = next((run.cells[c.pos] for c in batch.cells if c.graded and c.label == lost[0].grade_id), None)
+        mutant.raised = run.status != "ok" or (first is not None and first.status != "ok" and
+                                               not (first.message or "").startswith("AssertionError"))
         return
     why = behaviour_change(run, batch.reference, batch.cells, _noisy(batch))
     mutant.status, mutant.why = ("survived", why) if why else ("equivalent", "")
@@ -664,6 +669,11 @@ class ExerciseResult:
         return self.count("killed")
 
     @property
+    def raised(self):
+        """Killed mutants that raised or crashed rather than computing a wrong value."""
+        return sum(1 for m in self.mutants if m.status == "killed" and m.raised)
+
+    @property
     def survived(self):
         return self.count("survived")
 
@@ -679,7 +689,7 @@ class ExerciseResult:
 
     def as_dict(self):
         return {"exercise": self.exercise, "notebook": self.notebook, "mutants": len(self.mutants),
-                "killed": self.killed, "survived": self.survived, "equivalent": self.equivalent,
+                "killed": self.killed, "killed_by_exception": self.raised, "survived": self.survived, "equivalent": self.equivalent,
                 "score": self.score, "seconds": round(self.seconds, 2), "timeout": self.timeout,
                 "error": self.error or None, "warnings": list(self.warnings),
                 "list": [m.as_dict() for m in self.mutants]}
@@ -757,21 +767,22 @@ def _pct(x):
 
 
 def table(results, min_score=None) -> str:
-    """exercise | mutants | killed | survived | equivalent | score, one row per exercise and a total."""
+    """exercise | mutants | killed (of them, by an exception) | survived | equivalent | score, and a total."""
     w = max([len(r.exercise) for r in results] + [8])
-    head = f"{'exercise':<{w}}  {'mutants':>7}  {'killed':>6}  {'survived':>8}  {'equivalent':>10}  {'score':>6}"
+    head = (f"{'exercise':<{w}}  {'mutants':>7}  {'killed':>6}  {'(raised)':>8}  {'survived':>8}  "
+            f"{'equivalent':>10}  {'score':>6}")
     out = [head, "-" * len(head)]
     for r in results:
         if r.error:
             out.append(f"{r.exercise:<{w}}  ERROR: {r.error}")
             continue
         flag = "  < min" if min_score is not None and r.score is not None and r.score < min_score else ""
-        out.append(f"{r.exercise:<{w}}  {len(r.mutants):>7}  {r.killed:>6}  {r.survived:>8}  {r.equivalent:>10}  "
-                   f"{_pct(r.score):>6}{flag}")
+        out.append(f"{r.exercise:<{w}}  {len(r.mutants):>7}  {r.killed:>6}  {r.raised:>8}  {r.survived:>8}  "
+                   f"{r.equivalent:>10}  {_pct(r.score):>6}{flag}")
     ok = [r for r in results if not r.error]
     k, s = sum(r.killed for r in ok), sum(r.survived for r in ok)
     out.append("-" * len(head))
-    out.append(f"{'total':<{w}}  {sum(len(r.mutants) for r in ok):>7}  {k:>6}  {s:>8}  "
+    out.append(f"{'total':<{w}}  {sum(len(r.mutants) for r in ok):>7}  {k:>6}  {sum(r.raised for r in ok):>8}  {s:>8}  "
                f"{sum(r.equivalent for r in ok):>10}  {_pct(k / (k + s) if k + s else None):>6}")
     return "\n".join(out)
 
