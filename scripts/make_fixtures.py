@@ -2229,6 +2229,241 @@ def sgd_step(params, lr):
         p.grad = None
 '''})
 
+# ---- 17_custom_function ------------------------------------------
+_SOFTPLUS_17 = '''
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.logaddexp(0.0, x.detach().numpy()), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.sigmoid()
+'''
+_BINARIZE_17 = '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.where(x.detach().numpy() >= 0, 1.0, -1.0), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1)
+'''
+_TOPK_17 = '''
+class TopK(Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        a = x.detach().numpy()
+        idx = np.argsort(-a, axis=-1, kind="stable")[..., :k]
+        indices = gradlab.tensor(idx)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.shape = x.shape
+        return gradlab.tensor(np.take_along_axis(a, idx, -1), dtype=x.dtype), indices
+
+    @staticmethod
+    def backward(ctx, g_values, g_indices):
+        (indices,) = ctx.saved_tensors
+        dx = np.zeros(ctx.shape)
+        np.put_along_axis(dx, indices.detach().numpy(), g_values.detach().numpy(), -1)
+        return gradlab.tensor(dx, dtype=g_values.dtype), None
+'''
+FIXTURES['wrong_17_softplus_overflows'] = ('17_custom_function', {
+    'softplus': '''
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        with np.errstate(over="ignore"):
+            return gradlab.tensor(np.log1p(np.exp(x.detach().numpy())), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.sigmoid()
+''', 'binarize': _BINARIZE_17, 'topk': _TOPK_17})
+FIXTURES['wrong_17_softplus_numpy_backward'] = ('17_custom_function', {
+    'softplus': '''
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.logaddexp(0.0, x.detach().numpy()), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        a = x.detach().numpy()
+        return gradlab.tensor(g.detach().numpy() * np.exp(-np.logaddexp(0.0, -a)), dtype=g.dtype)
+''', 'binarize': _BINARIZE_17, 'topk': _TOPK_17})
+FIXTURES['wrong_17_binarize_np_sign'] = ('17_custom_function', {
+    'softplus': _SOFTPLUS_17, 'topk': _TOPK_17,
+    'binarize': '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.sign(x.detach().numpy()), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1)
+'''})
+FIXTURES['wrong_17_binarize_strict_window'] = ('17_custom_function', {
+    'softplus': _SOFTPLUS_17, 'topk': _TOPK_17,
+    'binarize': '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.where(x.detach().numpy() >= 0, 1.0, -1.0), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() < 1)
+'''})
+FIXTURES['wrong_17_binarize_identity_backward'] = ('17_custom_function', {
+    'softplus': _SOFTPLUS_17, 'topk': _TOPK_17,
+    'binarize': '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return gradlab.tensor(np.where(x.detach().numpy() >= 0, 1.0, -1.0), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+'''})
+FIXTURES['wrong_17_topk_ascending'] = ('17_custom_function', {
+    'softplus': _SOFTPLUS_17, 'binarize': _BINARIZE_17,
+    'topk': '''
+class TopK(Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        a = x.detach().numpy()
+        idx = np.argsort(a, axis=-1)[..., -k:]          # the k largest, but smallest first
+        indices = gradlab.tensor(idx)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.shape = x.shape
+        return gradlab.tensor(np.take_along_axis(a, idx, -1), dtype=x.dtype), indices
+
+    @staticmethod
+    def backward(ctx, g_values, g_indices):
+        (indices,) = ctx.saved_tensors
+        dx = np.zeros(ctx.shape)
+        np.put_along_axis(dx, indices.detach().numpy(), g_values.detach().numpy(), -1)
+        return gradlab.tensor(dx, dtype=g_values.dtype), None
+'''})
+FIXTURES['alt_17_formulas'] = ('17_custom_function', {
+    'softplus': '''
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = x.detach().numpy()
+        return gradlab.tensor(np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a))), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (0.5 * (0.5 * x).tanh() + 0.5)
+''',
+    'binarize': '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = x.detach().numpy()
+        return gradlab.tensor(1.0 - 2.0 * (a < 0), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x.clamp(-1.0, 1.0) == x)
+''',
+    'topk': '''
+class TopK(Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        a = x.detach().numpy()
+        part = np.argpartition(-a, k - 1, axis=-1)[..., :k]
+        order = np.argsort(-np.take_along_axis(a, part, -1), axis=-1)
+        idx = np.take_along_axis(part, order, -1)
+        indices = gradlab.tensor(idx)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.n = x.shape[-1]
+        return gradlab.tensor(np.take_along_axis(a, idx, -1), dtype=x.dtype), indices
+
+    @staticmethod
+    def backward(ctx, g_values, g_indices):
+        (indices,) = ctx.saved_tensors
+        onehot = gradlab.tensor(np.eye(ctx.n)[indices.detach().numpy()], dtype=g_values.dtype)   # (..., k, n)
+        return (g_values.unsqueeze(-1) * onehot).sum(dim=-2), None
+'''})
+FIXTURES['alt_17_loops'] = ('17_custom_function', {
+    'softplus': '''
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = x.detach().numpy()
+        out = np.array([np.logaddexp(0.0, v) for v in a.ravel()]).reshape(a.shape)
+        return gradlab.tensor(out, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * gradlab.sigmoid(x)
+''',
+    'binarize': '''
+class BinarizeSTE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        a = x.detach().numpy()
+        out = np.array([1.0 if v >= 0 else -1.0 for v in a.ravel()]).reshape(a.shape)
+        return gradlab.tensor(out, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        mask = np.abs(x.detach().numpy()) <= 1
+        return g * gradlab.tensor(mask, dtype=g.dtype)
+''',
+    'topk': '''
+class TopK(Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        a = x.detach().numpy()
+        rows = a.reshape(-1, a.shape[-1])
+        idx = np.array([sorted(range(len(r)), key=lambda j: -r[j])[:k] for r in rows]).reshape(a.shape[:-1] + (k,))
+        indices = gradlab.tensor(idx)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.shape = x.shape
+        return gradlab.tensor(np.take_along_axis(a, idx, -1), dtype=x.dtype), indices
+
+    @staticmethod
+    def backward(ctx, g_values, g_indices):
+        (indices,) = ctx.saved_tensors
+        idx = indices.detach().numpy().reshape(-1, indices.shape[-1])
+        gv = g_values.detach().numpy().reshape(idx.shape)
+        dx = np.zeros((idx.shape[0], ctx.shape[-1]))
+        for r in range(idx.shape[0]):
+            for j in range(idx.shape[1]):
+                dx[r, idx[r, j]] += gv[r, j]
+        return gradlab.tensor(dx.reshape(ctx.shape), dtype=g_values.dtype), None
+'''})
+
 
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
