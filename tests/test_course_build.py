@@ -128,7 +128,17 @@ def test_assemble_reinserts_instructor_cells_and_keeps_student_cells():
     assert [g for k, g in kinds if k == "test"] == sol_tests, "every instructor test, in the instructor's order"
     by_id = {c.metadata["gradlab"].get("grade_id"): c for c in nb.cells}
     instructor = {grade_id(c): c for c in sol.cells}
-    assert by_id[sol_tests[0]].source == strip_hidden(instructor[sol_tests[0]].source)
+    # the instructor's test, as the student's graded kernel runs it: no reference helper, no expected=
+    from gradlab.course.references import student_taint, without_references
+    taint = student_taint(sol, hidden=False)
+    for c in sol.cells:   # what the cells before it taint (assignments from reference values)
+        if grade_id(c) == sol_tests[0]:
+            break
+        if c.cell_type == "code" and not is_solution(c) and (is_test(c) or c.metadata.get("nbgrader", {}).get("locked")):
+            without_references(strip_hidden(c.source), taint, "cell")
+    ran = by_id[sol_tests[0]].source
+    assert ran == without_references(strip_hidden(instructor[sol_tests[0]].source), taint, "cell")
+    assert "expected=" not in ran and "_reference" not in ran
     assert "raise NotImplementedError()" in by_id["unbroadcast"].source, "a deleted solution is graded as unanswered"
     assert any(c.source == "HELPER = 1" for c in nb.cells), "the student's own cells are kept"
     joined = " | ".join(notes)
@@ -201,7 +211,7 @@ def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
     from gradlab.course import grade
     calls = []
 
-    def fake_run(jobs, timeout, workers, keep_dir=None, labels=None):
+    def fake_run(jobs, timeout, workers, keep_dir=None, labels=None, **kw):
         calls.append([i for i, _ in jobs])
         status = "no-kernel" if len(calls) == 1 else "ok"
         recs = {}
@@ -212,5 +222,5 @@ def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
 
     monkeypatch.setattr(grade_mod, "run_notebooks", fake_run)
     (res,) = grade([str(ROOT / "solutions" / "01_unbroadcast.ipynb")], solutions_dir=str(ROOT / "solutions"))
-    assert calls == [[0], [0]], "the notebook is run a second time"
+    assert calls == [[0, ("reference", 0)], [0, ("reference", 0)]], "the notebook (and its reference) run again"
     assert res.earned == res.possible > 0 and not res.failed
