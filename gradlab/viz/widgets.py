@@ -189,7 +189,11 @@ def _check_root(root, what):
             "no_grad() or from tensors without requires_grad=True; set requires_grad=True on the inputs")
 
 
-_BIG = 400   # above this many nodes, previews are shorter and heatmaps only kept for leaves
+_BIG = 200   # above this many nodes (or when boxes are drawn), previews are shorter and heatmaps only for leaves
+
+
+def _compact(gv) -> bool:
+    return len(gv.model.nodes) > _BIG or gv.plan.count < len(gv.model.nodes)
 
 
 def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backward", legend: bool = True,
@@ -208,7 +212,7 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
     _check_root(loss, "animate_backward")
     gv, opts = _graph_view(loss, view, legend, depth, max_nodes, fold)
     model = gv.model
-    compact = len(model.nodes) > _BIG
+    compact = _compact(gv)
     infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model), compact=compact)
     drawing = _drawing_traits(gv)
     rec = record_backward(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
@@ -241,7 +245,7 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
     _check_root(root, "animate_forward")
     gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
     model = gv.model
-    compact = len(model.nodes) > _BIG
+    compact = _compact(gv)
     sites = _data.meta_sites(model)
     sites.update(_data.site_map(model, frec))
     infos = _data.node_infos(model, root=root, sites=sites, compact=compact)
@@ -270,7 +274,7 @@ def graph_widget(root, view: str = "forward", legend: bool = True, title: str = 
     _check_root(root, "graph_widget")
     gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
     model = gv.model
-    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model), compact=len(model.nodes) > _BIG)
+    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model), compact=_compact(gv))
     drawing = _drawing_traits(gv)
     cls = _widget_class()
     return cls(title=title or f"{view} graph of '{model.root_name}' (click a node)", nodes=infos,
