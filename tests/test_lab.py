@@ -191,7 +191,7 @@ def test_lab_command_line(tmp_path):
 def test_gradlab_help_is_for_students_too():
     from gradlab.cli import _parser
     text = _parser().format_help()
-    assert "instructors." not in text.split("\n\n")[1].strip()[-13:]
+    assert "course tooling for instructors" not in text      # it used to say it was only for them
     assert "gradlab lab" in text and "gradlab grade exercises/" in text
 
 
@@ -262,7 +262,8 @@ def test_make_lab_starts_with_a_given_port(tmp_path):
         assert status is not None, "make lab did not answer on /api/status:\n" + text[-3000:]
         print(f"\nmake lab answered /api/status after {started:.1f} s")
         assert f"http://127.0.0.1:{port}/lab/tree/notebooks/00_welcome.ipynb?token={token}" in text
-        assert "Running as root is not recommended" not in text or "--allow-root" not in text
+        if hasattr(os, "geteuid") and os.geteuid() == 0:      # as root: JupyterLab got --allow-root and started
+            assert "running as root, so JupyterLab gets --allow-root" in text
         # rooted at the repository: notebooks/, exercises/ and the README are all listed
         req = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents", headers={"Authorization": f"token {token}"})
         with urllib.request.urlopen(req, timeout=10) as r:
