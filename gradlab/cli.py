@@ -1,5 +1,8 @@
 """The ``gradlab`` command.
 
+    gradlab lab [--port N] [JUPYTER LAB FLAGS...]      open the course in JupyterLab (gradlab/lab.py)
+    gradlab grade exercises/NN_name.ipynb               check your exercise (students and instructors)
+
     gradlab course build [--solutions solutions/] [--out exercises/] [--check]
     gradlab course mutants [NOTEBOOK...] [--solutions solutions/] [--min-score 0.9] [--json out.json]
                    [--timeout S] [-n N] [--limit 120] [--verbose]
@@ -18,8 +21,13 @@ import sys
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="gradlab", description="gradlab: course tooling for instructors.")
+    p = argparse.ArgumentParser(
+        prog="gradlab", description="gradlab: the course's command. Students: `gradlab lab` opens the course, "
+        "`gradlab grade exercises/NN_name.ipynb` checks an exercise. Instructors: `gradlab course build`, "
+        "`gradlab course mutants`, `gradlab grade` over many submissions.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("lab", help="open the course in JupyterLab (--port N; other flags go to jupyter lab)",
+                   add_help=False)
     course = sub.add_parser("course", help="build the student exercises from the instructor's notebooks")
     csub = course.add_subparsers(dest="course_command", metavar="ACTION")
     b = csub.add_parser("build", help="generate exercises/ from solutions/ (deterministic)")
@@ -27,7 +35,7 @@ def _parser():
     b.add_argument("--out", default="exercises", help="where the student notebooks go (default: exercises)")
     b.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out is not up to date")
     _mutants_parser(csub)
-    g = sub.add_parser("grade", help="grade submissions with nbval and print a score table")
+    g = sub.add_parser("grade", help="check exercise notebooks (yours, or submissions) and print a score table")
     g.add_argument("submissions", nargs="+", metavar="SUBMISSION.ipynb")
     g.add_argument("--against", default=None, help="the instructor notebook (default: matched in --solutions)")
     g.add_argument("--solutions", default="solutions", help="where to match submissions (default: solutions)")
@@ -106,6 +114,10 @@ def _write(path, text):
 
 
 def main(argv=None) -> int:
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    if args_list[:1] == ["lab"]:
+        from .lab import main as lab_main
+        return lab_main(args_list[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if argv is None:  # the `gradlab` command's own process: skip jsonschema's slow optional IRI grammar

@@ -37,7 +37,7 @@ def test_view_outputs(tmp_path):
     d = v.to_graphviz()
     assert isinstance(d, graphviz.Digraph) and 'id="op0"' in d.source
     assert set(pgv.AGraph(string=d.source).nodes()) == set(dot_graph(v).nodes())   # the same drawing
-    assert "forward graph of 'output'" in repr(v) and "memory:" in repr(v)
+    assert "forward graph of 'loss'" in repr(v) and "memory:" in repr(v)
 
 
 def test_gradlab_exports_show_graph():

@@ -32,6 +32,14 @@ export function bytes(n) {
   return (n / 1024 / 1024).toFixed(2) + " MiB";
 }
 
+// the same units as gradlab.viz.render.fmt_bytes (the SVG's memory footer)
+export function fmtBytes(n) {
+  const units = ["B", "KB", "MB", "GB"];
+  let k = 0;
+  while (n >= 1024 && k < 3) { n /= 1024; k++; }
+  return k === 0 ? `${Math.trunc(n)} B` : `${n.toFixed(1)} ${units[k]}`;
+}
+
 function fmt(v) {
   if (typeof v === "string") return v;
   if (v === 0) return "0";
@@ -72,7 +80,16 @@ function heatmap(v, caption) {
 function render({ model, el }) {
   const frames = model.get("frames") || [];
   const nodes = model.get("nodes") || {};
+  const meta = model.get("meta") || {};
   const F = frames.length;
+  let elemMap = model.get("elem") || {};   // model id -> drawn id (a collapsed module box)
+  let groups = model.get("groups") || {};  // drawn box id -> {path, label, ops, ...}
+  const E = (id) => elemMap[id] || id;
+  const nameOf = (id) => {                 // what a student calls it: a tensor's name, an op's name
+    if (id === "seed") return "the seed gradient (1)";
+    const n = nodes[id];
+    return n ? (n.kind === "op" ? n.op : n.label) : id;
+  };
   const root = h("div", "gl-root");
   root.tabIndex = 0;
   root.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -117,25 +134,43 @@ function render({ model, el }) {
   root.append(head, bar, body, legend);
   el.append(root);
 
-  // ----------------------------------------------------- index the SVG once
-  const svg = graph.querySelector("svg");
-  const elOf = new Map();
-  if (svg) {
-    svg.removeAttribute("width"); svg.removeAttribute("height");
-    for (const g of svg.querySelectorAll("g.node, g.edge")) if (g.id) elOf.set(g.id, g);
+  // ------------------------------- index the SVG (again after a box is expanded)
+  let svg = null, elOf = new Map(), appear = new Map(), runs = new Map(), edgesFrom = new Map(), footer = null;
+  const isEdge = new Set();
+  function index() {
+    svg = graph.querySelector("svg");
+    elOf = new Map();
+    if (svg) {
+      svg.removeAttribute("width"); svg.removeAttribute("height");
+      for (const g of svg.querySelectorAll("g.node, g.edge")) if (g.id) elOf.set(g.id, g);
+      footer = null;
+      for (const t of svg.querySelectorAll("text")) if (t.textContent.startsWith("memory:")) { footer = t; break; }
+    }
+    appear = new Map();   // drawn id -> frame index where it appears (forward frames)
+    runs = new Map();     // drawn id -> [frame indices where the engine is at it (or inside it)]
+    frames.forEach((f, k) => {
+      if (f.show) for (const id of f.show) { const d = E(id); if (!appear.has(d)) appear.set(d, k); }
+      for (const id of [f.n].concat(f.also || [])) {
+        const d = E(id);
+        if (!runs.has(d)) runs.set(d, []);
+        const r = runs.get(d);
+        if (r[r.length - 1] !== k) r.push(k);
+      }
+    });
+    edgesFrom = new Map();  // drawn edges leaving a drawn node (the gradient's way in the backward view)
+    isEdge.clear();
+    for (const [id, a, b] of model.get("edges") || []) {
+      isEdge.add(id);
+      if (!edgesFrom.has(a)) edgesFrom.set(a, []);
+      edgesFrom.get(a).push(id);
+      if (appear.size) {   // forward frames: an edge appears with the later of its two ends
+        const ka = appear.get(a), kb = appear.get(b);
+        if (ka !== undefined || kb !== undefined) appear.set(id, Math.max(ka ?? -1, kb ?? -1));
+      }
+    }
+    for (const id of elOf.keys()) (isEdge.has(id) ? edgeState : nodeState)(id, cur);
   }
-  const appear = new Map();   // id -> frame index where it appears (forward frames)
-  const runs = new Map();     // id -> [frame indices where it is the current node]
-  frames.forEach((f, k) => {
-    if (f.show) for (const id of f.show) if (!appear.has(id)) appear.set(id, k);
-    for (const id of [f.n].concat(f.also || [])) { if (!runs.has(id)) runs.set(id, []); runs.get(id).push(k); }
-  });
-  const edgesFrom = new Map(); // backward view: edges leaving a node, by id prefix g_<src>_
-  for (const [id] of elOf) {
-    const m = /^g_(.+)_in\d+$/.exec(id);
-    if (m) { if (!edgesFrom.has(m[1])) edgesFrom.set(m[1], []); edgesFrom.get(m[1]).push(id); }
-  }
-  const bwFrame = (id) => { const r = runs.get(id) || []; for (const k of r) if (!frames[k].fw) return k; return -1; };
+  const bwFrame = (id) => { const r = runs.get(E(id)) || []; for (const k of r) if (!frames[k].fw) return k; return -1; };
 
   // ------------------------------------------------------------- stepping
   let cur = 0;                 // 0 = before the first frame; k = frame k-1 has just run
@@ -145,11 +180,11 @@ function render({ model, el }) {
     if (!g) return;
     const a = appear.get(id);
     g.classList.toggle("gl-hidden", a !== undefined && a >= p);
-    const r = runs.get(id) || [];
-    let done = false;
-    for (const k of r) if (!frames[k].fw && k < p - 1) done = true;
+    const r = (runs.get(id) || []).filter((k) => !frames[k].fw);
+    // done once the engine has left it for good (a module box: after its last node)
+    const done = r.length > 0 && r[r.length - 1] < p - 1;
     g.classList.toggle("gl-done", done);
-    const pending = r.some((k) => !frames[k].fw) && !done && !(r.includes(p - 1));
+    const pending = r.length > 0 && !done && !r.includes(p - 1);
     g.classList.toggle("gl-pending", pending);
   }
   function edgeState(id, p) {
@@ -161,10 +196,15 @@ function render({ model, el }) {
     const ids = new Set();
     for (let k = Math.max(0, lo - 1); k <= Math.min(F - 1, hi); k++) {
       const f = frames[k];
-      ids.add(f.n);
-      if (f.also) for (const a of f.also) ids.add(a);
-      if (f.show) for (const s of f.show) ids.add(s);
+      ids.add(E(f.n));
+      if (f.also) for (const a of f.also) ids.add(E(a));
+      if (f.show) for (const s of f.show) {
+        const d = E(s);
+        ids.add(d);
+        for (const eid of edgesFrom.get(d) || []) ids.add(eid);
+      }
     }
+    if (appear.size) for (const [id, k] of appear) if (isEdge.has(id) && k >= lo - 1 && k <= hi) ids.add(id);
     return ids;
   }
   function go(p, sync) {
@@ -175,22 +215,32 @@ function render({ model, el }) {
     for (const g of marked) g.classList.remove("gl-current", "gl-target", "gl-flow");
     marked = [];
     const ids = touched(Math.min(old, p), Math.max(old, p));
-    for (const id of ids) (id.startsWith("e_") || id.startsWith("g_") ? edgeState : nodeState)(id, p);
+    for (const id of ids) (isEdge.has(id) ? edgeState : nodeState)(id, p);
     const f = p > 0 ? frames[p - 1] : null;
     if (f) {
+      const here = E(f.n);
       for (const id of [f.n].concat(f.also || [])) {
-        const g = elOf.get(id);
+        const g = elOf.get(E(id));
         if (g) { g.classList.add("gl-current"); g.classList.remove("gl-pending"); marked.push(g); }
       }
       if (!f.fw) {
-        for (const o of f.gout) { const g = elOf.get(o.to); if (g) { g.classList.add("gl-target"); marked.push(g); } }
-        for (const eid of edgesFrom.get(f.n) || []) { const g = elOf.get(eid); if (g) { g.classList.add("gl-flow"); marked.push(g); } }
+        for (const o of f.gout) {
+          const d = E(o.to);
+          const g = d !== here && elOf.get(d);
+          if (g) { g.classList.add("gl-target"); marked.push(g); }
+        }
+        const tos = new Set(f.gout.map((o) => E(o.to)));
+        for (const eid of edgesFrom.get(here) || []) {
+          const g = elOf.get(eid);
+          if (g && (groups[here] === undefined || tos.has(edgeDst.get(eid)))) { g.classList.add("gl-flow"); marked.push(g); }
+        }
       }
     }
     slider.value = p;
     label.textContent = `step ${p} / ${F}`;
     panel.innerHTML = describe(f, p);
     memMark(p);
+    footerAt(p, f);
     if (inspId) inspect(inspId);
     root.dataset.step = p;
     root.dataset.current = f ? f.n : "";
@@ -206,7 +256,10 @@ function render({ model, el }) {
                 : "Press <b>Step forward</b>: each step is one op as the forward pass recorded it, with the bytes it saved for backward."}</p>`;
     }
     const info = nodes[f.n] || {};
-    let s = `<div class="gl-ptitle">step ${p}: <b>${esc(f.op)}</b> <span class="gl-dim">(${esc(f.n)})</span></div>`;
+    const box = groups[E(f.n)];
+    const what = info.kind === "tensor" ? ` <span class="gl-dim">→ ${esc(info.label)}</span>` : "";
+    let s = `<div class="gl-ptitle">step ${p}: <b>${esc(f.op)}</b>${what}</div>`;
+    if (box && !box.more) s += `<p class="gl-dim gl-inside">inside <b>${esc(box.label)}</b> (${esc(box.type)}); click the box to expand it</p>`;
     if (f.fw) {
       s += `<p>forward: ran <b>${esc(f.op)}</b> → <code>${esc(shape(info.shape))}</code></p>`;
       s += `<p>saved for backward: +${bytes(f.added)} (total ${bytes(f.mem)})</p>`;
@@ -216,7 +269,7 @@ function render({ model, el }) {
     if (f.f) s += `<div class="gl-formula"><code>${esc(f.f)}</code></div>`;
     const acc = f.acc || [];
     if (acc.length > 1)
-      s += `<p class="gl-accum"><b>accumulation:</b> ${acc.length} gradients arrived (from ${acc.map((a) => esc(a.from)).join(", ")}) and were added up</p>`;
+      s += `<p class="gl-accum"><b>accumulation:</b> ${acc.length} gradients arrived (from ${acc.map((a) => esc(nameOf(a.from))).join(", ")}) and were added up</p>`;
     s += `<p>incoming gradient dY: ${f.gin.map(preview).join("<br>")}</p>`;
     if (f.leaf) {
       s += `<p>.grad before: ${f.leaf.before ? preview(f.leaf.before) : "<i>None</i>"}</p>`;
@@ -227,7 +280,7 @@ function render({ model, el }) {
       s += `<p>outgoing gradients:</p><ul class="gl-gout">`;
       for (const o of f.gout) {
         const tgt = nodes[o.to] || {};
-        s += `<li>input ${o.i} → <b>${esc(tgt.label || o.to)}</b>: ${preview(o.v)}`;
+        s += `<li>input ${o.i} → <b>${esc(tgt.kind === "op" ? tgt.op : (tgt.label || "?"))}</b>: ${preview(o.v)}`;
         if (o.axes) s += `<br><span class="gl-bcast">broadcast: summed over axes ${esc(shape(o.axes))} to fit ${esc(shape(o.v.s))}</span>`;
         s += `</li>`;
       }
@@ -252,6 +305,20 @@ function render({ model, el }) {
     </svg>`;
   const mark = mem.querySelector(".gl-mmark");
   function memMark(p) { const x = xs(p).toFixed(1); mark.setAttribute("x1", x); mark.setAttribute("x2", x); }
+  // the SVG's footer follows the steps: saved activations fall, gradients grow
+  let lastGb = meta.gradients || 0;
+  function footerAt(p, f) {
+    if (!footer || !F) return;
+    let gb = meta.gradients || 0;
+    for (let k = p - 1; k >= 0; k--) if (frames[k].gb !== undefined) { gb = frames[k].gb; break; }
+    lastGb = gb;
+    const saved = p > 0 ? (f.mem || 0) : (model.get("mem0") || 0);
+    const parts = [`parameters ${fmtBytes(meta.parameters || 0)}`];
+    if (meta.leaves) parts.push(`other leaves ${fmtBytes(meta.leaves)}`);
+    parts.push(`saved activations ${fmtBytes(saved)}`, `gradients ${fmtBytes(gb)}`);
+    footer.textContent = "memory: " + parts.join(", ");
+    root.dataset.footer = footer.textContent;
+  }
 
   // ------------------------------------------------------------ inspector
   let inspId = null;
@@ -276,6 +343,8 @@ function render({ model, el }) {
       if (n.bytes !== undefined) row("bytes", bytes(n.bytes));
     }
     if (n.module) row("module", esc(n.module));
+    if (n.aliases) row("also named", esc(n.aliases.join(", ")) + " <span class=\"gl-dim\">(tied: one tensor)</span>");
+    if (n.users) row("used by", esc(n.users.join(", ")));
     if (n.site) row("created at", `<code>${esc(n.site)}</code>`);
     if (n.missing) row("missing grad", esc(n.missing));
     let g = "";
@@ -284,7 +353,8 @@ function render({ model, el }) {
     if (n.grad && arrived) g = heatmap(n.grad, ".grad");
     else if (n.grad_in && arrived) g = heatmap(n.grad_in, "gradient arriving (dY)");
     else if (k >= 0) g = `<p class="gl-dim">no gradient yet: this node runs at step ${k + 1}</p>`;
-    insp.innerHTML = `<div class="gl-ititle"><b>${esc(n.label || id)}</b> <span class="gl-dim">${esc(id)}</span>
+    const kind = n.kind === "op" ? "op" : (n.role || "tensor");
+    insp.innerHTML = `<div class="gl-ititle"><b>${esc(n.label || "?")}</b> <span class="gl-dim">${esc(kind)}</span>
       <button class="gl-btn gl-close" type="button" aria-label="close inspector">×</button></div>
       <table class="gl-itable">${rows.join("")}</table>${g}`;
     insp.hidden = false;
@@ -293,7 +363,11 @@ function render({ model, el }) {
   }
   graph.addEventListener("click", (ev) => {
     const g = ev.target.closest && ev.target.closest("g.node");
-    if (g && g.id && nodes[g.id]) inspect(g.id);
+    if (!g || !g.id) return;
+    if (groups[g.id] && !groups[g.id].more) {   // a collapsed module: ask the kernel to draw it open
+      g.classList.add("gl-expanding");
+      model.send({ expand: g.id });
+    } else if (nodes[g.id]) inspect(g.id);
   });
 
   // ------------------------------------------------------------ controls
@@ -334,10 +408,27 @@ function render({ model, el }) {
   model.on("change:step", () => { const s = model.get("step"); if (s !== cur) { stop(false); go(s, false); } });
 
   // the initial state: everything pending (backward) or hidden (forward)
-  for (const id of elOf.keys()) (id.startsWith("e_") || id.startsWith("g_") ? edgeState : nodeState)(id, 0);
+  let edgeDst = new Map();
+  const reindex = () => {
+    edgeDst = new Map((model.get("edges") || []).map(([id, , b]) => [id, b]));
+    marked = [];
+    index();
+  };
   cur = 0;
+  reindex();
   go(Math.max(0, Math.min(F, model.get("step") || 0)), false);
-  root.__gradlab = { go, frames, get step() { return cur; } };
+  // a box was expanded: the kernel sent a new drawing; keep the step, redraw, re-index
+  model.on("change:svg", () => {
+    const t0 = performance.now();
+    elemMap = model.get("elem") || {};
+    groups = model.get("groups") || {};
+    graph.innerHTML = model.get("svg") || "";
+    reindex();
+    go(cur, false);
+    root.dataset.expandMs = (performance.now() - t0).toFixed(1);
+    root.dataset.expanded = String((+root.dataset.expanded || 0) + 1);
+  });
+  root.__gradlab = { go, frames, E, get step() { return cur; }, get groups() { return groups; } };
   return () => stop(false);
 }
 

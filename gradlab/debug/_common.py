@@ -133,9 +133,9 @@ class Site:
         return linecache.getline(self.filename, self.lineno).strip()
 
     def __str__(self):
-        short = os.path.basename(self.filename)
+        from ..viz.record import format_site   # "cell [3], line 1" for a notebook cell
         code = self.code
-        return f"{short}:{self.lineno} in {self.function}" + (f": {code}" if code else "")
+        return format_site(self.filename, self.lineno, self.function) + (f": {code}" if code else "")
 
     __repr__ = __str__
 

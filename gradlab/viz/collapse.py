@@ -44,6 +44,7 @@ class GroupNode:
     grad_sq: float = 0.0       # sum of squared grad norms of the parameters inside
     with_grad: int = 0         # how many of them have a .grad
     missing: list = dataclasses.field(default_factory=list)   # names of those marked "grad: None"
+    shared: list = dataclasses.field(default_factory=list)    # parameters it shares with other boxes (tied)
     saved_bytes: int = 0
     folded: int = 1            # how many identical sibling blocks this box stands for
     last_path: Optional[str] = None
@@ -67,6 +68,7 @@ class DrawPlan:
     notes: list = dataclasses.field(default_factory=list)
     full_count: int = 0
     truncated: bool = False
+    expand: frozenset = frozenset()
 
     @property
     def count(self) -> int:
@@ -85,15 +87,27 @@ def max_module_depth(model: GraphModel) -> int:
     return max((len(_parts(o.module)) for o in model.ops if o.module is not None), default=-1)
 
 
-def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
+def _group_key(parts, depth, expand):
+    """The box an op of module ``parts`` goes in at ``depth`` (None: drawn itself), opening ``expand``ed boxes."""
+    d = depth
+    while len(parts) >= d:
+        path = ".".join(parts[:d])
+        if path not in expand:
+            return path
+        d += 1
+    return None
+
+
+def _group_plan(model: GraphModel, depth, fold: bool, expand=frozenset()) -> DrawPlan:
     nodes = model.nodes
     key = {}                                   # model id -> group path
+    shared_of = {}                             # a tied parameter (drawn apart) -> the groups that use it
     if depth is not None:
         for o in model.ops:
             if o.module is not None:
-                p = _parts(o.module)
-                if len(p) >= depth:
-                    key[o.id] = ".".join(p[:depth])
+                k = _group_key(_parts(o.module), depth, expand)
+                if k is not None:
+                    key[o.id] = k
     if key:
         neigh = {}
         for e in model.edges:
@@ -109,6 +123,8 @@ def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
                 (k,) = ks
                 if k is not None:
                     key[t.id] = k
+            elif t.role in ("parameter", "leaf") and t.requires_grad:
+                shared_of[t.id] = sorted(k for k in ks if k is not None)
     groups = {}
     used_ids = set()
     for nid, k in key.items():
@@ -134,6 +150,14 @@ def _group_plan(model: GraphModel, depth, fold: bool) -> DrawPlan:
                 g.grad_sq += n.grad.norm ** 2
             if n.missing_grad:
                 g.missing.append(n.name)
+    for tid, ks in shared_of.items():          # counted in each box that uses it, and said so
+        t = nodes[tid]
+        for k in ks:
+            g = groups.get(k)
+            if g is not None:
+                g.param_count += prod(t.shape)
+                g.param_bytes += t.nbytes
+                g.shared.append(t.name)
     rename = {k: k for k in groups}
     if fold and len(groups) > 1:
         _fold(groups, rename, nodes)
@@ -192,6 +216,7 @@ def _fold(groups: dict, rename: dict, nodes):
                 head.grad_sq += g.grad_sq
                 head.with_grad += g.with_grad
                 head.missing += g.missing
+                head.shared += [n for n in g.shared if n not in head.shared]
                 head.saved_bytes += g.saved_bytes
                 rename[p] = run[0]
             head.folded = len(run)
@@ -228,17 +253,22 @@ def _map_edges(edges, element_of):
 
 
 def plan(model: GraphModel, depth: Optional[int] = None, max_nodes: Optional[int] = 400,
-         fold: bool = True) -> DrawPlan:
-    """What to draw for ``model`` (see the module docstring)."""
+         fold: bool = True, expand=()) -> DrawPlan:
+    """What to draw for ``model`` (see the module docstring).
+
+    ``expand``: module paths whose box is opened (its submodules become boxes
+    one level deeper, or its ops are drawn): how a widget expands a box in place.
+    """
     with no_gc():
-        return _plan(model, depth, max_nodes, fold)
+        return _plan(model, depth, max_nodes, fold, frozenset(expand or ()))
 
 
-def _plan(model, depth, max_nodes, fold):
+def _plan(model, depth, max_nodes, fold, expand=frozenset()):
     if depth is not None and depth < 0:
         from ..errors import ArgumentError
         raise ArgumentError(f"show_graph: depth must be None or >= 0, got {depth}")
-    p = _group_plan(model, depth, fold)
+    p = _group_plan(model, depth, fold, expand)
+    p.expand = expand
     full = len(model.nodes)
     p.full_count = full
     if max_nodes is None or p.count <= max_nodes:
@@ -247,7 +277,7 @@ def _plan(model, depth, max_nodes, fold):
     start = deepest if depth is None else depth - 1
     best = p
     for d in range(start, -1, -1):
-        q = _group_plan(model, d, fold)
+        q = _group_plan(model, d, fold, expand)
         q.full_count = full
         if q.count < best.count:
             best = q

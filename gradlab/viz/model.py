@@ -33,6 +33,8 @@ keyed by creation number. The walk is an explicit stack: a 100 000-op chain is f
 """
 from __future__ import annotations
 
+import os
+import sys
 import weakref
 
 from ..autograd.function import AccumulateGrad
@@ -62,6 +64,76 @@ def _named(params):
     return items
 
 
+_GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CallerNames:
+    """What the caller's code calls things: names of the tensors and modules bound in user frames.
+
+    Walks the frames outside gradlab (innermost first: a function's locals, then
+    its module's or the notebook's globals) once. ``tensor[id(t)]`` is the
+    variable a tensor is bound to, ``data[id(t.data)]`` the same keyed by its
+    array (a constant input is only known to the graph by what it saved),
+    ``param[id(p)]`` every qualified name of a Module parameter
+    (``blocks.0.attn.qkv.weight``; a tied weight has two), from the modules bound
+    in those frames, biggest first.
+    """
+
+    def __init__(self, frame=None, max_frames=12):
+        from .._tensor import Tensor
+        self.tensor, self.data, self.param = {}, {}, {}
+        modules = []
+        seen_ns = set()
+        f = frame if frame is not None else sys._getframe(1)
+        n = 0
+        while f is not None and n < max_frames:
+            fn = f.f_code.co_filename
+            if not os.path.abspath(fn).startswith(_GRADLAB_DIR) and not fn.startswith("<frozen"):
+                n += 1
+                for ns in (f.f_locals, f.f_globals):
+                    if id(ns) in seen_ns:
+                        continue
+                    seen_ns.add(id(ns))
+                    for k, v in list(ns.items()):
+                        if not isinstance(k, str) or k.startswith("_") or not k.isidentifier():
+                            continue
+                        if isinstance(v, Tensor):
+                            self.tensor.setdefault(id(v), k)
+                            self.data.setdefault(id(v.data), v.name or k)
+                        elif _is_module(v):
+                            modules.append(v)
+            f = f.f_back
+        mods = []
+        for m in modules:
+            if all(m is not o for o in mods):
+                mods.append(m)
+        sizes = []
+        for m in mods:
+            try:
+                named = list(m.named_parameters(remove_duplicate=False))
+            except Exception:  # noqa: BLE001 - a user Module with an unusual named_parameters
+                continue
+            sizes.append((len(named), named))
+        sizes.sort(key=lambda x: -x[0])
+        for _, named in sizes:
+            fresh = {}
+            for qn, p in named:
+                if id(p) not in self.param:
+                    fresh.setdefault(id(p), []).append(qn)
+            self.param.update(fresh)
+
+    def __bool__(self):
+        return bool(self.tensor or self.param)
+
+
+def _is_module(v) -> bool:
+    try:
+        from ..nn import Module
+    except Exception:  # pragma: no cover - nn always imports
+        return False
+    return isinstance(v, Module)
+
+
 def collect(root_fn):
     """Every node reachable from ``root_fn`` (explicit stack, no recursion), ops sorted by seq."""
     seen = {root_fn}
@@ -78,7 +150,7 @@ def collect(root_fn):
     return ops, accs
 
 
-def build_model(root, view: str = "forward", params=None) -> GraphModel:
+def build_model(root, view: str = "forward", params=None, caller=None) -> GraphModel:
     """Read the graph behind tensor ``root`` into a :class:`GraphModel`.
 
     ``params``: tensors to name and to check (a dict name -> tensor, the pairs
@@ -86,6 +158,10 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
     names; named intermediate tensors are drawn as their own nodes; tensors
     that require grad but that ``root`` does not reach are drawn apart and
     marked "missing grad".
+
+    ``caller``: a :class:`CallerNames` (or a frame to read one from): leaves
+    without a ``name`` take the variable they are bound to, Module parameters
+    their qualified name; by default the calling code's frames are read.
     """
     if not isinstance(root, Tensor):
         from .show import NotATensorError
@@ -100,7 +176,9 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
     for name, t in named:
         if name is not None:
             names.setdefault(id(t), name)
-    b = _Builder(root, view, names)
+    if caller is None or not isinstance(caller, CallerNames):
+        caller = CallerNames(caller if caller is not None else sys._getframe(1))
+    b = _Builder(root, view, names, caller)
     b.named_values = [t for _, t in named if t.grad_fn is not None]
     with no_gc():
         b.walk()
@@ -110,8 +188,9 @@ def build_model(root, view: str = "forward", params=None) -> GraphModel:
 
 
 class _Builder:
-    def __init__(self, root, view, names):
+    def __init__(self, root, view, names, caller=None):
         self.root, self.view, self.names = root, view, names
+        self.caller = caller
         self.backward = view == "backward"
         self.nodes, self.edges = {}, []
         self.counts = {"p": 0, "x": 0, "c": 0, "t": 0}
@@ -126,16 +205,44 @@ class _Builder:
             return self.names[id(t)], False
         if t is not None and t.name:
             return t.name, False
+        c = self.caller
+        if t is not None and c:
+            qn = c.param.get(id(t))
+            if qn:
+                return qn[0], False
+            var = c.tensor.get(id(t))
+            if var:
+                return var, False
         k = self.counts[prefix]
         self.counts[prefix] += 1
         return f"{prefix}{k}", True
 
     def _tensor_node(self, nid, t, role, order):
         name, gen = self._name(t, {"parameter": "p", "leaf": "x", "constant": "c"}.get(role, "t"))
+        aliases = []
+        if self.caller and role in ("parameter", "leaf"):
+            aliases = [a for a in self.caller.param.get(id(t), ()) if a != name]
         return TensorNode(
             id=nid, name=name, role=role, shape=tuple(t.shape), dtype=_dname(t.dtype), device=str(t.device),
             requires_grad=bool(t.requires_grad), nbytes=int(t.data.nbytes), grad=grad_summary(t.grad),
-            generated_name=gen, order=order)
+            generated_name=gen, order=order, aliases=aliases)
+
+    def _constant_name(self, n, i, im):
+        """A no-grad input is not kept by the graph; what op ``n`` saved may say what it was called."""
+        c = self.caller
+        shape = tuple(im[0])
+        for s in n.saved:
+            if s.output_nr is not None or s.shape is None or tuple(s.shape) != shape:
+                continue
+            if s.data is not None and c and id(s.data) in c.data:
+                return c.data[id(s.data)]
+        if not self.backward:
+            # an input the op saved under its tensor's own name (x.name = "x")
+            named = [s.name for s in n.saved if s.output_nr is None and s.name and s.shape is not None
+                     and tuple(s.shape) == shape and s.tensor is None]
+            if len(named) == 1:
+                return named[0]
+        return None
 
     # ------------------------------------------------------------- walk
     def walk(self):
@@ -193,11 +300,13 @@ class _Builder:
                 if e is None:
                     if im is not None and not self.backward:
                         cid = f"{nid}_in{i}"
-                        k = self.counts["c"]
-                        self.counts["c"] += 1
+                        cname = self._constant_name(n, i, im)
+                        if cname is None:
+                            k = self.counts["c"]
+                            self.counts["c"] += 1
                         self.nodes[cid] = TensorNode(
-                            id=cid, name=f"c{k}", role="constant", shape=tuple(im[0]), dtype=_dname(im[1]),
-                            order=order)
+                            id=cid, name=cname or f"c{k}", role="constant", shape=tuple(im[0]),
+                            dtype=_dname(im[1]), order=order, generated_name=cname is None)
                         order += 1
                         self._edge(cid, nid, i, im)
                     continue
@@ -258,7 +367,7 @@ class _Builder:
         role = "output" if t is self.root else "intermediate"
         tn = self._tensor_node(vid, t, role, order)
         if role == "output" and tn.generated_name:
-            tn.name = "output"
+            tn.name = "output"      # drawn as just "output" (the role is not repeated)
         self.nodes[vid] = tn
         sh, dt = n.out_meta[nr]
         if self.backward:
@@ -357,6 +466,19 @@ class _Builder:
             notes.append(f"... and {len(missing) - 5} more tensors without a grad")
         if any(n._released for n in self.ops):
             notes.append("backward() already ran without retain_graph=True, so the saved tensors are freed")
+        users = {}
+        for e in self.edges:
+            a, b = (e.dst, e.src) if self.backward else (e.src, e.dst)   # (tensor, op) in either view
+            ta, ob = self.nodes.get(a), self.nodes.get(b)
+            if ta is not None and ob is not None and ta.kind == "tensor" and ob.kind == "op" and \
+                    ta.role in ("parameter", "leaf"):
+                lst = users.setdefault(a, [])
+                mod = ob.module if ob.module is not None else ""
+                if mod not in lst:
+                    lst.append(mod)
+        for a, lst in users.items():
+            if len(lst) > 1:
+                self.nodes[a].users = [m or "(top level)" for m in lst]
         if self.backward:
             incoming = {}
             for e in self.edges:

@@ -58,6 +58,8 @@ class TensorNode:
     in_graph: bool = True      # False for params= tensors the root does not reach
     generated_name: bool = True
     module: Optional[str] = None   # filled by the collapser for absorbed leaves
+    aliases: list = dataclasses.field(default_factory=list)   # other qualified names (a tied weight)
+    users: list = dataclasses.field(default_factory=list)     # modules whose ops use it (filled in finish)
     accumulates: int = 0       # backward view: how many gradients arrive here
     order: int = 0             # stable sort key
     kind: str = "tensor"

@@ -284,13 +284,37 @@ def record_backward(tensor, gradient=None, retain_graph=None, preview_limit=256)
 
 
 # --------------------------------------------------------------------- forward
+def _cell_number(filename):
+    """The execution count of the notebook cell IPython compiled into ``filename`` (None if not a cell)."""
+    ip_mod = sys.modules.get("IPython")
+    if ip_mod is None:
+        return None
+    try:
+        ip = ip_mod.get_ipython()
+        fmap = getattr(getattr(ip, "compile", None), "_filename_map", None)
+    except Exception:  # noqa: BLE001 - no shell: a plain script
+        return None
+    if fmap:
+        return fmap.get(filename)
+    return None
+
+
+def format_site(filename, lineno, func):
+    """``cell [3], line 1`` for a notebook cell (``, in mlp`` inside a function); ``file.py:12 in f`` otherwise."""
+    n = _cell_number(filename)
+    if n is not None:
+        where = f"cell [{n}], line {lineno}"
+        return where + (f", in {func}" if func not in ("<module>", "<lambda>", "<listcomp>", "<genexpr>") else "")
+    return f"{os.path.basename(filename)}:{lineno} in {func}"
+
+
 def user_site():
-    """``file:line in function`` of the first caller frame outside gradlab (the user's line)."""
+    """Where in the user's code we are: the first caller frame outside gradlab (see :func:`format_site`)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if not os.path.abspath(fn).startswith(_GRADLAB_DIR):
-            return f"{os.path.basename(fn)}:{f.f_lineno} in {f.f_code.co_name}"
+            return format_site(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
 

@@ -110,7 +110,7 @@ def _grad_rows(t, view):
 
 def tensor_label(t, view="forward") -> str:
     role = t.role if t.in_graph else f"{t.role}, not in graph"
-    head = f"<B>{_esc(t.name)}</B> " + _small(_esc(role), "#333333")
+    head = f"<B>{_esc(t.name)}</B>" + ("" if t.name == role else " " + _small(_esc(role), "#333333"))
     if view == "backward" and t.role in ("leaf", "parameter"):
         head = f"<B>{_esc(t.name)}</B>.grad " + _small("AccumulateGrad" if t.in_graph else "not in graph", "#333333")
     elif view == "backward" and t.role == "output":
@@ -119,6 +119,10 @@ def tensor_label(t, view="forward") -> str:
     if t.requires_grad:
         flags.append("requires_grad")
     rows = [head, _small(_esc(" ".join(flags)), "#222222", 10)]
+    if t.aliases:
+        rows.append(_small(_esc("also " + ", ".join(t.aliases) + " (tied: one tensor)"), "#333333"))
+    if len(t.users) > 1:
+        rows.append(_small(_esc("used by " + ", ".join(t.users)), "#333333"))
     rows += _grad_rows(t, view)
     if t.accumulates >= 2:
         rows.append(_small(f"<B>&#931; adds {t.accumulates} gradients</B>", "#7a2e5a"))
@@ -149,7 +153,8 @@ def group_label(g) -> str:
     kind = g.module_type or "module"
     head = f"<B>{_esc(kind)}{' &#215;' + str(g.folded) if g.folded > 1 else ''}</B>"
     rows = [head, _small(_esc(title), "#333333", 10),
-            _small(f"{g.op_count} ops, {g.param_count:,} params ({fmt_bytes(g.param_bytes)})"),
+            _small(f"{g.op_count} ops, {g.param_count:,} params ({fmt_bytes(g.param_bytes)})"
+                   + (f", incl. {len(g.shared)} shared: {_esc(', '.join(g.shared[:2]))}" if g.shared else "")),
             _small(f"saved for backward {fmt_bytes(g.saved_bytes)}")]
     if g.with_grad:
         rows.append(_small(f"grads: {g.with_grad} tensors, total norm {_num(g.grad_sq ** 0.5)}", "#1f4e79"))
@@ -219,8 +224,8 @@ def _legend(items, view, prefix):
     if "group" in kinds:
         present.append(("group", "module (collapsed)"))
     lines = [f"subgraph {_q('cluster_' + prefix + 'legend')} {{",
-             f'label="legend"; id={_q(prefix + "legend")}; class="legend"; fontsize=9; style="rounded"; '
-             'color="#bbbbbb"; fontcolor="#555555";']
+             f'label="legend"; id={_q(prefix + "legend")}; class="legend"; fontsize=9; style="rounded,filled"; '
+             'fillcolor="#f7f7f7"; color="#bbbbbb"; fontcolor="#333333";']
     ids = []
     for key, text in present:
         nid = f"legend_{key}"
@@ -259,14 +264,16 @@ def memory_line(model: GraphModel) -> str:
     return "memory: " + ", ".join(parts)
 
 
-def _footer(model, p):
+def _footer(model, p, id_prefix=""):
     rows = [f'<FONT POINT-SIZE="10">{_esc(memory_line(model))}</FONT>']
     for note in list(model.notes) + list(p.notes):
         lines = textwrap.wrap("note: " + note, 110, subsequent_indent="   ")
         rows.append(_small('<BR ALIGN="LEFT"/>'.join(_esc(ln) for ln in lines) + '<BR ALIGN="LEFT"/>',
                            "#444444", 9))
     body = "".join(f'<TR><TD ALIGN="LEFT">{r}</TD></TR>' for r in rows)
-    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{body}</TABLE>>'
+    # a light card of its own: readable on a light or a dark page (the picture has no background)
+    return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" BGCOLOR="#f7f7f7" '
+            f'STYLE="rounded" ID="{id_prefix}footer">{body}</TABLE>>')
 
 
 def dot_statements(model: GraphModel, p: DrawPlan, legend=True, id_prefix="", rankdir="TB"):
@@ -274,10 +281,10 @@ def dot_statements(model: GraphModel, p: DrawPlan, legend=True, id_prefix="", ra
     view = model.view
     lines = [
         f"graph [id={_q(id_prefix + 'graph')}, class={_q('gradlab-graph ' + view)}, rankdir={rankdir}, "
-        'nodesep=0.25, ranksep=0.3, fontname="Helvetica,Arial,sans-serif", labelloc=b, labeljust=l, '
-        f"label={_footer(model, p)}]",
+        'bgcolor="transparent", nodesep=0.25, ranksep=0.3, fontname="Helvetica,Arial,sans-serif", labelloc=b, labeljust=l, '
+        f"label={_footer(model, p, id_prefix)}]",
         'node [fontname="Helvetica,Arial,sans-serif", fontsize=11, margin="0.08,0.04", height=0.3]',
-        'edge [fontname="Helvetica,Arial,sans-serif", fontsize=9, fontcolor="#555555", color="#555555", '
+        'edge [fontname="Helvetica,Arial,sans-serif", fontsize=9, fontcolor="#808080", color="#808080", '
         'arrowsize=0.7]',
     ]
     # nested frames for ops that ran inside modules (only drawn when some op has a module)
@@ -329,7 +336,7 @@ def _clusters(tree, p, view, prefix):
         label = path + (f" ({types[path]})" if path in types else "")
         out.append(f"subgraph {_q(cid)} {{")
         out.append(f'id={_q(cid)}; class="module"; label={_q(label)}; fontsize=9; fontcolor="#7a2e5a"; '
-                   'style="rounded,dashed"; color="#cc79a7";')
+                   'style="rounded,dashed,filled"; fillcolor="#fbf3f8"; color="#cc79a7";')
         out += [_node_stmt(nid, p.items[nid], view, prefix) for nid in tree.get(path, [])]
         stack.append((path, True))
         stack += [(c, False) for c in sorted(children.get(path, []), reverse=True)]

@@ -116,7 +116,7 @@ class GraphView:
 
 
 def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=None, fold: bool = True,
-               legend: bool = True, id_prefix: str = "", rankdir: str = "TB") -> GraphView:
+               legend: bool = True, id_prefix: str = "", rankdir: str = "TB", expand=()) -> GraphView:
     """Draw the graph behind ``root`` (usually the loss).
 
     ``view``: ``"forward"`` (how the value was computed) or ``"backward"``
@@ -131,11 +131,19 @@ def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=No
     (or ``model.named_parameters()``) to name leaves and to flag the ones that
     the root does not reach. ``fold``: fold identical repeated blocks.
     ``id_prefix``: prepended to every SVG id (several graphs in one page).
+    ``expand``: module paths to open although ``depth`` would box them (``expand=["blocks.0"]``).
     """
     if hasattr(root, "_show_graph_"):  # a gradlab.compile'd function draws its graphs before/after the passes
         return root._show_graph_(which=view, rankdir=rankdir)
     model = build_model(root, view=view, params=params)
-    p = _collapse.plan(model, depth=depth, max_nodes=max_nodes, fold=fold)
+    return view_of(model, depth=depth, max_nodes=max_nodes, fold=fold, legend=legend, id_prefix=id_prefix,
+                   rankdir=rankdir, expand=expand)
+
+
+def view_of(model: GraphModel, depth=None, max_nodes=400, fold=True, legend=True, id_prefix="", rankdir="TB",
+            expand=()) -> GraphView:
+    """A :class:`GraphView` of an already-built model (the widgets re-plan it when a box is expanded)."""
+    p = _collapse.plan(model, depth=depth, max_nodes=max_nodes, fold=fold, expand=expand)
     rankdir = rankdir if rankdir in ("TB", "LR", "BT", "RL") else "TB"
     source = _render.to_dot(model, plan=p, legend=legend, id_prefix=id_prefix, rankdir=rankdir)
     return GraphView(model, p, source, id_prefix)

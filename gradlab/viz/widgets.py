@@ -82,12 +82,42 @@ def _widget_class():
         frames = t.List().tag(sync=True)
         mem0 = t.Int(0).tag(sync=True)
         step = t.Int(0).tag(sync=True)
+        #: the drawing: model id -> drawn id where they differ (a collapsed module box), drawn edges
+        #: [id, src, dst], the boxes (id -> what they hold), the memory footer's fixed parts
+        elem = t.Dict().tag(sync=True)
+        edges = t.List().tag(sync=True)
+        groups = t.Dict().tag(sync=True)
+        meta = t.Dict().tag(sync=True)
 
-        def __init__(self, *, static_svg="", order=(), **kw):
+        def __init__(self, *, static_svg="", order=(), drawing=None, **kw):
             super().__init__(**kw)
             self._static_svg = static_svg
             #: the model ids of the nodes, one per frame, in the order the engine ran them
             self.order = list(order)
+            self._drawing = drawing      # (GraphModel, plan options) to re-plan when a box is expanded
+            self.expanded = []
+            self.on_msg(self._on_msg)
+
+        def _on_msg(self, _widget, content, _buffers):
+            if isinstance(content, dict) and content.get("expand"):
+                self.expand(content["expand"])
+
+        def expand(self, box):
+            """Open a collapsed module box (its drawn id ``mod_...`` or its module path) in place."""
+            if self._drawing is None:
+                return False
+            model, opts = self._drawing
+            path = self.groups.get(box, {}).get("path", box)
+            if path in self.expanded:
+                return False
+            self.expanded = self.expanded + [path]
+            gv = _view(model, opts, self.expanded)
+            d = _drawing_traits(gv)
+            self._static_svg = d["svg"]
+            with self.hold_sync():
+                for k, v in d.items():
+                    setattr(self, k, v)
+            return True
 
         @property
         def num_steps(self) -> int:
@@ -113,10 +143,41 @@ def _inline(svg: str) -> str:
     return svg[i:] if i > 0 else svg
 
 
-def _graph_view(root, view, legend):
-    from .show import show_graph
-    # every node drawn on its own (no folding, no collapsing): each step must have its node
-    return show_graph(root, view=view, max_nodes=None, fold=False, legend=legend)
+def _graph_view(root, view, legend, depth=None, max_nodes=400, fold=True):
+    """The drawing the widget steps over: ``show_graph``'s, with the same ``depth=`` / folding / ``max_nodes``."""
+    from .model import build_model
+    from .show import view_of
+    model = build_model(root, view=view)
+    opts = dict(depth=depth, max_nodes=max_nodes, fold=fold, legend=legend)
+    return view_of(model, **opts), opts
+
+
+def _view(model, opts, expand=()):
+    from .show import view_of
+    return view_of(model, expand=expand, **opts)
+
+
+def _group_info(g):
+    title = g.path if g.folded == 1 else f"{g.path} … {g.last_path}"
+    return {"path": g.path, "label": title, "type": g.module_type or "module", "ops": g.op_count,
+            "params": g.param_count, "saved": int(g.saved_bytes), "folded": g.folded}
+
+
+def _drawing_traits(gv):
+    """What the browser needs to draw and light up ``gv``: the SVG, id map, edges, boxes."""
+    p = gv.plan
+    elem = {m: d for m, d in p.element_of.items() if m != d}
+    edges = [[e.id, e.src, e.dst] for e in p.edges]
+    groups = {nid: _group_info(g) for nid, g in p.items.items() if g.kind == "group"}
+    if "more" in p.items:
+        groups["more"] = {"path": None, "label": f"{p.items['more'].hidden} more nodes", "more": True}
+    return {"svg": _inline(gv.svg()), "elem": elem, "edges": edges, "groups": groups}
+
+
+def _meta(model):
+    m = model.memory
+    return {"parameters": int(m.parameters), "leaves": int(m.leaves), "gradients": int(m.gradients),
+            "saved": int(m.saved)}
 
 
 def _check_root(root, what):
@@ -128,8 +189,15 @@ def _check_root(root, what):
             "no_grad() or from tensors without requires_grad=True; set requires_grad=True on the inputs")
 
 
+_BIG = 200   # above this many nodes (or when boxes are drawn), previews are shorter and heatmaps only for leaves
+
+
+def _compact(gv) -> bool:
+    return len(gv.model.nodes) > _BIG or gv.plan.count < len(gv.model.nodes)
+
+
 def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backward", legend: bool = True,
-                     title: str = None):
+                     title: str = None, depth=None, max_nodes=400, fold: bool = True):
     """Run ``loss.backward()`` and return a widget that replays it step by step.
 
     The backward really runs (the leaves' ``.grad`` is filled, as after
@@ -137,30 +205,37 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
     what the widget shows is what the engine did. ``view``: draw the
     ``"backward"`` graph (gradients flowing from the output to the leaves, the
     default) or the ``"forward"`` one, laid out as ``show_graph`` lays it out.
+    ``depth`` / ``fold`` / ``max_nodes``: as in ``show_graph``: a collapsed
+    module is one box that lights up while the engine is inside it; click it to
+    expand it in place. Every step is still one engine node.
     """
     _check_root(loss, "animate_backward")
-    gv = _graph_view(loss, view, legend)
+    gv, opts = _graph_view(loss, view, legend, depth, max_nodes, fold)
     model = gv.model
-    infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model))
-    svg = _inline(gv.svg())
+    compact = _compact(gv)
+    infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model), compact=compact)
+    drawing = _drawing_traits(gv)
     rec = record_backward(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
-    frames = _data.backward_frames(model, rec, infos)
+    frames = _data.backward_frames(model, rec, infos, compact=compact)
     _refresh_leaf_grads(model, infos)
     cls = _widget_class()
     name = loss.name or model.root_name or "output"
-    return cls(title=title or f"backward of '{name}': {len(frames)} steps", svg=svg, nodes=infos, frames=frames,
-               mem0=int(rec.start_bytes), static_svg=svg, order=[f["n"] for f in frames])
+    return cls(title=title or f"backward of '{name}': {len(frames)} steps", nodes=infos, frames=frames,
+               mem0=int(rec.start_bytes), static_svg=drawing["svg"], order=[f["n"] for f in frames],
+               meta=_meta(model), drawing=(model, opts), **drawing)
 
 
 def animate_forward(fn, *args, backward: bool = True, view: str = "forward", legend: bool = True,
-                    title: str = None, **kwargs):
+                    title: str = None, depth=None, max_nodes=400, fold: bool = True, **kwargs):
     """Call ``fn(*args, **kwargs)`` and return a widget that replays its forward pass.
 
     Nodes appear in the order the ops ran, and the chart shows the bytes of
     tensors saved for backward growing. With ``backward=True`` and a scalar
     result, the backward then runs for real and is replayed too, so the
     chart falls as each node frees what it saved. Returns the widget; the
-    result of ``fn`` is ``widget.result``.
+    result of ``fn`` is ``widget.result``. ``depth`` / ``fold`` / ``max_nodes``:
+    as in ``show_graph`` (a box appears with its first op and lights up while
+    the pass is inside it; click it to expand it in place).
     """
     if not callable(fn):
         raise ArgumentError(f"animate_forward: the first argument must be a function to call, got "
@@ -168,39 +243,42 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
     out, frec = record_forward(fn, *args, **kwargs)
     root = out[0] if isinstance(out, (tuple, list)) and out else out
     _check_root(root, "animate_forward")
-    gv = _graph_view(root, view, legend)
+    gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
     model = gv.model
+    compact = _compact(gv)
     sites = _data.meta_sites(model)
     sites.update(_data.site_map(model, frec))
-    infos = _data.node_infos(model, root=root, sites=sites)
-    svg = _inline(gv.svg())
+    infos = _data.node_infos(model, root=root, sites=sites, compact=compact)
+    drawing = _drawing_traits(gv)
     frames = _data.forward_frames(model, frec)
     if backward and root.data.size == 1:
         rec = BackwardRecorder(preview_limit=_data.HEAT_SIDE ** 2)
         with observing_backward(rec):
             root.backward()
-        frames += _data.backward_frames(model, rec, infos)
+        frames += _data.backward_frames(model, rec, infos, compact=compact)
         _refresh_leaf_grads(model, infos)
     cls = _widget_class()
-    w = cls(title=title or f"forward of {getattr(fn, '__name__', 'fn')}: {len(frames)} steps", svg=svg,
-            nodes=infos, frames=frames, mem0=0, static_svg=svg, order=[f["n"] for f in frames])
+    w = cls(title=title or f"forward of {getattr(fn, '__name__', 'fn')}: {len(frames)} steps",
+            nodes=infos, frames=frames, mem0=0, static_svg=drawing["svg"], order=[f["n"] for f in frames],
+            meta=_meta(model), drawing=(model, opts), **drawing)
     w.result = out
     return w
 
 
-def graph_widget(root, view: str = "forward", legend: bool = True, title: str = None):
-    """``show_graph``'s picture as a widget: click any node to open the inspector (no animation).
+def graph_widget(root, view: str = "forward", legend: bool = True, title: str = None, depth=None, max_nodes=400,
+                 fold: bool = True):
+    """``show_graph``'s picture as a widget: click any node to open the inspector (no animation, no play bar).
 
     Nothing runs: the graph is read as it is now (after a backward, leaves show their ``.grad``).
     """
     _check_root(root, "graph_widget")
-    gv = _graph_view(root, view, legend)
+    gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
     model = gv.model
-    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model))
-    svg = _inline(gv.svg())
+    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model), compact=_compact(gv))
+    drawing = _drawing_traits(gv)
     cls = _widget_class()
-    return cls(title=title or f"{view} graph of '{model.root_name}' (click a node)", svg=svg, nodes=infos,
-               frames=[], static_svg=svg)
+    return cls(title=title or f"{view} graph of '{model.root_name}' (click a node)", nodes=infos,
+               frames=[], static_svg=drawing["svg"], meta=_meta(model), drawing=(model, opts), **drawing)
 
 
 def _refresh_leaf_grads(model, infos):

@@ -26,11 +26,12 @@ def num(v):
     return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
 
 
-def value_json(v: Value, heat=False):
+def value_json(v: Value, heat=False, preview=None):
     if v is None:
         return None
     a = v.array
-    out = {"s": list(v.shape), "d": v.dtype, "p": [num(x) for x in a.reshape(-1)[:PREVIEW]], "n": num(v.norm),
+    k = PREVIEW if preview is None else preview
+    out = {"s": list(v.shape), "d": v.dtype, "p": [num(x) for x in a.reshape(-1)[:k]], "n": num(v.norm),
            "k": v.total}
     if heat:
         h = a if a.ndim == 2 else a.reshape(1, -1)
@@ -52,7 +53,7 @@ def _saved_list(op):
              "bytes": int(s.nbytes), "output": bool(s.is_output)} for s in op.saved]
 
 
-def node_infos(model, root=None, sites=None):
+def node_infos(model, root=None, sites=None, compact=False):
     """id -> inspector record for every node of ``model`` (a ``GraphModel``)."""
     live = {}
     for node, nid in list(model.node_ids.items()):
@@ -84,10 +85,14 @@ def node_infos(model, root=None, sites=None):
                                        "mean": num(g.mean), "max": num(g.max), "nonfinite": g.nonfinite}
             if getattr(n, "missing_grad", False):
                 rec["missing"] = n.missing_reason
+            if n.aliases:
+                rec["aliases"] = list(n.aliases)
+            if n.users:
+                rec["users"] = list(n.users)
         t = live.get(nid)
         if t is not None:
             rec.update(tensor_facts(t))
-            if n.kind == "tensor" and t.grad is not None and "grad" not in rec:
+            if n.kind == "tensor" and t.grad is not None and "grad" not in rec and (not compact or n.role != "intermediate"):
                 rec["grad"] = value_json(Value.of(t.grad), heat=True)
         if sites and nid in sites:
             rec["site"] = sites[nid]
@@ -100,36 +105,60 @@ def _value_node_of(model, op_id):
     return [k for k in model.nodes if k.startswith(op_id + "_out")]
 
 
-def backward_frames(model, rec: BackwardRecorder, infos: dict):
-    """One frame per recorded backward step; also fills the inspector's gradients."""
+def _nbytes(v: Value) -> int:
+    if v is None:
+        return 0
+    try:
+        return int(v.total) * np.dtype(v.dtype).itemsize
+    except TypeError:  # pragma: no cover - a dtype NumPy does not know by name
+        return int(v.total) * 4
+
+
+def backward_frames(model, rec: BackwardRecorder, infos: dict, compact: bool = False):
+    """One frame per recorded backward step; also fills the inspector's gradients.
+
+    ``gb``: bytes held by the drawn tensors' ``.grad`` after the step (the
+    footer's "gradients" figure, which grows as the leaves fill in).
+    ``compact`` (big graphs): shorter previews, and the dY heatmap only for
+    leaves, so that a saved notebook stays small.
+    """
     frames = []
+    pv = 3 if compact else None
+    grad_bytes = int(model.memory.gradients)
+    values = _value_nodes(model)
     for step in rec.steps:
         nid = model.id_of(step.node)
         if nid is None:      # a node outside the drawn graph (should not happen for the root's graph)
             continue
-        f = {"n": nid, "op": step.name, "f": step.formula,
-             "gin": [value_json(v) for v in step.grads_in],
-             "gout": [], "acc": [], "mem": int(step.saved_bytes), "freed": int(step.saved_freed)}
+        formula = step.formula
+        if is_leaf_node(step.node):
+            who = infos.get(nid, {}).get("label") or "x"
+            formula = f"{who}.grad += d{who}" if step.leaf_before is not None else f"{who}.grad = d{who}"
+            grad_bytes += _nbytes(step.leaf_after) - _nbytes(step.leaf_before)
+        f = {"n": nid, "op": step.name, "f": formula,
+             "gin": [value_json(v, preview=pv) for v in step.grads_in],
+             "gout": [], "acc": [], "mem": int(step.saved_bytes), "freed": int(step.saved_freed), "gb": grad_bytes}
         for frm, i in step.contributions:
             f["acc"].append({"from": model.id_of(frm) if frm is not None else "seed", "i": i})
         for go in step.grads_out:
-            o = {"to": model.id_of(go.to), "i": go.input, "v": value_json(go.value)}
+            o = {"to": model.id_of(go.to), "i": go.input, "v": value_json(go.value, preview=pv)}
             if go.summed_axes:
                 o["axes"] = list(go.summed_axes)
             f["gout"].append(o)
         if step.broadcast_axes:
             f["bcast"] = list(step.broadcast_axes)
         if is_leaf_node(step.node):
-            f["leaf"] = {"before": value_json(step.leaf_before), "after": value_json(step.leaf_after)}
+            f["leaf"] = {"before": value_json(step.leaf_before, preview=pv),
+                         "after": value_json(step.leaf_after, preview=pv)}
             info = infos.get(nid)
             if info is not None and step.leaf_after is not None:
                 info["grad"] = value_json(step.leaf_after, heat=True)
         else:
             info = infos.get(nid)
             if info is not None and step.grads_in and step.grads_in[0] is not None:
-                info["grad_in"] = value_json(step.grads_in[0], heat=True)
+                info["grad_in"] = value_json(step.grads_in[0], heat=not compact, preview=pv)
         # the value nodes of this op (e.g. the root 'output') light up with it
-        also = _value_node_of(model, nid)
+        also = values.get(nid)
         if also:
             f["also"] = also
         frames.append(f)
@@ -137,29 +166,40 @@ def backward_frames(model, rec: BackwardRecorder, infos: dict):
 
 
 def forward_frames(model, rec: ForwardRecorder):
-    """One frame per recorded forward node in the drawn graph: which nodes and edges appear."""
+    """One frame per recorded forward node in the drawn graph: which nodes appear (in model ids).
+
+    The browser works out the edges (an edge appears with the later of its two
+    ends) and which drawn element shows each node (a collapsed module box).
+    """
     shown = set()
-    edges_by_dst = {}
+    inputs_of = {}
     for e in model.edges:
-        edges_by_dst.setdefault(e.dst, []).append(e)
-    all_edges = list(model.edges)
+        inputs_of.setdefault(e.dst, []).append(e.src)
+    values = _value_nodes(model)
     frames = []
     for step in rec.steps:
         nid = model.id_of(step.node)
         if nid is None:
             continue
         new = [nid]
-        for e in edges_by_dst.get(nid, ()):          # inputs of this op: leaves and constants appear
-            if e.src not in shown and not e.src.startswith("op"):
-                new.append(e.src)
-        new += _value_node_of(model, nid)
+        for src in inputs_of.get(nid, ()):          # inputs of this op: leaves and constants appear
+            if src not in shown and model.nodes[src].kind == "tensor" and "_out" not in src:
+                new.append(src)
+        new += values.get(nid, [])
         shown.update(new)
-        edges = [e.id for e in all_edges if e.src in shown and e.dst in shown and e.id not in shown]
-        shown.update(edges)
-        frames.append({"n": nid, "op": step.name, "f": "", "fw": 1, "show": new + edges,
+        frames.append({"n": nid, "op": step.name, "f": "", "fw": 1, "show": new,
                        "mem": int(step.saved_bytes), "added": int(step.saved_added),
                        **({"site": step.site} if step.site else {})})
     return frames
+
+
+def _value_nodes(model):
+    """op id -> the value nodes drawn for its outputs (``op3_out0``: the root, retained tensors)."""
+    out = {}
+    for k in model.nodes:
+        if "_out" in k:
+            out.setdefault(k.split("_out", 1)[0], []).append(k)
+    return out
 
 
 def site_map(model, rec: ForwardRecorder):

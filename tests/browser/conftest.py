@@ -113,10 +113,13 @@ def lab_server(browser_requirements, lab_root):
         "c.ServerApp.open_browser = False\n"
         "c.LabApp.news_url = None\n"
         "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'\n"
+        # as `make lab` / `gradlab lab` runs it: a trusted notebook stays trusted when JupyterLab saves it
+        "c.ContentsManager.pre_save_hook = 'gradlab.lab.pre_save_hook'\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["JUPYTER_CONFIG_DIR"] = str(lab_root.parent / "jupyter-config")
+    env["JUPYTER_DATA_DIR"] = str(lab_root.parent / "jupyter-data")   # its own notary (trust) database
     env.pop("JUPYTER_TOKEN", None)
     # user settings: store widget state on save (the worst case for the saved notebook's size)
     settings = lab_root.parent / "settings"
@@ -173,6 +176,12 @@ def browser(browser_requirements):
         b = pw.chromium.launch(executable_path=browser_requirements, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+def notary_for(lab_root):
+    """The trust database the test server reads (what ``gradlab lab`` signs into, for this server)."""
+    from nbformat.sign import NotebookNotary
+    return NotebookNotary(data_dir=str(lab_root.parent / "jupyter-data"))
 
 
 def write_notebook(path: Path, cells: list[str]) -> Path:
