@@ -1,4 +1,6 @@
-"""Normalization: ``layer_norm``, ``batch_norm``, ``group_norm``, ``instance_norm``, ``rms_norm``, ``normalize``.
+"""Normalization functions of ``F``: ``layer_norm``, ``batch_norm``, ``instance_norm``, ``group_norm``,
+``rms_norm`` and ``normalize`` (unit vectors), with their shared steps (``_standardize``,
+``_channel_args``, ``_affine``, ``_update_running``).
 
 ``layer_norm`` normalizes over the last dims, then scales and shifts.
 
@@ -7,7 +9,7 @@ For each sample, over the trailing ``normalized_shape`` dims (``N`` values)::
     xhat = (x - mean) * rstd,   rstd = 1 / sqrt(var + eps)     (var is the biased variance)
     y    = xhat * weight + bias
 
-``layer_norm`` is ONE op (``LayerNorm``, one node in ``show_graph``), not the
+``layer_norm`` is ONE op (``LayerNorm`` in ``_ops_norm.py``, one node in ``show_graph``), not the
 eight small ops (mean, subtract, square, mean, add, sqrt, divide, multiply...)
 the formula reads as. A transformer calls it twice per block on its whole
 residual stream, and each small op would be a node, a Python dispatch and a fresh
@@ -24,22 +26,26 @@ backward is written twice: with gradlab ops in ``vjp`` (so second derivatives
 work) and on arrays in ``vjp_arrays`` (the engine's fast path). The other norms
 here are still composed of ops (``_standardize``): read them to see the steps.
 ``eps`` keeps the division finite for a constant row.
+
+``batch_norm`` uses the batch's own statistics in training mode, and moves the running mean and
+variance toward them (``momentum``); in eval mode it uses the running statistics. Training mode on
+float32/float64 is one op too (``BatchNorm``), as PyTorch records it; 16-bit dtypes, mixed dtypes
+and autocast keep the step-by-step form (``_standardize``), which shows every small op.
 """
 from __future__ import annotations
+
 
 import numpy as np
 
 from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..backend import dtypes as _dt
-from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
-from ..backend import xp_of
+from ..backend import dtypes as _dt
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-
-NS = "gradlab.nn.functional"
+from ._ops_norm import BatchNorm, LayerNorm
+from ._register import NS, register_table
 
 
 def _standardize(x, dims, eps, with_stats=False):
@@ -52,128 +58,6 @@ def _standardize(x, dims, eps, with_stats=False):
     var = O.mean(xc * xc, dim=dims, keepdim=True)
     y = xc / O.sqrt(var + eps)
     return (y, mu, var) if with_stats else y
-
-
-def _normalized(x, k, eps):
-    """``(xhat, rstd)`` over the last ``k`` dims, as gradlab ops (for the differentiable rules)."""
-    dims = tuple(range(-k, 0))
-    xc = x - O.mean(x, dim=dims, keepdim=True)
-    rstd = 1 / O.sqrt(O.mean(xc * xc, dim=dims, keepdim=True) + eps)
-    return xc * rstd, rstd
-
-
-class LayerNorm(Op):
-    """``layer_norm`` as one op: forward and backward each a few passes over the data (see the module doc).
-
-    Like PyTorch it saves the input and two numbers per row (``mean`` and ``rstd``), and the
-    backward recomputes ``xhat`` from them: the forward then makes one full-size array (the
-    output) and the backward two (``xhat`` and ``dx``). Row sums are matrix-vector products
-    (``x @ ones``) and row dot products ``einsum``: no temporary arrays. 16-bit inputs are
-    computed in float32 (as PyTorch).
-    """
-
-    name = "layer_norm"
-    formula = ("dX = rstd * (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) ; dW = sum(dY * Xhat) ; "
-               "dB = sum(dY)   (dXhat = dY * W, means over the normalized dims)")
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, k, eps):
-        a = x.data
-        xp = xp_of(a)
-        out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
-        ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
-        m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
-        ctx.k, ctx.eps, ctx.rows = k, eps, (m, n)
-        a2 = a.reshape(m, n).astype(ct, copy=False)
-        inv_n = 1.0 / n if n else 0.0
-        mu = (a2 @ xp.full(n, inv_n, dtype=ct))[:, None]    # row means as one matrix-vector product
-        y = a2 - mu                                           # the only full-size array: becomes the output
-        var = xp.einsum("ij,ij->i", y, y)[:, None]
-        var *= inv_n
-        var += eps
-        with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
-            rstd = 1.0 / xp.sqrt(var)
-            y *= rstd
-        if weight is not None:
-            y *= weight.data.reshape(n)
-        if bias is not None:
-            y += bias.data.reshape(n)
-        ctx.save_for_backward(x, weight, bias, mu, rstd)
-        return y.reshape(a.shape).astype(out_dt, copy=False)
-
-    def vjp(self, g):
-        x, w, b = self.saved_tensors[:3]
-        k, nf = self.k, self.next_functions
-        dt = x.dtype
-        if dt.itemsize < 4:  # as the forward: 16-bit floats in float32
-            x, g = x.to("float32"), g.to("float32")
-        xhat, rstd = _normalized(x, k, self.eps)
-        lead = tuple(range(x.ndim - k))
-        dims = tuple(range(-k, 0))
-        # (no leading dims: nothing to sum -- dim=() would mean every dim, as in PyTorch)
-        dw = None if nf[1] is None else (O.sum(g * xhat, dim=lead) if lead else g * xhat).to(w.dtype)
-        db = None if nf[2] is None else (O.sum(g, dim=lead) if lead else g).to(b.dtype)
-        dx = None
-        if nf[0] is not None:
-            d = g * w if w is not None else g
-            dx = rstd * (d - O.mean(d, dim=dims, keepdim=True) - xhat * O.mean(d * xhat, dim=dims, keepdim=True))
-            dx = dx.to(dt)
-        return dx, dw, db, None, None
-
-    def vjp_arrays(self, g):
-        with np.errstate(invalid="ignore", over="ignore"):  # (an infinite rstd from eps=0, as the forward)
-            return self._grads(g)
-
-    def _grads(self, g):
-        x, w, b, mu, rstd = self.saved_arrays
-        nf = self.next_functions
-        xp = xp_of(g)
-        m, n = self.rows
-        ct = rstd.dtype
-        g2 = g.reshape(m, n).astype(ct, copy=False)
-        db = None if nf[2] is None else (xp.ones(m, dtype=ct) @ g2).reshape(b.shape).astype(b.dtype, copy=False)
-        if nf[0] is None and nf[1] is None:
-            return None, None, db, None, None
-        xhat = x.reshape(m, n).astype(ct, copy=False) - mu   # recomputed (ours: changed in place below)
-        xhat *= rstd
-        dw = None if nf[1] is None else xp.einsum("ij,ij->j", g2, xhat).reshape(w.shape).astype(w.dtype, copy=False)
-        dx = None
-        if nf[0] is not None:
-            inv_n = 1.0 / n if n else 0.0
-            if w is not None:
-                wv = w.reshape(n).astype(ct, copy=False)
-                c1 = g2 @ wv                                  # sum(dXhat) per row, dXhat = dY * W
-                dx = xp.multiply(g2, wv)                      # dXhat, turned into dX in place
-            else:
-                c1 = g2 @ xp.ones(n, dtype=ct)
-                dx = g2.copy()
-            c2 = xp.einsum("ij,ij->i", dx, xhat)              # sum(dXhat * Xhat) per row
-            c1 *= inv_n
-            c2 *= inv_n
-            dx -= c1[:, None]
-            xhat *= c2[:, None]
-            dx -= xhat
-            dx *= rstd
-            dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
-        return dx, dw, db, None, None
-
-    def jvp(self, tx, tw, tb, *_):
-        x, w, b = self.args[:3]
-        k = self.k
-        if x.dtype.itemsize < 4:
-            x = x.to("float32")
-        xhat, rstd = _normalized(x, k, self.eps)
-        dims = tuple(range(-k, 0))
-        out = None
-        if tx is not None:
-            out = rstd * (tx - O.mean(tx, dim=dims, keepdim=True) - xhat * O.mean(tx * xhat, dim=dims, keepdim=True))
-            if w is not None:
-                out = out * w
-        if tw is not None:
-            out = xhat * tw if out is None else out + xhat * tw
-        if tb is not None:
-            out = O.broadcast_to(tb, x.shape) if out is None else out + tb
-        return None if out is None else out.to(self.out.dtype)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -237,6 +121,52 @@ def _update_running(op, running, value, momentum):
         r._version.value += 1
 
 
+def _fused_batch_norm_ok(x, weight, bias):
+    """The one-op form needs float32/float64 throughout (other dtypes keep the step-by-step form)."""
+    dt = x.dtype
+    return (dt.itemsize >= 4 and dt.kind == "f" and not _amp.enabled
+            and all(t is None or t.dtype == dt for t in (weight, bias)))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) over the batch and every other dim.
+
+    ``training=True`` uses this batch's mean and (biased) variance and updates ``running_mean`` /
+    ``running_var`` in place (the variance there is unbiased, as PyTorch); ``training=False``
+    uses the running statistics instead.
+    """
+    op = "batch_norm"
+    x, shape = _channel_args(op, input, weight, bias)
+    dims = (0,) + tuple(range(2, x.ndim))
+    n = x.numel() // max(x.shape[1], 1)
+    if training:
+        if n <= 1:
+            raise ShapeError(f"{op}: expected more than 1 value per channel when training, got input "
+                             f"{fmt_shape(x.shape)}; use a batch of at least 2 (or training=False)")
+        if _fused_batch_norm_ok(x, weight, bias):
+            stats = []
+            y = BatchNorm.apply(x, weight, bias, dims, eps, stats)
+            if running_mean is not None or running_var is not None:
+                # the forward's mean and var are NumPy's a.mean(dims) and a.var(dims) exactly (the same
+                # operations on the same arrays): reuse them instead of two more passes over the batch
+                m, v = stats[-1][0].reshape(-1), stats[-1][1].reshape(-1)
+                _update_running(op, running_mean, m, momentum)
+                _update_running(op, running_var, v * n / (n - 1), momentum)
+            return y
+        y = _standardize(x, dims, eps)
+        if running_mean is not None or running_var is not None:
+            a = x.data
+            _update_running(op, running_mean, a.mean(axis=dims), momentum)
+            _update_running(op, running_var, a.var(axis=dims) * n / (n - 1), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ArgumentError(f"{op}: training=False needs running_mean and running_var (the statistics "
+                                "gathered in training); pass them, or training=True to use the batch's own")
+        rm, rv = check_tensor(running_mean, op, "running_mean"), check_tensor(running_var, op, "running_var")
+        y = (x - O.reshape(rm, shape)) / O.sqrt(O.reshape(rv, shape) + eps)
+    return _affine(y, weight, bias, shape)
+
+
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
     """Normalize each (sample, channel) over its own spatial dims (dims 2, 3, ...)."""
@@ -294,26 +224,6 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return x / O.clamp(O.norm(x, p, dim=dim, keepdim=True), min=eps)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``<x1, x2> / (||x1|| * ||x2||)`` along ``dim`` (each norm at least ``eps``); the inputs broadcast."""
-    a, b = check_tensor(x1, "cosine_similarity", "x1"), check_tensor(x2, "cosine_similarity", "x2")
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ShapeError(f"cosine_similarity: x1 {fmt_shape(a.shape)} and x2 {fmt_shape(b.shape)} do not "
-                         "broadcast") from None
-    a, b = O.broadcast_to(a, shape), O.broadcast_to(b, shape)
-    na = O.clamp(O.norm(a, 2, dim=dim, keepdim=True), min=eps)
-    nb = O.clamp(O.norm(b, 2, dim=dim, keepdim=True), min=eps)
-    return O.sum((a / na) * (b / nb), dim=dim)
-
-
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """``||x1 - x2 + eps||_p`` over the last dim (eps avoids the norm's kink at zero)."""
-    a, b = check_tensor(x1, "pairwise_distance", "x1"), check_tensor(x2, "pairwise_distance", "x2")
-    return O.norm(a - b + eps, p, dim=-1, keepdim=keepdim)
-
-
 def _ln_samples(src):
     lead = src.shape(0, 2, 1, 3)
     ns = src.shape(1, 2, 2, 4)
@@ -325,6 +235,24 @@ def _ln_samples(src):
 
 register("layer_norm", samples=_ln_samples, namespace=NS, op=LayerNorm,
          torch=lambda torch, *a, **k: torch.nn.functional.layer_norm(*a, **k))(layer_norm)
+
+
+def _bn_samples(src):
+    n, c = src.integers(2, 3), src.integers(1, 3)
+    spatial = src.shape(0, 2, 1, 3)
+    shape = (n, c) + spatial
+    rm, rv = src.tensor((c,), requires_grad=False), src.tensor((c,), 0.5, 2, requires_grad=False)
+    yield Sample((src.tensor(shape), rm, rv, src.tensor((c,)), src.tensor((c,))), dict(training=True),
+                 desc="training: batch statistics (running stats updated)")
+    yield Sample((src.tensor(shape), rm, rv, src.tensor((c,))), dict(training=False, eps=1e-3),
+                 desc="eval: running statistics")
+    yield Sample((src.tensor((3, 2)), None, None), dict(training=True), desc="(N, C), no running stats")
+
+
+register("batch_norm", samples=_bn_samples, namespace=NS,
+         formula="dX = (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) / sqrt(var + eps)   "
+                 "(means over N and space, per channel; dXhat = dY * weight)",
+         torch=lambda torch, *a, **k: torch.nn.functional.batch_norm(*a, **k))(batch_norm)
 
 
 def _in_samples(src):
@@ -361,19 +289,9 @@ def _vec_samples(kind):
     return samples
 
 
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
-
-
-for _fn, _samples, _formula in [
+register_table([
     (instance_norm, _in_samples, "dX = layer-norm rule over each (n, c)'s spatial dims"),
     (group_norm, _gn_samples, "dX = layer-norm rule over each (n, group)'s channels and spatial dims"),
     (rms_norm, _rms_samples, "dX = (dZ - Xn * mean(dZ * Xn)) / rms   (Xn = X / rms, dZ = dY * weight)"),
     (normalize, _vec_samples("normalize"), "dX = (dY - U * sum(U^(p-1) * sign * dY)) / ||X||   (U = X / ||X||, p=2)"),
-    (cosine_similarity, _vec_samples("cosine"), "dX1 = (X2 / (|X1||X2|) - cos * X1 / |X1|^2) * dY"),
-    (pairwise_distance, _vec_samples("pairwise"), "dX1 = d||D||_p/dD * dY ; dX2 = -dX1   (D = X1 - X2 + eps)"),
-]:
-    register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__))(_fn)
-del _fn, _samples, _formula
-
-from ._batch_norm import batch_norm  # noqa: E402,F401 - (it builds on the helpers above)
+])

@@ -15,12 +15,11 @@ import warnings
 
 import numpy as np
 
-from .. import ops as O
-from .._tensor import Tensor
-from ..backend import generator, xp_of
-from ..backend.device import to_host
-from ..ops._util import check_tensor
-from ..ops.softmax import softmax
+from ...._tensor import Tensor
+from ....backend import generator, xp_of
+from ....backend.device import to_host
+from ....ops._util import check_tensor
+from ....ops.softmax import softmax
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

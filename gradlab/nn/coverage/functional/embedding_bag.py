@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
-from .._tensor import Tensor
-from ..backend import xp_of
-from ..backend.device import to_host
-from ..errors import ArgumentError, ShapeError, fmt_shape
-from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
-from ._basic import embedding
+from .... import ops as O
+from ...._tensor import Tensor
+from ....backend import xp_of
+from ....backend.device import to_host
+from ....errors import ArgumentError, ShapeError, fmt_shape
+from ....ops._util import check_tensor
+from ....ops.registry import Sample, register
+from ..._embedding import embedding
 
 
 def _bags(op, ids, offsets, include_last_offset):

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
-from .._tensor import Tensor
-from ..backend import xp_of
-from ..backend.device import to_host
-from ..errors import ArgumentError, ShapeError, fmt_shape
-from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
+from .... import ops as O
+from ...._tensor import Tensor
+from ....backend import xp_of
+from ....backend.device import to_host
+from ....errors import ArgumentError, ShapeError, fmt_shape
+from ....ops._util import check_tensor
+from ....ops.registry import Sample, register
 
 _NEG = -1e30  # "log 0" that stays finite
 

@@ -1,4 +1,7 @@
-"""Loss functions: ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``binary_cross_entropy_with_logits``.
+"""The everyday loss functions of ``F``: ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``,
+``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits``, ``kl_div``,
+and the shared steps of every loss (``_reduction``: the legacy ``size_average``/``reduce`` flags;
+``_reduce``; ``_float_input``; ``_warn_broadcast``). The rarer losses are in ``nn/coverage/``.
 
 ``cross_entropy(x, y)`` is ``nll_loss(log_softmax(x, dim=1), y)``, and gradlab
 builds it exactly that way, so ``show_graph(loss)`` shows both steps. Going
@@ -9,24 +12,38 @@ for logits of any size. The gradient of the pair is the famous
 Class indices live in dim 1 (dim 0 for an unbatched 1-D input), so the same
 function serves ``(N, C)`` logits and ``(N, C, d1, ...)`` ones (e.g. a
 per-pixel or per-token loss) with ``(N, d1, ...)`` targets.
+
+Composites of gradlab ops, with PyTorch's conventions:
+
+* ``smooth_l1_loss`` (beta) is quadratic for ``|d| < beta`` and linear beyond,
+  scaled so the linear part has slope 1; ``huber_loss`` (delta) is the same
+  curve times ``delta`` -- they differ only by that factor.
+* ``binary_cross_entropy`` takes *probabilities*; it clamps each log at -100
+  (as PyTorch) so a probability of exactly 0 or 1 gives a large finite loss,
+  not ``inf``. From logits, prefer ``binary_cross_entropy_with_logits``.
+* ``kl_div(input, target)`` expects ``input`` as *log*-probabilities and
+  computes ``target * (log(target) - input)`` (0 where ``target`` is 0);
+  ``reduction='batchmean'`` divides the sum by the batch size, the true KL.
 """
 from __future__ import annotations
+
 
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
-from .._tensor import Tensor
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.registry import Sample, register
-from ..ops.activations import _sigmoid_array
 from ..ops.softmax import log_softmax
+from ._ops_activation import _Softplus
+from ._ops_loss import NLLLoss
+from ._register import NS, register_table
 
-NS = "gradlab.nn.functional"
+
 _REDUCTIONS = ("none", "mean", "sum")
 
 
@@ -45,96 +62,6 @@ def _reduce(loss, reduction):
     if reduction == "none":
         return loss
     return O.sum(loss) if reduction == "sum" else O.mean(loss)
-
-
-# ------------------------------------------------------------------ nll_loss
-class NLLLoss(Op):
-    """Pick ``-logp[i, target[i]]`` (times the class weight), skipping ignored targets.
-
-    The loss is linear in ``logp``: its gradient is a constant tensor ``M``
-    (``-w[t] / denominator`` at each target class, 0 elsewhere) times ``dY``.
-    """
-
-    name = "nll_loss"
-    formula = "dX[i, t_i] = -w[t_i] * dY[i] / (sum of w[t_i] if mean)   (0 at other classes and ignored rows)"
-
-    @staticmethod
-    def forward(ctx, logp, target, weight, ignore_index, reduction, cdim):
-        xp = xp_of(logp.data)
-        valid = target != ignore_index
-        safe = xp.where(valid, target, 0)
-        idx = xp.expand_dims(safe, cdim)
-        picked = xp.take_along_axis(logp.data, idx, axis=cdim).squeeze(cdim)
-        wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
-        wt = wt.astype(logp.dtype, copy=False)
-        loss = -picked * wt
-        denom = wt.sum(dtype="float32" if wt.dtype.itemsize < 4 else wt.dtype) if reduction == "mean" else 1.0
-        ctx.info = (idx, wt, denom, cdim, reduction, logp.shape, logp.dtype)
-        if reduction == "none":
-            return loss
-        acc = "float32" if loss.dtype.itemsize < 4 else loss.dtype  # 16-bit floats sum in float32
-        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
-            total = loss.sum(dtype=acc)
-            out = total / denom if reduction == "mean" else total
-        return xp.asarray(out, dtype=logp.dtype)
-
-    def vjp(self, g):
-        return (NLLBackward.apply(g, self.info),) + (None,) * 5
-
-    def vjp_arrays(self, g):
-        return (_scatter(_row_coeff(self.info) * g, self.info),) + (None,) * 5
-
-    def jvp(self, t, *_):
-        return _pick(t, self.info)
-
-
-def _row_coeff(info):
-    """Per row: ``-w[t] / denominator`` (0 at ignored rows, even when every row is ignored)."""
-    _, wt, denom = info[:3]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp_of(wt).where(wt == 0, 0, -wt / denom)
-
-
-def _scatter(coef, info):
-    """A zero tensor of the input's shape with ``coef`` (one value per row) at each row's target class."""
-    idx, _, _, cdim, _, shape, dtype = info
-    xp = xp_of(idx)
-    coef = xp.expand_dims(coef, cdim).astype(dtype)
-    if hasattr(xp, "put_along_axis"):
-        m = xp.zeros(shape, dtype=dtype)
-        xp.put_along_axis(m, idx, coef, axis=cdim)
-        return m
-    classes = xp.arange(shape[cdim]).reshape((-1,) + (1,) * (len(shape) - cdim - 1))  # no put_along_axis (CuPy)
-    return xp.where(idx == classes, coef, 0).astype(dtype)
-
-
-def _pick(t, info):
-    """``sum(t * M)`` over the class dim (then over everything unless reduction is 'none'): M applied forwards."""
-    cdim, reduction = info[3], info[4]
-    prod = t * Tensor._make(_scatter(_row_coeff(info), info))
-    return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
-
-
-class NLLBackward(Op):
-    """nll_loss's VJP in one op: write ``dY * M`` straight into a zero tensor (no dense multiply)."""
-
-    name = "nll_loss_backward"
-    formula = "dG = sum(dZ * M)   (M = the constant from nll_loss: -w[t]/denominator at the target classes)"
-
-    @staticmethod
-    def forward(ctx, g, info):
-        ctx.info = info
-        return _scatter(_row_coeff(info) * g.data, info)  # 'none': one dY per row; else dY is a scalar
-
-    def vjp(self, gz):
-        return _pick(gz, self.info), None
-
-    def vjp_arrays(self, gz):
-        prod = gz * _scatter(_row_coeff(self.info), self.info)
-        return (prod.sum(axis=self.info[3]) if self.info[4] == "none" else prod.sum()), None
-
-    def jvp(self, t, _):
-        return NLLBackward.apply(t, self.info)
 
 
 def _class_dim(op, x):
@@ -301,30 +228,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(sq, red)
 
 
-# ----------------------------------------------- binary_cross_entropy_with_logits
-class _Softplus(Op):
-    """``log(1 + exp(z))`` computed as ``logaddexp(0, z)``: never overflows, exact near 0."""
-
-    name = "softplus"
-    formula = "dZ = dY * sigmoid(Z)"
-
-    @staticmethod
-    def forward(ctx, z):
-        ctx.save_for_backward(z)
-        return xp_of(z.data).logaddexp(0, z.data)
-
-    def vjp(self, g):
-        (z,) = self.saved_tensors
-        return (g * O.sigmoid(z),)
-
-    def vjp_arrays(self, g):
-        (z,) = self.saved_arrays
-        return (g * _sigmoid_array(z),)
-
-    def jvp(self, t):
-        return t * O.sigmoid(self.args[0])
-
-
 def _softplus_neg(x):
     """``log(1 + exp(-x)) = -log(sigmoid(x))``, stably."""
     return _Softplus.apply(-x)
@@ -357,6 +260,93 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, red)
+
+
+def _diff(op, input, target, reduction, size_average, reduce):
+    x = _float_input(op, input)
+    red = _reduction(op, reduction, size_average, reduce)
+    _warn_broadcast(op, x, target, stacklevel=4)
+    return x - target, red
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error ``|input - target|`` (``weight`` multiplies each term; mean then divides by its sum)."""
+    d, red = _diff("l1_loss", input, target, reduction, size_average, reduce)
+    loss = O.abs(d)
+    if weight is not None:
+        loss = loss * weight
+        if red == "mean":
+            return O.sum(loss) / O.sum(weight)
+    return _reduce(loss, red)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` if ``|d| < beta`` else ``|d| - 0.5 beta`` (``d = input - target``); beta=0 is L1."""
+    d, red = _diff("smooth_l1_loss", input, target, reduction, size_average, reduce)
+    if beta < 0:
+        raise ArgumentError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    a = O.abs(d)
+    if beta == 0:
+        return _reduce(a, red)
+    return _reduce(O.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta), red)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` if ``|d| < delta`` else ``delta * (|d| - 0.5 delta)``."""
+    d, red = _diff("huber_loss", input, target, reduction, None, None)
+    if delta <= 0:
+        raise ArgumentError(f"huber_loss: delta must be > 0, got {delta}")
+    a = O.abs(d)
+    loss = O.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """``-(t * log(p) + (1 - t) * log(1 - p))`` for probabilities ``p`` in [0, 1], each log clamped at -100."""
+    op = "binary_cross_entropy"
+    p = _float_input(op, input)
+    red = _reduction(op, reduction, size_average, reduce)
+    t = check_tensor(target, op, "target")
+    if t.dtype != p.dtype:  # PyTorch: "Found dtype Long but expected Float"
+        raise DTypeError(f"{op}: target has dtype {_dt.dtype_name(t.dtype)} but input has dtype "
+                         f"{_dt.dtype_name(p.dtype)} (shapes {fmt_shape(t.shape)} and {fmt_shape(p.shape)}); they "
+                         f"must match: use target.float() (or target.to(input.dtype))")
+    if t.shape != p.shape:
+        raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(p.shape)}; they "
+                         "must be the same")
+    data = p.data
+    if data.size and ((data < 0) | (data > 1)).any():
+        raise ArgumentError(f"{op}: input must hold probabilities in [0, 1] (got values from {float(data.min()):.4g} "
+                            f"to {float(data.max()):.4g}); for raw scores use binary_cross_entropy_with_logits")
+    loss = -(t * O.clamp(O.log(p), min=-100.0) + (1 - t) * O.clamp(O.log(1 - p), min=-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, red)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL ``target * (log(target) - input)`` with ``input`` given as log-probabilities.
+
+    ``reduction='batchmean'`` (sum / batch size) gives the mathematical KL divergence; ``'mean'``
+    averages over *every* element, as PyTorch does.
+    """
+    op = "kl_div"
+    x = _float_input(op, input)
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(op, "mean", size_average, reduce)
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ArgumentError(f"{op}: reduction must be 'none', 'batchmean', 'mean' or 'sum', got {reduction!r}")
+    t = check_tensor(target, op, "target")
+    if log_target:
+        loss = O.exp(t) * (t - x)
+    else:
+        pos = t > 0
+        loss = O.where(pos, t * O.log(O.where(pos, t, 1.0)), 0.0) - t * x
+    if reduction == "batchmean":
+        return O.sum(loss) / (x.shape[0] if x.ndim else 1)
+    return _reduce(loss, reduction)
 
 
 # ------------------------------------------------------------- registry entries
@@ -417,12 +407,61 @@ def _bce_samples(src):
 
 register("nll_loss", samples=_nll_samples, namespace=NS, op=NLLLoss,
          torch=lambda torch, *a, **k: torch.nn.functional.nll_loss(*a, **k))(nll_loss)
+
+
 register("cross_entropy", samples=_ce_samples, namespace=NS,
          formula="dX = softmax(X) - onehot(target)   (times weights, / N for mean; smoothing mixes in 1/C)",
          torch=lambda torch, *a, **k: torch.nn.functional.cross_entropy(*a, **k))(cross_entropy)
+
+
 register("mse_loss", samples=_mse_samples, namespace=NS, formula="dX = 2 * (X - T) * dY   (/ N for mean)",
          torch=lambda torch, *a, **k: torch.nn.functional.mse_loss(*a, **k))(mse_loss)
+
+
 register("binary_cross_entropy_with_logits", samples=_bce_samples, namespace=NS,
          formula="dX = (1 + (p - 1) * T) * sigmoid(X) - p * T   (= sigmoid(X) - T without pos_weight)",
          torch=lambda torch, *a, **k: torch.nn.functional.binary_cross_entropy_with_logits(*a, **k))(
     binary_cross_entropy_with_logits)
+
+
+# ------------------------------------------------------------- registry entries
+def _pair_samples(with_beta=None):
+    def samples(src):
+        shape = src.shape(0, 3, 1, 4)
+        red = src.choice(_REDUCTIONS)
+        kw = dict(reduction=red)
+        if with_beta:
+            kw[with_beta] = src.choice([0.5, 1.0, 2.0])
+        x = src.tensor(shape, -3, 3)
+        t = src.tensor(shape, -3, 3, requires_grad=src.boolean())
+        # keep |x - t| away from the kinks at 0 and at beta/delta
+        gap = x.data - t.data
+        x.data[abs(abs(gap) - kw.get(with_beta, 0.0)) < 0.05] += 0.2
+        x.data[abs(x.data - t.data) < 0.05] += 0.2
+        yield Sample((x, t), kw)
+    return samples
+
+
+def _bce_prob_samples(src):
+    shape = src.shape(0, 3, 1, 4)
+    yield Sample((src.tensor(shape, 0.05, 0.95), src.tensor(shape, 0, 1)),
+                 dict(reduction=src.choice(_REDUCTIONS)), desc="probabilities")
+    yield Sample((src.tensor((2, 3), 0.05, 0.95), src.tensor((2, 3), 0, 1, requires_grad=False)),
+                 dict(weight=src.tensor((3,), 0.5, 2, requires_grad=False)), desc="weight broadcasts")
+
+
+def _kl_samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    red = src.choice(("none", "batchmean", "mean", "sum"))
+    yield Sample((src.tensor(shape, -3, 0), src.tensor(shape, 0.05, 1)), dict(reduction=red), desc="probabilities")
+    yield Sample((src.tensor(shape, -3, 0), src.tensor(shape, -3, 0)), dict(reduction=red, log_target=True),
+                 desc="log_target")
+
+
+register_table([
+    (l1_loss, _pair_samples(), "dX = sign(X - T) * dY   (/ N for mean)"),
+    (smooth_l1_loss, _pair_samples("beta"), "dX = dY * (d / beta if |d| < beta else sign(d))   (d = X - T)"),
+    (huber_loss, _pair_samples("delta"), "dX = dY * (d if |d| < delta else delta * sign(d))   (d = X - T)"),
+    (binary_cross_entropy, _bce_prob_samples, "dP = dY * (P - T) / (P * (1 - P))   (times weight)"),
+    (kl_div, _kl_samples, "dX = -T * dY ; dT = (log(T) + 1 - X) * dY"),
+])

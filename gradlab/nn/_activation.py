@@ -1,4 +1,10 @@
-"""More activation functions of ``F``, each a short composite of gradlab ops.
+"""The activation functions of ``F``: ``relu``, ``silu``, ``leaky_relu`` (``gradlab.relu``... with PyTorch's
+``inplace`` flag), ``logsigmoid``, ``elu``, ``celu``, ``selu``, ``hardtanh``, ``relu6``, ``hardsigmoid``,
+``hardswish``, ``mish``, ``softsign``, ``softmin``, ``glu``, ``prelu``, ``threshold``, ``hardshrink``,
+``softshrink``, ``tanhshrink`` and ``rrelu`` (a random slope in training). (``gelu``, ``sigmoid``,
+``tanh``, ``softplus``, ``softmax`` are gradlab's own ops, re-exported by ``functional.py``.)
+
+Apart from ``relu``/``silu``/``leaky_relu``, each is a short composite of gradlab ops.
 
 Being composites, their graphs show the pieces and their gradients (of any
 order) come from those pieces' rules. Two habits keep them safe:
@@ -11,16 +17,48 @@ order) come from those pieces' rules. Two habits keep them safe:
 """
 from __future__ import annotations
 
+
+
 from .. import ops as O
+from .._tensor import Tensor
+from ..backend import generator, xp_of
 from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor, one_dim
 from ..ops.registry import Sample, register
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
-from ._losses import _Softplus
+from ..ops.registry import REGISTRY
+from ._ops_activation import _Softplus
+from ._register import NS, register_table
 
-NS = "gradlab.nn.functional"
+
+# ---- activations with PyTorch's ``inplace`` flag. gradlab always returns a new tensor (an in-place
+# activation would overwrite what backward needs); the flag is accepted so PyTorch code runs unchanged.
+def relu(input, inplace=False):
+    """``max(x, 0)`` (``gradlab.relu``); ``inplace`` is accepted and ignored."""
+    return O.relu(input)
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (``gradlab.silu``); ``inplace`` is accepted and ignored."""
+    return O.silu(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``x`` if ``x > 0`` else ``negative_slope * x`` (``gradlab.leaky_relu``); ``inplace`` is accepted and ignored."""
+    return O.leaky_relu(input, negative_slope)
+
+
+for fn in (relu, silu, leaky_relu):  # re-listed under F's namespace (their rules are gradlab.relu's)
+    info = REGISTRY[fn.__name__]
+    register(fn.__name__, samples=info.samples, formula=info.formula, namespace=NS,
+             elementwise=True, torch=info.torch, atol=info.atol, rtol=info.rtol, eps=info.eps)(fn)
+del fn, info
+
+
 _SELU_ALPHA = 1.6732632423543772848170429916717
+
+
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
@@ -146,6 +184,16 @@ def tanhshrink(input):
     return x - O.tanh(x)
 
 
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky relu: slope ``U(lower, upper)`` per negative element in training, else the mean slope."""
+    x = check_tensor(input, "rrelu")
+    if not training:
+        return O.leaky_relu(x, (lower + upper) / 2)
+    xp = xp_of(x.data)
+    slope = Tensor._make(xp.asarray(generator().uniform(lower, upper, x.shape)).astype(x.dtype))
+    return O.where(x >= 0, x, x * slope)
+
+
 def _prelu_samples(src):
     shape = (src.integers(1, 3), src.integers(1, 3)) + src.shape(0, 2, 1, 3)
     yield Sample((src.tensor(shape, away_from=0.0), src.tensor((shape[1],), 0.05, 0.5)), desc="a slope per channel")
@@ -175,11 +223,12 @@ def _glu_samples(src):
     yield Sample((src.tensor(tuple(shape)), d))
 
 
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
+def _rrelu_samples(src):
+    yield Sample((src.tensor(src.shape(0, 3, 1, 4), away_from=0.0),), dict(lower=0.1, upper=0.3),
+                 desc="eval mode: the mean slope")
 
 
-_TABLE = [
+register_table([
     (logsigmoid, unary_samples(low=-30, high=30), "dX = dY * sigmoid(-X)"),
     (elu, unary_samples(away_from=0.0), "dX = dY * (1 if X > 0 else alpha * exp(X))"),
     (celu, unary_samples(away_from=0.0), "dX = dY * (1 if X > 0 else exp(X / alpha))"),
@@ -190,15 +239,14 @@ _TABLE = [
     (hardswish, unary_samples(low=-5, high=5, away_from=3.0), "dX = dY * (relu6(X + 3) + X * [-3 < X < 3]) / 6"),
     (mish, unary_samples(), "dX = dY * (tanh(sp) + X * sigmoid(X) * (1 - tanh(sp)^2))   (sp = softplus(X))"),
     (softsign, unary_samples(), "dX = dY / (1 + |X|)^2"),
-    (softmin, _softmin_samples, "dX = -S * (dY - sum(dY * S, dim))   (S = softmin(X))"),
-    (glu, _glu_samples, "dA = dY * sigmoid(B) ; dB = dY * A * sigmoid(B) * (1 - sigmoid(B))"),
-    (prelu, _prelu_samples, "dX = dY * (1 if X > 0 else W) ; dW = sum(dY * X * [X <= 0]) per channel"),
     (threshold, _threshold_samples, "dX = dY * [X > threshold]"),
     (hardshrink, _shrink_samples, "dX = dY * [|X| > lambd]"),
     (softshrink, _shrink_samples, "dX = dY * [|X| > lambd]"),
     (tanhshrink, unary_samples(), "dX = dY * tanh(X)^2"),
-]
-for _fn, _samples, _formula in _TABLE:
-    register(_fn.__name__, samples=_samples, formula=_formula, namespace=NS, torch=_torch_f(_fn.__name__),
-             elementwise=_fn not in (softmin, glu, prelu))(_fn)
-del _fn, _samples, _formula
+], elementwise=True)
+register_table([
+    (softmin, _softmin_samples, "dX = -S * (dY - sum(dY * S, dim))   (S = softmin(X))"),
+    (glu, _glu_samples, "dA = dY * sigmoid(B) ; dB = dY * A * sigmoid(B) * (1 - sigmoid(B))"),
+    (prelu, _prelu_samples, "dX = dY * (1 if X > 0 else W) ; dW = sum(dY * X * [X <= 0]) per channel"),
+    (rrelu, _rrelu_samples, "dx = dy where x >= 0, else slope * dy"),
+])

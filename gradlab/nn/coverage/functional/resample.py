@@ -1,4 +1,7 @@
-"""``interpolate``: resize the spatial dims of ``(N, C, L)`` or ``(N, C, H, W)``.
+"""Resampling functions of ``F``: ``interpolate`` (and its old names ``upsample``, ``upsample_nearest``,
+``upsample_bilinear``), ``pixel_shuffle``, ``pixel_unshuffle`` and ``channel_shuffle``.
+
+``interpolate`` resizes the spatial dims of ``(N, C, L)`` or ``(N, C, H, W)``.
 
 Resizing one axis by ``nearest`` or ``linear`` interpolation is a *linear map*
 from the input length to the output length: each output entry is a fixed
@@ -19,15 +22,15 @@ import math
 
 import numpy as np
 
-from .. import ops as O
-from ..backend import xp_of
-from ..errors import ArgumentError, ShapeError, fmt_shape
-from .._tensor import Tensor
-from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
-from ._conv1d import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .... import ops as O
+from ....backend import xp_of
+from ....errors import ArgumentError, ShapeError, fmt_shape
+from ...._tensor import Tensor
+from ....ops._util import check_tensor
+from ....ops.registry import Sample, register
+from ..._register import NS, register_table
+from ..._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-NS = "gradlab.nn.functional"
 _MODES = {"nearest": 1, "nearest-exact": 1, "area": 1, "linear": 1, "bilinear": 2}
 
 
@@ -165,3 +168,47 @@ register("pixel_shuffle", samples=_shuffle_samples, namespace=NS, formula="dX = 
          torch=lambda torch, *a, **k: torch.nn.functional.pixel_shuffle(*a, **k))(pixel_shuffle)
 register("pixel_unshuffle", samples=_unshuffle_samples, namespace=NS, formula="dX = pixel_shuffle(dY, r)",
          torch=lambda torch, *a, **k: torch.nn.functional.pixel_unshuffle(*a, **k))(pixel_unshuffle)
+
+
+def channel_shuffle(input, groups):
+    """``(N, g*c, *) -> (N, c*g, *)``: interleave the channels of ``groups`` groups (ShuffleNet)."""
+    x = check_tensor(input, "channel_shuffle")
+    if x.ndim < 3 or groups < 1 or x.shape[1] % groups:
+        raise ShapeError(f"channel_shuffle: groups={groups} must divide the channels (dim 1) of a 3-D or higher "
+                         f"input, got {fmt_shape(x.shape)}")
+    n, c = x.shape[0], x.shape[1]
+    rest = tuple(x.shape[2:])
+    y = O.transpose(O.reshape(x, (n, groups, c // groups) + rest), 1, 2)
+    return O.reshape(y, (n, c) + rest)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """The old name of ``F.interpolate`` (deprecated in PyTorch, still found in older code)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """``interpolate(mode='nearest')`` (an old PyTorch name)."""
+    return upsample(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """``interpolate(mode='bilinear', align_corners=True)`` (an old PyTorch name)."""
+    return upsample(input, size, scale_factor, "bilinear", True)
+
+
+def _channel_shuffle_samples(src):
+    g = src.integers(1, 3)
+    yield Sample((src.tensor((src.integers(1, 2), g * src.integers(1, 2), src.integers(1, 3))), g))
+
+
+def _upsample_samples(src):
+    yield Sample((src.tensor((1, 2, src.integers(1, 3), src.integers(1, 3))),), dict(scale_factor=2))
+
+
+register_table([
+    (channel_shuffle, _channel_shuffle_samples, "dX = the inverse shuffle of dY"),
+    (upsample, _upsample_samples, "interpolate's rule: dX = P^T dY"),
+    (upsample_nearest, _upsample_samples, "interpolate's rule: dX = P^T dY"),
+    (upsample_bilinear, _upsample_samples, "interpolate's rule: dX = P^T dY"),
+])
