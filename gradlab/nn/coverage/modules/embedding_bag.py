@@ -1,12 +1,15 @@
-"""``EmbeddingBag``, ``LocalResponseNorm``, ``ChannelShuffle``, ``RReLU`` and ``LPPool1d/2d`` (PyTorch's names)."""
+"""``EmbeddingBag``: an ``Embedding`` followed by a sum, mean or max over each bag of ids (``F.embedding_bag``).
+"""
 from __future__ import annotations
 
-from ...errors import ArgumentError, ShapeError, fmt_shape
-from ..parameter import Parameter
-from .. import functional as F
-from .. import init
-from ..module import Module
-from ._util import new_param
+
+
+from ....errors import ArgumentError, ShapeError, fmt_shape
+from ... import functional as F
+from ... import init
+from ...module import Module
+from ...parameter import Parameter
+from ...modules._util import new_param
 
 
 class EmbeddingBag(Module):
@@ -73,91 +76,3 @@ class EmbeddingBag(Module):
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s
-
-
-class LocalResponseNorm(Module):
-    """Divide each activation by ``(k + alpha * mean of the squares of `size` neighbouring channels)^beta``."""
-
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
-        super().__init__()
-        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
-
-    def forward(self, input):
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self):
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
-
-
-class ChannelShuffle(Module):
-    """Interleave the channels of ``groups`` groups, so grouped convolutions exchange information (ShuffleNet)."""
-
-    def __init__(self, groups: int):
-        super().__init__()
-        self.groups = groups
-
-    def forward(self, input):
-        return F.channel_shuffle(input, self.groups)
-
-    def extra_repr(self):
-        return f"groups={self.groups}"
-
-
-class RReLU(Module):
-    """Leaky relu with a random negative slope ``U(lower, upper)`` in training, ``(lower + upper) / 2`` in eval."""
-
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
-        super().__init__()
-        self.lower, self.upper, self.inplace = lower, upper, inplace
-
-    def forward(self, input):
-        return F.rrelu(input, self.lower, self.upper, self.training)
-
-    def extra_repr(self):
-        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
-
-
-class _LPPool(Module):
-    _fn = None
-
-    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
-        super().__init__()
-        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
-
-    def forward(self, input):
-        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
-
-    def extra_repr(self):
-        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"ceil_mode={self.ceil_mode}")
-
-
-class LPPool1d(_LPPool):
-    """``(sum over each window of x^p)^(1/p)`` along the last dim (``norm_type`` = p)."""
-    _fn = staticmethod(F.lp_pool1d)
-
-
-class LPPool2d(_LPPool):
-    """``(sum over each window of x^p)^(1/p)`` over the last two dims (``norm_type`` = p)."""
-    _fn = staticmethod(F.lp_pool2d)
-
-
-class LPPool3d(_LPPool):
-    """``(sum over each window of x^p)^(1/p)`` over the last three dims (``norm_type`` = p)."""
-    _fn = staticmethod(F.lp_pool3d)
-
-
-class DataParallel(Module):
-    """PyTorch's multi-GPU wrapper, here a pass-through: ``DataParallel(model)(x)`` is ``model(x)``.
-
-    gradlab runs on one device, so nothing is split or replicated; the wrapper exists so code written
-    for several GPUs runs unchanged, with PyTorch's ``module.`` prefix in the state_dict.
-    """
-
-    def __init__(self, module, device_ids=None, output_device=None, dim=0):
-        super().__init__()
-        self.module = module
-        self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
-
-    def forward(self, *inputs, **kwargs):
-        return self.module(*inputs, **kwargs)

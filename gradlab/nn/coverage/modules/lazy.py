@@ -10,16 +10,15 @@ or the optimizer is handed no parameters.
 """
 from __future__ import annotations
 
-from ..._tensor import Tensor
-from ...backend import dtypes as _dt
-from ...errors import ShapeError, fmt_shape
-from ..module import Module
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .conv import Conv2d
-from .conv3d import Conv3d, ConvTranspose3d
-from .conv_more import Conv1d, ConvTranspose1d, ConvTranspose2d
-from .linear import Linear
-from .norm_more import BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from ...._tensor import Tensor
+from ....backend import dtypes as _dt
+from ....errors import ShapeError, fmt_shape
+from ...module import Module
+from ...modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from ...modules.linear import Linear
+from ...modules.normalization import (
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+)
 
 
 class _LazyModule(Module):
