@@ -17,8 +17,6 @@ order) come from those pieces' rules. Two habits keep them safe:
 """
 from __future__ import annotations
 
-
-
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import generator, xp_of

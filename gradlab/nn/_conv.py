@@ -15,8 +15,6 @@ Helpers: ``_volume`` (a 5-D input, batching an unbatched one) and ``_slices`` (t
 """
 from __future__ import annotations
 
-
-
 from .. import ops as O
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor

@@ -5,7 +5,6 @@ Each is a composite of gradlab ops (norms, sums, divisions), so the gradients co
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ops as O

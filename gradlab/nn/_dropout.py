@@ -8,8 +8,6 @@ versions draw one value per (sample, channel); the multiply is the ``Dropout`` o
 """
 from __future__ import annotations
 
-
-
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend import generator, xp_of

@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._tensor import Tensor

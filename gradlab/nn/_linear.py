@@ -6,8 +6,6 @@
 """
 from __future__ import annotations
 
-
-
 from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..errors import DTypeError, ShapeError, fmt_shape

@@ -27,7 +27,6 @@ Composites of gradlab ops, with PyTorch's conventions:
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ops as O

@@ -34,7 +34,6 @@ and autocast keep the step-by-step form (``_standardize``), which shows every sm
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ops as O

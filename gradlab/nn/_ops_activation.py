@@ -1,12 +1,10 @@
 """The ``_Softplus`` op: ``log(1 + exp(z))`` computed as ``logaddexp(0, z)``, never overflowing.
 
 Used by ``logsigmoid``, ``mish`` and the logit losses (``binary_cross_entropy_with_logits``,
-``soft_margin_loss``...). It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
-functions that call it are in ``nn/_activation.py`` and ``nn/_loss.py``.
+``soft_margin_loss``...). It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op
+classes; the functions that call it are in ``nn/_activation.py`` and ``nn/_loss.py``.
 """
 from __future__ import annotations
-
-
 
 from .. import ops as O
 from ..autograd.function import Op

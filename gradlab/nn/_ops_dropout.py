@@ -1,12 +1,10 @@
-"""The ``Dropout`` op (an ``Op```, not the ``nn.Dropout`` layer): ``x * mask`` with the mask given.
+"""The ``Dropout`` op (an ``Op``, not the ``nn.Dropout`` layer): ``x * mask`` with the mask given.
 
-``F.dropout``, ``dropout1d/2d/3d`` draw the mask (``nn/_dropout.py``); this op multiplies by it
-and sends ``dY * mask`` back. It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
+``F.dropout``, ``dropout1d/2d/3d`` draw the mask (``nn/_dropout.py``); this op multiplies by it and sends ``dY
+* mask`` back. It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
 functions that call it are in ``nn/_dropout.py``.
 """
 from __future__ import annotations
-
-
 
 from ..autograd.function import Op
 

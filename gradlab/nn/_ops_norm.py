@@ -11,7 +11,6 @@ functions that call it are in ``nn/_normalization.py`` (whose docstring explains
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ops as O

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ops.registry import register
 
+
 NS = "gradlab.nn.functional"
 
 

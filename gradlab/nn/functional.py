@@ -2,23 +2,29 @@
 
 This file only gathers them; each lives in a file named by what it holds:
 
-| kind | functions | file |
-| --- | --- | --- |
-| activations | ``relu``, ``gelu``, ``elu``, ``hardtanh``, ``glu``, ``prelu``, ... | ``nn/_activation.py`` (``gelu``, ``sigmoid``, ``tanh``, ``softplus``, ``softmax``: ``gradlab.ops``) |
-| linear | ``linear``, ``bilinear`` | ``nn/_linear.py`` |
-| dropout | ``dropout``, ``dropout1d/2d/3d``, ``alpha_dropout``, ``feature_alpha_dropout`` | ``nn/_dropout.py`` |
-| embeddings | ``embedding``, ``one_hot`` | ``nn/_embedding.py`` |
-| convolution | ``conv1d``, ``conv3d``, ``conv_transpose1d/2d/3d`` | ``nn/_conv.py`` (``conv2d``, ``fold``, ``unfold``: ``gradlab.ops.conv``) |
-| pooling | ``max_pool1d/3d``, ``avg_pool1d/3d``, ``adaptive_avg_pool1d/2d/3d``, ``adaptive_max_pool1d/2d/3d`` | ``nn/_pooling.py`` (``max_pool2d``, ``avg_pool2d``: ``gradlab.ops.pool``) |
-| normalization | ``layer_norm``, ``batch_norm``, ``instance_norm``, ``group_norm``, ``rms_norm``, ``normalize`` | ``nn/_normalization.py`` |
-| distances | ``cosine_similarity``, ``pairwise_distance``, ``pdist`` | ``nn/_distance.py`` |
-| losses | ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``, ``huber_loss``, ``kl_div``, ... | ``nn/_loss.py`` |
-| attention | ``scaled_dot_product_attention`` | ``nn/_attention.py`` |
-| padding, quantization | ``pad``; ``fake_quantize...`` | ``gradlab.ops.pad``, ``gradlab.ops.quant`` |
-| the rest of PyTorch's | ``ctc_loss``, ``embedding_bag``, ``interpolate``, ``gumbel_softmax``, margin losses, ... | ``nn/coverage/functional/`` |
+* activations (``relu``, ``elu``, ``hardtanh``, ``glu``, ``prelu``, ...): ``nn/_activation.py``;
+  ``gelu``, ``sigmoid``, ``tanh``, ``softplus``, ``softmax``, ``log_softmax`` are ``gradlab.ops``' own;
+* ``linear``, ``bilinear``: ``nn/_linear.py``;
+* ``dropout``, ``dropout1d/2d/3d``, ``alpha_dropout``, ``feature_alpha_dropout``: ``nn/_dropout.py``;
+* ``embedding``, ``one_hot``: ``nn/_embedding.py``;
+* ``conv1d``, ``conv3d``, ``conv_transpose1d/2d/3d``: ``nn/_conv.py`` (``conv2d``, ``fold``, ``unfold``:
+  ``gradlab.ops.conv``);
+* ``max_pool1d/3d``, ``avg_pool1d/3d``, ``adaptive_avg_pool1d/2d/3d``, ``adaptive_max_pool1d/2d/3d``:
+  ``nn/_pooling.py`` (``max_pool2d``, ``avg_pool2d``: ``gradlab.ops.pool``);
+* ``layer_norm``, ``batch_norm``, ``instance_norm``, ``group_norm``, ``rms_norm``, ``normalize``:
+  ``nn/_normalization.py``;
+* ``cosine_similarity``, ``pairwise_distance``, ``pdist``: ``nn/_distance.py``;
+* ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``,
+  ``binary_cross_entropy(_with_logits)``, ``kl_div``: ``nn/_loss.py``;
+* ``scaled_dot_product_attention``: ``nn/_attention.py``;
+* ``pad``: ``gradlab.ops.pad``; ``fake_quantize``, ``fake_quantize_per_tensor_affine``: ``gradlab.ops.quant``;
+* the rest of PyTorch's (``ctc_loss``, ``embedding_bag``, ``interpolate``, ``pixel_shuffle``,
+  ``gumbel_softmax``, ``lp_pool``, ``max_unpool``, the margin losses...): ``nn/coverage/functional/``.
 
-Each is registered in the op registry (namespace ``gradlab.nn.functional``, see ``nn/_register.py``),
-so the generic suite gradchecks it and compares it with PyTorch.
+The op classes some of them apply (``LayerNorm``, ``BatchNorm``, ``NLLLoss``, ``Embedding``, ``Dropout``)
+are in ``nn/_ops_*.py``. Each function is registered in the op registry (namespace
+``gradlab.nn.functional``, see ``nn/_register.py``), so the generic suite gradchecks it and compares
+it with PyTorch.
 """
 from __future__ import annotations
 

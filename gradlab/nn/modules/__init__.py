@@ -1,24 +1,22 @@
 """The layers of ``gradlab.nn``, one file per kind (as ``torch.nn.modules``):
 
-| file | layers |
-| --- | --- |
-| ``linear.py`` | ``Identity``, ``Linear``, ``Bilinear``, ``LoRALinear`` |
-| ``embedding.py`` | ``Embedding`` |
-| ``activation.py`` | ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``, ``SiLU``, ``Softmax``, ``LeakyReLU``, ``PReLU``, ... |
-| ``dropout.py`` | ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout``, ``FeatureAlphaDropout`` |
-| ``flatten.py`` | ``Flatten``, ``Unflatten`` |
-| ``conv.py`` | ``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d`` (one base, ``_ConvNd``) |
-| ``fold.py`` | ``Fold``, ``Unfold`` |
-| ``pooling.py`` | ``MaxPool``, ``AvgPool``, ``AdaptiveAvgPool``, ``AdaptiveMaxPool`` in 1, 2 and 3 d |
-| ``padding.py`` | ``ConstantPad``, ``ZeroPad``, ``ReflectionPad``, ``ReplicationPad``, ``CircularPad`` in 1, 2 and 3 d |
-| ``normalization.py`` | ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d`` (one base, ``_NormBase``), ``LayerNorm``, ``GroupNorm``, ``RMSNorm`` |
-| ``distance.py`` | ``CosineSimilarity``, ``PairwiseDistance`` |
-| ``loss.py`` | ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``, ``KLDivLoss`` |
-| ``attention.py`` | ``MultiheadAttention`` |
-| ``transformer.py`` | ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``, ``TransformerDecoder``, ``Transformer`` |
-| ``gpt.py`` | ``TransformerBlock``, ``GPT`` (the course's model) |
-| ``rnn.py`` | ``RNN``, ``LSTM``, ``GRU`` and their cells |
-| ``container.py`` | ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict`` |
+* ``linear.py``: ``Identity``, ``Linear``, ``Bilinear``, ``LoRALinear``; ``embedding.py``: ``Embedding``;
+* ``activation.py``: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``, ``SiLU``, ``Softmax``, ``LeakyReLU``, ``PReLU``...;
+* ``dropout.py``: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout``, ``FeatureAlphaDropout``;
+* ``flatten.py``: ``Flatten``, ``Unflatten``; ``fold.py``: ``Fold``, ``Unfold``;
+* ``conv.py``: ``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d`` (one base, ``_ConvNd``);
+* ``pooling.py``: ``MaxPool``, ``AvgPool``, ``AdaptiveAvgPool``, ``AdaptiveMaxPool`` in 1, 2 and 3 d;
+* ``padding.py``: ``ConstantPad``, ``ZeroPad``, ``ReflectionPad``, ``ReplicationPad``, ``CircularPad`` in 1-3 d;
+* ``normalization.py``: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d`` (one base, ``_NormBase``), ``LayerNorm``,
+  ``GroupNorm``, ``RMSNorm``;
+* ``distance.py``: ``CosineSimilarity``, ``PairwiseDistance``;
+* ``loss.py``: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``L1Loss``,
+  ``SmoothL1Loss``, ``HuberLoss``, ``KLDivLoss``;
+* ``attention.py``: ``MultiheadAttention``; ``gpt.py``: ``TransformerBlock``, ``GPT`` (the course's model);
+* ``transformer.py``: ``TransformerEncoderLayer``, ``TransformerEncoder``, ``TransformerDecoderLayer``,
+  ``TransformerDecoder``, ``Transformer``;
+* ``rnn.py``: ``RNN``, ``LSTM``, ``GRU`` and their cells;
+* ``container.py``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``.
 
 The rest of ``torch.nn``'s layers (``CTCLoss``, ``EmbeddingBag``, lazy layers, ``DataParallel``, the rarer
 losses, ``Upsample``, ``LPPool``, ``MaxUnpool``...) live in ``nn/coverage/modules/`` and are re-exported here.
@@ -67,6 +65,7 @@ from ..coverage.modules import (
     SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss, Upsample, UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",

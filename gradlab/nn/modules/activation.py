@@ -11,8 +11,6 @@ would destroy values that backward may still need.
 """
 from __future__ import annotations
 
-
-
 from ... import ops as O
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F

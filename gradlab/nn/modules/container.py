@@ -8,8 +8,6 @@ in a ``Parameter``.
 """
 from __future__ import annotations
 
-
-
 from ..._tensor import Tensor
 from ...backend import dtypes as _dt
 from ..module import Module

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
@@ -121,7 +120,6 @@ class _ConvTransposeNd(_ConvNd):
     def forward(self, input, output_size=None):
         return getattr(F, self._fn)(input, self.weight, self.bias, self.stride, self.padding,
                                     self._output_padding(input, output_size), self.groups, self.dilation)
-
 
     def _output_padding(self, input, output_size):
         """The ``output_padding`` that makes a transposed convolution's output ``output_size``."""

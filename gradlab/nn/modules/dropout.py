@@ -7,8 +7,6 @@ the identity in ``eval()`` mode, which is why evaluation code must call ``model.
 """
 from __future__ import annotations
 
-
-
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module

@@ -2,8 +2,6 @@
 """
 from __future__ import annotations
 
-
-
 from ...errors import ArgumentError
 from .. import functional as F
 from .. import init

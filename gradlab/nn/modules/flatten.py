@@ -2,8 +2,6 @@
 """
 from __future__ import annotations
 
-
-
 from ... import ops as O
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ..module import Module

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-
 from ...errors import ArgumentError
 from .. import functional as F
 from .. import init

@@ -10,8 +10,6 @@ turned into ``reduction`` at construction, as PyTorch does.
 """
 from __future__ import annotations
 
-
-
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module

@@ -17,8 +17,6 @@ Shared pieces: ``_affine_params`` (the learned scale ``weight``, ones, and shift
 """
 from __future__ import annotations
 
-
-
 from ... import ops as O
 from ..._tensor import Tensor
 from ...backend import dtypes as _dt

@@ -6,8 +6,6 @@ named classes from it, so each is one line.
 """
 from __future__ import annotations
 
-
-
 from ...errors import ShapeError, fmt_shape
 from .. import functional as F
 from .._sizes import ntuple

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import math
 
-
 from ... import ops as O
 from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape

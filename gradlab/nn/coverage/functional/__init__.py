@@ -25,6 +25,7 @@ from .resample import (
     channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest,
 )
 
+
 __all__ = [
     "channel_shuffle", "cosine_embedding_loss", "ctc_loss", "embedding_bag", "gaussian_nll_loss", "gumbel_softmax",
     "hinge_embedding_loss", "interpolate", "local_response_norm", "lp_pool1d", "lp_pool2d", "lp_pool3d",

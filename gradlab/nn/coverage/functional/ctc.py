@@ -28,6 +28,7 @@ from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
 
+
 _NEG = -1e30  # "log 0" that stays finite
 
 

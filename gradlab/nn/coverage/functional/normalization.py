@@ -3,8 +3,6 @@
 """
 from __future__ import annotations
 
-
-
 from ....errors import ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.pad import pad as _pad

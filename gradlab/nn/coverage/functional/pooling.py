@@ -9,8 +9,6 @@
 """
 from __future__ import annotations
 
-
-
 from .... import ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of

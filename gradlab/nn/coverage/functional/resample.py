@@ -31,6 +31,7 @@ from ....ops.registry import Sample, register
 from ..._register import NS, register_table
 from ..._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
+
 _MODES = {"nearest": 1, "nearest-exact": 1, "area": 1, "linear": 1, "bilinear": 2}
 
 

@@ -27,6 +27,7 @@ from .parallel import DataParallel
 from .pooling import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d
 from .resample import ChannelShuffle, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
+
 __all__ = [
     "ChannelShuffle", "CosineEmbeddingLoss", "CTCLoss", "DataParallel", "EmbeddingBag", "GaussianNLLLoss",
     "HingeEmbeddingLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",

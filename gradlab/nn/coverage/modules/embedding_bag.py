@@ -2,8 +2,6 @@
 """
 from __future__ import annotations
 
-
-
 from ....errors import ArgumentError, ShapeError, fmt_shape
 from ... import functional as F
 from ... import init

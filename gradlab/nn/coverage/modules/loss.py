@@ -5,8 +5,6 @@
 """
 from __future__ import annotations
 
-
-
 from ....errors import ArgumentError
 from ... import functional as F
 from ...modules.loss import _Loss, _WeightedLoss

@@ -2,8 +2,6 @@
 """
 from __future__ import annotations
 
-
-
 from ... import functional as F
 from ...module import Module
 

@@ -3,8 +3,6 @@
 """
 from __future__ import annotations
 
-
-
 from ... import functional as F
 from ..._sizes import ntuple
 from ...module import Module

@@ -3,8 +3,6 @@
 """
 from __future__ import annotations
 
-
-
 from ....errors import ArgumentError
 from ... import functional as F
 from ...module import Module
