@@ -15,7 +15,7 @@ import pytest
 
 import gradlab
 import gradlab.nn.functional as F
-from gradlab.nn._basic import _rows_added
+from gradlab.nn._ops_embedding import _rows_added
 
 from .test_vjp_arrays import _compare_node, _nodes
 
@@ -111,10 +111,10 @@ def test_activations_at_extreme_values_stay_finite_and_match_pytorch(torch, dtyp
 
 
 def test_the_gpt_steps_ops_have_array_twins():
-    from gradlab.nn import _basic, _losses, _norm
+    from gradlab.nn import _ops_dropout, _ops_embedding, _ops_loss, _ops_norm
     from gradlab.ops import activations, softmax
-    for cls in (_norm.LayerNorm, softmax.Softmax, softmax.LogSoftmax, softmax.SoftmaxBackward,
-                softmax.LogSoftmaxBackward, _losses.NLLLoss, _losses.NLLBackward, _basic.Embedding, _basic.Dropout,
+    for cls in (_ops_norm.LayerNorm, softmax.Softmax, softmax.LogSoftmax, softmax.SoftmaxBackward,
+                softmax.LogSoftmaxBackward, _ops_loss.NLLLoss, _ops_loss.NLLBackward, _ops_embedding.Embedding, _ops_dropout.Dropout,
                 activations.Gelu, activations.GeluBackward, activations.Silu, activations.Softplus,
                 activations.LeakyRelu):
         assert cls.vjp_arrays is not None, cls.name

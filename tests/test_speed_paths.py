@@ -298,7 +298,7 @@ def test_batch_norm_module_matches_pytorch(torch):
 
 # ------------------------------------------------------------------ batch_norm as one op (training)
 def _bn_composite(x, w, b, eps=1e-5):
-    from gradlab.nn import _norm
+    from gradlab.nn import _normalization as _norm
     dims = (0,) + tuple(range(2, x.ndim))
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     return _norm._affine(_norm._standardize(x, dims, eps), w, b, shape)

@@ -203,8 +203,7 @@ class Tracer:
                     or tracer not in _fn.op_observers):
                 return original(input, p, training, inplace)
             mask = tracer._wrap("dropout_mask", dropout_mask)(tuple(input.shape), input.dtype.name, float(p))
-            from ..nn._basic import Dropout
-            return Dropout.apply(input, mask)
+            return REGISTRY["functional.dropout"].op.apply(input, mask)  # the Dropout op, wherever it lives
         dropout.__wrapped__ = original
         return dropout
 
@@ -323,8 +322,8 @@ class Tracer:
                      "bernoulli", "normal", "multinomial"):
             for home in (_factories, _ops_mod):
                 patch(name, lambda orig, name=name: self._wrap(name, orig), home)
-        from ..nn import _basic as _nn_basic
-        patch("dropout", self._traced_dropout, _nn_basic)
+        from ..nn import functional as _nn_functional
+        patch("dropout", self._traced_dropout, _nn_functional)
         from ..backend import random as _random
         self._patched.append((_random, "_generator", _random._generator))
         _random._generator = _DrawSpy(_random._generator, self)

@@ -23,10 +23,9 @@ from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
+from ._register import NS
 from ..ops.softmax import softmax
-from ._basic import dropout
-
-NS = "gradlab.nn.functional"
+from ._dropout import dropout
 
 
 def _check(q, k, v, attn_mask):

@@ -1,4 +1,6 @@
-"""Gradient utilities: clipping (``gradlab.nn.utils``).
+"""``gradlab.nn.utils``: gradient clipping (``clip_grad_norm_``, ``clip_grad_value_``), parameters as one
+vector (``parameters_to_vector``, ``vector_to_parameters``), and, re-exported, ``weight_norm`` /
+``spectral_norm`` (``nn/_weight_norm.py``) and ``gradlab.nn.utils.rnn`` (``nn/_rnn_utils.py``).
 
 Clipping by norm rescales *all* gradients together when their combined L2 norm
 exceeds ``max_norm``, which keeps the update's direction and bounds its size:
@@ -7,10 +9,13 @@ the usual cure for the occasional exploding step in RNNs and transformers.
 from __future__ import annotations
 
 import math
+import sys as _sys
 
 from .._tensor import Tensor
 from ..backend.device import xp_of
 from ..errors import ArgumentError, GradError
+from . import _rnn_utils as rnn
+from ._weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
 
 
 def _grads(parameters):
@@ -83,7 +88,4 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
 
 
 # ``gradlab.nn.utils.rnn`` (pad_sequence, pack_padded_sequence, ...), importable as torch.nn.utils.rnn is.
-import sys as _sys  # noqa: E402
-from . import _rnn_utils as rnn  # noqa: E402
 _sys.modules[__name__ + ".rnn"] = rnn
-from ._weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: E402,F401

@@ -1,4 +1,4 @@
-"""Small helpers shared by the layer modules."""
+"""``new_param``: the uninitialised parameter every layer creates and then fills in ``reset_parameters``."""
 from __future__ import annotations
 
 from ...backend import dtypes as _dt
@@ -11,11 +11,3 @@ def new_param(*shape, dtype=None, device=None, requires_grad=True):
     return Parameter(empty(*shape, dtype=_dt.as_dtype(dtype) if dtype is not None else None, device=device),
                      requires_grad=requires_grad)
 
-
-def pair(x, name="kernel_size"):
-    if isinstance(x, int):
-        return (x, x)
-    x = tuple(x)
-    if len(x) != 2:
-        raise ValueError(f"{name} must be an int or a pair of ints, got {x}")
-    return x

@@ -1,10 +1,22 @@
-"""Activation layers, ``Dropout`` and ``Flatten``: thin wrappers over ``F``."""
+"""Activation layers (PyTorch's names, arguments and reprs), each a thin wrapper over ``F``: ``ReLU``,
+``GELU``, ``Tanh``, ``Sigmoid``, ``SiLU``, ``Softmax``, ``LogSoftmax``, ``LeakyReLU``, ``ELU``, ``CELU``,
+``SELU``, ``Mish``, ``ReLU6``, ``Hardswish``, ``Hardsigmoid``, ``Hardtanh``, ``Softplus``, ``LogSigmoid``,
+``Softsign``, ``Tanhshrink``, ``Hardshrink``, ``Softshrink``, ``Threshold``, ``GLU``, ``Softmin``,
+``Softmax2d``, ``PReLU`` and ``RReLU``.
+
+An activation layer holds no state (except ``PReLU``'s learnable slope): it exists so a
+network can be written as a ``Sequential`` of layers. ``inplace=True`` is accepted so PyTorch
+code runs unchanged, but gradlab always returns a new tensor: overwriting the input in place
+would destroy values that backward may still need.
+"""
 from __future__ import annotations
 
-from ...errors import ArgumentError
 from ... import ops as O
+from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
+from .. import init
 from ..module import Module
+from ._util import new_param
 
 
 class ReLU(Module):
@@ -73,35 +85,255 @@ class LogSoftmax(Softmax):
         return F.log_softmax(input, dim=self.dim)
 
 
-class Dropout(Module):
-    """Zero each element with probability ``p`` in training (scaling the rest by ``1/(1-p)``).
+def _inplace(module):
+    return ", inplace=True" if module.inplace else ""
 
-    In ``eval()`` mode it is the identity, which is why evaluation code must
-    call ``model.eval()``.
+
+class LeakyReLU(Module):
+    """``x`` for ``x > 0``, else ``negative_slope * x``: a small slope keeps "dead" units learning."""
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}{_inplace(self)}"
+
+
+class ELU(Module):
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``: smooth, with negative outputs down to ``-alpha``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}{_inplace(self)}"
+
+
+class CELU(ELU):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``: ELU made continuously differentiable for any alpha."""
+
+    def forward(self, input):
+        return F.celu(input, self.alpha)
+
+
+class _InplaceOnly(Module):
+    """An activation whose only argument is ``inplace``."""
+    _fn = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_InplaceOnly):
+    """``scale * elu(x, alpha)`` with fixed constants that keep activations self-normalizing."""
+    _fn = staticmethod(F.selu)
+
+
+class Mish(_InplaceOnly):
+    """``x * tanh(softplus(x))``: a smooth, non-monotonic relu-like curve."""
+    _fn = staticmethod(F.mish)
+
+
+class ReLU6(_InplaceOnly):
+    """``min(max(x, 0), 6)``: a relu capped at 6 (``Hardtanh(0, 6)``), used by mobile networks."""
+    _fn = staticmethod(F.relu6)
+
+
+class Hardswish(_InplaceOnly):
+    """``x * relu6(x + 3) / 6``: a cheap piecewise approximation of ``SiLU``."""
+    _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardsigmoid(_InplaceOnly):
+    """``relu6(x + 3) / 6``: a cheap piecewise approximation of the sigmoid."""
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardtanh(Module):
+    """``clamp(x, min_val, max_val)``: gradient 1 inside the interval, 0 outside."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, min_value=None,
+                 max_value=None):
+        super().__init__()
+        if min_value is not None:
+            min_val = min_value
+        if max_value is not None:
+            max_val = max_value
+        if max_val <= min_val:
+            raise ArgumentError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace(self)}"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``: a smooth relu (``x`` itself where ``beta * x > threshold``)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class _NoArgs(Module):
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class LogSigmoid(_NoArgs):
+    """``log(sigmoid(x)) = -softplus(-x)``, computed without overflow."""
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_NoArgs):
+    """``x / (1 + |x|)``: like tanh, but approaching +-1 polynomially rather than exponentially."""
+    _fn = staticmethod(F.softsign)
+
+
+class Tanhshrink(_NoArgs):
+    """``x - tanh(x)``."""
+    _fn = staticmethod(F.tanhshrink)
+
+
+class _Shrink(Module):
+    _fn = None
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """``x`` where ``|x| > lambd``, else 0."""
+    _fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0 (the proximal step of L1)."""
+    _fn = staticmethod(F.softshrink)
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}{_inplace(self)}"
+
+
+class GLU(Module):
+    """Gated linear unit: split ``dim`` in halves ``a, b`` and return ``a * sigmoid(b)``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``: the smallest entries get the most weight."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at every pixel of a ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got "
+                             f"{fmt_shape(input.shape)}")
+        return F.softmax(input, dim=-3)
+
+
+class PReLU(Module):
+    """Leaky relu whose negative slope ``weight`` is learned: one slope, or one per channel (dim 1).
+
+    ``weight`` has shape ``(num_parameters,)``, initialised to ``init`` (0.25).
     """
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ArgumentError(f"Dropout: probability p has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = float(p), inplace
+        self.num_parameters, self.init = int(num_parameters), init
+        self.weight = new_param(self.num_parameters, dtype=dtype, device=device)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
+        return f"num_parameters={self.num_parameters}"
 
 
-class Flatten(Module):
-    """Flatten dims ``start_dim..end_dim`` into one (default: all but the batch dim)."""
+class RReLU(Module):
+    """Leaky relu with a random negative slope ``U(lower, upper)`` in training, ``(lower + upper) / 2`` in eval."""
 
-    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
-        self.start_dim, self.end_dim = start_dim, end_dim
+        self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, input):
-        return O.flatten(input, self.start_dim, self.end_dim)
+        return F.rrelu(input, self.lower, self.upper, self.training)
 
     def extra_repr(self):
-        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -1,4 +1,6 @@
-"""``Linear`` (``y = x W^T + b``), ``Identity``, ``Embedding`` and ``LoRALinear``."""
+"""``Identity``, ``Linear`` (``y = x W^T + b``), ``Bilinear`` (``y = x1^T W x2 + b``) and ``LoRALinear``
+(a frozen ``Linear`` plus a trainable low-rank update).
+"""
 from __future__ import annotations
 
 import math
@@ -51,57 +53,35 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Embedding(Module):
-    """A lookup table: row ``i`` of ``weight`` is the vector for token ``i``.
+class Bilinear(Module):
+    """``y[o] = x1 @ weight[o] @ x2 + bias[o]``: a learned interaction between two inputs.
 
-    Its gradient is a *scatter-add*: only the rows that were looked up get a
-    gradient, summed over every position that used them. Default init ``N(0, 1)``;
-    the row ``padding_idx`` (if given) starts at zero and gets no gradient.
+    ``weight`` ``(out_features, in1_features, in2_features)``; init ``U(-1/sqrt(in1), 1/sqrt(in1))`` for both.
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
-                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
-                 _freeze: bool = False, device=None, dtype=None):
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
-        if padding_idx is not None:
-            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ArgumentError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
-                                    f"{self.num_embeddings}")
-            if padding_idx < 0:
-                padding_idx += self.num_embeddings
-        self.padding_idx = padding_idx
-        self.max_norm, self.norm_type = max_norm, norm_type
-        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
-        if _weight is None:
-            self.weight = new_param(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device,
-                                    requires_grad=not _freeze)
-            self.reset_parameters()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = new_param(out_features, in1_features, in2_features, dtype=dtype, device=device)
+        if bias:
+            self.bias = new_param(out_features, dtype=dtype, device=device)
         else:
-            from ..parameter import Parameter
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
 
     def reset_parameters(self):
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
-                           self.scale_grad_by_freq, self.sparse)
-
-    @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kw):
-        rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings.detach(), _freeze=freeze, **kw)
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        return s
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class LoRALinear(Module):

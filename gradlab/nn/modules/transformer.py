@@ -1,161 +1,266 @@
-"""``TransformerBlock`` (pre-norm) and a small ``GPT``: the course's final model.
+"""PyTorch's transformer layers (over ``MultiheadAttention``): ``TransformerEncoderLayer``,
+``TransformerEncoder``, ``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer``
+(encoder-decoder). (The course's own pre-norm block and ``GPT`` are in ``gpt.py``.)
 
-A pre-norm block normalises *before* each sub-layer and adds the result back::
+One encoder layer is two sub-blocks, each wrapped in a residual connection and a LayerNorm:
 
-    x = x + attn(ln_1(x))        # tokens exchange information
-    x = x + mlp(ln_2(x))         # each token is transformed on its own
+* self-attention: every position mixes in information from the other positions;
+* feed-forward: ``linear2(dropout(activation(linear1(x))))``, applied to each position alone.
 
-The residual path ``x + ...`` is a gradient highway: backward sends the
-gradient straight through the additions, so deep stacks still train.
+``norm_first=False`` (the original "post-norm" transformer) computes
+``x = norm1(x + sa(x)); x = norm2(x + ff(x))``; ``norm_first=True`` ("pre-norm", what GPT-2
+uses and what trains more stably when deep) computes ``x = x + sa(norm1(x)); x = x + ff(norm2(x))``.
+Parameter names match PyTorch (``self_attn.in_proj_weight``, ``linear1.weight``, ``norm1.bias``...),
+so a PyTorch ``state_dict`` loads unchanged.
 
-``GPT`` = token embedding + position embedding, ``n_layer`` blocks with causal
-attention, a final LayerNorm and a linear head to vocabulary logits; the head
-can share (``tie_weights=True``) the token embedding matrix.
+A decoder layer adds a third sub-block between self-attention and feed-forward:
+*cross-attention*, where the target positions (queries) read the encoder's output
+``memory`` (keys and values). Decoder self-attention is usually causal (``tgt_mask =
+Transformer.generate_square_subsequent_mask(T)``), so position ``i`` cannot peek at later
+target tokens while training on whole sequences at once.
+
+Parameter names match PyTorch (``multihead_attn.in_proj_weight``, ``norm3.weight``...).
 """
 from __future__ import annotations
 
+import copy
 import math
 
-import numpy as np
-
 from ... import ops as O
-from ..._tensor import Tensor
-from ...autograd.grad_mode import no_grad
-from ...backend import random as _random
+from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape
-from ...factories import arange
+from ...factories import full
 from .. import functional as F
 from .. import init
 from ..module import Module
-from .activation import GELU, Dropout
+from .dropout import Dropout
 from .attention import MultiheadAttention
-from .container import ModuleList, Sequential
-from .linear import Embedding, Linear
+from .container import ModuleList
+from .linear import Linear
 from .normalization import LayerNorm
 
 
-class TransformerBlock(Module):
-    """A pre-norm transformer block over ``(batch, seq, d_model)`` inputs."""
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
-    def __init__(self, d_model, n_head, dim_feedforward=None, dropout=0.0, causal=True, bias=True,
-                 activation="gelu", device=None, dtype=None):
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward network, each with a residual connection and LayerNorm.
+
+    Input ``(S, N, d_model)`` (``(N, S, d_model)`` with ``batch_first=True``; or unbatched
+    ``(S, d_model)``). ``src_mask`` ``(S, S)`` hides pairs (bool ``True`` = blocked, or added floats);
+    ``src_key_padding_mask`` ``(N, S)`` hides padded positions; ``is_causal=True`` lets position ``i``
+    see only positions ``<= i`` (used when no ``src_mask`` is given).
+    """
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        dim_feedforward = dim_feedforward or 4 * d_model
+        if isinstance(activation, str):
+            if activation not in _ACTIVATIONS:
+                raise ArgumentError(f"TransformerEncoderLayer: activation should be 'relu' or 'gelu' (or a "
+                                    f"callable), not {activation!r}")
+            activation = _ACTIVATIONS[activation]
+        elif not callable(activation):
+            raise ArgumentError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a callable, got "
+                                f"{type(activation).__name__}")
         kw = dict(device=device, dtype=dtype)
-        self.causal = causal
-        self.ln_1 = LayerNorm(d_model, bias=bias, **kw)
-        self.attn = MultiheadAttention(d_model, n_head, dropout=dropout, bias=bias, batch_first=True, **kw)
-        self.ln_2 = LayerNorm(d_model, bias=bias, **kw)
-        act = GELU(approximate="tanh") if activation == "gelu_tanh" else GELU() if activation == "gelu" else activation
-        if not isinstance(act, Module):
-            raise ArgumentError(f"TransformerBlock: activation must be 'gelu', 'gelu_tanh' or a Module, got {act!r}")
-        self.mlp = Sequential(Linear(d_model, dim_feedforward, bias=bias, **kw), act,
-                              Linear(dim_feedforward, d_model, bias=bias, **kw))
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = activation  # a function, or a Module (then registered as a submodule)
+        self.batch_first = batch_first
 
-    def forward(self, x, attn_mask=None, key_padding_mask=None):
-        h = self.ln_1(x)
-        a, _ = self.attn(h, h, h, need_weights=False, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                         is_causal=self.causal)
-        x = x + self.dropout(a)
-        x = x + self.dropout(self.mlp(self.ln_2(x)))
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
         return x
 
 
-class GPT(Module):
-    """A small decoder-only transformer that predicts the next token.
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` applied in turn (each its own parameters), then ``norm``.
 
-    ``model(idx)`` with ``idx`` of shape ``(batch, T)`` (integer tokens, ``T <=
-    block_size``) returns logits ``(batch, T, vocab_size)``; ``model(idx,
-    targets)`` returns ``(logits, loss)`` with the mean cross-entropy over the
-    positions whose target is not ``-100`` (``ignore_index``, as in PyTorch).
-
-    The MLP uses GPT-2's tanh approximation of GELU (``activation="gelu_tanh"``;
-    pass ``"gelu"`` for the exact one). Initialisation follows GPT-2: weights ``N(0, 0.02)``, biases zero, and the
-    projections back into the residual stream scaled by ``1/sqrt(2 * n_layer)``
-    so the residual sum does not grow with depth.
+    The copies are made with ``copy.deepcopy``, so they start with *identical* weights, as in PyTorch.
     """
 
-    def __init__(self, vocab_size, block_size, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=True,
-                 bias=True, dim_feedforward=None, activation="gelu_tanh", device=None, dtype=None):
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        if not isinstance(encoder_layer, Module):
+            raise ArgumentError(f"TransformerEncoder: encoder_layer must be a Module (e.g. a "
+                                f"TransformerEncoderLayer), got {type(encoder_layer).__name__}")
+        if int(num_layers) < 1:
+            raise ArgumentError(f"TransformerEncoder: num_layers must be at least 1, got {num_layers}")
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(int(num_layers))])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        if self.norm is not None:
+            x = self.norm(x)
+        return x
+
+
+def _activation(activation, cls):
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ArgumentError(f"{cls}: activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise ArgumentError(f"{cls}: activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+    return activation
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention over the target, cross-attention to ``memory``, then feed-forward; each with a residual
+    connection and a LayerNorm (after it, or before it with ``norm_first=True``)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
-        self.vocab_size, self.block_size = vocab_size, block_size
-        self.n_layer, self.n_head, self.n_embd = n_layer, n_head, n_embd
-        self.tie_weights = tie_weights
-        self.tok_emb = Embedding(vocab_size, n_embd, **kw)
-        self.pos_emb = Embedding(block_size, n_embd, **kw)
-        self.drop = Dropout(dropout)
-        self.blocks = ModuleList([TransformerBlock(n_embd, n_head, dim_feedforward, dropout, True, bias, activation, **kw)
-                                  for _ in range(n_layer)])
-        self.ln_f = LayerNorm(n_embd, bias=bias, **kw)
-        self.head = Linear(n_embd, vocab_size, bias=False, **kw)
-        self._init_weights()
-        if tie_weights:
-            self.head.weight = self.tok_emb.weight
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                                 **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
+        self.activation = _activation(activation, "TransformerDecoderLayer")
+        self.batch_first = batch_first
 
-    def _init_weights(self):
-        for name, p in self.named_parameters():
-            if name.endswith("bias"):
-                init.zeros_(p)
-            elif ".ln_" in name or name.startswith("ln_f"):
-                init.ones_(p)
-            else:
-                std = 0.02
-                if name.endswith("out_proj.weight") or name.endswith("mlp.2.weight"):
-                    std = 0.02 / math.sqrt(2 * self.n_layer)
-                init.normal_(p, 0.0, std)
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
 
-    def forward(self, idx, targets=None):
-        if idx.ndim != 2:
-            raise ShapeError(f"GPT: idx must have shape (batch, T), got {fmt_shape(idx.shape)}")
-        T = idx.shape[1]
-        if T > self.block_size:
-            raise ShapeError(f"GPT: sequence length {T} exceeds block_size {self.block_size}; crop the input to "
-                             f"the last {self.block_size} tokens")
-        pos = arange(T, device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
-        for block in self.blocks:
-            x = block(x)
-        logits = self.head(self.ln_f(x))
-        if targets is None:
-            return logits
-        loss = F.cross_entropy(O.reshape(logits, (-1, self.vocab_size)), O.reshape(targets, (-1,)),
-                               ignore_index=-100)
-        return logits, loss
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
 
-    @no_grad()
-    def generate(self, idx, max_new_tokens, temperature=1.0, do_sample=True, top_k=None):
-        """Extend ``idx`` (batch, T) by ``max_new_tokens`` tokens, one at a time.
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-        Each step feeds the last ``block_size`` tokens, takes the logits at the
-        last position, divides by ``temperature`` (lower = more conservative),
-        optionally keeps the ``top_k`` most likely tokens, and samples (with the
-        generator ``gradlab.manual_seed`` seeds) or, with ``do_sample=False``,
-        takes the most likely token (greedy).
-        """
-        from ...backend.device import CPU, to_device_array, to_host
-        dev = idx.device if isinstance(idx, Tensor) else CPU  # sampling runs on the host, the model on its device
-        out = to_host(idx.data if isinstance(idx, Tensor) else np.asarray(idx)).astype(np.int64)
-        gen = _random.generator()
-        for _ in range(int(max_new_tokens)):
-            ctx = Tensor._make(to_device_array(out[:, -self.block_size:], dev))
-            logits = to_host(self(ctx).data[:, -1, :]).astype(np.float64)
-            if not do_sample:
-                nxt = logits.argmax(-1)
-            else:
-                logits = logits / max(float(temperature), 1e-8)
-                if top_k is not None:
-                    k = min(int(top_k), logits.shape[-1])
-                    kth = np.sort(logits, axis=-1)[:, -k][:, None]
-                    logits = np.where(logits < kth, -np.inf, logits)
-                probs = np.exp(logits - logits.max(-1, keepdims=True))
-                probs /= probs.sum(-1, keepdims=True)
-                u = gen.random((probs.shape[0], 1))
-                nxt = np.minimum((np.cumsum(probs, -1) < u).sum(-1), probs.shape[-1] - 1)
-            out = np.concatenate([out, nxt[:, None].astype(np.int64)], axis=1)
-        return Tensor._make(to_device_array(out, dev))
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
 
-    def extra_repr(self):
-        return (f"vocab_size={self.vocab_size}, block_size={self.block_size}, n_layer={self.n_layer}, "
-                f"n_head={self.n_head}, n_embd={self.n_embd}, tie_weights={self.tie_weights}")
+
+class TransformerDecoder(Module):
+    """``num_layers`` deep copies of ``decoder_layer`` applied in turn to ``(tgt, memory)``, then ``norm``."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        if not isinstance(decoder_layer, Module):
+            raise ArgumentError(f"TransformerDecoder: decoder_layer must be a Module (e.g. a "
+                                f"TransformerDecoderLayer), got {type(decoder_layer).__name__}")
+        if int(num_layers) < 1:
+            raise ArgumentError(f"TransformerDecoder: num_layers must be at least 1, got {num_layers}")
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(int(num_layers))])
+        self.num_layers = int(num_layers)
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer of "Attention Is All You Need": ``model(src, tgt)`` encodes ``src`` into
+    ``memory`` and decodes ``tgt`` against it. Inputs are already embedded: ``(S, N, d_model)`` and
+    ``(T, N, d_model)`` (batch first with ``batch_first=True``). Every matrix starts ``xavier_uniform_``.
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.ndim == 3
+        bdim = 0 if self.batch_first else 1
+        if batched and (tgt.ndim != 3 or src.shape[bdim] != tgt.shape[bdim]):
+            raise ShapeError(f"Transformer: src {fmt_shape(src.shape)} and tgt {fmt_shape(tgt.shape)} must have the "
+                             f"same batch size (dim {bdim}; batch_first={self.batch_first})")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise ShapeError(f"Transformer: the feature number of src {fmt_shape(src.shape)} and tgt "
+                             f"{fmt_shape(tgt.shape)} must equal d_model = {self.d_model}")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A ``(sz, sz)`` float mask: 0 on and below the diagonal, ``-inf`` above (position i sees j <= i)."""
+        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        m = full((sz, sz), -math.inf, dtype=dt, device=device)
+        return O.triu(m, 1)

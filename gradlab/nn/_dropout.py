@@ -1,0 +1,141 @@
+"""Dropout functions of ``F``: ``dropout``, ``dropout1d/2d/3d`` (whole channels), ``alpha_dropout`` and
+``feature_alpha_dropout`` (for SELU networks).
+
+``dropout`` zeroes each entry with probability ``p`` and scales the survivors by ``1 / (1 - p)``, so the
+expected value is unchanged and evaluation (``training=False``) needs no rescaling. The mask is drawn
+from gradlab's one seeded generator: ``gradlab.manual_seed(n)`` makes it reproducible. The channel
+versions draw one value per (sample, channel); the multiply is the ``Dropout`` op (``_ops_dropout.py``).
+"""
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ..backend import dtypes as _dt
+from ..backend import generator, xp_of
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from ..ops._util import check_tensor
+from ..ops.registry import Sample, register
+from ._ops_dropout import Dropout
+from ._register import NS, register_table
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each entry with probability ``p`` (scaling the rest by ``1/(1-p)``) when ``training``; else identity.
+
+    ``inplace`` is accepted for PyTorch compatibility; gradlab always returns a new tensor.
+    """
+    x = check_tensor(input, "dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"dropout: p is the probability of zeroing an entry and must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return x
+    if not _dt.is_floating(x.dtype):
+        raise DTypeError(f"dropout: input has dtype {_dt.dtype_name(x.dtype)}; dropout needs a floating tensor")
+    xp = xp_of(x.data)
+    if p == 1:
+        m = xp.zeros(x.shape, dtype=x.dtype)
+    else:
+        keep = generator().random(x.shape) >= p
+        m = xp.asarray(keep).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+    return Dropout.apply(x, Tensor._make(m))
+
+
+def _channel_dropout(name, k, input, p, training):
+    """Zero whole channels: one draw per (sample, channel), shared by its ``k`` spatial dims."""
+    x = check_tensor(input, name)
+    if x.ndim not in (k + 1, k + 2):
+        raise ShapeError(f"{name}: input must be (N, C, {k} spatial dims) or unbatched (C, ...), got "
+                         f"{fmt_shape(x.shape)}")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"{name}: p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return x
+    xp = xp_of(x.data)
+    shape = x.shape[:x.ndim - k] + (1,) * k
+    if p == 1:
+        m = xp.zeros(shape, dtype=x.dtype)
+    else:
+        m = xp.asarray(generator().random(shape) >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+    return Dropout.apply(x, Tensor._make(m))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels of ``(N, C, L)`` with probability ``p`` (survivors scaled by ``1/(1-p)``)."""
+    return _channel_dropout("dropout1d", 1, input, p, training)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels (feature maps) of ``(N, C, H, W)`` with probability ``p``."""
+    return _channel_dropout("dropout2d", 2, input, p, training)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero entire channels of ``(N, C, D, H, W)`` with probability ``p``."""
+    return _channel_dropout("dropout3d", 3, input, p, training)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped units are set to SELU's negative saturation value and the result
+    is scaled and shifted so inputs of mean 0, variance 1 keep them. The identity unless ``training``."""
+    x = check_tensor(input, "alpha_dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"alpha_dropout: probability p has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    alpha = -1.7580993408473766
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    xp = xp_of(x.data)
+    keep = Tensor._make(xp.asarray(generator().random(x.shape) >= p).astype(x.dtype))  # gradlab.manual_seed
+    return (x * keep + alpha * (1 - keep)) * a + b
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` that drops whole channels (one draw per sample and channel, dim 1)."""
+    x = check_tensor(input, "feature_alpha_dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"feature_alpha_dropout: probability p has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    alpha = -1.7580993408473766
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if x.ndim >= 2 else tuple(x.shape)
+    keep = Tensor._make(xp_of(x.data).asarray(generator().random(shape) >= p).astype(x.dtype))
+    return (x * keep + alpha * (1 - keep)) * a + b
+
+
+def _dropout_samples(src):
+    shape = src.shape(0, 3, 0, 4)
+    yield Sample((src.tensor(shape),), dict(p=0.5, training=False), desc="eval mode: identity")
+    yield Sample((src.tensor(shape),), dict(p=0.0), desc="p=0")
+    yield Sample((src.tensor(shape), 1.0), desc="p=1: all zero")
+
+
+register("dropout", samples=_dropout_samples, namespace=NS, op=Dropout,
+         torch=lambda torch, *a, **k: torch.nn.functional.dropout(*a, **k))(dropout)
+
+
+def _channel_dropout_samples(k):
+    def samples(src):
+        shape = (src.integers(1, 2), src.integers(1, 3)) + (2,) * k
+        yield Sample((src.tensor(shape),), dict(p=0.5, training=False), desc="eval mode: identity")
+        yield Sample((src.tensor(shape), 1.0), desc="p=1: all zero")
+    return samples
+
+
+def _alpha_samples(src):
+    yield Sample((src.tensor(src.shape(0, 3, 1, 4)),), dict(p=0.5, training=False), desc="eval mode: identity")
+
+
+for _k, _fn in ((1, dropout1d), (2, dropout2d), (3, dropout3d)):
+    register(_fn.__name__, samples=_channel_dropout_samples(_k), namespace=NS, op=Dropout,
+             torch=(lambda name: lambda torch, *a, **kw: getattr(torch.nn.functional, name)(*a, **kw))(_fn.__name__))(_fn)
+del _k, _fn
+register_table([
+    (alpha_dropout, _alpha_samples, "dX = a * mask * dY"),
+    (feature_alpha_dropout, _alpha_samples, "dX = a * mask * dY   (one mask value per channel)"),
+])

@@ -1,0 +1,80 @@
+"""``linear`` and ``bilinear``: the affine maps of ``nn.Linear`` and ``nn.Bilinear``.
+
+* ``linear(x, W, b) = x @ W^T + b``: ``W`` is stored ``(out_features, in_features)`` as in PyTorch, so
+  each *row* of ``W`` is one output unit's weights; ``(B, T, in)`` inputs become one large matmul;
+* ``bilinear(x1, x2, W, b)``: ``y_o = x1^T W_o x2 + b_o``, one ``(in1, in2)`` matrix per output feature.
+"""
+from __future__ import annotations
+
+from .. import ops as O
+from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
+from ..errors import DTypeError, ShapeError, fmt_shape
+from ..ops._util import check_tensor
+from ..ops.registry import Sample, register
+from ._register import NS, register_table
+
+
+# ------------------------------------------------------------------- linear
+def linear(input, weight, bias=None):
+    """``input @ weight^T + bias`` with ``weight`` of shape ``(out_features, in_features)``."""
+    x = check_tensor(input, "linear")
+    w = check_tensor(weight, "linear", "weight")
+    if _amp.enabled:
+        x, w, bias = _autocast_args("linear", x, w, bias)
+    if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype"
+        raise DTypeError(f"linear: input {fmt_shape(x.shape)} has dtype {x.dtype} but weight {fmt_shape(w.shape)} "
+                         f"has dtype {w.dtype}; convert the input with x.to({w.dtype}) (NumPy data is float64: "
+                         f"use x.float()), or the layer with .double()")
+    if w.ndim not in (1, 2):
+        raise ShapeError(f"linear: weight must be (out_features, in_features), got {fmt_shape(w.shape)}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[-1]:
+        raise ShapeError(f"linear: input {fmt_shape(x.shape)} has {x.shape[-1] if x.ndim else 0} features in its "
+                         f"last dim but weight {fmt_shape(w.shape)} expects {w.shape[-1]} (in_features = "
+                         "weight.shape[1])")
+    lead = None
+    if x.ndim > 2 and w.ndim == 2:  # (B, T, in) -> (B*T, in): one large matrix product, not B small ones
+        lead = x.shape[:-1]
+        x = O.reshape(x, (-1, x.shape[-1]))
+    out = O.matmul(x, w.mT if w.ndim == 2 else w)
+    if bias is not None:
+        b = check_tensor(bias, "linear", "bias")
+        out = out + b
+    if lead is not None:
+        out = O.reshape(out, lead + (w.shape[0],))
+    return out
+
+
+def _linear_samples(src):
+    lead = src.shape(0, 2, 1, 3)
+    i, o = src.integers(1, 4), src.integers(1, 4)
+    yield Sample((src.tensor(lead + (i,)), src.tensor((o, i)), src.tensor((o,))), desc="with bias")
+    yield Sample((src.tensor((2, i)), src.tensor((o, i))), desc="no bias")
+
+
+register("linear", samples=_linear_samples, namespace=NS,
+         formula="dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over batch dims)",
+         torch=lambda torch, *a, **k: torch.nn.functional.linear(*a, **k))(linear)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = input1 @ weight[o] @ input2 + bias[o]`` with ``weight`` ``(out, in1, in2)``."""
+    op = "bilinear"
+    a, b, w = check_tensor(input1, op, "input1"), check_tensor(input2, op, "input2"), check_tensor(weight, op, "weight")
+    if w.ndim != 3 or a.shape[-1] != w.shape[1] or b.shape[-1] != w.shape[2] or a.shape[:-1] != b.shape[:-1]:
+        raise ShapeError(f"{op}: input1 {fmt_shape(a.shape)} and input2 {fmt_shape(b.shape)} must share their "
+                         f"leading dims and match weight {fmt_shape(w.shape)} = (out, in1, in2)")
+    out, n1, n2 = w.shape
+    t = O.matmul(a, O.reshape(O.permute(w, (1, 0, 2)), (n1, out * n2)))    # (..., out*in2)
+    y = O.sum(O.reshape(t, tuple(a.shape[:-1]) + (out, n2)) * O.unsqueeze(b, -2), dim=-1)
+    return y if bias is None else y + bias
+
+
+def _bilinear_samples(src):
+    lead = src.shape(1, 2, 1, 3)
+    n1, n2, o = src.integers(1, 3), src.integers(1, 3), src.integers(1, 3)
+    yield Sample((src.tensor(lead + (n1,)), src.tensor(lead + (n2,)), src.tensor((o, n1, n2)), src.tensor((o,))))
+
+
+register_table([
+    (bilinear, _bilinear_samples, "dx1 = dy W x2 ; dx2 = dy W^T x1 ; dW_o = dy_o x1 x2^T ; db = dy"),
+])

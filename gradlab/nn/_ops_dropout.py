@@ -1,0 +1,32 @@
+"""The ``Dropout`` op (an ``Op``, not the ``nn.Dropout`` layer): ``x * mask`` with the mask given.
+
+``F.dropout``, ``dropout1d/2d/3d`` draw the mask (``nn/_dropout.py``); this op multiplies by it and sends ``dY
+* mask`` back. It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
+functions that call it are in ``nn/_dropout.py``.
+"""
+from __future__ import annotations
+
+from ..autograd.function import Op
+
+
+# ------------------------------------------------------------------ dropout
+class Dropout(Op):
+    name = "dropout"
+    formula = "dX = dY * mask / (1 - p)   (the same mask as the forward pass)"
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        ctx.save_for_backward(mask)
+        ctx.mask = mask
+        return x.data * mask.data
+
+    def vjp(self, g):
+        (mask,) = self.saved_tensors
+        return g * mask, None
+
+    def vjp_arrays(self, g):
+        (mask,) = self.saved_arrays
+        return g * mask, None
+
+    def jvp(self, t, _):
+        return t * self.mask

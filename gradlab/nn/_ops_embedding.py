@@ -1,0 +1,60 @@
+"""The ``Embedding`` op (an ``Op``, not the ``nn.Embedding`` layer) and ``_rows_added``, its array backward.
+
+``weight[ids]`` forwards; backward adds ``dY`` into the looked-up rows (``_rows_added``: a sort of the ids and
+one sum per run of equal ids). It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op
+classes; the functions that call it are in ``nn/_embedding.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Op
+from ..backend import xp_of
+from ..backend.arrays import scatter_add
+from ..ops.index import IndexAddZeros
+
+
+# ---------------------------------------------------------------- embedding
+class Embedding(Op):
+    name = "embedding"
+    formula = "dW = zeros(W.shape); dW[ids] += dY   (repeated ids add up; padding_idx gets none)"
+
+    @staticmethod
+    def forward(ctx, weight, ids, scale):
+        ctx.ids, ctx.scale, ctx.n = ids, scale, weight.shape[0]
+        return weight.data[ids]
+
+    def vjp(self, g):
+        if self.scale is not None:
+            g = g * self.scale
+        return IndexAddZeros.apply(g, self.ids, (self.n,) + tuple(g.shape[self.ids.ndim:])), None, None
+
+    def vjp_arrays(self, g):
+        if self.scale is not None:
+            g = g * self.scale.data
+        return _rows_added(self.ids, g.reshape(self.ids.size, g.shape[-1]), self.n), None, None
+
+    def jvp(self, t, *_):
+        return Embedding.apply(t, self.ids, None)
+
+
+def _rows_added(ids, g2, n):
+    """``zeros((n, d))`` with each row ``g2[i]`` added into row ``ids[i]`` (repeated ids add up).
+
+    ``np.add.at`` does exactly this but one element at a time (several ms for a GPT batch).
+    Instead: sort the ids (stably), and ``np.add.reduceat`` sums each run of equal ids in one
+    vectorized pass; on CuPy the backend's ``scatter_add`` (a GPU atomic add) does it.
+    """
+    xp = xp_of(g2)
+    ids = ids.reshape(-1)
+    out = xp.zeros((n,) + g2.shape[1:], dtype=g2.dtype)
+    if ids.size == 0:
+        return out
+    if isinstance(g2, np.ndarray):  # NumPy (and the simulated device, a NumPy subclass)
+        order = xp.argsort(ids, kind="stable")
+        s = ids[order]
+        starts = xp.flatnonzero(xp.concatenate((xp.ones(1, dtype=bool), s[1:] != s[:-1])))
+        out[s[starts]] = np.add.reduceat(g2[order], starts, axis=0)
+    else:  # CuPy
+        scatter_add(out, ids, g2)
+    return out

@@ -1,0 +1,105 @@
+"""The ``NLLLoss`` op (an ``Op``, not the ``nn.NLLLoss`` layer) and its backward op ``NLLBackward``.
+
+``nll_loss`` is linear in ``logp``, so its gradient is a constant ``M`` (``-w[t] / denominator`` at each
+target class) times ``dY``: ``_row_coeff`` (the per-row coefficient), ``_scatter`` (write it at the target
+classes) and ``_pick`` (apply ``M`` forwards) are the three pieces. It lives in ``nn/`` for now and moves
+under ``gradlab/ops/`` with the other op classes; the functions that call it are in ``nn/_loss.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from .._tensor import Tensor
+from ..autograd.function import Op
+from ..backend import xp_of
+
+
+# ------------------------------------------------------------------ nll_loss
+class NLLLoss(Op):
+    """Pick ``-logp[i, target[i]]`` (times the class weight), skipping ignored targets.
+
+    The loss is linear in ``logp``: its gradient is a constant tensor ``M``
+    (``-w[t] / denominator`` at each target class, 0 elsewhere) times ``dY``.
+    """
+
+    name = "nll_loss"
+    formula = "dX[i, t_i] = -w[t_i] * dY[i] / (sum of w[t_i] if mean)   (0 at other classes and ignored rows)"
+
+    @staticmethod
+    def forward(ctx, logp, target, weight, ignore_index, reduction, cdim):
+        xp = xp_of(logp.data)
+        valid = target != ignore_index
+        safe = xp.where(valid, target, 0)
+        idx = xp.expand_dims(safe, cdim)
+        picked = xp.take_along_axis(logp.data, idx, axis=cdim).squeeze(cdim)
+        wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
+        wt = wt.astype(logp.dtype, copy=False)
+        loss = -picked * wt
+        denom = wt.sum(dtype="float32" if wt.dtype.itemsize < 4 else wt.dtype) if reduction == "mean" else 1.0
+        ctx.info = (idx, wt, denom, cdim, reduction, logp.shape, logp.dtype)
+        if reduction == "none":
+            return loss
+        acc = "float32" if loss.dtype.itemsize < 4 else loss.dtype  # 16-bit floats sum in float32
+        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
+            total = loss.sum(dtype=acc)
+            out = total / denom if reduction == "mean" else total
+        return xp.asarray(out, dtype=logp.dtype)
+
+    def vjp(self, g):
+        return (NLLBackward.apply(g, self.info),) + (None,) * 5
+
+    def vjp_arrays(self, g):
+        return (_scatter(_row_coeff(self.info) * g, self.info),) + (None,) * 5
+
+    def jvp(self, t, *_):
+        return _pick(t, self.info)
+
+
+def _row_coeff(info):
+    """Per row: ``-w[t] / denominator`` (0 at ignored rows, even when every row is ignored)."""
+    _, wt, denom = info[:3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp_of(wt).where(wt == 0, 0, -wt / denom)
+
+
+def _scatter(coef, info):
+    """A zero tensor of the input's shape with ``coef`` (one value per row) at each row's target class."""
+    idx, _, _, cdim, _, shape, dtype = info
+    xp = xp_of(idx)
+    coef = xp.expand_dims(coef, cdim).astype(dtype)
+    if hasattr(xp, "put_along_axis"):
+        m = xp.zeros(shape, dtype=dtype)
+        xp.put_along_axis(m, idx, coef, axis=cdim)
+        return m
+    classes = xp.arange(shape[cdim]).reshape((-1,) + (1,) * (len(shape) - cdim - 1))  # no put_along_axis (CuPy)
+    return xp.where(idx == classes, coef, 0).astype(dtype)
+
+
+def _pick(t, info):
+    """``sum(t * M)`` over the class dim (then over everything unless reduction is 'none'): M applied forwards."""
+    cdim, reduction = info[3], info[4]
+    prod = t * Tensor._make(_scatter(_row_coeff(info), info))
+    return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
+
+
+class NLLBackward(Op):
+    """nll_loss's VJP in one op: write ``dY * M`` straight into a zero tensor (no dense multiply)."""
+
+    name = "nll_loss_backward"
+    formula = "dG = sum(dZ * M)   (M = the constant from nll_loss: -w[t]/denominator at the target classes)"
+
+    @staticmethod
+    def forward(ctx, g, info):
+        ctx.info = info
+        return _scatter(_row_coeff(info) * g.data, info)  # 'none': one dY per row; else dY is a scalar
+
+    def vjp(self, gz):
+        return _pick(gz, self.info), None
+
+    def vjp_arrays(self, gz):
+        prod = gz * _scatter(_row_coeff(self.info), self.info)
+        return (prod.sum(axis=self.info[3]) if self.info[4] == "none" else prod.sum()), None
+
+    def jvp(self, t, _):
+        return NLLBackward.apply(t, self.info)

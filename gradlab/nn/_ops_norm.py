@@ -1,0 +1,223 @@
+"""The fused normalization ops: ``LayerNorm`` and ``BatchNorm`` (``Op`` classes, not the layers).
+
+* ``_normalized_over(x, dims, eps)``: ``(xhat, rstd)`` as gradlab ops, the differentiable form both
+  ops' ``vjp`` and ``jvp`` rebuild from the saved input;
+* ``LayerNorm``: ``layer_norm`` as one op (one node in ``show_graph``), with the closed-form backward
+  written with ops (``vjp``: second derivatives work) and on arrays (``vjp_arrays``: the fast path);
+* ``BatchNorm``: ``batch_norm`` in training mode on float32/float64, the same way.
+
+It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
+functions that call it are in ``nn/_normalization.py`` (whose docstring explains the formulas).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ..autograd.function import Op
+from ..backend import dtypes as _dt
+from ..backend import xp_of
+
+
+def _normalized_over(x, dims, eps):
+    """``(xhat, rstd)`` over ``dims`` (kept), as gradlab ops: the differentiable rules of ``BatchNorm``."""
+    xc = x - O.mean(x, dim=dims, keepdim=True)
+    rstd = 1 / O.sqrt(O.mean(xc * xc, dim=dims, keepdim=True) + eps)
+    return xc * rstd, rstd
+
+
+class LayerNorm(Op):
+    """``layer_norm`` as one op: forward and backward each a few passes over the data (see the module doc).
+
+    Like PyTorch it saves the input and two numbers per row (``mean`` and ``rstd``), and the
+    backward recomputes ``xhat`` from them: the forward then makes one full-size array (the
+    output) and the backward two (``xhat`` and ``dx``). Row sums are matrix-vector products
+    (``x @ ones``) and row dot products ``einsum``: no temporary arrays. 16-bit inputs are
+    computed in float32 (as PyTorch).
+    """
+
+    name = "layer_norm"
+    formula = ("dX = rstd * (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) ; dW = sum(dY * Xhat) ; "
+               "dB = sum(dY)   (dXhat = dY * W, means over the normalized dims)")
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, k, eps):
+        a = x.data
+        xp = xp_of(a)
+        out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
+        ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
+        m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
+        ctx.k, ctx.eps, ctx.rows = k, eps, (m, n)
+        a2 = a.reshape(m, n).astype(ct, copy=False)
+        inv_n = 1.0 / n if n else 0.0
+        mu = (a2 @ xp.full(n, inv_n, dtype=ct))[:, None]    # row means as one matrix-vector product
+        y = a2 - mu                                           # the only full-size array: becomes the output
+        var = xp.einsum("ij,ij->i", y, y)[:, None]
+        var *= inv_n
+        var += eps
+        with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
+            rstd = 1.0 / xp.sqrt(var)
+            y *= rstd
+        if weight is not None:
+            y *= weight.data.reshape(n)
+        if bias is not None:
+            y += bias.data.reshape(n)
+        ctx.save_for_backward(x, weight, bias, mu, rstd)
+        return y.reshape(a.shape).astype(out_dt, copy=False)
+
+    def vjp(self, g):
+        x, w, b = self.saved_tensors[:3]
+        k, nf = self.k, self.next_functions
+        dt = x.dtype
+        if dt.itemsize < 4:  # as the forward: 16-bit floats in float32
+            x, g = x.to("float32"), g.to("float32")
+        xhat, rstd = _normalized_over(x, tuple(range(-k, 0)), self.eps)
+        lead = tuple(range(x.ndim - k))
+        dims = tuple(range(-k, 0))
+        # (no leading dims: nothing to sum -- dim=() would mean every dim, as in PyTorch)
+        dw = None if nf[1] is None else (O.sum(g * xhat, dim=lead) if lead else g * xhat).to(w.dtype)
+        db = None if nf[2] is None else (O.sum(g, dim=lead) if lead else g).to(b.dtype)
+        dx = None
+        if nf[0] is not None:
+            d = g * w if w is not None else g
+            dx = rstd * (d - O.mean(d, dim=dims, keepdim=True) - xhat * O.mean(d * xhat, dim=dims, keepdim=True))
+            dx = dx.to(dt)
+        return dx, dw, db, None, None
+
+    def vjp_arrays(self, g):
+        with np.errstate(invalid="ignore", over="ignore"):  # (an infinite rstd from eps=0, as the forward)
+            return self._grads(g)
+
+    def _grads(self, g):
+        x, w, b, mu, rstd = self.saved_arrays
+        nf = self.next_functions
+        xp = xp_of(g)
+        m, n = self.rows
+        ct = rstd.dtype
+        g2 = g.reshape(m, n).astype(ct, copy=False)
+        db = None if nf[2] is None else (xp.ones(m, dtype=ct) @ g2).reshape(b.shape).astype(b.dtype, copy=False)
+        if nf[0] is None and nf[1] is None:
+            return None, None, db, None, None
+        xhat = x.reshape(m, n).astype(ct, copy=False) - mu   # recomputed (ours: changed in place below)
+        xhat *= rstd
+        dw = None if nf[1] is None else xp.einsum("ij,ij->j", g2, xhat).reshape(w.shape).astype(w.dtype, copy=False)
+        dx = None
+        if nf[0] is not None:
+            inv_n = 1.0 / n if n else 0.0
+            if w is not None:
+                wv = w.reshape(n).astype(ct, copy=False)
+                c1 = g2 @ wv                                  # sum(dXhat) per row, dXhat = dY * W
+                dx = xp.multiply(g2, wv)                      # dXhat, turned into dX in place
+            else:
+                c1 = g2 @ xp.ones(n, dtype=ct)
+                dx = g2.copy()
+            c2 = xp.einsum("ij,ij->i", dx, xhat)              # sum(dXhat * Xhat) per row
+            c1 *= inv_n
+            c2 *= inv_n
+            dx -= c1[:, None]
+            xhat *= c2[:, None]
+            dx -= xhat
+            dx *= rstd
+            dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
+        return dx, dw, db, None, None
+
+    def jvp(self, tx, tw, tb, *_):
+        x, w, b = self.args[:3]
+        k = self.k
+        if x.dtype.itemsize < 4:
+            x = x.to("float32")
+        xhat, rstd = _normalized_over(x, tuple(range(-k, 0)), self.eps)
+        dims = tuple(range(-k, 0))
+        out = None
+        if tx is not None:
+            out = rstd * (tx - O.mean(tx, dim=dims, keepdim=True) - xhat * O.mean(tx * xhat, dim=dims, keepdim=True))
+            if w is not None:
+                out = out * w
+        if tw is not None:
+            out = xhat * tw if out is None else out + xhat * tw
+        if tb is not None:
+            out = O.broadcast_to(tb, x.shape) if out is None else out + tb
+        return None if out is None else out.to(self.out.dtype)
+
+
+class BatchNorm(Op):
+    """``batch_norm`` in training mode (the batch's own statistics) as one op, as PyTorch records it.
+
+    The forward runs the very NumPy operations of the step-by-step form (``mean``, ``x - mean``,
+    ``mean((x - mean)^2)``, ``/ sqrt(var + eps)``, ``* weight``, ``+ bias``), so its values are the
+    same bit for bit; the backward is the closed form below, a few passes over the data instead
+    of a dozen nodes' worth. It saves the input and two numbers per channel (mean and ``rstd``).
+    ``stats`` (a list) receives ``(mean, var)`` for the running statistics.
+    """
+
+    name = "batch_norm"
+    formula = ("dX = rstd * (dXhat - mean(dXhat) - Xhat * mean(dXhat * Xhat)) ; dW = sum(dY * Xhat) ; "
+               "dB = sum(dY)   (dXhat = dY * W, means and sums over N and space, per channel)")
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dims, eps, stats):
+        a = x.data
+        shape = (1, a.shape[1]) + (1,) * (a.ndim - 2)
+        ctx.dims, ctx.eps, ctx.shape = dims, eps, shape
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            mu = a.mean(axis=dims, keepdims=True)
+            xc = a - mu
+            var = (xc * xc).mean(axis=dims, keepdims=True)
+            sd = np.sqrt(var + eps)
+            y = xc / sd
+        if weight is not None:
+            y = y * weight.data.reshape(shape)
+        if bias is not None:
+            y = y + bias.data.reshape(shape)
+        stats.append((mu, var))
+        ctx.save_for_backward(x, weight, bias, mu, 1 / sd)
+        return y
+
+    def vjp(self, g):
+        x, w, b = self.saved_tensors[:3]
+        nf, dims, shape = self.next_functions, self.dims, self.shape
+        xhat, rstd = _normalized_over(x, dims, self.eps)
+        dw = None if nf[1] is None else O.reshape(O.sum(g * xhat, dim=dims), w.shape)
+        db = None if nf[2] is None else O.reshape(O.sum(g, dim=dims), b.shape)
+        dx = None
+        if nf[0] is not None:
+            d = g * O.reshape(w, shape) if w is not None else g
+            dx = rstd * (d - O.mean(d, dim=dims, keepdim=True) - xhat * O.mean(d * xhat, dim=dims, keepdim=True))
+        return dx, dw, db, None, None, None
+
+    def vjp_arrays(self, g):
+        x, w, b, mu, rstd = self.saved_arrays
+        nf, dims = self.next_functions, self.dims
+        n = g.size // max(g.shape[1], 1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            db = g.sum(axis=dims, keepdims=True)
+            if nf[0] is None and nf[1] is None:
+                return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
+            xhat = x - mu
+            xhat *= rstd                                      # recomputed (ours: reused below)
+            dw = (g * xhat).sum(axis=dims, keepdims=True)     # sum(dY * Xhat) per channel
+            dx = None
+            if nf[0] is not None:                             # rstd * w * (dY - mean(dY) - Xhat * mean(dY * Xhat))
+                scale = rstd if w is None else rstd * w.reshape(rstd.shape)
+                xhat *= dw * (1.0 / n)
+                dx = g - xhat
+                dx -= db * (1.0 / n)
+                dx *= scale
+        return (dx, None if nf[1] is None else dw.reshape(w.shape), None if nf[2] is None else db.reshape(b.shape),
+                None, None, None)
+
+    def jvp(self, tx, tw, tb, *_):
+        x, w, b = self.args[:3]
+        dims, shape = self.dims, self.shape
+        xhat, rstd = _normalized_over(x, dims, self.eps)
+        out = None
+        if tx is not None:
+            out = rstd * (tx - O.mean(tx, dim=dims, keepdim=True) - xhat * O.mean(tx * xhat, dim=dims, keepdim=True))
+            if w is not None:
+                out = out * O.reshape(w, shape)
+        if tw is not None:
+            out = xhat * O.reshape(tw, shape) if out is None else out + xhat * O.reshape(tw, shape)
+        if tb is not None:
+            tb = O.reshape(tb, shape)
+            out = O.broadcast_to(tb, x.shape) if out is None else out + tb
+        return out

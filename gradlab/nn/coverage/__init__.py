@@ -1,0 +1,17 @@
+"""The breadth of ``torch.nn`` that a reader of the core does not need: kept so PyTorch code runs unchanged.
+
+``gradlab.nn`` follows PyTorch's names; PyTorch has many layers and losses that are rarely the point
+of a lesson (CTC, bags of embeddings, lazy layers, a multi-GPU wrapper, a dozen margin losses...).
+They live here, off the reading path, and are re-exported where PyTorch has them (``F.ctc_loss``,
+``nn.CTCLoss``...), so nothing here is imported by name from ``coverage``:
+
+* ``coverage/functional/``: the functions (``ctc.py``, ``embedding_bag.py``, ``gumbel.py``,
+  ``losses.py`` (the rarer losses), ``pooling.py`` (``lp_pool``, ``max_unpool``), ``resample.py``
+  (``interpolate``, ``upsample``, ``pixel_shuffle``, ``channel_shuffle``), ``normalization.py``
+  (``local_response_norm``));
+* ``coverage/modules/``: the layers over them, plus ``lazy.py`` (``LazyLinear``, ``LazyConv2d``...) and
+  ``parallel.py`` (``DataParallel``, a pass-through).
+
+Each is written with gradlab ops, so autograd, the registry's generic tests and the graph tools work
+through them unchanged.
+"""

@@ -1,0 +1,39 @@
+"""The rarer layers of ``torch.nn`` (re-exported by ``gradlab.nn`` and ``gradlab.nn.modules``).
+
+* ``embedding_bag.py``: ``EmbeddingBag``;
+* ``lazy.py``: ``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyBatchNorm1d/2d/3d``,
+  ``LazyInstanceNorm1d/2d/3d`` (the input size read from the first batch);
+* ``loss.py``: ``CTCLoss``, ``CosineEmbeddingLoss``, ``GaussianNLLLoss``, ``HingeEmbeddingLoss``,
+  ``MarginRankingLoss``, ``MultiLabelMarginLoss``, ``MultiLabelSoftMarginLoss``, ``MultiMarginLoss``,
+  ``PoissonNLLLoss``, ``SoftMarginLoss``, ``TripletMarginLoss``, ``TripletMarginWithDistanceLoss``;
+* ``normalization.py``: ``LocalResponseNorm``;
+* ``parallel.py``: ``DataParallel`` (a pass-through);
+* ``pooling.py``: ``LPPool1d/2d/3d``, ``MaxUnpool1d/2d``;
+* ``resample.py``: ``Upsample``, ``UpsamplingNearest2d``, ``UpsamplingBilinear2d``, ``PixelShuffle``,
+  ``PixelUnshuffle``, ``ChannelShuffle``.
+"""
+from .embedding_bag import EmbeddingBag
+from .lazy import (
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
+)
+from .loss import (
+    CosineEmbeddingLoss, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+from .normalization import LocalResponseNorm
+from .parallel import DataParallel
+from .pooling import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d
+from .resample import ChannelShuffle, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+
+
+__all__ = [
+    "ChannelShuffle", "CosineEmbeddingLoss", "CTCLoss", "DataParallel", "EmbeddingBag", "GaussianNLLLoss",
+    "HingeEmbeddingLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+    "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d",
+    "MarginRankingLoss", "MaxUnpool1d", "MaxUnpool2d", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss", "PixelShuffle", "PixelUnshuffle", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+]
