@@ -38,6 +38,8 @@ test: venv
 	$(BIN)/python -m pytest
 	# once more on the Python definitions of the loops that gradlab/autograd/csrc compiles (see gradlab/autograd/_accel.py)
 	GRADLAB_PURE_PYTHON=1 $(BIN)/python -m pytest -q -n 2 -m "not browser" -p no:cacheprovider
+	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
+	$(BIN)/python -m gradlab course mutants -n 2 --min-score 0.9
 	# the course notebooks as committed (a copy from git HEAD), not the working copies a student ran or autosaved
 	d=$$($(BIN)/python scripts/pristine_copy.py notebooks) && \
 	  GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax "$$d/notebooks" -n 2 --dist loadfile -p no:cacheprovider; \
