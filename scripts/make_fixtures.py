@@ -2464,6 +2464,142 @@ class TopK(Function):
         return gradlab.tensor(dx.reshape(ctx.shape), dtype=g_values.dtype), None
 '''})
 
+# ---- 18_init_deep_mlp --------------------------------------------
+_GAIN_18 = '''
+def gain(nonlinearity, negative_slope=0.01):
+    if nonlinearity in ("linear", "sigmoid"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    raise ValueError(f"gain: unknown nonlinearity {nonlinearity!r}")
+'''
+_KAIMING_18 = '''
+def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
+    receptive = int(np.prod(w.shape[2:])) if w.ndim > 2 else 1
+    fan = w.shape[1] * receptive if mode == "fan_in" else w.shape[0] * receptive
+    w[...] = rng.standard_normal(w.shape) * (gain(nonlinearity) / math.sqrt(fan))
+    return w
+'''
+_INIT_18 = '''
+def init_model_(model, nonlinearity="relu", rng=None):
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            if m.bias is not None:
+                m.bias.data[...] = 0.0
+    return model
+'''
+FIXTURES['wrong_18_relu_gain_is_variance'] = ('18_init_deep_mlp', {
+    'gain': _GAIN_18.replace("return math.sqrt(2.0)\n", "return 2.0\n"), 'kaiming': _KAIMING_18, 'init_model': _INIT_18})
+FIXTURES['wrong_18_unknown_name_is_linear'] = ('18_init_deep_mlp', {
+    'gain': '''
+def gain(nonlinearity, negative_slope=0.01):
+    return {"tanh": 5.0 / 3, "relu": math.sqrt(2.0),
+            "leaky_relu": math.sqrt(2.0 / (1 + negative_slope ** 2))}.get(nonlinearity, 1.0)
+''', 'kaiming': _KAIMING_18, 'init_model': _INIT_18})
+FIXTURES['wrong_18_fan_ignores_kernel'] = ('18_init_deep_mlp', {
+    'gain': _GAIN_18, 'init_model': _INIT_18,
+    'kaiming': '''
+def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
+    fan = w.shape[1] if mode == "fan_in" else w.shape[0]
+    w[...] = rng.standard_normal(w.shape) * (gain(nonlinearity) / math.sqrt(fan))
+    return w
+'''})
+FIXTURES['wrong_18_fans_swapped'] = ('18_init_deep_mlp', {
+    'gain': _GAIN_18, 'init_model': _INIT_18,
+    'kaiming': '''
+def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
+    receptive = int(np.prod(w.shape[2:])) if w.ndim > 2 else 1
+    fan = w.shape[0] * receptive if mode == "fan_in" else w.shape[1] * receptive   # (in, out) order assumed
+    w[...] = rng.standard_normal(w.shape) * (gain(nonlinearity) / math.sqrt(fan))
+    return w
+'''})
+FIXTURES['wrong_18_new_parameters'] = ('18_init_deep_mlp', {
+    'gain': _GAIN_18, 'kaiming': _KAIMING_18,
+    'init_model': '''
+def init_model_(model, nonlinearity="relu", rng=None):
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            w = kaiming_normal_(np.zeros(m.weight.shape), nonlinearity, "fan_in", rng)
+            m.weight = nn.Parameter(gradlab.tensor(w, dtype=gradlab.float64))
+            if m.bias is not None:
+                m.bias = nn.Parameter(gradlab.zeros(m.bias.shape, dtype=gradlab.float64))
+    return model
+'''})
+FIXTURES['wrong_18_bias_kept'] = ('18_init_deep_mlp', {
+    'gain': _GAIN_18, 'kaiming': _KAIMING_18,
+    'init_model': '''
+def init_model_(model, nonlinearity="relu", rng=None):
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+    return model
+'''})
+FIXTURES['alt_18_rng_normal'] = ('18_init_deep_mlp', {
+    'gain': '''
+def gain(nonlinearity, negative_slope=0.01):
+    table = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": 2.0 ** 0.5,
+             "leaky_relu": (2.0 / (1 + negative_slope ** 2)) ** 0.5}
+    if nonlinearity not in table:
+        raise ValueError(nonlinearity)
+    return table[nonlinearity]
+''',
+    'kaiming': '''
+def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
+    fan_in = w[0].size
+    fan_out = w.size // w.shape[1]
+    std = gain(nonlinearity) / math.sqrt(fan_in if mode == "fan_in" else fan_out)
+    np.copyto(w, rng.normal(0.0, std, size=w.shape))
+    return w
+''',
+    'init_model': '''
+def init_model_(model, nonlinearity="relu", rng=None):
+    for _, m in model.named_modules():
+        if type(m) is nn.Linear:
+            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            if m.bias is not None:
+                m.bias.data.fill(0.0)
+    return model
+'''})
+FIXTURES['alt_18_no_grad_copy'] = ('18_init_deep_mlp', {
+    'gain': '''
+def gain(nonlinearity, negative_slope=0.01):
+    if nonlinearity == "relu":
+        nonlinearity, negative_slope = "leaky_relu", 0.0
+    if nonlinearity == "leaky_relu":
+        return math.sqrt(2.0 / (1 + negative_slope * negative_slope))
+    if nonlinearity == "tanh":
+        return 5 / 3
+    if nonlinearity in {"linear", "sigmoid"}:
+        return 1.0
+    raise ValueError("unknown nonlinearity " + str(nonlinearity))
+''',
+    'kaiming': '''
+def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
+    receptive = 1
+    for k in w.shape[2:]:
+        receptive *= k
+    fan = (w.shape[1] if mode == "fan_in" else w.shape[0]) * receptive
+    draw = rng.standard_normal(w.shape)
+    np.multiply(draw, gain(nonlinearity) / math.sqrt(fan), out=w)
+    return w
+''',
+    'init_model': '''
+def init_model_(model, nonlinearity="relu", rng=None):
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    with gradlab.no_grad():
+        for m in linears:
+            w = kaiming_normal_(np.empty(m.weight.shape), nonlinearity, "fan_in", rng)
+            m.weight.copy_(gradlab.tensor(w, dtype=m.weight.dtype))
+            if m.bias is not None:
+                m.bias.zero_()
+    return model
+'''})
+
 
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
