@@ -25,7 +25,7 @@ from ..backend.arrays import scatter_add
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor, device_mismatch
-from ..ops.index import IndexAddZeros
+from ..ops.indexing import IndexAddZeros
 from ..ops.registry import Sample, register
 
 NS = "gradlab.nn.functional"

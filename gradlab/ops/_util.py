@@ -225,3 +225,11 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
 
 def shape_str(x) -> str:
     return fmt_shape(x.shape)
+
+
+def method_spelling(name, doc):
+    """The function spelling of a Tensor method: ``gradlab.sort(x, ...)`` is ``x.sort(...)``."""
+    def fn(input, *args, **kwargs):
+        return getattr(check_tensor(input, name), name)(*args, **kwargs)
+    fn.__name__, fn.__doc__ = name, doc
+    return fn

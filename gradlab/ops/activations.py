@@ -19,12 +19,12 @@ import math
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from .._tensor import Tensor
 from ._util import check_tensor
-from .registry import Sample, register
+from .registry import register, Sample
 from .samples import unary_samples
 from .unary import _erf_array, _float_input
 
