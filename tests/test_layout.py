@@ -31,15 +31,27 @@ LAYERS = {
     "_tensor": 2, "_interop": 2, "factories": 2, "sampling": 2, "cuda": 2,
     "autograd": 3,
     "ops": 4,
-    "nn": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5, "compile": 5,
+    "nn": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5,
     "viz": 6, "debug": 6, "profiler": 6, "utils": 6,
+    "compile": 6,  # reads and rewrites finished graphs (as viz/debug read them) and draws them with viz
     "course": 7, "cli": 7,
     "__init__": 8,  # gradlab/__init__.py: the public face, above everything
 }
 
-#: Known violations outside the ops layer, each with the issue item that removes it. Empty is the goal.
+#: Known breaks of these rules outside the ops layer, left to the other parts of issue #22 (the nn/
+#: reorganisation, the tensor and optim layers). Each entry is to be deleted by the change that fixes
+#: it; empty is the goal.
+KNOWN_GRAB_BAGS = {
+    "gradlab/nn/_functional_misc.py", "gradlab/nn/_functional_more.py", "gradlab/nn/_losses_more.py",
+    "gradlab/nn/modules/activation_more.py", "gradlab/nn/modules/conv_more.py", "gradlab/nn/modules/loss_more.py",
+    "gradlab/nn/modules/misc_more.py", "gradlab/nn/modules/norm_more.py",
+}
 KNOWN_UPWARD: set[tuple[str, str]] = set()
-KNOWN_CYCLES: set[frozenset] = set()
+KNOWN_CYCLES = {
+    frozenset({"gradlab._interop", "gradlab._tensor"}),           # tensor layer: closed by a bottom import
+    frozenset({"gradlab.nn._batch_norm", "gradlab.nn._norm"}),     # nn: one _NormBase (issue item 3)
+    frozenset({"gradlab.optim.lr_scheduler", "gradlab.optim.onecycle"}),  # optim: closed by a bottom import
+}
 
 
 def _modname(path: pathlib.Path) -> str:
@@ -127,7 +139,8 @@ def _graph():
 
 
 def test_no_grab_bag_file_names():
-    bad = [str(p.relative_to(ROOT.parent)) for p in _files() if re.search(r"_more|misc", p.stem)]
+    bad = [str(p.relative_to(ROOT.parent)) for p in _files() if re.search(r"_more|misc", p.stem)
+           and str(p.relative_to(ROOT.parent)) not in KNOWN_GRAB_BAGS]
     assert not bad, f"files named *_more*/*misc* hold a grab bag; name them by what they hold: {bad}"
 
 

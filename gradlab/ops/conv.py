@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ..amp.state import autocast_args as _autocast_args, state as _amp
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, fmt_shape, GradError, ShapeError
 from ._util import check_tensor
+from .autocast import autocast_args as _autocast_args, state as _amp
 from .registry import register, Sample
 
 NS = "gradlab.nn.functional"

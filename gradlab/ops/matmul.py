@@ -15,11 +15,11 @@ import numpy as np
 
 from .. import ops as O
 from .._tensor import Tensor
-from ..amp.state import autocast_args as _autocast_args, state as _amp
 from ..autograd.function import Op
 from ..backend.device import xp_of
 from ..errors import ArgumentError, broadcast_failure, DTypeError, fmt_shape, ShapeError
 from ._util import arrays_for, check_tensor
+from .autocast import autocast_args as _autocast_args, state as _amp
 from .einsum import _eq, _LETTERS, einsum
 from .reduce import sum_to_array
 from .registry import register, Sample

@@ -20,13 +20,13 @@ import numpy as np
 
 from .. import ops as O
 from .._tensor import Tensor
-from ..amp.state import autocast_args as _autocast_args, state as _amp
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError, ValueRuntimeError
 from ._util import check_tensor, norm_dim, one_dim
+from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
 from .registry import register, Sample
 from .samples import reduce_samples, unary_samples
