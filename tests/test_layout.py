@@ -14,8 +14,9 @@ what breaks a rule:
   ``from .. import ops as O`` (its own package, used late as ``O.name``) is not an edge: the package
   ``__init__`` imports its submodules, and the submodule only reads the package's attributes at
   call time;
-* an op's derivative is written once: an op class does not define a ``vjp_arrays`` that is ``vjp``
-  over again with ``np.``/``xp.`` for ``O.``.
+* an op's derivative is written once: an op class does not define a ``vjp_arrays`` that is its
+  ``vjp`` over again with ``np.``/``xp.`` for ``O.`` (write it once: a row of ``ops/unary.py``'s
+  table, ``ops/_util.OneRule``, or ``vjp_arrays = vjp``).
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ KNOWN_GRAB_BAGS = {
     "gradlab/nn/modules/misc_more.py", "gradlab/nn/modules/norm_more.py",
 }
 KNOWN_UPWARD: set[tuple[str, str]] = set()
+KNOWN_RESTATED = {"gradlab/nn/_basic.py:Dropout"}  # nn: to become one rule (ops/_util.OneRule)
 KNOWN_CYCLES = {
     frozenset({"gradlab._interop", "gradlab._tensor"}),           # tensor layer: closed by a bottom import
     frozenset({"gradlab.nn._batch_norm", "gradlab.nn._norm"}),     # nn: one _NormBase (issue item 3)
@@ -209,15 +211,20 @@ def test_no_noqa_e402_in_ops():
     assert not bad, f"imports after code (noqa: E402) in the ops layer: {bad}"
 
 
-_NS = re.compile(r"\b(O|np|xp|_np|numpy)\.")
+_NS = re.compile(r"\b(O|np|xp|_np|numpy|xp_of\(\w+\))\.")
+_QUIET = re.compile(r"with NS\.errstate\([^)]*\):\s*")
 
 
 def _normalised(fn_node, src):
+    """A method's body with the namespace written one way (``O.``, ``np.``, ``xp_of(x).`` -> ``NS.``),
+    ``saved_tensors`` read as ``saved_arrays``, ``np.errstate`` blocks unwrapped and whitespace folded:
+    what is left is the rule itself."""
     body = fn_node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     text = "\n".join(ast.get_source_segment(src, s) for s in body)
-    return _NS.sub("NS.", text)
+    text = _QUIET.sub("", _NS.sub("NS.", text)).replace("saved_tensors", "saved_arrays")
+    return re.sub(r"\s+", " ", text).strip()
 
 
 def _op_classes():
@@ -235,7 +242,8 @@ def test_each_derivative_is_written_once():
     bad = []
     for path, cls, methods, src in _op_classes():
         if "vjp" in methods and "vjp_arrays" in methods:
-            if _normalised(methods["vjp"], src) == _normalised(methods["vjp_arrays"], src):
+            if _normalised(methods["vjp"], src) == _normalised(methods["vjp_arrays"], src) \
+                    and f"{path.relative_to(ROOT.parent)}:{cls.name}" not in KNOWN_RESTATED:
                 bad.append(f"{path.relative_to(ROOT.parent)}:{cls.lineno} {cls.name}")
     assert not bad, f"op classes whose vjp_arrays restates vjp: {bad}"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .. import ops as O
 from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor, one_dim
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
 from ._losses import _Softplus
@@ -173,10 +173,6 @@ def _glu_samples(src):
     d = src.dim(len(shape))
     shape[d] *= 2
     yield Sample((src.tensor(tuple(shape)), d))
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 _TABLE = [

@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ..ops._util import check_tensor
 from ..ops.conv import Fold, conv2d, pair
 from ..ops.pool import avg_pool2d, max_pool2d
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 
 NS = "gradlab.nn.functional"
 
@@ -202,10 +202,6 @@ def _adaptive_samples(dims):
             yield Sample((src.tensor((2, 4, 5)), (None, 2)), desc="unbatched, None keeps H")
             yield Sample((src.tensor((1, 3, 4, 4)), 1), desc="global average pooling")
     return samples
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

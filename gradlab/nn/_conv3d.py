@@ -20,7 +20,7 @@ from ..ops._util import check_tensor
 from ..ops.conv import conv2d
 from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d, max_pool2d
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ._conv1d import _avg_matrix, _out_sizes
 
 NS = "gradlab.nn.functional"
@@ -259,10 +259,6 @@ def _pool3d_samples(kind):
 def _adaptive3d_samples(src):
     shape = (1, 2) + tuple(src.integers(1, 3) for _ in range(3))
     yield Sample((src.tensor(shape), tuple(src.integers(1, 3) for _ in range(3))))
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

@@ -19,7 +19,7 @@ from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ._conv1d import avg_pool1d
 from ._losses import _REDUCTIONS, _reduce, _reduction
 from ._norm import pairwise_distance
@@ -207,10 +207,6 @@ def _twd_samples(src):
 
 def _upsample_samples(src):
     yield Sample((src.tensor((1, 2, src.integers(1, 3), src.integers(1, 3))),), dict(scale_factor=2))
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

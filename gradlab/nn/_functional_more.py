@@ -24,7 +24,7 @@ from ..backend.device import to_host
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..factories import tensor as _tensor
 from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ._conv1d import _one, conv_transpose2d
 from ._losses import _REDUCTIONS, _reduce, _reduction
 
@@ -288,10 +288,6 @@ def _margin_samples(src):
 
 def _alpha_samples(src):
     yield Sample((src.tensor(src.shape(0, 3, 1, 4)),), dict(p=0.5, training=False), desc="eval mode: identity")
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

@@ -21,7 +21,7 @@ from ..backend import dtypes as _dt
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ._losses import _REDUCTIONS, _float_input, _reduce, _reduction, _Softplus, _warn_broadcast
 
 NS = "gradlab.nn.functional"
@@ -271,10 +271,6 @@ def _poisson_samples(src):
     t = Tensor._make(src.rng.integers(0, 5, shape).astype(np.float64))
     yield Sample((src.tensor(shape), t), dict(full=src.boolean(), reduction=src.choice(_REDUCTIONS)), desc="log rate")
     yield Sample((src.tensor(shape, 0.5, 3), t), dict(log_input=False), desc="rate")
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

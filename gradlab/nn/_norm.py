@@ -37,7 +37,7 @@ from ..autograd.grad_mode import no_grad
 from ..backend import xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 
 NS = "gradlab.nn.functional"
 
@@ -359,10 +359,6 @@ def _vec_samples(kind):
         else:
             yield Sample((x, src.tensor(shape, -2, 2)), dict(p=src.choice([1.0, 2.0]), keepdim=src.boolean()))
     return samples
-
-
-def _torch_f(name):
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 for _fn, _samples, _formula in [

@@ -22,6 +22,7 @@ from ..backend.arrays import as_array
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from ._util import (
     _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, operand, weak_float, WEAK_FLOATS,
+    to_float,
 )
 from .compare import _compare
 from .reduce import sum_to_array
@@ -480,8 +481,7 @@ def xlogy(input, other):
     """``input * log(other)``, defined as 0 where ``input`` is 0 (so ``0 * log(0)`` is 0, as in entropies)."""
     x = input if isinstance(input, Tensor) else Tensor._make(np.asarray(input, dtype=_dt.get_default_dtype()))
     y = other if isinstance(other, Tensor) else O.full_like(x, other)
-    if not _dt.is_floating(x.dtype):
-        x = O.to(x, _dt.get_default_dtype())
+    x = to_float(x)
     zero = x == 0
     safe = O.where(zero, O.ones_like(y), y)
     out = O.where(zero, O.zeros_like(x * safe), x * O.log(safe))

@@ -25,7 +25,7 @@ from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError, ValueRuntimeError
-from ._util import check_tensor, norm_dim, one_dim
+from ._util import check_tensor, float_input, norm_dim, one_dim, OneRule
 from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
 from .registry import register, Sample
@@ -109,7 +109,7 @@ def _dim_arg(dim, axis, op):
     return dim
 
 
-class SumTo(Op):
+class SumTo(OneRule, Op):
     """Sum a broadcast gradient back to ``shape``: the inverse of broadcasting."""
 
     name = "sum_to"
@@ -123,11 +123,8 @@ class SumTo(Op):
             lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
         return sum_to_array(x.data, shape)
 
-    def vjp(self, g):
-        return O.broadcast_to(g, self.in_shape), None
-
-    def vjp_arrays(self, g):
-        return xp_of(g).broadcast_to(g, self.in_shape), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return ns.broadcast_to(g, self.in_shape), None
 
     def jvp(self, t, _):
         return O.sum_to(t, self.out.shape)
@@ -569,9 +566,7 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``log(sum(exp(x)))`` over ``dim``, computed stably as ``m + log(sum(exp(x - m)))`` with ``m = max(x)``.
 
     ``dim=None`` reduces every dim (PyTorch requires ``dim``)."""
-    x = check_tensor(input, "logsumexp")
-    if _dt.category(x.dtype) < 2:  # as PyTorch: integers are summed as the default float dtype
-        x = O.to(x, _dt.get_default_dtype())
+    x = float_input(input, "logsumexp")  # as PyTorch: integers are summed as the default float dtype
     axes = norm_dim(_dim_arg(dim, axis, "logsumexp"), x.ndim, "logsumexp")
     return LogSumExp.apply(x, axes, bool(_keep(keepdim, keepdims)))
 

@@ -25,7 +25,8 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array, erf as _backend_erf
 from ..backend.device import xp_of
-from ._util import as_weak, check_tensor
+from ..errors import DTypeError
+from ._util import as_weak, check_tensor, float_input, to_float
 from .arithmetic import atan2
 from .fused_backward import SigmoidBackward, TanhBackward
 from .registry import register, Sample
@@ -42,11 +43,10 @@ class ZeroGrad(Op):
     def forward(ctx, x):
         return as_array(type(ctx).fn(x.data))
 
-    def vjp(self, g):
+    def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
         return (g * 0,)
 
-    def vjp_arrays(self, g):
-        return (g * 0,)
+    vjp_arrays = vjp
 
     def jvp(self, t):
         return t * 0
@@ -56,250 +56,16 @@ class ZeroGrad(Op):
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _composite_unary(name, formula, low=-2.0, high=2.0, away_from=None):
+def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
+    """Decorator: register the one-input elementwise function ``name`` (every function in this file
+    goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
+    class's unless given) and ``torch.<name>`` as the oracle."""
     def deco(fn):
-        fn.__name__ = name
-        return register(name, samples=unary_samples(low=low, high=high, away_from=away_from), formula=formula,
+        fn.__name__ = fn.__qualname__ = name
+        return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
                         elementwise=True, torch=lambda torch, x: getattr(torch, name)(x))(fn)
     return deco
 
-
-def _float_arg(x, name):
-    """Integer and bool inputs are computed in the default float dtype, as PyTorch does."""
-    x = check_tensor(x, name)
-    return x if _dt.is_floating(x.dtype) else O.to(x, _dt.get_default_dtype())
-
-
-
-
-class Neg(Op):
-    name = "neg"
-    formula = "dX = -dY"
-
-    @staticmethod
-    def forward(ctx, x):
-        try:
-            return np.negative(x.data)
-        except TypeError:  # NumPy refuses -bool, as PyTorch does
-            from ..errors import DTypeError
-            raise DTypeError("neg: -x on a bool tensor is not supported; to invert a mask use ~x "
-                             "or x.logical_not()") from None
-
-    def vjp(self, g):
-        return (O.neg(g),)
-
-    def vjp_arrays(self, g):
-        return (-g,)
-
-    def jvp(self, t):
-        return O.neg(t)
-
-
-class Exp(Op):
-    name = "exp"
-    formula = "dX = dY * Y   (Y = exp(X))"
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(over="ignore"):
-            y = np.exp(x.data)
-        ctx.save_output(y)
-        return y
-
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (g * y,)
-
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * y,)
-
-    def jvp(self, t):
-        return t * self.out
-
-
-class Log(Op):
-    name = "log"
-    formula = "dX = dY / X"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g / x,)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / x,)
-
-    def jvp(self, t):
-        return t / self.args[0]
-
-
-class Sqrt(Op):
-    name = "sqrt"
-    formula = "dX = dY / (2 * Y)   (Y = sqrt(X))"
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(invalid="ignore"):
-            y = np.sqrt(x.data)
-        ctx.save_output(y)
-        return y
-
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (g / (2 * y),)
-
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / (2 * y),)
-
-    def jvp(self, t):
-        return t / (2 * self.out)
-
-
-class Tanh(Op):
-    name = "tanh"
-    formula = "dX = dY * (1 - Y^2)   (Y = tanh(X))"
-
-    @staticmethod
-    def forward(ctx, x):
-        y = np.tanh(x.data)
-        ctx.save_output(y)
-        return y
-
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (TanhBackward.apply(g, y),)
-
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * (as_weak(1.0, y) - y * y),)  # (as_weak: the 1 as a cached 0-d array, for speed)
-
-    def jvp(self, t):
-        y = self.out
-        return t * (1 - y * y)
-
-
-class Sigmoid(Op):
-    name = "sigmoid"
-    formula = "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))"
-
-    @staticmethod
-    def forward(ctx, x):
-        # exp(-|x|) never overflows: the stable form for both signs of x
-        a = x.data
-        dt = a.dtype
-        if dt.itemsize <= 2:  # float16/bfloat16: compute in float32 and round once, as PyTorch does
-            a = a.astype(np.float32)
-        if type(a) is np.ndarray and a.ndim:  # the same formula in place: three arrays instead of eight
-            # (not 0-d: NumPy returns a 0-d result as a scalar, which cannot be written in place)
-            y = np.abs(a)
-            np.negative(y, out=y)
-            e = np.exp(y, out=y)
-            d = e + 1
-            np.divide(e, d, out=e)               # e / (1 + e)
-            np.divide(1, d, out=d)               # 1 / (1 + e)
-            np.copyto(y, d, where=a >= 0)
-            y = y.astype(dt, copy=False)
-        else:
-            e = np.exp(-np.abs(a))
-            y = np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(dt, copy=False)
-        ctx.save_output(y)
-        return y
-
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (SigmoidBackward.apply(g, y),)
-
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * y * (as_weak(1.0, y) - y),)
-
-    def jvp(self, t):
-        y = self.out
-        return t * y * (1 - y)
-
-
-class Relu(Op):
-    name = "relu"
-    formula = "dX = dY * (X > 0)"
-
-    @staticmethod
-    def forward(ctx, x):
-        y = np.maximum(x.data, 0)
-        ctx.save_output(y)
-        return y
-
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (g * (y > 0),)
-
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * (y > 0),)
-
-    def jvp(self, t):
-        return t * (self.out > 0)
-
-
-class Abs(Op):
-    name = "abs"
-    formula = "dX = dY * sign(X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.abs(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * O.sign(x),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (g * xp_of(x).sign(x),)
-
-    def jvp(self, t):
-        return t * O.sign(self.args[0])
-
-
-def _pointwise_unary(op_cls, name, torch_name=None, floating=False, **sample_kw):
-    def fn(input):
-        x = input if type(input) is Tensor else check_tensor(input, name)
-        if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
-            from ..backend import dtypes as _dt
-            x = O.to(x, _dt.get_default_dtype())
-        return op_cls.apply(x)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name}. Backward: {op_cls.formula}"
-    tn = torch_name or name
-    return register(name, op=op_cls, samples=unary_samples(**sample_kw), elementwise=True,
-                    torch=lambda torch, x: getattr(torch, tn)(x))(fn)
-
-
-neg = _pointwise_unary(Neg, "neg")
-exp = _pointwise_unary(Exp, "exp", floating=True)
-log = _pointwise_unary(Log, "log", floating=True, low=0.2, high=3.0)
-sqrt = _pointwise_unary(Sqrt, "sqrt", floating=True, low=0.2, high=3.0)
-tanh = _pointwise_unary(Tanh, "tanh", floating=True)
-sigmoid = _pointwise_unary(Sigmoid, "sigmoid", floating=True)
-relu = _pointwise_unary(Relu, "relu", away_from=0.0)
-abs = _pointwise_unary(Abs, "abs", away_from=0.0)  # noqa: A001 - PyTorch's name
-
-
-def _float_input(x: Tensor, op: str) -> Tensor:
-    """Integer and bool inputs compute in the default float dtype (as ``torch.sin(int_tensor)``)."""
-    if _dt.category(x.dtype) < 2:
-        return O.to(x, _dt.get_default_dtype())
-    return x
 
 
 def _erf_array(a):
@@ -335,139 +101,183 @@ def _erf_numpy(a):
     return out
 
 
-# ----------------------------------------------------------- simple unary ops
-class Erf(Op):
-    name = "erf"
-    formula = "dX = dY * 2/sqrt(pi) * exp(-X^2)"
+# ----------------------------------------------------------- the table of elementwise functions
+class Elementwise(Op):
+    """An elementwise op of one input, made from one row of ``UNARY`` below.
+
+    A row states the derivative once, as ``grad(ns, g, v)``: the gradient ``g`` times dY/dX, written
+    against a namespace ``ns`` (``O``, gradlab's ops, or the array module) and reading ``v``, the
+    input ``x`` or the output ``y`` (``saves``). The same function is the VJP on tensors (``ns = O``:
+    a graph, so it is differentiable again), the VJP's array twin (``ns`` = NumPy/CuPy: the engine's
+    fast path) and the JVP (``grad(O, t, v)``: for an elementwise op the tangent is scaled the same way).
+    """
+    saves = "x"          # "x", "y" (the output) or None: what ``grad`` reads as ``v``
+    quiet = False        # ignore NumPy's divide/invalid warnings in the array twin (log(0), 1/0...)
+
+    @staticmethod
+    def fn(a):  # pragma: no cover - each row sets its own
+        raise NotImplementedError
+
+    @staticmethod
+    def grad(ns, g, v):  # pragma: no cover
+        raise NotImplementedError
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _erf_array(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * (2 / math.sqrt(math.pi)) * O.exp(-(x * x)),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (g * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
-
-    def jvp(self, t):
-        x = self.args[0]
-        return t * (2 / math.sqrt(math.pi)) * O.exp(-(x * x))
-
-
-class Sin(Op):
-    name = "sin"
-    formula = "dX = dY * cos(X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.sin(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * O.cos(x),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (g * np.cos(x),)
-
-    def jvp(self, t):
-        return t * O.cos(self.args[0])
-
-
-class Cos(Op):
-    name = "cos"
-    formula = "dX = -dY * sin(X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.cos(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (-(g * O.sin(x)),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (-(g * np.sin(x)),)
-
-    def jvp(self, t):
-        return -(t * O.sin(self.args[0]))
-
-
-class Log1p(Op):
-    name = "log1p"
-    formula = "dX = dY / (1 + X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log1p(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g / (x + 1),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / (x + 1),)
-
-    def jvp(self, t):
-        return t / (self.args[0] + 1)
-
-
-class Expm1(Op):
-    name = "expm1"
-    formula = "dX = dY * (Y + 1)   (Y = exp(X) - 1)"
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(over="ignore"):
-            y = np.expm1(x.data)
-        ctx.save_output(y)
+        y = ctx.fn(x.data)
+        if ctx.saves == "x":
+            ctx.save_for_backward(x)
+        elif ctx.saves == "y":
+            ctx.save_output(y)
         return y
 
     def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (g * (y + 1),)
+        return (self.grad(O, g, self.saved_tensors[0] if self.saves else None),)
 
     def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * (y + 1),)
+        v = self.saved_arrays[0] if self.saves else None
+        if self.quiet:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return (self.grad(xp_of(g), g, v),)
+        return (self.grad(xp_of(g), g, v),)
 
     def jvp(self, t):
-        return t * (self.out + 1)
+        return self.grad(O, t, self.args[0] if self.saves == "x" else self.out if self.saves else None)
 
 
-class Reciprocal(Op):
-    name = "reciprocal"
-    formula = "dX = -dY * Y^2   (Y = 1 / X)"
+def _quietly(ufunc, **errs):
+    """``ufunc`` without NumPy's RuntimeWarnings for ``errs`` (exp overflowing to inf is not an error)."""
+    def fn(a):
+        with np.errstate(**errs):
+            return ufunc(a)
+    fn.__name__ = ufunc.__name__
+    return fn
 
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(divide="ignore"):
-            y = np.reciprocal(x.data)
-        ctx.save_output(y)
-        return y
 
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (-(g * y * y),)
+def _neg_forward(a):
+    try:
+        return np.negative(a)
+    except TypeError:  # NumPy refuses -bool, as PyTorch does
+        raise DTypeError("neg: -x on a bool tensor is not supported; to invert a mask use ~x "
+                         "or x.logical_not()") from None
 
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (-(g * y * y),)
 
-    def jvp(self, t):
-        y = self.out
-        return -(t * y * y)
+def _sigmoid_forward(a):
+    """``1 / (1 + e^-x)``, stably: ``exp(-|x|)`` never overflows, for both signs of x."""
+    dt = a.dtype
+    if dt.itemsize <= 2:  # float16/bfloat16: compute in float32 and round once, as PyTorch does
+        a = a.astype(np.float32)
+    if type(a) is np.ndarray and a.ndim:  # the same formula in place: three arrays instead of eight
+        # (not 0-d: NumPy returns a 0-d result as a scalar, which cannot be written in place)
+        y = np.abs(a)
+        np.negative(y, out=y)
+        e = np.exp(y, out=y)
+        d = e + 1
+        np.divide(e, d, out=e)               # e / (1 + e)
+        np.divide(1, d, out=d)               # 1 / (1 + e)
+        np.copyto(y, d, where=a >= 0)
+        return y.astype(dt, copy=False)
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(dt, copy=False)
+
+
+_2_SQRT_PI = 2 / math.sqrt(math.pi)
+
+#: name: (forward on arrays, grad(ns, g, v), what v is, formula, integer inputs, sample range, doc).
+#: ``ints``: "float" computes integer/bool inputs in the default float dtype (torch.exp(int) is
+#: float32); "keep" computes them as they are (neg, relu, abs of an integer stay integers).
+UNARY = {
+    "neg": (_neg_forward, lambda ns, g, v: -g, None, "dX = -dY", "keep", {}, "Elementwise ``-x``."),
+    "exp": (_quietly(np.exp, over="ignore"), lambda ns, g, y: g * y, "y", "dX = dY * Y   (Y = exp(X))",
+            "float", {}, "Elementwise ``e^x``."),
+    "log": (_quietly(np.log, divide="ignore", invalid="ignore"), lambda ns, g, x: g / x, "x", "dX = dY / X",
+            "float", dict(low=0.2, high=3.0), "Natural logarithm, elementwise."),
+    "sqrt": (_quietly(np.sqrt, invalid="ignore"), lambda ns, g, y: g / (2 * y), "y",
+             "dX = dY / (2 * Y)   (Y = sqrt(X))", "float", dict(low=0.2, high=3.0), "Elementwise square root."),
+    "tanh": (np.tanh, lambda ns, g, y: g * (as_weak(1.0, y) - y * y), "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))",
+             "float", {}, "Elementwise hyperbolic tangent."),
+    "sigmoid": (_sigmoid_forward, lambda ns, g, y: g * y * (as_weak(1.0, y) - y), "y",
+                "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))", "float", {}, "Elementwise ``1 / (1 + e^-x)``."),
+    "relu": (lambda a: np.maximum(a, 0), lambda ns, g, y: g * (y > 0), "y", "dX = dY * (X > 0)", "keep",
+             dict(away_from=0.0), "Elementwise ``max(x, 0)``."),
+    "abs": (np.abs, lambda ns, g, x: g * ns.sign(x), "x", "dX = dY * sign(X)", "keep", dict(away_from=0.0),
+            "Elementwise ``|x|``."),
+    "erf": (lambda a: _erf_array(a), lambda ns, g, x: g * _2_SQRT_PI * ns.exp(-(x * x)), "x",
+            "dX = dY * 2/sqrt(pi) * exp(-X^2)", "float", {},
+            "Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2)))."),
+    "sin": (np.sin, lambda ns, g, x: g * ns.cos(x), "x", "dX = dY * cos(X)", "float", dict(low=-4, high=4),
+            "Elementwise sine."),
+    "cos": (np.cos, lambda ns, g, x: -(g * ns.sin(x)), "x", "dX = -dY * sin(X)", "float", dict(low=-4, high=4),
+            "Elementwise cosine."),
+    "log1p": (_quietly(np.log1p, divide="ignore", invalid="ignore"), lambda ns, g, x: g / (x + 1), "x",
+              "dX = dY / (1 + X)", "float", dict(low=-0.5, high=3.0),
+              "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."),
+    "expm1": (_quietly(np.expm1, over="ignore"), lambda ns, g, y: g * (y + 1), "y",
+              "dX = dY * (Y + 1)   (Y = exp(X) - 1)", "float", {}, "``exp(x) - 1``, accurate for tiny ``x``."),
+    "reciprocal": (_quietly(np.reciprocal, divide="ignore"), lambda ns, g, y: -(g * y * y), "y",
+                   "dX = -dY * Y^2   (Y = 1 / X)", "float", dict(away_from=0.0, low=-3, high=3),
+                   "Elementwise ``1 / x``."),
+    "asin": (np.arcsin, lambda ns, g, x: g / ns.sqrt(1.0 - x * x), "x", "dX = dY / sqrt(1 - X^2)", "float",
+             dict(low=-0.9, high=0.9), "The angle (radians, in [-pi/2, pi/2]) whose sine is ``input``; NaN outside "
+                                       "[-1, 1]."),
+    "acos": (np.arccos, lambda ns, g, x: -(g / ns.sqrt(1.0 - x * x)), "x", "dX = -dY / sqrt(1 - X^2)", "float",
+             dict(low=-0.9, high=0.9), "The angle (radians, in [0, pi]) whose cosine is ``input``; NaN outside "
+                                       "[-1, 1]."),
+    "atan": (np.arctan, lambda ns, g, x: g / (1.0 + x * x), "x", "dX = dY / (1 + X^2)", "float",
+             dict(low=-3.0, high=3.0), "The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."),
+}
+_QUIET = {"log", "sqrt", "log1p"}
+
+
+def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
+    """The op class and the public function of one ``UNARY`` row, registered."""
+    cls = type(name.capitalize(), (Elementwise,), dict(
+        name=name, formula=formula, saves=saves, quiet=name in _QUIET, fn=staticmethod(forward),
+        grad=staticmethod(grad), __module__=__name__, __qualname__=name.capitalize(),
+        __doc__=f"``{name}`` (a row of UNARY): {formula}"))
+    floating = ints == "float"
+
+    def fn(input):
+        x = input if type(input) is Tensor else check_tensor(input, name)
+        if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
+            x = to_float(x)
+        return cls.apply(x)
+    fn.__doc__ = f"{doc} Backward: {formula}"
+    return cls, _unary(name, op=cls, **sample_kw)(fn)
+
+
+Neg, neg = _elementwise("neg", *UNARY["neg"])
+Exp, exp = _elementwise("exp", *UNARY["exp"])
+Log, log = _elementwise("log", *UNARY["log"])
+Sqrt, sqrt = _elementwise("sqrt", *UNARY["sqrt"])
+Tanh, tanh = _elementwise("tanh", *UNARY["tanh"])
+Sigmoid, sigmoid = _elementwise("sigmoid", *UNARY["sigmoid"])
+Relu, relu = _elementwise("relu", *UNARY["relu"])
+Abs, abs = _elementwise("abs", *UNARY["abs"])  # noqa: A001 - PyTorch's name
+Erf, erf = _elementwise("erf", *UNARY["erf"])
+Sin, sin = _elementwise("sin", *UNARY["sin"])
+Cos, cos = _elementwise("cos", *UNARY["cos"])
+Log1p, log1p = _elementwise("log1p", *UNARY["log1p"])
+Expm1, expm1 = _elementwise("expm1", *UNARY["expm1"])
+Reciprocal, reciprocal = _elementwise("reciprocal", *UNARY["reciprocal"])
+Asin, asin = _elementwise("asin", *UNARY["asin"])
+Acos, acos = _elementwise("acos", *UNARY["acos"])
+Atan, atan = _elementwise("atan", *UNARY["atan"])
+
+
+# tanh's and sigmoid's graph VJP is one fused node (fused_backward.py) instead of three: PyTorch's
+# tanh_backward. Their array twin and JVP still come from the row.
+def _tanh_vjp(self, g):
+    return (TanhBackward.apply(g, self.saved_tensors[0]),)
+
+
+def _sigmoid_vjp(self, g):
+    return (SigmoidBackward.apply(g, self.saved_tensors[0]),)
+
+
+Tanh.vjp, Sigmoid.vjp = _tanh_vjp, _sigmoid_vjp
+
+
 
 
 class Floor(ZeroGrad):
@@ -493,32 +303,13 @@ class Round(ZeroGrad):
         # half to even, like PyTorch: round(0.5) == 0, round(1.5) == 2
         return as_array(np.round(x.data, decimals))
 
-    def vjp(self, g):
+    def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
         return g * 0, None
 
-    def vjp_arrays(self, g):
-        return g * 0, None
+    vjp_arrays = vjp
 
     def jvp(self, t, _):
         return t * 0
-
-
-def _unary(op_cls, name, samples, doc):
-    def fn(input):
-        return op_cls.apply(_float_input(check_tensor(input, name), name))
-    fn.__name__ = name
-    fn.__doc__ = f"{doc} Backward: {op_cls.formula}"
-    return register(name, op=op_cls, samples=samples, elementwise=True,
-                    torch=lambda torch, x: getattr(torch, name)(x))(fn)
-
-
-erf = _unary(Erf, "erf", unary_samples(), "Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2))).")
-sin = _unary(Sin, "sin", unary_samples(low=-4, high=4), "Elementwise sine.")
-cos = _unary(Cos, "cos", unary_samples(low=-4, high=4), "Elementwise cosine.")
-log1p = _unary(Log1p, "log1p", unary_samples(low=-0.5, high=3.0),
-               "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1).")
-expm1 = _unary(Expm1, "expm1", unary_samples(), "``exp(x) - 1``, accurate for tiny ``x``.")
-reciprocal = _unary(Reciprocal, "reciprocal", unary_samples(away_from=0.0, low=-3, high=3), "Elementwise ``1 / x``.")
 
 
 def _step_samples(src):
@@ -537,10 +328,8 @@ def _zero_grad_unary(op_cls, name, doc):
         if _dt.category(x.dtype) < 2:
             return x  # already integral, as PyTorch returns integer inputs unchanged
         return op_cls.apply(x)
-    fn.__name__ = name
     fn.__doc__ = doc + " Its gradient is zero everywhere it exists (a step function)."
-    return register(name, op=op_cls, samples=_step_samples, elementwise=True,
-                    torch=lambda torch, x: getattr(torch, name)(x))(fn)
+    return _unary(name, op=op_cls, samples=_step_samples)(fn)
 
 
 floor = _zero_grad_unary(Floor, "floor", "The largest integer <= x, elementwise.")
@@ -568,178 +357,106 @@ def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
     return Round.apply(x, int(decimals))
 
 
-class Asin(Op):
-    name = "asin"
-    formula = "dX = dY / sqrt(1 - X^2)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.arcsin(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * O.rsqrt(1.0 - x * x),)
-
-    def jvp(self, t):
-        x = self.args[0]
-        return t * O.rsqrt(1.0 - x * x)
-
-
-class Acos(Op):
-    name = "acos"
-    formula = "dX = -dY / sqrt(1 - X^2)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.arccos(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (-(g * O.rsqrt(1.0 - x * x)),)
-
-    def jvp(self, t):
-        x = self.args[0]
-        return -(t * O.rsqrt(1.0 - x * x))
-
-
-class Atan(Op):
-    name = "atan"
-    formula = "dX = dY / (1 + X^2)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.arctan(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g / (1.0 + x * x),)
-
-    def jvp(self, t):
-        x = self.args[0]
-        return t / (1.0 + x * x)
-
-
-@_composite_unary("asin", Asin.formula, low=-0.9, high=0.9)
-def asin(input):
-    """The angle (radians, in [-pi/2, pi/2]) whose sine is ``input``; NaN outside [-1, 1]."""
-    return Asin.apply(_float_arg(input, "asin"))
-
-
-@_composite_unary("acos", Acos.formula, low=-0.9, high=0.9)
-def acos(input):
-    """The angle (radians, in [0, pi]) whose cosine is ``input``; NaN outside [-1, 1]."""
-    return Acos.apply(_float_arg(input, "acos"))
-
-
-@_composite_unary("atan", Atan.formula, low=-3.0, high=3.0)
-def atan(input):
-    """The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."""
-    return Atan.apply(_float_arg(input, "atan"))
-
-
-@_composite_unary("asinh", "dX = dY / sqrt(X^2 + 1)")
+@_unary("asinh", "dX = dY / sqrt(X^2 + 1)")
 def asinh(input):
     """Inverse hyperbolic sine: ``sign(x) log(|x| + sqrt(x^2 + 1))`` (odd, and exact for large negative x)."""
-    x = _float_arg(input, "asinh")
+    x = float_input(input, "asinh")
     s = O.where(x < 0, O.full_like(x, -1.0), O.ones_like(x))  # a constant sign (1 at 0, where abs' slope is 0)
     a = x * s
     return s * O.log1p(a + a * a / (1.0 + O.sqrt(a * a + 1.0)))
 
 
-@_composite_unary("acosh", "dX = dY / sqrt(X^2 - 1)", low=1.2, high=3.0)
+@_unary("acosh", "dX = dY / sqrt(X^2 - 1)", low=1.2, high=3.0)
 def acosh(input):
     """Inverse hyperbolic cosine ``log(x + sqrt(x^2 - 1))`` for ``x >= 1`` (NaN below)."""
-    x = _float_arg(input, "acosh")
+    x = float_input(input, "acosh")
     return O.log(x + O.sqrt(x * x - 1.0))
 
 
-@_composite_unary("atanh", "dX = dY / (1 - X^2)", low=-0.9, high=0.9)
+@_unary("atanh", "dX = dY / (1 - X^2)", low=-0.9, high=0.9)
 def atanh(input):
     """Inverse hyperbolic tangent ``0.5 log((1 + x) / (1 - x))`` for ``|x| < 1``."""
-    x = _float_arg(input, "atanh")
+    x = float_input(input, "atanh")
     return 0.5 * (O.log1p(x) - O.log1p(-x))
 
 
-@_composite_unary("deg2rad", "dX = dY * pi / 180")
+@_unary("deg2rad", "dX = dY * pi / 180")
 def deg2rad(input):
     """Degrees to radians: ``x * pi / 180``."""
-    return _float_arg(input, "deg2rad") * (math.pi / 180.0)
+    return float_input(input, "deg2rad") * (math.pi / 180.0)
 
 
-@_composite_unary("rad2deg", "dX = dY * 180 / pi")
+@_unary("rad2deg", "dX = dY * 180 / pi")
 def rad2deg(input):
     """Radians to degrees: ``x * 180 / pi``."""
-    return _float_arg(input, "rad2deg") * (180.0 / math.pi)
+    return float_input(input, "rad2deg") * (180.0 / math.pi)
 
 
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
-@_composite_unary("log2", "dX = dY / (X ln 2)", low=0.2, high=3.0)
+@_unary("log2", "dX = dY / (X ln 2)", low=0.2, high=3.0)
 def log2(input):
     """Base-2 logarithm: ``log(x) / ln 2``."""
-    return O.log(_float_arg(input, "log2")) / _LN2
+    return O.log(float_input(input, "log2")) / _LN2
 
 
-@_composite_unary("log10", "dX = dY / (X ln 10)", low=0.2, high=3.0)
+@_unary("log10", "dX = dY / (X ln 10)", low=0.2, high=3.0)
 def log10(input):
     """Base-10 logarithm: ``log(x) / ln 10``."""
-    return O.log(_float_arg(input, "log10")) / _LN10
+    return O.log(float_input(input, "log10")) / _LN10
 
 
-@_composite_unary("exp2", "dX = dY * 2^X ln 2")
+@_unary("exp2", "dX = dY * 2^X ln 2")
 def exp2(input):
     """``2 ** x``, as ``exp(x ln 2)``."""
-    return O.exp(_float_arg(input, "exp2") * _LN2)
+    return O.exp(float_input(input, "exp2") * _LN2)
 
 
-@_composite_unary("rsqrt", "dX = -dY / (2 X^1.5)", low=0.2, high=3.0)
+@_unary("rsqrt", "dX = -dY / (2 X^1.5)", low=0.2, high=3.0)
 def rsqrt(input):
     """``1 / sqrt(x)``."""
-    return O.reciprocal(O.sqrt(_float_arg(input, "rsqrt")))
+    return O.reciprocal(O.sqrt(float_input(input, "rsqrt")))
 
 
-@_composite_unary("sinh", "dX = dY cosh(X)")
+@_unary("sinh", "dX = dY cosh(X)")
 def sinh(input):
     """``(e^x - e^-x) / 2``."""
-    x = _float_arg(input, "sinh")
+    x = float_input(input, "sinh")
     return (O.exp(x) - O.exp(-x)) * 0.5
 
 
-@_composite_unary("cosh", "dX = dY sinh(X)")
+@_unary("cosh", "dX = dY sinh(X)")
 def cosh(input):
     """``(e^x + e^-x) / 2``."""
-    x = _float_arg(input, "cosh")
+    x = float_input(input, "cosh")
     return (O.exp(x) + O.exp(-x)) * 0.5
 
 
-@_composite_unary("tan", "dX = dY / cos(X)^2", low=-1.2, high=1.2)
+@_unary("tan", "dX = dY / cos(X)^2", low=-1.2, high=1.2)
 def tan(input):
     """``sin(x) / cos(x)``."""
-    x = _float_arg(input, "tan")
+    x = float_input(input, "tan")
     return O.sin(x) / O.cos(x)
 
 
-@_composite_unary("erfc", "dX = -dY 2/sqrt(pi) exp(-X^2)")
+@_unary("erfc", "dX = -dY 2/sqrt(pi) exp(-X^2)")
 def erfc(input):
     """``1 - erf(x)``."""
-    return 1.0 - O.erf(_float_arg(input, "erfc"))
+    return 1.0 - O.erf(float_input(input, "erfc"))
 
 
-@_composite_unary("logit", "dX = dY / (X (1 - X))", low=0.05, high=0.95)
+@_unary("logit", "dX = dY / (X (1 - X))", low=0.05, high=0.95)
 def logit(input, eps=None):
     """``log(p / (1 - p))``, the inverse of the sigmoid; ``eps`` clamps ``p`` to ``[eps, 1 - eps]`` first."""
-    p = _float_arg(input, "logit")
+    p = float_input(input, "logit")
     if eps is not None:
         p = O.clamp(p, eps, 1.0 - eps)
     return O.log(p / (1.0 - p))
 
 
-@_composite_unary("frac", "dX = dY", away_from=0.0)
+@_unary("frac", "dX = dY", away_from=0.0)
 def frac(input):
     """The fractional part ``x - trunc(x)`` (with the sign of ``x``)."""
     x = check_tensor(input, "frac")

@@ -14,7 +14,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
 from ..errors import ArgumentTypeError
-from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
+from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, OneRule, operand, shape_of
 from .reduce import sum_to_array
 from .registry import register, Sample
 from .samples import binary_samples
@@ -120,7 +120,7 @@ def minimum(input, other):
     return Minimum.apply(operand(input, "minimum", "input"), operand(other, "minimum", "other"))
 
 
-class Clamp(Op):
+class Clamp(OneRule, Op):
     name = "clamp"
     formula = "dX = dY * [min <= X <= max]"
 
@@ -141,12 +141,7 @@ class Clamp(Op):
         ctx.save_for_backward(ctx.mask)
         return as_array(out, dtype=a.dtype)
 
-    def vjp(self, g):
-        (mask,) = self.saved_tensors
-        return g * mask, None, None
-
-    def vjp_arrays(self, g):
-        (mask,) = self.saved_arrays
+    def rule(self, ns, g, mask):  # the VJP, on tensors and arrays alike (OneRule)
         return g * mask, None, None
 
     def jvp(self, t, *_):
