@@ -50,6 +50,29 @@ from .factories import full, full_like, ones, ones_like, zeros, zeros_like  # no
 del cuda  # ``from .ops import *`` brought the cast function; gradlab.cuda is the module, as torch.cuda
 from . import cuda  # noqa: E402 - CuPy itself loads only on demand
 
+#: ``from gradlab import *``: the ops (``gradlab.ops.__all__``, where each op is listed by file) and
+#: the names defined above. Subpackages are reached as attributes (``gradlab.nn``, loaded on first
+#: use by ``__getattr__`` below); ``gradlab.linalg`` is the one namespace ``gradlab.ops`` exports.
+__all__ = [
+    # tensors, dtypes, devices
+    "Tensor", "tensor", "as_tensor", "from_numpy", "is_tensor", "is_floating_point", "numel", "device",
+    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
+    "uint8", "short", "int", "long", "bool", "get_default_dtype", "set_default_dtype",
+    "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor",
+    # factories and random numbers
+    "arange", "empty", "empty_like", "eye", "full", "full_like", "linspace", "logspace", "ones", "ones_like",
+    "zeros", "zeros_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm",
+    "bernoulli", "multinomial", "normal", "Generator", "manual_seed", "initial_seed", "get_rng_state",
+    "set_rng_state",
+    # autograd
+    "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled",
+    # errors
+    "GradlabError", "ArgumentError", "ArgumentTypeError", "DeviceError", "DTypeError", "GradcheckError",
+    "GradError", "IndexOutOfRange", "ShapeError",
+]
+__all__ += [n for n in ops.__all__ if n not in __all__ and n != "cuda"]  # every op (gradlab.cuda is the module)
+
+
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 
 

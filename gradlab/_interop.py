@@ -1,7 +1,8 @@
 """A Tensor beside NumPy, and on the screen: ``Tensor.__array_ufunc__`` and ``repr``.
 
-Kept apart from ``_tensor.py`` (which is about what a tensor *is*); ``_tensor``
-imports this module at its end, once ``Tensor`` exists.
+Kept apart from ``_tensor.py`` (which is about what a tensor *is*). ``_tensor``
+imports this module; the Tensor class comes in as an argument (``Tensor``),
+so this file needs nothing from ``_tensor`` and there is no import cycle.
 """
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import numpy as np
 from .backend import dtypes as _dt
 from .backend.device import CPU
 from .errors import fmt_shape
-from ._tensor import Tensor
 
 
-def array_ufunc(ufunc, method, inputs, kwargs):
+def array_ufunc(Tensor, ufunc, method, inputs, kwargs):  # noqa: N803 - the class, passed in by Tensor
     """``Tensor.__array_ufunc__``: NumPy meets a Tensor. ``array * tensor`` is the Tensor op
     (``tensor.__rmul__``); an in-place ``array -= tensor`` -- PyTorch's ``p.data -= lr * p.grad`` --
     updates the array in place (no graph), instead of silently replacing ``p.data`` by a Tensor;

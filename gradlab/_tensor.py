@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _interop
 from .backend import dtypes as _dt
 from .backend.device import CPU, device_of_array
 from .errors import ArgumentTypeError
@@ -70,7 +71,7 @@ class Tensor:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy meets a Tensor (see ``gradlab/_interop.py``): ``array * tensor`` is the Tensor op."""
-        return _interop.array_ufunc(ufunc, method, inputs, kwargs)
+        return _interop.array_ufunc(Tensor, ufunc, method, inputs, kwargs)
 
     def __init__(self, data=(), *sizes, dtype=None, requires_grad=False, name=None):
         # PyTorch's legacy constructor: torch.Tensor is torch.FloatTensor, so Tensor([1, 2]) is float32
@@ -387,5 +388,3 @@ class Tensor:
 class ValueErrorItem(GradError, ValueError):
     """``item()`` / ``bool()`` on a tensor with more than one element."""
 
-
-from . import _interop  # noqa: E402 - NumPy interop and printing (it needs Tensor defined)

@@ -13,7 +13,7 @@ import gradlab
 import gradlab.nn.functional as F
 from gradlab.backend import dtypes as _dt
 from gradlab.errors import GradError
-from gradlab.nn._ops_norm import LayerNorm
+from gradlab.ops.normalization import LayerNorm
 
 
 def _composite(x, k, w, b, eps):

@@ -14,8 +14,8 @@ import pytest
 import gradlab
 import gradlab.nn.functional as F
 from gradlab.ops.cast import ToDevice
-from gradlab.ops.index import IndexAddZeros
-from gradlab.ops.linalg import MatMul
+from gradlab.ops.indexing import IndexAddZeros
+from gradlab.ops.matmul import MatMul
 from gradlab.ops.pool import PoolGather, PoolScatter
 from gradlab.ops.quant import FakeQuantize
 
@@ -140,7 +140,7 @@ def test_twins_run_on_the_simulated_device(sim_device):
 
 
 def test_matmul_reads_broadcast_and_flipped_operands_through_blas():
-    from gradlab.ops.linalg import blas_ready
+    from gradlab.ops.matmul import blas_ready
     a = np.arange(12.0).reshape(3, 4)
     at, part = a.T, a[:, 1:3]
     assert blas_ready(a) is a and blas_ready(at) is at and blas_ready(part) is part  # no copy needed

@@ -1,7 +1,7 @@
 """Layer 5: mixed precision (``gradlab.amp``): ``autocast`` and ``GradScaler``.
 
-Importing this package must stay light (no ``gradlab.ops`` at import time):
-the op layer imports :mod:`gradlab.amp.state` to check whether autocast is on.
+The switch the ops consult is one layer down, in :mod:`gradlab.ops.autocast` (shown here as
+:mod:`gradlab.amp.state`): the op layer never imports this package.
 """
 from . import state  # noqa: F401
 from .autocast_mode import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401

@@ -369,8 +369,8 @@ class SetItem(Op):
 
 def _assign(arr, index, value):
     """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
-    (the integers apply first; see ``ops.index._ints_first``)."""
-    from ..ops.index import _ints_first
+    (the integers apply first; see ``ops.indexing._ints_first``)."""
+    from ..ops.indexing import _ints_first
     split = _ints_first(index)
     if split is None:
         arr[index] = value
@@ -380,7 +380,7 @@ def _assign(arr, index, value):
 
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
-    from ..ops.index import _norm_index
+    from ..ops.indexing import _norm_index
     idx = _norm_index(index, self.shape, "setitem")
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)):
         from ..factories import tensor

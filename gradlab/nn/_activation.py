@@ -22,12 +22,13 @@ from .._tensor import Tensor
 from ..backend import generator, xp_of
 from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor, one_dim
-from ..ops.registry import Sample, register
+from ..ops.registry import Sample, register, torch_functional as _torch_f
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
 from ..ops.registry import REGISTRY
-from ._ops_activation import _Softplus
+from ..ops.activations import log1p_exp
 from ._register import NS, register_table
+
 
 
 # ---- activations with PyTorch's ``inplace`` flag. gradlab always returns a new tensor (an in-place
@@ -62,7 +63,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def logsigmoid(input):
     """``log(sigmoid(x)) = -log(1 + exp(-x))``, finite for any ``x``."""
-    return -_Softplus.apply(-check_tensor(input, "logsigmoid"))
+    return -log1p_exp(-check_tensor(input, "logsigmoid"))
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -114,7 +115,7 @@ def hardswish(input, inplace=False):
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
     x = check_tensor(input, "mish")
-    return x * O.tanh(_Softplus.apply(x))
+    return x * O.tanh(log1p_exp(x))
 
 
 def softsign(input):

@@ -4,7 +4,7 @@
 ``dropout`` zeroes each entry with probability ``p`` and scales the survivors by ``1 / (1 - p)``, so the
 expected value is unchanged and evaluation (``training=False``) needs no rescaling. The mask is drawn
 from gradlab's one seeded generator: ``gradlab.manual_seed(n)`` makes it reproducible. The channel
-versions draw one value per (sample, channel); the multiply is the ``Dropout`` op (``_ops_dropout.py``).
+versions draw one value per (sample, channel); the multiply is the ``Dropout`` op (``gradlab/ops/dropout.py``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..backend import generator, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-from ._ops_dropout import Dropout
+from ..ops.dropout import Dropout
 from ._register import NS, register_table
 
 

@@ -38,9 +38,10 @@ from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.registry import Sample, register
 from ..ops.softmax import log_softmax
-from ._ops_activation import _Softplus
-from ._ops_loss import NLLLoss
+from ..ops.activations import log1p_exp
+from ..ops.loss import NLLLoss
 from ._register import NS, register_table
+
 
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -229,7 +230,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 def _softplus_neg(x):
     """``log(1 + exp(-x)) = -log(sigmoid(x))``, stably."""
-    return _Softplus.apply(-x)
+    return log1p_exp(-x)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,

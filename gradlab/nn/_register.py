@@ -8,14 +8,9 @@
 from __future__ import annotations
 
 from ..ops.registry import register
-
+from ..ops.registry import torch_functional as torch_f   # one home: the registry's oracle lookup
 
 NS = "gradlab.nn.functional"
-
-
-def torch_f(name):
-    """``torch.nn.functional.<name>``, looked up when the oracle test runs (gradlab never imports torch)."""
-    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
 
 
 def register_table(rows, **options):

@@ -22,7 +22,7 @@ This file only gathers them; each lives in a file named by what it holds:
   ``gumbel_softmax``, ``lp_pool``, ``max_unpool``, the margin losses...): ``nn/coverage/functional/``.
 
 The op classes some of them apply (``LayerNorm``, ``BatchNorm``, ``NLLLoss``, ``Embedding``, ``Dropout``)
-are in ``nn/_ops_*.py``. Each function is registered in the op registry (namespace
+are in ``gradlab/ops/`` (dropout, embedding, normalization, loss). Each function is registered in the op registry (namespace
 ``gradlab.nn.functional``, see ``nn/_register.py``), so the generic suite gradchecks it and compares
 it with PyTorch.
 """

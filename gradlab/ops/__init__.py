@@ -1,5 +1,36 @@
 """Layer 4: every op, each in one place (forward, VJP, JVP, formula, samples).
 
+Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where`` in ``where.py``):
+
+=================  ==========================================================================
+``arithmetic``     ``+ - * / **``, floor_divide, remainder, fmod, lerp, logaddexp, atan2, hypot, xlogy, diff
+``unary``          the one-input elementwise functions (exp, log, tanh, sin, asin, erf, floor, sign...)
+``activations``    gelu, silu, softplus, leaky_relu
+``softmax``        softmax, log_softmax
+``compare``        eq/ne/lt/le/gt/ge, equal, allclose, isclose, isnan/isinf/isfinite, isin
+``logical``        logical_and/or/xor/not
+``where``          where, clamp (clip, clamp_min, clamp_max), maximum, minimum, nan_to_num
+``reduce``         sum, mean, max/min, amax/amin, argmax/argmin, var/std, prod, logsumexp, cumulative ops,
+                   any/all, count_nonzero, nansum/nanmean, bincount, sum_to
+``sort``           sort, argsort, topk, msort, kthvalue, median, mode, unique(_consecutive)
+``shape``          reshape/view, permute/transpose, (un)squeeze, expand, flip, roll, repeat/tile, movedim...
+``join_split``     cat/stack (and h/v/d/column stacks), split/chunk/tensor_split, unbind
+``indexing``       ``x[...]``, select, gather, index_select, index_add/copy/fill, masked_fill/select, nonzero
+``scatter``        scatter, scatter_add
+``diagonal``       diagonal, diag, trace, tril, triu
+``matmul``         matmul, mm, bmm, dot, mv, addmm, outer, tensordot
+``einsum``         einsum
+``norm``           norm (``linalg`` is the ``gradlab.linalg`` namespace: vector_norm, matrix_norm, norm)
+``conv``, ``pool``, ``pad``   conv2d (and conv2d_naive), unfold/fold; max/avg_pool2d; pad
+``cast``, ``quant``           to/float/half/... and clone; fake quantization
+``normalization``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
+``dropout``, ``embedding``, ``loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
+=================  ==========================================================================
+
+Around them: ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
+inputs), ``binding`` and ``methods`` (how ops become ``Tensor`` methods), ``fused_backward``
+(one-pass VJP ops), ``_util`` (argument checks and promotion shared by every op).
+
 Importing this package also plugs the ops into ``Tensor`` (operators and
 methods such as ``x.sum()``), which is how the tensor layer reaches the ops
 without importing them.
@@ -7,97 +38,101 @@ without importing them.
 from __future__ import annotations
 
 from .. import _tensor as _tensor_mod
-from ..factories import (  # ops use these inside VJPs
+from .._tensor import Tensor
+from ..factories import (  # ops use these inside VJPs (O.zeros_like...)
     empty_like, full, full_like, ones, ones_like, zeros, zeros_like,
 )
-from .._tensor import Tensor
+from . import linalg
+from .activations import gelu, leaky_relu, silu, softplus
+from .arithmetic import (  # noqa: A004 - PyTorch's names
+    add, atan2, diff, div, divide, floor_divide, fmod, hypot, lerp, logaddexp, mul, multiply, pow, remainder,
+    rsub, square, sub, subtract, true_divide, xlogy,
+)
+from .cast import _METHOD_ONLY_CASTS, bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as
+from .compare import (
+    allclose, eq, equal, ge, greater, greater_equal, gt, isclose, isfinite, isin, isinf, isnan, le, less, less_equal,
+    lt, ne, not_equal,
+)
+from .diagonal import diag, diagonal, tril, triu
+from .einsum import einsum
+from .indexing import (
+    argwhere, gather, getitem, index_add, index_copy, index_fill, index_select, masked_fill,
+    masked_select, nonzero, select, take_along_dim,
+)
+from .join_split import (
+    cat, chunk, column_stack, concat, concatenate, dsplit, dstack, hsplit, hstack, row_stack, split, stack,
+    tensor_split, unbind, vsplit, vstack,
+)
+from .logical import logical_and, logical_not, logical_or, logical_xor
+from .matmul import addmm, bmm, dot, matmul, mm, mv, outer, tensordot
+from .norm import norm
+from .quant import fake_quantize, fake_quantize_per_tensor_affine
+from .reduce import (  # noqa: A004
+    all, amax, amin, any, argmax, argmin, bincount, count_nonzero, cummax, cummin, cumprod, cumsum, logsumexp, max,
+    mean, min, nanmean, nansum, prod, std, sum, sum_to, var,
+)
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
+from .scatter import scatter, scatter_add
+from .shape import (
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_to, contiguous, expand, expand_as, flatten, flip, fliplr,
+    flipud, meshgrid, moveaxis, movedim, narrow, permute, ravel, repeat, repeat_interleave, reshape, roll, rot90,
+    squeeze, swapaxes, t, tile, transpose, unflatten, unsqueeze, view,
+)
+from .softmax import top_level_log_softmax as log_softmax, top_level_softmax as softmax
+from .sort import argsort, kthvalue, median, mode, msort, sort, topk, unique, unique_consecutive
+from .unary import (  # noqa: A004
+    abs, absolute, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh,
+    ceil, cos, cosh, deg2rad, erf, erfc, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, logit, neg, negative,
+    rad2deg, reciprocal, relu, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, tan, tanh, trunc,
+)
+from .indexing import install_inplace as _install_inplace
+from .methods import install_methods as _install_methods
+from .where import clamp, clamp_max, clamp_min, clip, maximum, minimum, nan_to_num, where
 
-from .elementwise import add, div, mul, pow, sub  # noqa: E402,A004
-from .pointwise import abs, exp, log, neg, relu, sigmoid, sqrt, tanh  # noqa: E402,A004
-from .reduce import amax, amin, argmax, argmin, max, mean, min, sum, sum_to  # noqa: E402,A004
-from .shape import (  # noqa: E402
-    broadcast_to, cat, concat, concatenate, contiguous, expand, expand_as, flatten, permute, reshape, squeeze,
-    stack, swapaxes, t, transpose, unsqueeze, view,
-)
-from .index import gather, getitem  # noqa: E402
-from .linalg import dot, matmul, mm  # noqa: E402
-from .select import clamp, clip, maximum, minimum, where  # noqa: E402
-from .compare import (  # noqa: E402,A004
-    all, allclose, any, eq, equal, floor_divide, ge, greater, greater_equal, gt, isfinite, isinf, isnan, le,
-    less, less_equal, logical_and, logical_not, logical_or, logical_xor, lt, ne, not_equal, remainder, sign,
-)
-from .cast import bfloat16, bool, clone, cpu, cuda, double, float, half, int, long, to, type_as  # noqa: E402,A004
-from .unary import ceil, cos, erf, expm1, floor, log1p, reciprocal, round, sin, trunc  # noqa: E402,A004
-from .activations import gelu, leaky_relu, silu, softplus  # noqa: E402
-from .reductions import cumsum, logsumexp, prod, std, var  # noqa: E402
-from .norms import norm  # noqa: E402
-from .indexing import index_select, masked_fill, scatter, scatter_add, tril, triu  # noqa: E402
-from .rearrange import as_strided, chunk, flip, repeat, roll, split, tile  # noqa: E402
-from .contract import bmm, einsum, outer, tensordot  # noqa: E402
-from .quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: E402
 # (the matrix trace is only the method x.trace(): gradlab.trace is the debugging trace, gradlab.debug.trace)
-from .composite import diag, diagonal, masked_select, repeat_interleave  # noqa: E402
-from .mathextra import (  # noqa: E402
-    addmm, argsort, cosh, count_nonzero, erfc, exp2, fmod, frac, isclose, lerp, log10, log2, log_softmax,
-    logaddexp, logit, moveaxis, movedim, mv, narrow, nonzero, ravel, rsqrt, sinh, softmax, sort, tan, topk,
-    unbind, unflatten,
-)
 
-from .trig import (  # noqa: E402
-    TRIG_METHODS, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atan2,
-    atanh, deg2rad, hypot, rad2deg,
-)
-from .arrange_more import (  # noqa: E402
-    ARRANGE_METHODS, argwhere, atleast_1d, atleast_2d, atleast_3d, clamp_max, clamp_min, column_stack, diff, dsplit,
-    dstack, fliplr, flipud, hsplit, hstack, meshgrid, rot90, row_stack, take_along_dim, tensor_split, vsplit, vstack,
-)
-from .stats import (  # noqa: E402
-    STATS_METHODS, bincount, cummax, cummin, cumprod, isin, kthvalue, median, mode, nan_to_num, nanmean, nansum, unique,
-    unique_consecutive, xlogy,
-)
-from .index_more import INDEX_METHODS, index_add, index_copy, index_fill  # noqa: E402
-
-
-def true_divide(input, other):
-    return div(input, other)
-
-
-def subtract(input, other):
-    return sub(input, other)
-
-
-def multiply(input, other):
-    return mul(input, other)
-
-
-def negative(input):
-    return neg(input)
-
-
-def absolute(input):
-    """Same as ``abs``."""
-    return abs(input)
-
-
-def divide(input, other, *, rounding_mode=None):
-    """Same as ``div``."""
-    return div(input, other, rounding_mode=rounding_mode) if rounding_mode is not None else div(input, other)
-
-
-def msort(input):
-    """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
-    return input.sort(0).values
-
-
-def square(input):
-    """``input * input``."""
-    return mul(input, input)
-
-
-def rsub(input, other):
-    return sub(other, input)
-
+#: What ``from gradlab.ops import *`` (and so ``import gradlab``) exports: every op, grouped by file,
+#: and the registry. No submodule is exported except ``linalg`` (``gradlab.linalg.norm``, as torch.linalg).
+__all__ = [
+    # arithmetic
+    "add", "sub", "mul", "div", "pow", "true_divide", "divide", "subtract", "multiply", "rsub", "square",
+    "floor_divide", "remainder", "fmod", "lerp", "logaddexp", "atan2", "hypot", "xlogy", "diff",
+    # unary
+    "neg", "negative", "abs", "absolute", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
+    "reciprocal", "tanh", "sigmoid", "relu", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+    "acosh", "atanh", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg",
+    "erf", "erfc", "logit", "frac", "floor", "ceil", "trunc", "round", "sign",
+    # activations, softmax
+    "gelu", "silu", "softplus", "leaky_relu", "softmax", "log_softmax",
+    # compare, logical, where
+    "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal", "equal",
+    "allclose", "isclose", "isnan", "isinf", "isfinite", "isin",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "where", "clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "nan_to_num",
+    # reduce, sort
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "prod", "logsumexp", "cumsum",
+    "cumprod", "cummax", "cummin", "any", "all", "count_nonzero", "nansum", "nanmean", "bincount", "sum_to",
+    "sort", "argsort", "topk", "msort", "kthvalue", "median", "mode", "unique", "unique_consecutive",
+    # shape, join_split
+    "reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "ravel", "expand", "expand_as", "broadcast_to", "contiguous", "as_strided", "movedim", "moveaxis", "narrow",
+    "flip", "fliplr", "flipud", "rot90", "roll", "repeat", "tile", "repeat_interleave", "meshgrid",
+    "atleast_1d", "atleast_2d", "atleast_3d",
+    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack",
+    "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "unbind",
+    # indexing, scatter, diagonal
+    "getitem", "select", "gather", "index_select", "index_add", "index_copy", "index_fill", "masked_fill",
+    "masked_select", "take_along_dim", "nonzero", "argwhere", "scatter", "scatter_add",
+    "diag", "diagonal", "tril", "triu",
+    # matmul, einsum, norm
+    "matmul", "mm", "bmm", "dot", "mv", "addmm", "outer", "tensordot", "einsum", "norm", "linalg",
+    # cast, quant
+    "to", "float", "double", "half", "bfloat16", "long", "int", "bool", "type_as", "clone", "cpu", "cuda",
+    "fake_quantize", "fake_quantize_per_tensor_affine",
+    # the registry, and the factories ops use
+    "REGISTRY", "OpInfo", "Sample", "SampleSource", "formula_of", "register", "samples_of", "Tensor",
+    "empty_like", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like",
+]
 
 # Tensor methods: ``x.exp()`` is ``gradlab.exp(x)``, and so on.
 TENSOR_METHODS = [
@@ -117,11 +152,20 @@ TENSOR_METHODS += [  # the operator library (activations, reductions, indexing, 
     "log2", "log10", "exp2", "rsqrt", "sinh", "cosh", "tan", "erfc", "logit", "frac", "lerp", "logaddexp",
     "fmod", "count_nonzero", "isclose", "addmm", "mv",
 ]
+TENSOR_METHODS += [  # trigonometry, joining and cutting, order statistics, slice indexing
+    "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+    "arctan2", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "hypot",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "fliplr", "flipud", "rot90", "diff",
+    "take_along_dim", "argwhere", "clamp_min", "clamp_max",
+    "cumprod", "kthvalue", "median", "mode", "unique", "unique_consecutive", "bincount",
+    "nansum", "nanmean", "nan_to_num", "xlogy", "cummax", "cummin",
+    "index_add", "index_copy", "index_fill",
+    "absolute", "divide", "msort",
+]
 
 
 def install(names):
     """Plug more ops into Tensor (used by the op modules of later layers)."""
-    from .registry import REGISTRY
     # an op that always records a node through its Function is seen by every tool there: bind it directly
     direct = {n for n in names if n in REGISTRY and REGISTRY[n].op is not None and REGISTRY[n].fn is globals().get(n)}
     from .binding import bind_methods, bind_operators
@@ -130,11 +174,8 @@ def install(names):
 
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])
-install(TENSOR_METHODS + TRIG_METHODS + ARRANGE_METHODS + STATS_METHODS + INDEX_METHODS
-        + ["absolute", "divide", "msort"])
-__import__("gradlab.ops.index_more", fromlist=["install_inplace"]).install_inplace()
-for _n, _f in __import__("gradlab.ops.cast", fromlist=["_METHOD_ONLY_CASTS"])._METHOD_ONLY_CASTS.items():
+install(TENSOR_METHODS)
+_install_inplace()
+for _n, _f in _METHOD_ONLY_CASTS.items():
     setattr(Tensor, _n, _f)
-
-from .methods import install_methods as _install_more  # noqa: E402 - x.softmax(), x.unbind(), x.new_zeros()...
-_install_more()
+_install_methods()  # x.softmax(), x.unbind(), x.new_zeros()...

@@ -8,7 +8,9 @@ import numpy as np
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, DeviceError, IndexOutOfRange, broadcast_failure, fmt_shape
 from ..errors import ArgumentTypeError
+from .. import ops as O
 from .._tensor import Tensor
+from ..backend.device import xp_of
 
 Scalar = (numbers.Number, np.number, np.bool_)
 
@@ -225,3 +227,39 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
 
 def shape_str(x) -> str:
     return fmt_shape(x.shape)
+
+
+def method_spelling(name, doc):
+    """The function spelling of a Tensor method: ``gradlab.sort(x, ...)`` is ``x.sort(...)``."""
+    def fn(input, *args, **kwargs):
+        return getattr(check_tensor(input, name), name)(*args, **kwargs)
+    fn.__name__, fn.__doc__ = name, doc
+    return fn
+
+
+def to_float(x):
+    """``x`` if it is floating, else ``x`` in the default float dtype: PyTorch computes
+    ``torch.sin(int_tensor)`` (and exp, log, gelu, logsumexp...) in float32. The one int -> float
+    promotion of the ops."""
+    return x if _dt.category(x.dtype) >= 2 else x.to(_dt.get_default_dtype())
+
+
+def float_input(input, op, arg="input"):
+    """``check_tensor(input, op, arg)`` promoted by :func:`to_float`."""
+    return to_float(check_tensor(input, op, arg))
+
+
+class OneRule:
+    """Mixin for an op whose VJP is written once, as ``rule(self, ns, g, *saved)``.
+
+    ``vjp`` runs the rule on ``saved_tensors`` with ``ns = O`` (gradlab's ops: a graph, differentiable
+    again); ``vjp_arrays``, the engine's fast path, runs the very same rule on ``saved_arrays`` with
+    ``ns`` the array module (NumPy or CuPy). The two cannot drift apart. Put it before ``Op``:
+    ``class Clamp(OneRule, Op)``.
+    """
+
+    def vjp(self, g):
+        return self.rule(O, g, *self.saved_tensors)
+
+    def vjp_arrays(self, g):
+        return self.rule(xp_of(g), g, *self.saved_arrays)

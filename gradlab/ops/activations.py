@@ -19,14 +19,14 @@ import math
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from .._tensor import Tensor
-from ._util import check_tensor
-from .registry import Sample, register
+from ._util import check_tensor, float_input, OneRule
+from .registry import register, Sample
 from .samples import unary_samples
-from .unary import _erf_array, _float_input
+from .unary import _erf_array
 
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -225,7 +225,7 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         from ..errors import ArgumentError
         raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    x = _float_input(check_tensor(input, "gelu"), "gelu")
+    x = float_input(input, "gelu")
     return Gelu.apply(x, approximate)
 
 
@@ -268,7 +268,7 @@ class Silu(Op):
           torch=lambda torch, x: torch.nn.functional.silu(x))
 def silu(input):
     """``x * sigmoid(x)`` (also called swish)."""
-    return Silu.apply(_float_input(check_tensor(input, "silu"), "silu"))
+    return Silu.apply(float_input(input, "silu"))
 
 
 class Softplus(Op):
@@ -317,11 +317,20 @@ def _softplus_samples(src):
                                                                                         threshold=threshold))
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta * x)) / beta``, a smooth relu; ``x`` itself where ``beta * x > threshold``."""
-    x = _float_input(check_tensor(input, "softplus"), "softplus")
+    x = float_input(input, "softplus")
     return Softplus.apply(x, float(beta), float(threshold))
 
 
-class LeakyRelu(Op):
+def log1p_exp(x):
+    """``log(1 + exp(x))`` with no linear cut-off (softplus, threshold infinite): never overflows.
+
+    The building block of ``logsigmoid``, ``mish`` and the logit losses, which need it exact for
+    every ``x`` (PyTorch's ``softplus`` returns ``x`` itself above its threshold).
+    """
+    return Softplus.apply(float_input(x, "softplus"), 1.0, float("inf"))
+
+
+class LeakyRelu(OneRule, Op):
     name = "leaky_relu"
     formula = "dX = dY * (1 if X > 0 else negative_slope)"
 
@@ -333,12 +342,7 @@ class LeakyRelu(Op):
         ctx.save_for_backward(ctx.slope)
         return as_array(np.where(pos, a, a * negative_slope), dtype=a.dtype)
 
-    def vjp(self, g):
-        (slope,) = self.saved_tensors
-        return g * slope, None
-
-    def vjp_arrays(self, g):
-        (slope,) = self.saved_arrays
+    def rule(self, ns, g, slope):  # the VJP, on tensors and arrays alike (OneRule)
         return g * slope, None
 
     def jvp(self, t, _):
@@ -355,5 +359,5 @@ def _leaky_samples(src):
           torch=lambda torch, x, negative_slope=0.01: torch.nn.functional.leaky_relu(x, negative_slope))
 def leaky_relu(input, negative_slope=0.01):
     """``x`` for ``x > 0``, ``negative_slope * x`` otherwise: a relu whose negative side still learns."""
-    x = _float_input(check_tensor(input, "leaky_relu"), "leaky_relu")
+    x = float_input(input, "leaky_relu")
     return LeakyRelu.apply(x, float(negative_slope))

@@ -8,9 +8,10 @@ VJPs (for second derivatives) are written with ordinary gradlab ops.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ._util import OneRule
 
 
-class TanhBackward(Op):
+class TanhBackward(OneRule, Op):
     """``dY * (1 - Y^2)`` in one pass: tanh's VJP as an op of its own.
 
     Writing it as three ops (``1 - y*y``, then ``g * .``) is just as correct but
@@ -26,12 +27,7 @@ class TanhBackward(Op):
         ctx.save_for_backward(g, y)
         return g.data * (1 - y.data * y.data)
 
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        return gz * (1 - y * y), -2 * gz * g * y
-
-    def vjp_arrays(self, gz):
-        g, y = self.saved_arrays
+    def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         return gz * (1 - y * y), -2 * gz * g * y
 
     def jvp(self, tg, ty):
@@ -43,7 +39,7 @@ class TanhBackward(Op):
         return out
 
 
-class SigmoidBackward(Op):
+class SigmoidBackward(OneRule, Op):
     """``dY * Y * (1 - Y)`` in one pass: sigmoid's VJP as an op of its own."""
 
     name = "sigmoid_backward"
@@ -55,12 +51,7 @@ class SigmoidBackward(Op):
         yd = y.data
         return g.data * yd * (1 - yd)
 
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        return gz * y * (1 - y), gz * g * (1 - 2 * y)
-
-    def vjp_arrays(self, gz):
-        g, y = self.saved_arrays
+    def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         return gz * y * (1 - y), gz * g * (1 - 2 * y)
 
     def jvp(self, tg, ty):

@@ -1,25 +1,254 @@
-"""Indexing with index tensors and masks: scatter, scatter_add, index_select, masked_fill, tril/triu.
+"""Indexing: reading values by position.
 
-Each VJP sends the gradient back to where the values came from:
-``scatter``'s is a ``gather`` for ``src`` and a hole for ``input`` (the
-positions that were overwritten had no effect on the output);
-``masked_fill``'s is the gradient with the filled positions zeroed;
-``tril``'s is the same triangle of the gradient. (``split``, ``repeat``,
-``flip``, ``roll`` and ``as_strided`` live in ``rearrange.py``.)
+Holds: ``x[...]`` (``getitem``: slices, integer arrays, boolean masks), ``select``, ``gather``,
+``take_along_dim``, ``index_select``, ``index_add``/``index_copy``/``index_fill`` (and their in-place
+``_`` forms), ``masked_fill``, ``masked_select``, ``nonzero``, ``argwhere``; and
+``IndexAddZeros``, the op that puts a gradient back where indexed values came from.
+
+Reading ``y = x[idx]`` picks elements; its VJP puts the gradient back into a zero tensor of ``x``'s
+shape. When an index repeats (``x[[0, 0, 1]]``) the gradients for the repeated element must add
+up, which is what ``np.add.at`` does (plain assignment would keep only one).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
-from .._tensor import Tensor
-from ._util import check_tensor, device_mismatch, is_scalar, one_dim
-from .index import Index, IndexAddZeros, _along, _check_gather, index_add_zeros
-from .registry import Sample, register
+from ..backend.device import xp_of
+from ..errors import (
+    ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, IndexOutOfRange, IndexTypeError, ShapeError,
+)
+from ._util import check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
+from .registry import register, Sample
+nonzero = method_spelling("nonzero", "The indices of the nonzero entries (``x.nonzero()``).")
+
+
+register('nonzero', samples=lambda src: [Sample((src.tensor((3, 4)),))],
+         formula='(no gradient)', torch=lambda torch, x: torch.nonzero(x), differentiable=False)(nonzero)
+
+
+def _take_samples(src):
+    yield Sample((src.tensor((3, 4)), src.index_tensor((3, 2), 4), 1))
+    yield Sample((src.tensor((3, 4)), src.index_tensor((5,), 12)))
+
+
+@register(samples=_take_samples, formula="dX = zeros with dY added at the taken positions",
+          torch=lambda torch, x, idx, dim=None: torch.take_along_dim(x, idx, dim))
+def take_along_dim(input, indices, dim=None):
+    """``input`` picked at ``indices`` along ``dim`` (indices broadcast against input, as
+    ``numpy.take_along_axis``); with ``dim=None`` both are flattened first."""
+    x = check_tensor(input, "take_along_dim")
+    idx = check_tensor(indices, "take_along_dim", "indices")
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(f"take_along_dim: indices must be an integer tensor, got dtype {idx.dtype}")
+    if dim is None:
+        return O.gather(O.flatten(x), 0, O.flatten(idx))
+    d = one_dim(dim, x.ndim, "take_along_dim")
+    if idx.ndim != x.ndim:
+        raise ShapeError(f"take_along_dim: input {fmt_shape(x.shape)} and indices {fmt_shape(idx.shape)} "
+                         "should have the same number of dims")
+    sx, si = list(x.shape), list(idx.shape)
+    sx[d] = si[d] = 1
+    try:
+        b = list(np.broadcast_shapes(tuple(sx), tuple(si)))
+    except ValueError:
+        raise ShapeError(f"take_along_dim: input {fmt_shape(x.shape)} and indices {fmt_shape(idx.shape)} do not "
+                         f"broadcast outside dim {d}") from None
+    bx, bi = list(b), list(b)
+    bx[d], bi[d] = x.shape[d], idx.shape[d]
+    if tuple(bx) != x.shape:
+        x = O.broadcast_to(x, tuple(bx))
+    if tuple(bi) != idx.shape:
+        idx = O.broadcast_to(idx, tuple(bi))
+    return O.gather(x, d, idx)
+
+
+def argwhere(input):
+    """The indices of the nonzero entries, one row per entry (``x.nonzero()``), shape ``(count, ndim)``."""
+    return O.nonzero(check_tensor(input, "argwhere"))
+
+
+def _check_steps(index, op="getitem"):
+    """PyTorch refuses a zero or negative slice step (``x[::-1]``): tensors have no reversed views."""
+    for i in (index if type(index) is tuple else (index,)):
+        if type(i) is slice and i.step is not None and i.step <= 0:
+            raise ArgumentError(f"{op}: step must be greater than zero, got the slice step {i.step}; "
+                                "to reverse a dim use x.flip(dim)")
+
+
+def _sequence_as_tuple(index):
+    """PyTorch's legacy rule: a list that holds a sequence, a tensor, a slice, None or ``...`` indexes like a
+    tuple (``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with a deprecation warning."""
+    if type(index) is not list or len(index) >= 32:
+        return index
+    if any(isinstance(i, (list, tuple, Tensor, slice, np.ndarray)) or i is None or i is Ellipsis for i in index):
+        import warnings
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use "
+                      "x[tuple(seq)] instead of x[seq] (a later PyTorch will read it as x[torch.tensor(seq)])",
+                      UserWarning, stacklevel=4)
+        return tuple(index)
+    return index
+
+
+def _norm_index(index, shape, op="getitem"):
+    """Turn tensors and lists inside an index into arrays; check float indices and slice steps."""
+    index = _sequence_as_tuple(index)
+    _check_steps(index, op)
+    def conv(i):
+        if isinstance(i, Tensor):
+            i = i.data
+        elif isinstance(i, list):
+            i = np.asarray(i)
+            if i.size == 0:
+                i = i.astype(np.int64)
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
+            raise IndexTypeError(f"{op}: index arrays must hold integers or bools, got dtype {i.dtype}; "
+                            "convert with .long() (or build a boolean mask)")
+        if isinstance(i, float):
+            raise ArgumentTypeError(f"{op}: {i!r} is a float; indices must be integers")
+        return i
+    if isinstance(index, tuple):
+        return tuple(conv(i) for i in index)
+    return conv(index)
+
+
+def _plain_basic(index) -> bool:
+    """True for an index made only of plain slices, ints, None and ``...`` (exact types): the common
+    ``x[:, 3:5]`` case, which needs none of ``_norm_index``'s conversions and is basic (a view)."""
+    t = type(index)
+    if t is tuple:
+        for i in index:
+            ti = type(i)
+            if ti is not slice and ti is not int and i is not None and i is not Ellipsis:
+                return False
+        return True
+    return t is slice or t is int
+
+
+def _is_basic(index) -> bool:
+    """Slices, ints, None and ``...`` only: no element can be picked twice."""
+    if _plain_basic(index):
+        return True
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis
+               for i in parts) and not any(isinstance(i, (bool, np.bool_)) for i in parts)
+
+
+class Index(Op):
+    name = "index"
+    formula = "dX = zeros(X.shape); dX[idx] += dY   (repeated indices accumulate)"
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return x.data[index]
+
+    def vjp(self, g):
+        return IndexAddZeros.apply(g, self.index, self.in_shape), None
+
+    def vjp_arrays(self, g):
+        return index_add_zeros(g, self.index, self.in_shape), None
+
+    def jvp(self, t, _):
+        return Index.apply(t, self.index)
+
+
+class IndexAddZeros(Op):
+    """``zeros(shape)`` with ``g`` added at ``index``: the VJP of indexing."""
+
+    name = "index_add_zeros"
+    formula = "dG = dY[idx]"
+
+    @staticmethod
+    def forward(ctx, g, index, shape):
+        ctx.index = index
+        return index_add_zeros(g.data, index, shape)
+
+    def vjp(self, gg):
+        return Index.apply(gg, self.index), None, None
+
+    def vjp_arrays(self, gg):
+        return gg[self.index], None, None
+
+    def jvp(self, t, *_):
+        return IndexAddZeros.apply(t, self.index, self.out.shape)
+
+
+def index_add_zeros(g, index, shape):
+    """The array ``zeros(shape)`` with ``g`` added at ``index`` (on ``g``'s device, in its dtype)."""
+    out = xp_of(g).zeros(shape, dtype=g.dtype)
+    if _is_basic(index):  # no element is picked twice: a plain assignment, much faster than add.at
+        out[index] = g
+    else:
+        _scatter_add(out, index, g)
+    return out
+
+
+def _getitem_samples(src):
+    x = src.tensor((4, 3, 2))
+    yield Sample((x, (slice(1, None), 0)), desc="basic slicing")
+    yield Sample((src.tensor((4, 3)), (slice(None, None, 2),)), desc="step")
+    yield Sample((src.tensor((5, 2)), [0, 2, 0, 4]), desc="repeated integer indices")
+    yield Sample((src.tensor((3, 4)), (Ellipsis, [1, 1, -1])), desc="ellipsis + ints")
+    mask_shape = src.shape(1, 2, 1, 4)
+    mask = Tensor._make(src.rng.random(mask_shape) > 0.4)
+    yield Sample((src.tensor(mask_shape), mask), desc="boolean mask")
+    yield Sample((src.tensor((3, 3)), (None, 1)), desc="None adds a dim")
+
+
+def _ints_first(idx):
+    """Split an index mixing integers with index arrays into (integers, the rest), or None.
+
+    PyTorch applies integer indices first, as basic indexing, and then the index arrays; NumPy
+    counts the integers as index arrays too, which moves the picked dims to the front whenever
+    they are separated by a slice or None (``x[0, :, [1, 2]]`` would come out transposed).
+    """
+    if not isinstance(idx, tuple):
+        return None
+    def is_int(i):
+        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+    def is_array(i):
+        return hasattr(i, "shape") and hasattr(i, "dtype") and len(i.shape) > 0
+    if not (any(is_int(i) for i in idx) and any(is_array(i) for i in idx)):
+        return None
+    first, rest = [], []
+    for i in idx:
+        if is_int(i):
+            first.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            first.append(Ellipsis)
+            rest.append(Ellipsis)
+        else:  # a slice or an index array (a bool mask covers as many dims as it has)
+            first.extend([slice(None)] * (len(i.shape) if is_array(i) and i.dtype.kind == "b" else 1))
+            rest.append(i)
+    return tuple(first), tuple(rest)
+
+
+@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
+def getitem(input, index):
+    """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
+    x = input if type(input) is Tensor else check_tensor(input, "getitem")
+    plain = _plain_basic(index)  # slices and ints only (the usual case): nothing to convert or reorder
+    if plain:
+        _check_steps(index)
+    idx = index if plain else _norm_index(index, x.shape)
+    split = None if plain else _ints_first(idx)
+    if split is not None:  # x[0, :, [1, 2]]: PyTorch applies the integers first
+        return getitem(getitem(x, split[0]), split[1])
+    try:
+        out = Index.apply(x, idx)
+    except IndexError as e:
+        hint = ("a boolean mask must have the shape of the dims it indexes (x[mask] with mask.shape == "
+                "x.shape[:mask.ndim])" if "boolean" in str(e) else "a dim of size n takes indices -n to n-1")
+        raise IndexOutOfRange(f"getitem: {e} (indexing a tensor of shape {fmt_shape(x.shape)}); {hint}") from None
+    return view_of(out, x) if plain or _is_basic(idx) else out
 
 
 def _index_arg(index, op, x, arg="index"):
@@ -33,171 +262,157 @@ def _index_arg(index, op, x, arg="index"):
     return index
 
 
-def _head(shape):
-    """The basic index selecting the leading block of ``shape`` (``src[:i0, :i1, ...]``)."""
-    return tuple(slice(0, s) for s in shape)
+def _select_samples(src):
+    yield Sample((src.tensor((3, 4)), 1, 2))
+    yield Sample((src.tensor((2, 3, 4)), -1, -1), desc="negative dim and index")
+    yield Sample((src.tensor((2, 3, 4)), 0, 1), desc="the first dim")
 
 
-# ---------------------------------------------------------- scatter, scatter_add
-class Scatter(Op):
-    name = "scatter"
-    formula = "dX = dY with the written positions set to 0 ; dSrc = gather(dY, dim, index)"
-
-    @staticmethod
-    def forward(ctx, x, src, dim, index):
-        ctx.dim, ctx.index = dim, index
-        ctx.src_shape = src.shape if isinstance(src, Tensor) else None
-        out = x.data.copy()
-        out[_along(index.data, dim)] = src.data[_head(index.shape)] if isinstance(src, Tensor) else src
-        return out
-
-    def vjp(self, g):
-        dx = Scatter.apply(g, 0.0, self.dim, self.index)
-        dsrc = None if self.src_shape is None else _pad(O.gather(g, self.dim, self.index), self.src_shape)
-        return dx, dsrc, None, None
-
-    def vjp_arrays(self, g):
-        where = _along(self.index.data, self.dim)
-        dx = dsrc = None
-        if self.next_functions[0] is not None:
-            dx = g.copy()
-            dx[where] = 0
-        if self.src_shape is not None and self.next_functions[1] is not None:
-            dsrc = _pad_array(g[where], self.src_shape)
-        return dx, dsrc, None, None
-
-    def jvp(self, tx, tsrc, *_):
-        x, src = self.args[0], self.args[1]
-        tx = O.zeros_like(x) if tx is None else tx
-        if isinstance(src, Tensor):
-            tsrc = O.zeros_like(src) if tsrc is None else tsrc
-        else:
-            tsrc = 0.0
-        return Scatter.apply(tx, tsrc, self.dim, self.index)
+@register(samples=_select_samples, formula="dX = dY placed at index along dim, 0 elsewhere",
+          torch=lambda torch, x, dim, index: torch.select(x, dim, index))
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim``, with that dim removed: ``select(x, 1, 0)`` is ``x[:, 0]``."""
+    x = check_tensor(input, "select")
+    d = one_dim(dim, x.ndim, "select")
+    return x[(slice(None),) * d + (index,)]
 
 
-class ScatterAdd(Op):
-    name = "scatter_add"
-    formula = "dX = dY ; dSrc = gather(dY, dim, index)"
-
-    @staticmethod
-    def forward(ctx, x, src, dim, index):
-        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
-        out = x.data.copy()
-        _scatter_add(out, _along(index.data, dim), src.data[_head(index.shape)])  # repeats add up (np.add.at)
-        return out
-
-    def vjp(self, g):
-        return g, _pad(O.gather(g, self.dim, self.index), self.src_shape), None, None
-
-    def vjp_arrays(self, g):
-        dsrc = None
-        if self.next_functions[1] is not None:
-            dsrc = _pad_array(g[_along(self.index.data, self.dim)], self.src_shape)
-        return g, dsrc, None, None
-
-    def jvp(self, tx, tsrc, *_):
-        x, src = self.args[0], self.args[1]
-        tx = O.zeros_like(x) if tx is None else tx
-        tsrc = O.zeros_like(src) if tsrc is None else tsrc
-        return ScatterAdd.apply(tx, tsrc, self.dim, self.index)
+def _along(index: np.ndarray, dim: int):
+    """The full advanced index that picks ``x[..., index[i,j,k], ...]`` along ``dim``."""
+    xp, n = xp_of(index), len(index.shape)  # np.indices(shape, sparse=True), on index's device
+    grid = [xp.arange(s).reshape((1,) * i + (s,) + (1,) * (n - i - 1)) for i, s in enumerate(index.shape)]
+    grid[dim] = index
+    return tuple(grid)
 
 
-def _pad(t, shape):
-    """Place ``t`` in the leading block of a zero tensor of ``shape`` (src may be larger than index)."""
-    return t if t.shape == tuple(shape) else IndexAddZeros.apply(t, _head(t.shape), tuple(shape))
-
-
-def _pad_array(a, shape):
-    """``_pad`` on arrays."""
-    return a if a.shape == tuple(shape) else index_add_zeros(a, _head(a.shape), tuple(shape))
-
-
-def _check_scatter(op, x, dim, index, src):
-    index = _index_arg(index, op, x)
-    d, index = _check_gather(op, x, dim, index)
-    if isinstance(src, Tensor):
-        if src.ndim != index.ndim or any(i > s for i, s in zip(index.shape, src.shape)):
-            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than src {fmt_shape(src.shape)}; "
-                             "src needs the same number of dims and at least index's size in each")
+def _check_gather(op, x, dim, index):
+    index = check_tensor(index, op, "index")
+    if type(index.data) is not type(x.data) and index.device != x.device:  # same device (PyTorch)
+        raise device_mismatch(op, x, index, ("input", "index"))
+    if _dt.category(index.dtype) != 1:
+        raise DTypeError(f"{op}: index must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
+                         f"(index shape {fmt_shape(index.shape)}, input shape {fmt_shape(x.shape)}); "
+                         "convert it with index.long()")
+    d = one_dim(dim, x.ndim, op)
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{op}: index has {index.ndim} dims {fmt_shape(index.shape)} but input has {x.ndim} "
+                         f"{fmt_shape(x.shape)}; they must have the same number of dims")
+    for i, (a, b) in enumerate(zip(index.shape, x.shape)):
+        if i != d and a > b:
+            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than input {fmt_shape(x.shape)} "
+                             f"at dim {i}; outside dim {dim} index sizes must be <= the input's")
+    if index.data.size and (index.data.max() >= x.shape[d] or index.data.min() < 0):
+        # as in PyTorch, negative indices are not counted from the end here (NumPy would wrap them)
+        raise IndexOutOfRange(f"{op}: index holds values outside [0, {x.shape[d]}) for dim {dim} of size "
+                              f"{x.shape[d]} (found {int(index.data.min())} to {int(index.data.max())})")
     return d, index
 
 
-def _scatter_src(op, x, src):
-    if isinstance(src, Tensor):
-        return src if src.dtype == x.dtype else O.to(src, x.dtype)
-    if is_scalar(src):
-        return src
-    raise ArgumentTypeError(f"{op}: src must be a Tensor or a number, got {type(src).__name__}")
+def _gather_samples(src):
+    shape = src.shape(1, 3, 1, 4)
+    d = src.dim(len(shape))
+    ishape = tuple(src.integers(1, 4) if i == d % len(shape) else src.integers(1, s)
+                   for i, s in enumerate(shape))
+    yield Sample((src.tensor(shape), d, src.index_tensor(ishape, shape[d])), desc="repeats likely")
 
 
-def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """``out = input.clone(); out[index[i][j]][j] = src[i][j]`` for ``dim=0`` (and so on).
-
-    ``src`` may be a tensor or a number (``value=`` also works). With repeated
-    indices PyTorch leaves it undefined which write wins; gradlab keeps the last.
-    ``reduce='add'`` is ``scatter_add``.
-    """
-    x = check_tensor(input, "scatter")
-    if src is None:
-        src = value
-    if src is None:
-        raise ArgumentTypeError("scatter: give src (a tensor) or value (a number)")
-    if reduce is not None:
-        if reduce != "add" or not isinstance(src, Tensor):
-            raise ArgumentError(f"scatter: reduce={reduce!r} is not supported; use scatter_add for 'add'")
-        return scatter_add(x, dim, index, src)
-    src = _scatter_src("scatter", x, src)
-    if x.ndim == 0:  # a 0-d tensor behaves as one element along dim 0
-        return O.reshape(scatter(O.reshape(x, (1,)), 0, _lift(index), _lift(src)), ())
-    d, index = _check_scatter("scatter", x, dim, index, src)
-    return Scatter.apply(x, src, d, index)
+@register(samples=_gather_samples, formula="dX = zeros(X.shape).scatter_add(dim, index, dY)",
+          torch=lambda torch, x, d, idx: torch.gather(x, d, idx))
+def gather(input, dim, index):
+    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and so on): pick along ``dim``."""
+    x = check_tensor(input, "gather")
+    d, index = _check_gather("gather", x, dim, index)
+    return Index.apply(x, _along(index.data, d))
 
 
-def scatter_add(input, dim, index, src):
-    """``out = input.clone(); out[index[i][j]][j] += src[i][j]`` for ``dim=0``: repeated indices add up.
-
-    This is the VJP of ``gather``, and how a graph network sums messages per node."""
-    x = check_tensor(input, "scatter_add")
-    src = check_tensor(_scatter_src("scatter_add", x, src), "scatter_add", "src")
-    if x.ndim == 0:
-        return O.reshape(scatter_add(O.reshape(x, (1,)), 0, _lift(index), _lift(src)), ())
-    d, index = _check_scatter("scatter_add", x, dim, index, src)
-    return ScatterAdd.apply(x, src, d, index)
-
-
-def _lift(t):
-    return O.reshape(t, (1,)) if isinstance(t, Tensor) and t.ndim == 0 else t
-
-
-def _distinct_index(src, shape, d, ishape):
-    """An index of ``ishape`` whose entries along ``d`` never repeat (so scatter is deterministic)."""
-    full = tuple(shape[d] if i == d else s for i, s in enumerate(ishape))
-    order = np.argsort(src.rng.random(full), axis=d)
-    return Tensor._make(np.ascontiguousarray(order[_head(ishape)]).astype(np.int64))
+def _slice_index_arg(op, x, dim, index):
+    idx = check_tensor(index, op, "index")
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: index must be an integer tensor (int64), got dtype {idx.dtype}; use index.long()")
+    if idx.ndim > 1:
+        raise ShapeError(f"{op}: index must be 1-D (or 0-d), got shape {fmt_shape(idx.shape)}")
+    d = one_dim(dim, max(x.ndim, 1), op)
+    n = x.shape[d] if x.ndim else 1
+    a = np.asarray(idx.cpu().data).reshape(-1)
+    if a.size and (a.min() < -n or a.max() >= n):
+        raise IndexOutOfRange(f"{op}: index holds {int(a.max()) if a.max() >= n else int(a.min())}, outside "
+                              f"[-{n}, {n}) for dim {d} of input {fmt_shape(x.shape)}")
+    return d, Tensor._make(np.where(a < 0, a + n, a).astype(np.int64)).to(x.device)
 
 
-def _scatter_samples(distinct):
+def _spread(op, x, d, idx, source):
+    """The index repeated over the source's other dims (what scatter wants), after checking the source's shape."""
+    src = check_tensor(source, op, "source")
+    want = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
+    if tuple(src.shape) != want and not (x.ndim == 0 and src.numel() == idx.shape[0]):
+        raise ShapeError(f"{op}: source has shape {fmt_shape(src.shape)} but must be {fmt_shape(want)} (input "
+                         f"{fmt_shape(x.shape)} with dim {d} replaced by the index length {idx.shape[0]})")
+    view = [1] * x.ndim
+    view[d] = idx.shape[0]
+    return O.expand(O.reshape(idx, tuple(view)), *want), src
+
+
+def _index_add_samples(with_source=True):
     def samples(src):
-        shape = src.shape(1, 3, 1, 4)
-        d = src.dim(len(shape)) % len(shape)
-        ishape = tuple(src.integers(1, s) for s in shape)
-        idx = _distinct_index(src, shape, d, ishape) if distinct else src.index_tensor(ishape, shape[d])
-        sshape = ishape  # (a larger src works too, but PyTorch's own backward rejects it: no oracle)
-        yield Sample((src.tensor(shape), d, idx, src.tensor(sshape)), desc="src tensor")
-        if distinct:
-            yield Sample((src.tensor(shape), d - len(shape), idx), dict(value=1.5), desc="value")
+        x = src.tensor((4, 3))
+        idx = Tensor._make(np.array([2, 0, 2] if with_source else [3, 1]))
+        if with_source:
+            yield Sample((x, 0, idx, src.tensor((3, 3))))
+            yield Sample((src.tensor((2, 5)), 1, Tensor._make(np.array([4, 1])), src.tensor((2, 2))))
         else:
-            yield Sample((src.tensor((3,)), 0, Tensor._make(np.array([0, 0, 2, 0])), src.tensor((4,))),
-                         desc="repeated indices add up")
+            yield Sample((x, 0, idx, 1.5))
     return samples
 
 
-register("scatter", op=Scatter, samples=_scatter_samples(True),
-         torch=lambda torch, x, d, idx, src=None, value=None: torch.scatter(x, d, idx, src if src is not None
-                                                                            else value))(scatter)
-register("scatter_add", op=ScatterAdd, samples=_scatter_samples(False),
-         torch=lambda torch, x, d, idx, src: torch.scatter_add(x, d, idx, src))(scatter_add)
+@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index",
+          torch=lambda torch, x, dim, idx, s: torch.index_add(x, dim, idx, s))
+def index_add(input, dim, index, source, *, alpha=1):
+    """``input`` with ``alpha * source[i]`` added to slice ``index[i]`` along ``dim`` (repeats add up)."""
+    x = check_tensor(input, "index_add")
+    d, idx = _slice_index_arg("index_add", x, dim, index)
+    full, src = _spread("index_add", x, d, idx, source)
+    return O.scatter_add(x, d, full, src if alpha == 1 else src * alpha)
+
+
+@register(samples=lambda src: [Sample((src.tensor((4, 3)), 0, Tensor._make(np.array([2, 0])), src.tensor((2, 3))))],
+          formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index",
+          torch=lambda torch, x, dim, idx, s: torch.index_copy(x, dim, idx, s))
+def index_copy(input, dim, index, source):
+    """``input`` with slice ``index[i]`` along ``dim`` replaced by ``source[i]``."""
+    x = check_tensor(input, "index_copy")
+    d, idx = _slice_index_arg("index_copy", x, dim, index)
+    full, src = _spread("index_copy", x, d, idx, source)
+    return O.scatter(x, d, full, src)
+
+
+@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed",
+          torch=lambda torch, x, dim, idx, v: torch.index_fill(x, dim, idx, v))
+def index_fill(input, dim, index, value):
+    """``input`` with the slices ``index`` along ``dim`` set to ``value``."""
+    x = check_tensor(input, "index_fill")
+    d, idx = _slice_index_arg("index_fill", x, dim, index)
+    hit = np.zeros(x.shape[d] if x.ndim else 1, dtype=bool)
+    hit[np.asarray(idx.cpu().data)] = True
+    view = [1] * x.ndim
+    if x.ndim:
+        view[d] = x.shape[d]
+    mask = Tensor._make(hit.reshape(tuple(view)) if x.ndim else hit.reshape(())).to(x.device)
+    fill = value.to(x.dtype) if isinstance(value, Tensor) else O.full_like(x, value)
+    return O.where(mask, fill, x)
+
+
+def _inplace(fn):
+    def method(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place ``{fn.__name__}``: ``self.copy_({fn.__name__}(self, ...))``."
+    return method
+
+
+def install_inplace():
+    for fn in (index_add, index_copy, index_fill):
+        if not hasattr(Tensor, fn.__name__ + "_"):
+            setattr(Tensor, fn.__name__ + "_", _inplace(fn))
 
 
 # ------------------------------------------------------------- index_select
@@ -295,51 +510,27 @@ def masked_fill(input, mask, value):
     return MaskedFill.apply(x, mask, value)
 
 
-# --------------------------------------------------------------- tril, triu
-class Tril(Op):
-    name = "tril"
-    formula = "dX = tril(dY, diagonal)"
-    fn = staticmethod(np.tril)
-
-    @staticmethod
-    def forward(ctx, x, diagonal):
-        ctx.diagonal = diagonal
-        return type(ctx).fn(x.data, diagonal)
-
-    def vjp(self, g):
-        return type(self).apply(g, self.diagonal), None
-
-    def vjp_arrays(self, g):
-        return type(self).fn(g, self.diagonal), None
-
-    def jvp(self, t, _):
-        return type(self).apply(t, self.diagonal)
+def _masked_select_samples(src):
+    yield Sample((src.tensor((3, 4)), Tensor._make(src.rng.random((3, 4)) > 0.4)))
+    yield Sample((src.tensor((3, 1)), Tensor._make(src.rng.random((1, 4)) > 0.4)), desc="broadcast")
 
 
-class Triu(Tril):
-    name = "triu"
-    formula = "dX = triu(dY, diagonal)"
-    fn = staticmethod(np.triu)
-
-
-def _tri_samples(src):
-    shape = src.shape(2, 4, 1, 4)
-    yield Sample((src.tensor(shape),), desc="main diagonal")
-    yield Sample((src.tensor(shape), src.integers(-2, 2)), desc="offset diagonal")
-
-
-def _tri(op_cls, name, which):
-    def fn(input, diagonal=0):
-        x = check_tensor(input, name)
-        if x.ndim < 2:
-            raise ShapeError(f"{name}: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
-        return op_cls.apply(x, int(diagonal))
-    fn.__name__ = name
-    fn.__doc__ = (f"Keep the {which} triangle of the last two dims (``diagonal`` shifts it up for > 0), "
-                  "zero the rest.")
-    return register(name, op=op_cls, samples=_tri_samples,
-                    torch=lambda torch, x, diagonal=0: getattr(torch, name)(x, diagonal))(fn)
-
-
-tril = _tri(Tril, "tril", "lower")
-triu = _tri(Triu, "triu", "upper")
+@register(samples=_masked_select_samples, formula="dX = zeros(X.shape) with dX[mask] = dY",
+          torch=lambda torch, x, mask: torch.masked_select(x, mask))
+def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` is True, as a 1-D tensor (both broadcast)."""
+    x = check_tensor(input, "masked_select")
+    m = check_tensor(mask, "masked_select", "mask")
+    if m.dtype != np.bool_:
+        raise DTypeError(f"masked_select: mask must be a bool tensor, got dtype {m.dtype}; "
+                         "build it with a comparison, or use mask.bool()")
+    try:
+        shape = np.broadcast_shapes(x.shape, m.shape)
+    except ValueError:
+        raise ShapeError(f"masked_select: mask {fmt_shape(m.shape)} and input {fmt_shape(x.shape)} "
+                         "do not broadcast") from None
+    if x.shape != shape:
+        x = O.broadcast_to(x, shape)
+    if m.shape != shape:
+        m = O.broadcast_to(m, shape)
+    return O.getitem(x, m)

@@ -8,12 +8,13 @@ their own: the ops they are made of are tested there). They are attached to
 """
 from __future__ import annotations
 
-import collections
-
 from .. import ops as O
-from ..errors import ArgumentError, DTypeError, IndexOutOfRange
 from .._tensor import Tensor
+from ..errors import ArgumentError, DTypeError, IndexOutOfRange
 from ._util import check_tensor, one_dim, sizes_arg
+from .diagonal import trace
+from .indexing import select
+from .sort import _argsort, _sort, _topk
 
 
 def _softmax(self, dim, dtype=None):
@@ -28,19 +29,13 @@ def _log_softmax(self, dim, dtype=None):
     return log_softmax(self, dim, dtype=dtype)
 
 
-def _select(self, dim, index):
-    """The slice at ``index`` along ``dim``, with that dim removed (``x.select(1, 0)`` is ``x[:, 0]``)."""
-    d = one_dim(dim, self.ndim, "select")
-    return self[(slice(None),) * d + (index,)]
-
-
 def _unbind(self, dim=0):
     """A tuple of the slices along ``dim`` (each without that dim), as ``torch.unbind``."""
     if self.ndim == 0:
         raise IndexOutOfRange("unbind: the input is a 0-d tensor, which has no dim to unbind; "
                               "use x.item() for its value, or x.reshape(1) first")
     d = one_dim(dim, self.ndim, "unbind")
-    return tuple(_select(self, d, i) for i in range(self.shape[d]))
+    return tuple(select(self, d, i) for i in range(self.shape[d]))
 
 
 def _narrow(self, dim, start, length):
@@ -158,58 +153,16 @@ def _nonzero(self, *, as_tuple=False):
     return Tensor._make(xp.stack(idx, axis=1).astype("int64") if idx else xp.zeros((0, 0), "int64"))
 
 
-def _composite():
-    from . import composite
-    return composite
-
-
 def _where(self, condition, other):
     """``x.where(condition, y)``: ``x`` where ``condition`` is true, else ``y`` (``gradlab.where(condition, x, y)``)."""
     return O.where(condition, self, other)
 
 
-SortResult = collections.namedtuple("SortResult", ["values", "indices"])
-
-
-def _sort(self, dim=-1, descending=False, stable=False):
-    """``(values, indices)`` sorted along ``dim``; values are ``gather(self, dim, indices)``, so
-    gradients flow back to where each value came from. Ties keep their original order."""
-    from ..backend import xp_of
-    d = one_dim(dim, self.ndim, "sort") if self.ndim else 0
-    a = self.data if self.ndim else self.data.reshape(1)
-    xp = xp_of(a)
-    idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
-    if descending and a.dtype.kind == "b":
-        idx = xp.argsort(~a, axis=d, kind="stable")
-    elif descending and a.dtype.kind == "f" and bool(xp.isnan(a).any()):
-        # PyTorch counts NaN as the largest value: first when descending (NumPy puts it last either way)
-        nan_last = xp.isnan(xp.take_along_axis(a, idx, axis=d))
-        idx = xp.take_along_axis(idx, xp.argsort(~nan_last, axis=d, kind="stable"), axis=d)
-    idx = Tensor._make(idx.astype("int64") if self.ndim else idx.astype("int64").reshape(()))
-    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
-
-
-def _argsort(self, dim=-1, descending=False, stable=False):
-    """The indices that sort ``self`` along ``dim``."""
-    return _sort(self, dim, descending).indices
-
-
-def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
-    """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest first."""
-    d = one_dim(dim, self.ndim, "topk") if self.ndim else 0
-    n = self.shape[d] if self.ndim else 1
-    if not 0 <= int(k) <= n:
-        raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
-    _, idx = _sort(self, d, descending=largest)
-    idx = idx[(slice(None),) * d + (slice(0, int(k)),)] if self.ndim else idx
-    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
-
-
 METHODS = {
     "new_empty": _new_empty, "type": _type, "ravel": _ravel,
     "sort": _sort, "argsort": _argsort, "topk": _topk, "where": _where, "nelement": lambda self: self.numel(),
-    "trace": lambda self: _composite().trace(self),
-    "softmax": _softmax, "log_softmax": _log_softmax, "select": _select, "unbind": _unbind, "narrow": _narrow,
+    "trace": trace,
+    "softmax": _softmax, "log_softmax": _log_softmax, "select": select, "unbind": _unbind, "narrow": _narrow,
     "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
     "unflatten": _unflatten, "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new_full,
     "new_tensor": _new_tensor, "remainder": _remainder, "floor_divide": _floor_divide, "nonzero": _nonzero,

@@ -58,6 +58,11 @@ class OpInfo:
     doc: str = ""
 
 
+def torch_functional(name):
+    """The oracle for ``F.<name>``: ``torch.nn.functional.<name>`` called with the same arguments."""
+    return lambda torch, *a, **k: getattr(torch.nn.functional, name)(*a, **k)
+
+
 REGISTRY: dict[str, OpInfo] = {}
 
 

@@ -1,10 +1,14 @@
-"""Shape ops: reshape/view, transpose/permute, (un)squeeze, expand, cat, stack.
+"""Shape ops: they move numbers without computing anything.
 
-These move no numbers, so their VJPs only move the gradient back into the
-input's layout: reshape's is a reshape, permute's is the inverse permutation,
-expand's is a sum over the expanded dims, cat's is a split.
-Most return *views* that share memory (and the version counter) with their
-input; ``view`` insists on it and says what to do when it cannot.
+Holds: ``reshape``/``view``, ``permute``/``transpose``/``swapaxes``/``t``, ``squeeze``/``unsqueeze``,
+``flatten``/``unflatten``/``ravel``, ``expand``/``expand_as``/``broadcast_to``, ``contiguous``,
+``movedim``/``moveaxis``, ``narrow``, ``atleast_1d/2d/3d``; ``repeat``/``tile``/``repeat_interleave``,
+``flip``/``fliplr``/``flipud``/``rot90``, ``roll``, ``as_strided`` and ``meshgrid``.
+
+Each VJP moves the gradient back into the input's layout: reshape's is a reshape, permute's is the
+inverse permutation, expand's and repeat's are sums, flip's is a flip, roll's a roll the other way.
+Most return *views* that share memory (and the version counter) with their input; ``view``
+insists on it and says what to do when it cannot.
 """
 from __future__ import annotations
 
@@ -13,14 +17,35 @@ import math
 import numpy as np
 
 from .. import ops as O
-from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
-from ._util import check_tensor, device_mismatch, norm_dim, one_dim, sizes_arg, view_of
+from ..autograd.function import Op
+from ..backend.arrays import as_strided as _as_strided
+from ..backend.device import xp_of
+from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, IndexOutOfRange, ShapeError
+from ._util import check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
+from .indexing import Index, index_add_zeros, IndexAddZeros
 from .reduce import sum_to_array
-from .registry import Sample, register
+from .registry import register, Sample
+narrow = method_spelling("narrow", "``length`` entries along ``dim`` from ``start`` (``x.narrow(...)``).")
+movedim = moveaxis = method_spelling("movedim", "Move dim(s) ``source`` to ``destination`` (``x.movedim(...)``).")
+unflatten = method_spelling("unflatten", "Split dim ``dim`` into ``sizes`` (``x.unflatten(dim, sizes)``).")
+ravel = method_spelling("ravel", "The elements as a 1-D tensor (``x.ravel()``).")
+
+
+register('narrow', samples=lambda src: [Sample((src.tensor((3, 4)), 1, 1, 2))],
+         formula="dX = dY in the narrowed slice, 0 elsewhere", torch=lambda torch, x, *a: torch.narrow(x, *a))(narrow)
+
+
+register('movedim', samples=lambda src: [Sample((src.tensor((2, 3, 4)), 0, -1)), Sample((src.tensor((2, 3, 4)), (0, 1), (2, 0)))],
+         formula="dX = movedim(dY) back", torch=lambda torch, x, s, d: torch.movedim(x, s, d))(movedim)
+
+
+register('unflatten', samples=lambda src: [Sample((src.tensor((3, 4)), 1, (2, 2)))],
+         formula="dX = reshape(dY, X.shape)", torch=lambda torch, x, d, s: torch.unflatten(x, d, s))(unflatten)
+
+
+register('ravel', samples=lambda src: [Sample((src.tensor((2, 3)),))],
+         formula="dX = reshape(dY, X.shape)", torch=lambda torch, x: torch.ravel(x))(ravel)
 
 
 def _infer_shape(shape, numel, op, in_shape):
@@ -285,8 +310,7 @@ class Contiguous(Op):
     def vjp(self, g):
         return (g,)
 
-    def vjp_arrays(self, g):
-        return (g,)
+    vjp_arrays = vjp  # (g,) on an array too: one rule
 
     def jvp(self, t):
         return t
@@ -298,89 +322,344 @@ def contiguous(input):
     return x if x.data.flags.c_contiguous else Contiguous.apply(x)
 
 
-class Cat(Op):
-    name = "cat"
-    formula = "dX_i = dY[..., offset_i : offset_i + size_i, ...]   (split along dim)"
+# -------------------------------------------------------------- repeat, tile
+class Repeat(Op):
+    name = "repeat"
+    formula = "dX = sum of dY over the copies   (reshape to (r0, s0, r1, s1, ...), sum the r's)"
 
     @staticmethod
-    def forward(ctx, dim, *xs):
-        ctx.dim = dim
-        ctx.sizes = [x.shape[dim] for x in xs]
-        kind = type(xs[0].data) if xs else None
-        for i, x in enumerate(xs):
-            if type(x.data) is not kind:  # nothing is copied between devices implicitly
-                raise device_mismatch("cat", xs[0], x, ("tensors[0]", f"tensors[{i}]"))
-        dt = _dt.result_type(*xs)
-        return np.concatenate([x.data.astype(dt, copy=False) for x in xs], axis=dim)
+    def forward(ctx, x, sizes):
+        ctx.sizes, ctx.in_shape = sizes, x.shape
+        a = x.data.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
+        return np.tile(a, sizes)
 
     def vjp(self, g):
-        grads, start = [None], 0
-        for s in self.sizes:
-            idx = (slice(None),) * self.dim + (slice(start, start + s),)
-            grads.append(g[idx])
-            start += s
-        return tuple(grads)
+        padded = (1,) * (len(self.sizes) - len(self.in_shape)) + self.in_shape
+        inter = tuple(v for r, s in zip(self.sizes, padded) for v in (r, s))
+        summed = O.sum(O.reshape(g, inter), dim=tuple(range(0, 2 * len(padded), 2))) if padded else g
+        return O.reshape(summed, self.in_shape), None
 
-    vjp_arrays = vjp  # slicing an array is the same code as slicing a Tensor
+    def vjp_arrays(self, g):
+        padded = (1,) * (len(self.sizes) - len(self.in_shape)) + self.in_shape
+        inter = tuple(v for r, s in zip(self.sizes, padded) for v in (r, s))
+        summed = np.sum(g.reshape(inter), axis=tuple(range(0, 2 * len(padded), 2))) if padded else g
+        return summed.reshape(self.in_shape), None
 
-    def jvp(self, _, *ts):
-        parts = [t if t is not None else O.zeros_like(x) for t, x in zip(ts, self.args[1:])]
-        return O.cat(parts, self.dim)
-
-
-def _seq_arg(tensors, op):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise ArgumentTypeError(f"{op}: expects a list or tuple of tensors, got {type(tensors).__name__}")
-    if not tensors:
-        raise ArgumentError(f"{op}: expects a non-empty list of tensors")
-    return [check_tensor(t, op, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    def jvp(self, t, _):
+        return Repeat.apply(t, self.sizes)
 
 
-def _cat_samples(src):
-    shape = list(src.shape(1, 3, 1, 3))
-    d = src.dim(len(shape))
-    parts = []
-    for _ in range(src.integers(1, 3)):
-        s = list(shape)
-        s[d] = src.integers(0, 3)
-        parts.append(src.tensor(tuple(s)))
-    yield Sample((parts, d))
+def _repeat_samples(src):
+    shape = src.shape(0, 2, 1, 3)
+    sizes = tuple(src.integers(1, 3) for _ in range(len(shape) + src.integers(0, 1)))
+    yield Sample((src.tensor(shape), sizes), desc="copies (maybe a new leading dim)")
+    yield Sample((src.tensor((2, 3)), (2, 0)), desc="zero copies")
 
 
-@register(op=Cat, samples=_cat_samples, torch=lambda torch, xs, dim=0: torch.cat(xs, dim))
-def cat(tensors, dim=0, *, axis=None):
-    """Join tensors along an existing dimension; all other sizes must match (``axis=`` is ``dim=``)."""
-    dim = dim if axis is None else axis
-    xs = _seq_arg(tensors, "cat")
-    nd = xs[0].ndim
-    if nd == 0:
-        raise ShapeError("cat: 0-d tensors cannot be concatenated; use stack, or unsqueeze them first")
-    d = one_dim(dim, nd, "cat")
-    for i, x in enumerate(xs):
-        if x.ndim != nd or any(a != b for j, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if j != d):
-            raise ShapeError(
-                f"cat: tensors[{i}] has shape {fmt_shape(x.shape)} but tensors[0] has {fmt_shape(xs[0].shape)}; "
-                f"all sizes except along dim {dim} must match")
-    return Cat.apply(d, *xs)
+@register(op=Repeat, samples=_repeat_samples, torch=lambda torch, x, sizes: x.repeat(sizes))
+def repeat(input, *sizes):
+    """``x.repeat(2, 3)``: copy the whole tensor 2 times along dim 0 and 3 times along dim 1 (as
+    PyTorch's ``Tensor.repeat``, NumPy's ``tile``). Extra sizes add leading dims."""
+    x = check_tensor(input, "repeat")
+    sizes = sizes_arg(sizes, "repeat")
+    if len(sizes) < x.ndim:
+        raise ShapeError(f"repeat: {len(sizes)} repeat counts given for a tensor with {x.ndim} dims "
+                         f"{fmt_shape(x.shape)}; give at least one per dim (use tile to pad with 1s)")
+    if any(s < 0 for s in sizes):
+        raise ArgumentError(f"repeat: repeat counts must be >= 0, got {sizes}")
+    return Repeat.apply(x, sizes)
 
 
-concat = concatenate = cat
+@register(samples=lambda src: [Sample((src.tensor((2, 3)), (2,)), desc="fewer dims than the input"),
+                               Sample((src.tensor((3,)), (2, 2)), desc="more dims")],
+          formula=Repeat.formula, torch=lambda torch, x, dims: torch.tile(x, dims))
+def tile(input, *dims_args, dims=None):
+    """``repeat``, but ``dims`` shorter than the tensor's rank is padded with 1s on the left (``torch.tile``)."""
+    x = check_tensor(input, "tile")
+    dims = sizes_arg(dims_args if dims is None else (dims,), "tile")
+    dims = (1,) * (x.ndim - len(dims)) + dims
+    return repeat(x, dims)
 
 
-def _stack_samples(src):
-    shape = src.shape(0, 3, 1, 3)
-    n = src.integers(1, 3)
-    yield Sample(([src.tensor(shape) for _ in range(n)], src.integers(-(len(shape) + 1), len(shape))))
+# --------------------------------------------------------------- flip, roll
+class Flip(Op):
+    name = "flip"
+    formula = "dX = flip(dY, dims)"
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        xp = xp_of(x.data)
+        return xp.ascontiguousarray(xp.flip(x.data, axis=dims)) if dims else x.data.copy()
+
+    def vjp(self, g):
+        return Flip.apply(g, self.dims), None
+
+    def vjp_arrays(self, g):
+        return (xp_of(g).flip(g, axis=self.dims) if self.dims else g), None
+
+    def jvp(self, t, _):
+        return Flip.apply(t, self.dims)
 
 
-@register(samples=_stack_samples, formula="dX_i = dY.select(dim, i)", torch=lambda torch, xs, dim=0: torch.stack(xs, dim))
-def stack(tensors, dim=0, *, axis=None):
-    """Join same-shaped tensors along a new dimension ``dim`` (``axis=`` is ``dim=``)."""
-    dim = dim if axis is None else axis
-    xs = _seq_arg(tensors, "stack")
-    for i, x in enumerate(xs):
-        if x.shape != xs[0].shape:
-            raise ShapeError(f"stack: tensors[{i}] has shape {fmt_shape(x.shape)} but tensors[0] has "
-                             f"{fmt_shape(xs[0].shape)}; stack needs equal shapes")
-    d = one_dim(dim, xs[0].ndim + 1, "stack")
-    return cat([unsqueeze(x, d) for x in xs], d)
+def _dims_arg(dims, ndim, op):
+    return norm_dim(dims, ndim, op, allow_none=False) if ndim else ()
+
+
+@register(op=Flip, samples=lambda src: [Sample((src.tensor((2, 3, 4)), src.choice([0, -1, (0, 2), [1]])))],
+          torch=lambda torch, x, dims: torch.flip(x, dims if isinstance(dims, (list, tuple)) else (dims,)))
+def flip(input, *dims_args, dims=None):
+    """Reverse the order of elements along ``dims`` (``flip(x, (0, 1))``, ``flip(x, dims=[0])`` or
+    ``x.flip(0, 1)``); a copy, as in PyTorch."""
+    x = check_tensor(input, "flip")
+    if dims is None:
+        if not dims_args:
+            raise ArgumentTypeError("flip: give the dims to reverse, e.g. flip(x, 0) or flip(x, dims=(0, 1))")
+        dims = dims_args[0] if len(dims_args) == 1 else dims_args
+    return Flip.apply(x, _dims_arg(dims, x.ndim, "flip"))
+
+
+class Roll(Op):
+    name = "roll"
+    formula = "dX = roll(dY, -shifts, dims)"
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return xp_of(x.data).roll(x.data, shifts, axis=dims)
+
+    def vjp(self, g):
+        back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return Roll.apply(g, back, self.dims), None, None
+
+    def vjp_arrays(self, g):
+        back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return xp_of(g).roll(g, back, axis=self.dims), None, None
+
+    def jvp(self, t, *_):
+        return Roll.apply(t, self.shifts, self.dims)
+
+
+def _roll_samples(src):
+    yield Sample((src.tensor((3, 4)), src.integers(-5, 5)), desc="flattened")
+    yield Sample((src.tensor((3, 4)), src.integers(-5, 5), src.choice([0, 1, -1])), desc="one dim")
+    yield Sample((src.tensor((2, 3, 2)), (1, -2), (0, 1)), desc="two dims")
+
+
+@register(op=Roll, samples=_roll_samples,
+          torch=lambda torch, x, shifts, dims=None: torch.roll(x, shifts, dims))
+def roll(input, shifts, dims=None):
+    """Shift elements along ``dims`` with wrap-around; with ``dims=None`` the flattened tensor is rolled."""
+    x = check_tensor(input, "roll")
+    if dims is None:
+        if not isinstance(shifts, (int, np.integer)):
+            if len(shifts) != 1:
+                raise ArgumentError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+            shifts = shifts[0]
+        return Roll.apply(x, int(shifts), None)
+    multi = isinstance(shifts, (tuple, list)) or isinstance(dims, (tuple, list))
+    if not multi:
+        return Roll.apply(x, int(shifts), one_dim(dims, x.ndim, "roll"))
+    shifts = tuple(int(s) for s in (shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
+    dims = tuple(one_dim(d, x.ndim, "roll") for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    if len(shifts) != len(dims):
+        raise ArgumentError(f"roll: {len(shifts)} shifts for {len(dims)} dims; give one shift per dim")
+    return Roll.apply(x, shifts, dims)
+
+
+# ---------------------------------------------------------------- as_strided
+class AsStrided(Op):
+    name = "as_strided"
+    formula = "dX = zeros(X.numel()).index_add(flat_positions, dY).reshape(X.shape)   (overlaps add up)"
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset, positions):
+        if type(x.data) is not np.ndarray:  # the gradient's scatter-add needs its indices on x's device
+            positions = xp_of(x.data).asarray(positions)
+        ctx.in_shape, ctx.positions = x.shape, positions
+        a = x.data
+        item = a.itemsize
+        flat = a.reshape(-1)
+        return _as_strided(flat[offset:], size, tuple(s * item for s in stride))  # NumPy's or CuPy's
+
+    def vjp(self, g):
+        flat = IndexAddZeros.apply(g, (self.positions,), (int(np.prod(self.in_shape)),))
+        return O.reshape(flat, self.in_shape), None, None, None, None
+
+    def vjp_arrays(self, g):
+        flat = index_add_zeros(g, (self.positions,), (int(np.prod(self.in_shape)),))
+        return flat.reshape(self.in_shape), None, None, None, None
+
+    def jvp(self, t, *_):
+        return Index.apply(O.reshape(t, (-1,)), (self.positions,))
+
+
+def _as_strided_samples(src):
+    yield Sample((src.tensor((6,)), (2, 3), (3, 1)), desc="a plain reshape")
+    yield Sample((src.tensor((3, 4)), (4, 3), (1, 4)), desc="a transpose")
+    yield Sample((src.tensor((6,)), (4, 3), (1, 1)), desc="overlapping sliding windows")
+    yield Sample((src.tensor((2, 5)), (2, 2), (5, 2), 1), desc="storage offset")
+
+
+@register(op=AsStrided, samples=_as_strided_samples,
+          torch=lambda torch, x, size, stride, storage_offset=0: torch.as_strided(x, size, stride, storage_offset))
+def as_strided(input, size, stride, storage_offset=0):
+    """A read-only view of ``input``'s memory with the given ``size`` and ``stride`` (in elements).
+
+    Element ``out[i, j]`` is memory slot ``storage_offset + i * stride[0] + j * stride[1]``,
+    which is all a tensor's layout is: reshape, transpose, expand and sliding windows are
+    each just a choice of strides. The "memory" here is ``input``'s elements in row-major
+    order (a non-contiguous input is copied first), and ``storage_offset`` counts from
+    ``input``'s first element; for a freshly made tensor that is exactly PyTorch's storage.
+    The gradient adds up where windows overlap.
+    """
+    x = check_tensor(input, "as_strided")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    offset = int(storage_offset or 0)
+    if len(size) != len(stride):
+        raise ShapeError(f"as_strided: size {fmt_shape(size)} and stride {fmt_shape(stride)} need the same length")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride) or offset < 0:
+        raise ArgumentError(f"as_strided: size, stride and storage_offset must be >= 0, got size {size}, "
+                            f"stride {stride}, storage_offset {offset}")
+    n = int(np.prod(x.shape))
+    positions = np.asarray(offset, dtype=np.int64)
+    for i, (sz, st) in enumerate(zip(size, stride)):
+        positions = positions[..., None] + np.arange(sz, dtype=np.int64) * st
+    positions = positions.reshape(size)
+    if positions.size and int(positions.max()) >= n:
+        raise IndexOutOfRange(
+            f"as_strided: size {fmt_shape(size)} with stride {fmt_shape(stride)} and storage_offset {offset} reaches "
+            f"memory slot {int(positions.max())}, but input {fmt_shape(x.shape)} has only {n} elements")
+    if not x.data.flags.c_contiguous:
+        x = O.contiguous(x)
+    return view_of(AsStrided.apply(x, size, stride, offset, positions), x)
+
+
+def atleast_1d(x):
+    x = check_tensor(x, "atleast_1d")
+    return O.reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def atleast_2d(x):
+    x = atleast_1d(x)
+    return O.unsqueeze(x, 0) if x.ndim == 1 else x
+
+
+def atleast_3d(x):
+    x = check_tensor(x, "atleast_3d")
+    if x.ndim == 0:
+        return O.reshape(x, (1, 1, 1))
+    if x.ndim == 1:
+        return O.reshape(x, (1, x.shape[0], 1))
+    return O.unsqueeze(x, -1) if x.ndim == 2 else x
+
+
+@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)),))],
+          formula="dX = fliplr(dY)", torch=lambda torch, x: torch.fliplr(x))
+def fliplr(input):
+    """Reverse the columns (dim 1); the input needs at least 2 dims."""
+    x = check_tensor(input, "fliplr")
+    if x.ndim < 2:
+        raise ShapeError(f"fliplr: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
+    return O.flip(x, (1,))
+
+
+@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((3,)),))],
+          formula="dX = flipud(dY)", torch=lambda torch, x: torch.flipud(x))
+def flipud(input):
+    """Reverse the rows (dim 0); the input needs at least 1 dim."""
+    x = check_tensor(input, "flipud")
+    if x.ndim < 1:
+        raise ShapeError("flipud: input must have at least 1 dim, got a 0-d tensor")
+    return O.flip(x, (0,))
+
+
+@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)), 3, (1, 2))),
+                               Sample((src.tensor((2, 3)), -1))],
+          formula="dX = rot90(dY, -k, dims)", torch=lambda torch, x, k=1, dims=(0, 1): torch.rot90(x, k, dims))
+def rot90(input, k=1, dims=(0, 1)):
+    """Turn by 90 degrees ``k`` times, from the first of ``dims`` towards the second."""
+    x = check_tensor(input, "rot90")
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise ArgumentError(f"rot90: dims must name exactly 2 dims, got {dims}")
+    if x.ndim < 2:
+        raise ShapeError(f"rot90: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
+    d0, d1 = one_dim(dims[0], x.ndim, "rot90"), one_dim(dims[1], x.ndim, "rot90")
+    if d0 == d1:
+        raise ArgumentError(f"rot90: the two dims must differ, got {dims}")
+    k = int(k) % 4
+    if k == 1:
+        return O.transpose(O.flip(x, (d1,)), d0, d1)
+    if k == 2:
+        return O.flip(x, (d0, d1))
+    if k == 3:
+        return O.flip(O.transpose(x, d0, d1), (d1,))
+    return O.clone(x)
+
+
+@register(samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2,))), dict(indexing="ij")),
+                               Sample((src.tensor((3,)), src.tensor((2,)), src.tensor((2,))), dict(indexing="xy"))],
+          formula="dX_i = dY_i summed over the other grids' dims",
+          torch=lambda torch, *ts, indexing=None: torch.meshgrid(*ts, indexing=indexing))
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids: for 1-D inputs of sizes n1..nk, k tensors of shape (n1, ..., nk).
+
+    ``indexing='ij'`` (PyTorch's default) keeps the order; ``'xy'`` swaps the first two dims (as
+    ``numpy.meshgrid``). Each result is an expanded view of its input.
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    xs = [check_tensor(t, "meshgrid", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    for i, t in enumerate(xs):
+        if t.ndim > 1:
+            raise ShapeError(f"meshgrid: expects 0-D or 1-D tensors, but tensors[{i}] has shape {fmt_shape(t.shape)}")
+    xs = [atleast_1d(t) for t in xs]
+    swap = indexing == "xy" and len(xs) >= 2
+    if swap:
+        xs[0], xs[1] = xs[1], xs[0]
+    shape = tuple(t.shape[0] for t in xs)
+    out = []
+    for i, t in enumerate(xs):
+        view = [1] * len(xs)
+        view[i] = t.shape[0]
+        out.append(O.expand(O.reshape(t, tuple(view)), *shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+@register(samples=lambda src: [Sample((src.tensor((2, 3)), 2)), Sample((src.tensor((2, 3)), 3, 1)),
+                               Sample((src.tensor((3, 2)), Tensor._make(np.array([1, 0, 2])), 0))],
+          formula="dX = sum of dY over each element's copies",
+          torch=lambda torch, x, repeats, dim=None: torch.repeat_interleave(x, repeats, dim))
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times along ``dim`` (the flattened input when ``dim`` is None).
+
+    ``repeats`` is an int, or a tensor with one count per element along ``dim``.
+    ``[a, b].repeat_interleave(2)`` is ``[a, a, b, b]``; ``repeat`` would give ``[a, b, a, b]``."""
+    x = check_tensor(input, "repeat_interleave")
+    if dim is None:
+        x, d = O.flatten(x), 0
+    else:
+        d = one_dim(dim, x.ndim, "repeat_interleave")
+    n = x.shape[d] if x.ndim else 1
+    if isinstance(repeats, Tensor):
+        if repeats.dtype.kind not in "iu" or repeats.ndim > 1:
+            raise ArgumentTypeError("repeat_interleave: repeats must be an int or a 1-D integer tensor")
+        counts = np.asarray(repeats.cpu().data).reshape(-1)
+    elif isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        counts = np.asarray([repeats])
+    else:
+        raise ArgumentTypeError(f"repeat_interleave: repeats must be an int or an integer tensor, got {repeats!r}")
+    if counts.size not in (1, n) or (counts < 0).any():
+        raise ArgumentError(f"repeat_interleave: repeats must be >= 0 and give one count (or one per element: "
+                            f"{n} along dim {d}), got {counts.size}")
+    idx = np.repeat(np.arange(n, dtype=np.int64), counts if counts.size == n else int(counts[0]))
+    if x.ndim == 0:
+        x = O.reshape(x, (1,))
+    return O.index_select(x, d, O.to(Tensor._make(idx), x.device))

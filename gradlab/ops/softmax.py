@@ -25,12 +25,21 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
-from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..backend import dtypes as _dt
-from ..backend import xp_of
+from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError
-from ._util import check_tensor, one_dim
-from .registry import Sample, register
+from ._util import check_tensor, method_spelling, one_dim
+from .autocast import autocast_args as _autocast_args, state as _amp
+from .registry import register, Sample
+top_level_softmax = method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``).")
+top_level_log_softmax = method_spelling("log_softmax", "``log(softmax(x))`` along ``dim``, computed stably (``x.log_softmax(dim)``).")
+
+
+register('softmax', samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
+         formula="dX = Y * (dY - sum(dY * Y))", torch=lambda torch, x, dim: torch.softmax(x, dim))(top_level_softmax)
+
+
+register('log_softmax', samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
+         formula="dX = dY - softmax(X) sum(dY)", torch=lambda torch, x, dim: torch.log_softmax(x, dim))(top_level_log_softmax)
 
 
 def _acc(a):

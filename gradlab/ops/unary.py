@@ -1,11 +1,16 @@
-"""More elementwise math: erf, sin, cos, log1p, expm1, reciprocal, and the step functions
-floor, ceil, trunc, round.
+"""The one-input elementwise functions.
 
-Each op's VJP is written with gradlab ops, so it is differentiable again.
-``log1p``/``expm1`` keep the digits that ``log(1 + x)``/``exp(x) - 1`` lose
-for tiny ``x`` (``1 + 1e-10`` is already rounded). ``floor``, ``ceil``,
-``trunc`` and ``round`` are step functions: their derivative is 0 wherever it
-exists, so nothing flows back through them (which is why quantization needs a
+Holds: ``neg``, ``exp``, ``log``, ``sqrt``, ``tanh``, ``sigmoid``, ``relu``, ``abs`` (the hot
+ones, with array twins of their VJPs); ``erf``, ``sin``, ``cos``, ``log1p``, ``expm1``,
+``reciprocal``; the step functions ``floor``, ``ceil``, ``trunc``, ``round`` and ``sign`` (zero
+gradient); the inverse trigonometric and hyperbolic functions ``asin``, ``acos``, ``atan``,
+``asinh``, ``acosh``, ``atanh`` (and NumPy's ``arc*`` spellings), ``deg2rad``, ``rad2deg``; and
+short formulas of other ops: ``log2``, ``log10``, ``exp2``, ``rsqrt``, ``sinh``, ``cosh``, ``tan``,
+``erfc``, ``logit``, ``frac``; ``negative`` and ``absolute`` are other spellings.
+
+Each op's VJP is written with gradlab ops, so it is differentiable again. ``log1p``/``expm1`` keep
+the digits that ``log(1 + x)``/``exp(x) - 1`` lose for tiny ``x``. The step functions have derivative
+0 wherever it exists, so nothing flows back through them (which is why quantization needs a
 straight-through estimator).
 """
 from __future__ import annotations
@@ -15,22 +20,52 @@ import math
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..backend import xp_of
 from ..backend.arrays import as_array, erf as _backend_erf
-from .._tensor import Tensor
-from ._util import check_tensor
-from .compare import ZeroGrad
-from .registry import Sample, register
+from ..backend.device import xp_of
+from ..errors import DTypeError
+from ._util import as_weak, check_tensor, float_input, to_float
+from .arithmetic import atan2
+from .fused_backward import SigmoidBackward, TanhBackward
+from .registry import register, Sample
 from .samples import unary_samples
 
 
-def _float_input(x: Tensor, op: str) -> Tensor:
-    """Integer and bool inputs compute in the default float dtype (as ``torch.sin(int_tensor)``)."""
-    if _dt.category(x.dtype) < 2:
-        return O.to(x, _dt.get_default_dtype())
-    return x
+class ZeroGrad(Op):
+    """A piecewise-constant op: its gradient is zero wherever it is defined."""
+
+    formula = "dX = 0   (piecewise constant: the derivative is 0 almost everywhere)"
+    fn = None
+
+    @staticmethod
+    def forward(ctx, x):
+        return as_array(type(ctx).fn(x.data))
+
+    def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
+        return (g * 0,)
+
+    vjp_arrays = vjp
+
+    def jvp(self, t):
+        return t * 0
+
+
+# ------------------------------------------------- short formulas of other ops
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
+    """Decorator: register the one-input elementwise function ``name`` (every function in this file
+    goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
+    class's unless given) and ``torch.<name>`` as the oracle."""
+    def deco(fn):
+        fn.__name__ = fn.__qualname__ = name
+        return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
+                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x))(fn)
+    return deco
+
 
 
 def _erf_array(a):
@@ -66,139 +101,183 @@ def _erf_numpy(a):
     return out
 
 
-# ----------------------------------------------------------- simple unary ops
-class Erf(Op):
-    name = "erf"
-    formula = "dX = dY * 2/sqrt(pi) * exp(-X^2)"
+# ----------------------------------------------------------- the table of elementwise functions
+class Elementwise(Op):
+    """An elementwise op of one input, made from one row of ``UNARY`` below.
+
+    A row states the derivative once, as ``grad(ns, g, v)``: the gradient ``g`` times dY/dX, written
+    against a namespace ``ns`` (``O``, gradlab's ops, or the array module) and reading ``v``, the
+    input ``x`` or the output ``y`` (``saves``). The same function is the VJP on tensors (``ns = O``:
+    a graph, so it is differentiable again), the VJP's array twin (``ns`` = NumPy/CuPy: the engine's
+    fast path) and the JVP (``grad(O, t, v)``: for an elementwise op the tangent is scaled the same way).
+    """
+    saves = "x"          # "x", "y" (the output) or None: what ``grad`` reads as ``v``
+    quiet = False        # ignore NumPy's divide/invalid warnings in the array twin (log(0), 1/0...)
+
+    @staticmethod
+    def fn(a):  # pragma: no cover - each row sets its own
+        raise NotImplementedError
+
+    @staticmethod
+    def grad(ns, g, v):  # pragma: no cover
+        raise NotImplementedError
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _erf_array(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * (2 / math.sqrt(math.pi)) * O.exp(-(x * x)),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (g * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
-
-    def jvp(self, t):
-        x = self.args[0]
-        return t * (2 / math.sqrt(math.pi)) * O.exp(-(x * x))
-
-
-class Sin(Op):
-    name = "sin"
-    formula = "dX = dY * cos(X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.sin(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * O.cos(x),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (g * np.cos(x),)
-
-    def jvp(self, t):
-        return t * O.cos(self.args[0])
-
-
-class Cos(Op):
-    name = "cos"
-    formula = "dX = -dY * sin(X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.cos(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (-(g * O.sin(x)),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return (-(g * np.sin(x)),)
-
-    def jvp(self, t):
-        return -(t * O.sin(self.args[0]))
-
-
-class Log1p(Op):
-    name = "log1p"
-    formula = "dX = dY / (1 + X)"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log1p(x.data)
-
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g / (x + 1),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / (x + 1),)
-
-    def jvp(self, t):
-        return t / (self.args[0] + 1)
-
-
-class Expm1(Op):
-    name = "expm1"
-    formula = "dX = dY * (Y + 1)   (Y = exp(X) - 1)"
-
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(over="ignore"):
-            y = np.expm1(x.data)
-        ctx.save_output(y)
+        y = ctx.fn(x.data)
+        if ctx.saves == "x":
+            ctx.save_for_backward(x)
+        elif ctx.saves == "y":
+            ctx.save_output(y)
         return y
 
     def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (g * (y + 1),)
+        return (self.grad(O, g, self.saved_tensors[0] if self.saves else None),)
 
     def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (g * (y + 1),)
+        v = self.saved_arrays[0] if self.saves else None
+        if self.quiet:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return (self.grad(xp_of(g), g, v),)
+        return (self.grad(xp_of(g), g, v),)
 
     def jvp(self, t):
-        return t * (self.out + 1)
+        return self.grad(O, t, self.args[0] if self.saves == "x" else self.out if self.saves else None)
 
 
-class Reciprocal(Op):
-    name = "reciprocal"
-    formula = "dX = -dY * Y^2   (Y = 1 / X)"
+def _quietly(ufunc, **errs):
+    """``ufunc`` without NumPy's RuntimeWarnings for ``errs`` (exp overflowing to inf is not an error)."""
+    def fn(a):
+        with np.errstate(**errs):
+            return ufunc(a)
+    fn.__name__ = ufunc.__name__
+    return fn
 
-    @staticmethod
-    def forward(ctx, x):
-        with np.errstate(divide="ignore"):
-            y = np.reciprocal(x.data)
-        ctx.save_output(y)
-        return y
 
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return (-(g * y * y),)
+def _neg_forward(a):
+    try:
+        return np.negative(a)
+    except TypeError:  # NumPy refuses -bool, as PyTorch does
+        raise DTypeError("neg: -x on a bool tensor is not supported; to invert a mask use ~x "
+                         "or x.logical_not()") from None
 
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return (-(g * y * y),)
 
-    def jvp(self, t):
-        y = self.out
-        return -(t * y * y)
+def _sigmoid_forward(a):
+    """``1 / (1 + e^-x)``, stably: ``exp(-|x|)`` never overflows, for both signs of x."""
+    dt = a.dtype
+    if dt.itemsize <= 2:  # float16/bfloat16: compute in float32 and round once, as PyTorch does
+        a = a.astype(np.float32)
+    if type(a) is np.ndarray and a.ndim:  # the same formula in place: three arrays instead of eight
+        # (not 0-d: NumPy returns a 0-d result as a scalar, which cannot be written in place)
+        y = np.abs(a)
+        np.negative(y, out=y)
+        e = np.exp(y, out=y)
+        d = e + 1
+        np.divide(e, d, out=e)               # e / (1 + e)
+        np.divide(1, d, out=d)               # 1 / (1 + e)
+        np.copyto(y, d, where=a >= 0)
+        return y.astype(dt, copy=False)
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(dt, copy=False)
+
+
+_2_SQRT_PI = 2 / math.sqrt(math.pi)
+
+#: name: (forward on arrays, grad(ns, g, v), what v is, formula, integer inputs, sample range, doc).
+#: ``ints``: "float" computes integer/bool inputs in the default float dtype (torch.exp(int) is
+#: float32); "keep" computes them as they are (neg, relu, abs of an integer stay integers).
+UNARY = {
+    "neg": (_neg_forward, lambda ns, g, v: -g, None, "dX = -dY", "keep", {}, "Elementwise ``-x``."),
+    "exp": (_quietly(np.exp, over="ignore"), lambda ns, g, y: g * y, "y", "dX = dY * Y   (Y = exp(X))",
+            "float", {}, "Elementwise ``e^x``."),
+    "log": (_quietly(np.log, divide="ignore", invalid="ignore"), lambda ns, g, x: g / x, "x", "dX = dY / X",
+            "float", dict(low=0.2, high=3.0), "Natural logarithm, elementwise."),
+    "sqrt": (_quietly(np.sqrt, invalid="ignore"), lambda ns, g, y: g / (2 * y), "y",
+             "dX = dY / (2 * Y)   (Y = sqrt(X))", "float", dict(low=0.2, high=3.0), "Elementwise square root."),
+    "tanh": (np.tanh, lambda ns, g, y: g * (as_weak(1.0, y) - y * y), "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))",
+             "float", {}, "Elementwise hyperbolic tangent."),
+    "sigmoid": (_sigmoid_forward, lambda ns, g, y: g * y * (as_weak(1.0, y) - y), "y",
+                "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))", "float", {}, "Elementwise ``1 / (1 + e^-x)``."),
+    "relu": (lambda a: np.maximum(a, 0), lambda ns, g, y: g * (y > 0), "y", "dX = dY * (X > 0)", "keep",
+             dict(away_from=0.0), "Elementwise ``max(x, 0)``."),
+    "abs": (np.abs, lambda ns, g, x: g * ns.sign(x), "x", "dX = dY * sign(X)", "keep", dict(away_from=0.0),
+            "Elementwise ``|x|``."),
+    "erf": (lambda a: _erf_array(a), lambda ns, g, x: g * _2_SQRT_PI * ns.exp(-(x * x)), "x",
+            "dX = dY * 2/sqrt(pi) * exp(-X^2)", "float", {},
+            "Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2)))."),
+    "sin": (np.sin, lambda ns, g, x: g * ns.cos(x), "x", "dX = dY * cos(X)", "float", dict(low=-4, high=4),
+            "Elementwise sine."),
+    "cos": (np.cos, lambda ns, g, x: -(g * ns.sin(x)), "x", "dX = -dY * sin(X)", "float", dict(low=-4, high=4),
+            "Elementwise cosine."),
+    "log1p": (_quietly(np.log1p, divide="ignore", invalid="ignore"), lambda ns, g, x: g / (x + 1), "x",
+              "dX = dY / (1 + X)", "float", dict(low=-0.5, high=3.0),
+              "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."),
+    "expm1": (_quietly(np.expm1, over="ignore"), lambda ns, g, y: g * (y + 1), "y",
+              "dX = dY * (Y + 1)   (Y = exp(X) - 1)", "float", {}, "``exp(x) - 1``, accurate for tiny ``x``."),
+    "reciprocal": (_quietly(np.reciprocal, divide="ignore"), lambda ns, g, y: -(g * y * y), "y",
+                   "dX = -dY * Y^2   (Y = 1 / X)", "float", dict(away_from=0.0, low=-3, high=3),
+                   "Elementwise ``1 / x``."),
+    "asin": (np.arcsin, lambda ns, g, x: g / ns.sqrt(1.0 - x * x), "x", "dX = dY / sqrt(1 - X^2)", "float",
+             dict(low=-0.9, high=0.9), "The angle (radians, in [-pi/2, pi/2]) whose sine is ``input``; NaN outside "
+                                       "[-1, 1]."),
+    "acos": (np.arccos, lambda ns, g, x: -(g / ns.sqrt(1.0 - x * x)), "x", "dX = -dY / sqrt(1 - X^2)", "float",
+             dict(low=-0.9, high=0.9), "The angle (radians, in [0, pi]) whose cosine is ``input``; NaN outside "
+                                       "[-1, 1]."),
+    "atan": (np.arctan, lambda ns, g, x: g / (1.0 + x * x), "x", "dX = dY / (1 + X^2)", "float",
+             dict(low=-3.0, high=3.0), "The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."),
+}
+_QUIET = {"log", "sqrt", "log1p"}
+
+
+def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
+    """The op class and the public function of one ``UNARY`` row, registered."""
+    cls = type(name.capitalize(), (Elementwise,), dict(
+        name=name, formula=formula, saves=saves, quiet=name in _QUIET, fn=staticmethod(forward),
+        grad=staticmethod(grad), __module__=__name__, __qualname__=name.capitalize(),
+        __doc__=f"``{name}`` (a row of UNARY): {formula}"))
+    floating = ints == "float"
+
+    def fn(input):
+        x = input if type(input) is Tensor else check_tensor(input, name)
+        if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
+            x = to_float(x)
+        return cls.apply(x)
+    fn.__doc__ = f"{doc} Backward: {formula}"
+    return cls, _unary(name, op=cls, **sample_kw)(fn)
+
+
+Neg, neg = _elementwise("neg", *UNARY["neg"])
+Exp, exp = _elementwise("exp", *UNARY["exp"])
+Log, log = _elementwise("log", *UNARY["log"])
+Sqrt, sqrt = _elementwise("sqrt", *UNARY["sqrt"])
+Tanh, tanh = _elementwise("tanh", *UNARY["tanh"])
+Sigmoid, sigmoid = _elementwise("sigmoid", *UNARY["sigmoid"])
+Relu, relu = _elementwise("relu", *UNARY["relu"])
+Abs, abs = _elementwise("abs", *UNARY["abs"])  # noqa: A001 - PyTorch's name
+Erf, erf = _elementwise("erf", *UNARY["erf"])
+Sin, sin = _elementwise("sin", *UNARY["sin"])
+Cos, cos = _elementwise("cos", *UNARY["cos"])
+Log1p, log1p = _elementwise("log1p", *UNARY["log1p"])
+Expm1, expm1 = _elementwise("expm1", *UNARY["expm1"])
+Reciprocal, reciprocal = _elementwise("reciprocal", *UNARY["reciprocal"])
+Asin, asin = _elementwise("asin", *UNARY["asin"])
+Acos, acos = _elementwise("acos", *UNARY["acos"])
+Atan, atan = _elementwise("atan", *UNARY["atan"])
+
+
+# tanh's and sigmoid's graph VJP is one fused node (fused_backward.py) instead of three: PyTorch's
+# tanh_backward. Their array twin and JVP still come from the row.
+def _tanh_vjp(self, g):
+    return (TanhBackward.apply(g, self.saved_tensors[0]),)
+
+
+def _sigmoid_vjp(self, g):
+    return (SigmoidBackward.apply(g, self.saved_tensors[0]),)
+
+
+Tanh.vjp, Sigmoid.vjp = _tanh_vjp, _sigmoid_vjp
+
+
 
 
 class Floor(ZeroGrad):
@@ -224,32 +303,13 @@ class Round(ZeroGrad):
         # half to even, like PyTorch: round(0.5) == 0, round(1.5) == 2
         return as_array(np.round(x.data, decimals))
 
-    def vjp(self, g):
+    def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
         return g * 0, None
 
-    def vjp_arrays(self, g):
-        return g * 0, None
+    vjp_arrays = vjp
 
     def jvp(self, t, _):
         return t * 0
-
-
-def _unary(op_cls, name, samples, doc):
-    def fn(input):
-        return op_cls.apply(_float_input(check_tensor(input, name), name))
-    fn.__name__ = name
-    fn.__doc__ = f"{doc} Backward: {op_cls.formula}"
-    return register(name, op=op_cls, samples=samples, elementwise=True,
-                    torch=lambda torch, x: getattr(torch, name)(x))(fn)
-
-
-erf = _unary(Erf, "erf", unary_samples(), "Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2))).")
-sin = _unary(Sin, "sin", unary_samples(low=-4, high=4), "Elementwise sine.")
-cos = _unary(Cos, "cos", unary_samples(low=-4, high=4), "Elementwise cosine.")
-log1p = _unary(Log1p, "log1p", unary_samples(low=-0.5, high=3.0),
-               "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1).")
-expm1 = _unary(Expm1, "expm1", unary_samples(), "``exp(x) - 1``, accurate for tiny ``x``.")
-reciprocal = _unary(Reciprocal, "reciprocal", unary_samples(away_from=0.0, low=-3, high=3), "Elementwise ``1 / x``.")
 
 
 def _step_samples(src):
@@ -268,10 +328,8 @@ def _zero_grad_unary(op_cls, name, doc):
         if _dt.category(x.dtype) < 2:
             return x  # already integral, as PyTorch returns integer inputs unchanged
         return op_cls.apply(x)
-    fn.__name__ = name
     fn.__doc__ = doc + " Its gradient is zero everywhere it exists (a step function)."
-    return register(name, op=op_cls, samples=_step_samples, elementwise=True,
-                    torch=lambda torch, x: getattr(torch, name)(x))(fn)
+    return _unary(name, op=op_cls, samples=_step_samples)(fn)
 
 
 floor = _zero_grad_unary(Floor, "floor", "The largest integer <= x, elementwise.")
@@ -297,3 +355,134 @@ def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
     if _dt.category(x.dtype) < 2 and decimals == 0:
         return x
     return Round.apply(x, int(decimals))
+
+
+@_unary("asinh", "dX = dY / sqrt(X^2 + 1)")
+def asinh(input):
+    """Inverse hyperbolic sine: ``sign(x) log(|x| + sqrt(x^2 + 1))`` (odd, and exact for large negative x)."""
+    x = float_input(input, "asinh")
+    s = O.where(x < 0, O.full_like(x, -1.0), O.ones_like(x))  # a constant sign (1 at 0, where abs' slope is 0)
+    a = x * s
+    return s * O.log1p(a + a * a / (1.0 + O.sqrt(a * a + 1.0)))
+
+
+@_unary("acosh", "dX = dY / sqrt(X^2 - 1)", low=1.2, high=3.0)
+def acosh(input):
+    """Inverse hyperbolic cosine ``log(x + sqrt(x^2 - 1))`` for ``x >= 1`` (NaN below)."""
+    x = float_input(input, "acosh")
+    return O.log(x + O.sqrt(x * x - 1.0))
+
+
+@_unary("atanh", "dX = dY / (1 - X^2)", low=-0.9, high=0.9)
+def atanh(input):
+    """Inverse hyperbolic tangent ``0.5 log((1 + x) / (1 - x))`` for ``|x| < 1``."""
+    x = float_input(input, "atanh")
+    return 0.5 * (O.log1p(x) - O.log1p(-x))
+
+
+@_unary("deg2rad", "dX = dY * pi / 180")
+def deg2rad(input):
+    """Degrees to radians: ``x * pi / 180``."""
+    return float_input(input, "deg2rad") * (math.pi / 180.0)
+
+
+@_unary("rad2deg", "dX = dY * 180 / pi")
+def rad2deg(input):
+    """Radians to degrees: ``x * 180 / pi``."""
+    return float_input(input, "rad2deg") * (180.0 / math.pi)
+
+
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+@_unary("log2", "dX = dY / (X ln 2)", low=0.2, high=3.0)
+def log2(input):
+    """Base-2 logarithm: ``log(x) / ln 2``."""
+    return O.log(float_input(input, "log2")) / _LN2
+
+
+@_unary("log10", "dX = dY / (X ln 10)", low=0.2, high=3.0)
+def log10(input):
+    """Base-10 logarithm: ``log(x) / ln 10``."""
+    return O.log(float_input(input, "log10")) / _LN10
+
+
+@_unary("exp2", "dX = dY * 2^X ln 2")
+def exp2(input):
+    """``2 ** x``, as ``exp(x ln 2)``."""
+    return O.exp(float_input(input, "exp2") * _LN2)
+
+
+@_unary("rsqrt", "dX = -dY / (2 X^1.5)", low=0.2, high=3.0)
+def rsqrt(input):
+    """``1 / sqrt(x)``."""
+    return O.reciprocal(O.sqrt(float_input(input, "rsqrt")))
+
+
+@_unary("sinh", "dX = dY cosh(X)")
+def sinh(input):
+    """``(e^x - e^-x) / 2``."""
+    x = float_input(input, "sinh")
+    return (O.exp(x) - O.exp(-x)) * 0.5
+
+
+@_unary("cosh", "dX = dY sinh(X)")
+def cosh(input):
+    """``(e^x + e^-x) / 2``."""
+    x = float_input(input, "cosh")
+    return (O.exp(x) + O.exp(-x)) * 0.5
+
+
+@_unary("tan", "dX = dY / cos(X)^2", low=-1.2, high=1.2)
+def tan(input):
+    """``sin(x) / cos(x)``."""
+    x = float_input(input, "tan")
+    return O.sin(x) / O.cos(x)
+
+
+@_unary("erfc", "dX = -dY 2/sqrt(pi) exp(-X^2)")
+def erfc(input):
+    """``1 - erf(x)``."""
+    return 1.0 - O.erf(float_input(input, "erfc"))
+
+
+@_unary("logit", "dX = dY / (X (1 - X))", low=0.05, high=0.95)
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, the inverse of the sigmoid; ``eps`` clamps ``p`` to ``[eps, 1 - eps]`` first."""
+    p = float_input(input, "logit")
+    if eps is not None:
+        p = O.clamp(p, eps, 1.0 - eps)
+    return O.log(p / (1.0 - p))
+
+
+@_unary("frac", "dX = dY", away_from=0.0)
+def frac(input):
+    """The fractional part ``x - trunc(x)`` (with the sign of ``x``)."""
+    x = check_tensor(input, "frac")
+    return x - O.trunc(x)
+
+
+class Sign(ZeroGrad):
+    name = "sign"
+    fn = staticmethod(np.sign)
+
+
+@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x))
+def sign(input):
+    """-1, 0 or +1 for each element; its gradient is zero."""
+    x = check_tensor(input, "sign")
+    if x.dtype == np.bool_:  # the sign of a bool is itself, as in PyTorch (NumPy has no bool sign)
+        return Tensor._make(x.data.copy())
+    return Sign.apply(x)
+
+
+# ------------------------------------------------- PyTorch's other spellings of the same ops
+def negative(input):
+    """Same as ``neg``."""
+    return neg(input)
+
+
+def absolute(input):
+    """Same as ``abs``."""
+    return abs(input)

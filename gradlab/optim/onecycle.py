@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ArgumentError
-from .lr_scheduler import LRScheduler
+from .scheduler import LRScheduler
 
 
 class OneCycleLR(LRScheduler):

@@ -25,8 +25,9 @@ from ....ops.registry import Sample
 from ..._distance import pairwise_distance
 from ..._pooling import _on
 from ..._loss import _REDUCTIONS, _float_input, _reduce, _reduction
-from ..._ops_activation import _Softplus
+from ....ops.activations import log1p_exp
 from ..._register import register_table
+
 
 
 # ------------------------------------------------------------ margin losses
@@ -49,14 +50,14 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """``log(1 + exp(-target * input))`` for targets +-1 (the logistic loss)."""
     x = _float_input("soft_margin_loss", input)
     red = _reduction("soft_margin_loss", reduction, size_average, reduce)
-    return _reduce(_Softplus.apply(-target * x), red)
+    return _reduce(log1p_exp(-target * x), red)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross-entropy from logits for each of C labels, averaged over the labels (last dim)."""
     x = _float_input("multilabel_soft_margin_loss", input)
     red = _reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
-    loss = -(target * -_Softplus.apply(-x) + (1 - target) * -_Softplus.apply(x))
+    loss = -(target * -log1p_exp(-x) + (1 - target) * -log1p_exp(x))
     if weight is not None:
         loss = loss * weight
     return _reduce(O.mean(loss, dim=-1), red)

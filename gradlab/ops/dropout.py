@@ -1,16 +1,17 @@
 """The ``Dropout`` op (an ``Op``, not the ``nn.Dropout`` layer): ``x * mask`` with the mask given.
 
 ``F.dropout``, ``dropout1d/2d/3d`` draw the mask (``nn/_dropout.py``); this op multiplies by it and sends ``dY
-* mask`` back. It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
+* mask`` back. The
 functions that call it are in ``nn/_dropout.py``.
 """
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ._util import OneRule
 
 
 # ------------------------------------------------------------------ dropout
-class Dropout(Op):
+class Dropout(OneRule, Op):
     name = "dropout"
     formula = "dX = dY * mask / (1 - p)   (the same mask as the forward pass)"
 
@@ -20,12 +21,7 @@ class Dropout(Op):
         ctx.mask = mask
         return x.data * mask.data
 
-    def vjp(self, g):
-        (mask,) = self.saved_tensors
-        return g * mask, None
-
-    def vjp_arrays(self, g):
-        (mask,) = self.saved_arrays
+    def rule(self, ns, g, mask):   # one rule: on tensors (vjp) and on arrays (vjp_arrays), see OneRule
         return g * mask, None
 
     def jvp(self, t, _):

@@ -1,8 +1,8 @@
 """``norm``: vector p-norms and the Frobenius norm, over all elements or some dims.
 
-``norm(x)`` at ``x = 0`` has no derivative (the cone's tip); like PyTorch,
-gradlab returns 0 there rather than ``nan``. The backward is written with
-gradlab ops (second derivatives work) and has an array twin.
+``norm(x)`` at ``x = 0`` has no derivative (the cone's tip); like PyTorch, gradlab returns 0 there
+rather than ``nan``. The backward is written with gradlab ops (second derivatives work) and has an
+array twin. (``torch.linalg``'s norms are in ``linalg.py``.)
 """
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..errors import ArgumentError, ArgumentTypeError
 from ._util import check_tensor, norm_dim
-from .reduce import _expand_back
-from .reductions import _kept, _kept_array, _need_float
-from .registry import Sample, register
+from .reduce import _expand_back, _kept, _kept_array, _need_float
+from .registry import register, Sample
 
 
 class Norm(Op):

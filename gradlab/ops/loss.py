@@ -2,14 +2,13 @@
 
 ``nll_loss`` is linear in ``logp``, so its gradient is a constant ``M`` (``-w[t] / denominator`` at each
 target class) times ``dY``: ``_row_coeff`` (the per-row coefficient), ``_scatter`` (write it at the target
-classes) and ``_pick`` (apply ``M`` forwards) are the three pieces. It lives in ``nn/`` for now and moves
-under ``gradlab/ops/`` with the other op classes; the functions that call it are in ``nn/_loss.py``.
+classes) and ``_pick`` (apply ``M`` forwards) are the three pieces. The functions that call it are in ``nn/_loss.py``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import ops as O  # (read at call time: the package imports this file)
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import xp_of

@@ -1,4 +1,4 @@
-"""Tensor contractions: ``einsum``, and ``outer``, ``tensordot``, ``bmm`` built on it or on matmul.
+"""``einsum``: tensor contractions named by letters (``outer``, ``tensordot`` and ``bmm`` are in ``matmul.py``).
 
 ``einsum('ij,jk->ik', A, B)`` names every dim with a letter: letters shared by
 operands are multiplied together, letters missing from the output are summed.
@@ -21,16 +21,15 @@ import string
 import numpy as np
 
 from .. import ops as O
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ShapeError, fmt_shape
-from ..errors import ArgumentTypeError
-from .._tensor import Tensor
+from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
 from ._util import check_tensor
-from .index import IndexAddZeros, index_add_zeros
-from .registry import Sample, register
+from .indexing import index_add_zeros, IndexAddZeros
+from .registry import register, Sample
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
@@ -252,84 +251,3 @@ def einsum(equation, *operands):
         raise ArgumentError("einsum: give at least one operand")
     xs = [check_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands)]
     return Einsum.apply(equation, *xs)
-
-
-# ------------------------------------------------------- outer, tensordot, bmm
-@register(samples=lambda src: [Sample((src.tensor((src.integers(0, 3),)), src.tensor((src.integers(1, 3),))))],
-          formula="dA = dY @ B ; dB = dY^T @ A   (as the einsum 'i,j->ij')",
-          torch=lambda torch, a, b: torch.outer(a, b))
-def outer(input, vec2):
-    """``out[i, j] = input[i] * vec2[j]`` for two 1-D tensors."""
-    a, b = check_tensor(input, "outer", "input"), check_tensor(vec2, "outer", "vec2")
-    if a.ndim != 1 or b.ndim != 1:
-        raise ShapeError(f"outer: expects two 1-D tensors, got input {fmt_shape(a.shape)} and vec2 "
-                         f"{fmt_shape(b.shape)}; flatten them first, or use einsum")
-    return einsum("i,j->ij", a, b)
-
-
-def _tensordot_samples(src):
-    t = src.tensor
-    yield Sample((t((2, 3, 4)), t((3, 4, 2))), desc="dims=2 (default)")
-    yield Sample((t((2, 3)), t((3, 2)), 1), desc="dims=1: matmul")
-    yield Sample((t((2, 3)), t((4,)), 0), desc="dims=0: outer product")
-    yield Sample((t((2, 3, 4)), t((4, 2, 3))), dict(dims=([1, 2], [2, 0])), desc="pair of lists")
-
-
-@register(samples=_tensordot_samples, formula="dA, dB: einsums of dY with the other operand",
-          torch=lambda torch, a, b, dims=2: torch.tensordot(a, b, dims=dims))
-def tensordot(a, b, dims=2):
-    """Sum products over ``dims``: an int ``n`` pairs ``a``'s last ``n`` dims with ``b``'s first ``n``;
-    a pair of lists ``([1, 2], [2, 0])`` names them. The result keeps the rest of ``a``, then of ``b``."""
-    a, b = check_tensor(a, "tensordot", "a"), check_tensor(b, "tensordot", "b")
-    if isinstance(dims, (int, np.integer)):
-        if dims < 0 or dims > min(a.ndim, b.ndim):
-            raise ArgumentError(f"tensordot: dims={dims} is out of range for a {fmt_shape(a.shape)} and "
-                                f"b {fmt_shape(b.shape)}")
-        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    else:
-        if isinstance(dims, Tensor):
-            dims = dims.data.tolist()
-        try:
-            da, db = ([int(d) for d in (x if isinstance(x, (list, tuple)) else [x])] for x in dims)
-        except (TypeError, ValueError):
-            raise ArgumentError(f"tensordot: dims must be an int or a pair of lists of dims, got {dims!r}") from None
-        if len(da) != len(db):
-            raise ArgumentError(f"tensordot: dims names {len(da)} dims of a but {len(db)} of b; pair them one to one")
-        da = [d % a.ndim if -a.ndim <= d < a.ndim else _bad_dim(d, "a", a) for d in da]
-        db = [d % b.ndim if -b.ndim <= d < b.ndim else _bad_dim(d, "b", b) for d in db]
-    for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
-            raise ShapeError(f"tensordot: dim {i} of a {fmt_shape(a.shape)} has size {a.shape[i]} but dim {j} of "
-                             f"b {fmt_shape(b.shape)} has size {b.shape[j]}; contracted dims must match")
-    la = list(_LETTERS[:a.ndim])
-    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
-    for i, j in zip(da, db):
-        lb[j] = la[i]
-    out = [c for i, c in enumerate(la) if i not in da] + [c for j, c in enumerate(lb) if j not in db]
-    return einsum(_eq([la, lb], out), a, b)
-
-
-def _bad_dim(d, name, t):
-    raise ArgumentError(f"tensordot: dim {d} is out of range for {name} with shape {fmt_shape(t.shape)}")
-
-
-def _bmm_samples(src):
-    b, n, k, m = (src.integers(1, 3) for _ in range(4))
-    yield Sample((src.tensor((b, n, k)), src.tensor((b, k, m))))
-
-
-@register(samples=_bmm_samples, formula="dA = dY @ B^T ; dB = A^T @ dY   (per batch)",
-          torch=lambda torch, a, b: torch.bmm(a, b))
-def bmm(input, mat2):
-    """Batched matrix product of ``(b, n, k)`` and ``(b, k, m)``: no broadcasting (use matmul for that)."""
-    a, b = check_tensor(input, "bmm", "input"), check_tensor(mat2, "bmm", "mat2")
-    if a.ndim != 3 or b.ndim != 3:
-        raise ShapeError(f"bmm: expects two 3-D tensors (batch, n, k) and (batch, k, m), got input "
-                         f"{fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; use matmul for other ranks")
-    if a.shape[0] != b.shape[0]:
-        raise ShapeError(f"bmm: batch sizes differ: input {fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; "
-                         "bmm does not broadcast (matmul does)")
-    if a.shape[2] != b.shape[1]:
-        raise ShapeError(f"bmm: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
-                         f"{a.shape[2]} and {b.shape[1]} differ")
-    return O.matmul(a, b)

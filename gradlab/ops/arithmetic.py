@@ -1,22 +1,32 @@
-"""Elementwise arithmetic: ``+ - * / **`` between tensors and Python numbers.
+"""Elementwise arithmetic of two operands (tensors or Python numbers).
 
-Each op keeps its forward (on arrays), its VJP (written with gradlab ops, so it
-is differentiable again), its JVP and its formula together. Binary ops
-broadcast; their VJP sums the gradient back to each input's exact shape with
-``sum_to`` -- without that step, ``x (3,1) * y (1,3)`` would hand ``x`` a
-(3, 3) gradient, the classic broadcasting bug.
+Holds: ``add``, ``sub``, ``mul``, ``div``, ``pow`` (the ``+ - * / **`` operators) and their other
+spellings (``true_divide``, ``divide``, ``subtract``, ``multiply``, ``rsub``, ``square``);
+``floor_divide`` and ``remainder`` (``//`` and ``%``, no gradient), ``fmod``, ``lerp``,
+``logaddexp``, ``atan2``, ``hypot``, ``xlogy`` and ``diff``.
+
+Each op keeps its forward (on arrays), its VJP (written with gradlab ops, so it is differentiable
+again), its JVP and its formula together. Binary ops broadcast; their VJP sums the gradient back to
+each input's exact shape with ``sum_to``. The ops after ``pow`` are short formulas of other ops, so
+their gradients come from the ops they are made of.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ops as O
-from ..autograd.function import Op
-from ..backend.arrays import as_array
 from .._tensor import Tensor
-from ._util import _FLOATS, WEAK_FLOATS, arrays_for, as_weak, check_broadcast, operand, weak_float
+from ..autograd.function import Op
+from ..backend import dtypes as _dt, xp_of
+from ..backend.arrays import as_array
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ._util import (
+    _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, operand, weak_float, WEAK_FLOATS,
+    to_float,
+)
+from .compare import _compare
 from .reduce import sum_to_array
-from .registry import register
+from .registry import register, Sample
 from .samples import binary_samples
 
 
@@ -337,3 +347,199 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
         raise ArgumentError(f"pow: an integer tensor (dtype {a.dtype}) to the negative integer power {b} "
                             f"is not allowed; use a float tensor (x.float() ** {b})")
     return Pow.apply(a, b)
+
+
+class Atan2(Op):
+    name = "atan2"
+    formula = "dY_in = dOut * X / (X^2 + Y^2),  dX = -dOut * Y / (X^2 + Y^2)"
+
+    @staticmethod
+    def forward(ctx, y, x):
+        ctx.save_for_backward(y, x)
+        return np.arctan2(y.data, x.data)
+
+    def vjp(self, g):
+        y, x = self.saved_tensors
+        r2 = x * x + y * y
+        r2 = O.where(r2 == 0, O.ones_like(r2), r2)  # at the origin both gradients are 0, as in PyTorch
+        return g * x / r2, -(g * y) / r2
+
+    def jvp(self, ty, tx):
+        y, x = self.args
+        r2 = x * x + y * y
+        r2 = O.where(r2 == 0, O.ones_like(r2), r2)
+        out = None
+        if ty is not None:
+            out = ty * x / r2
+        if tx is not None:
+            d = -(tx * y) / r2
+            out = d if out is None else out + d
+        return out
+
+
+def _pair(op, a, b, names):
+    if is_scalar(a) or is_scalar(b):
+        raise ArgumentTypeError(f"{op}: {names[0]} and {names[1]} must both be Tensors; "
+                                f"wrap a number with gradlab.tensor(...)")
+    a, b = check_tensor(a, op, names[0]), check_tensor(b, op, names[1])
+    check_broadcast(op, a, b, names)
+    dt = _dt.result_type(a, b)
+    if not _dt.is_floating(dt):
+        dt = _dt.get_default_dtype()
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    a, b = O.to(a, dt), O.to(b, dt)
+    return (a if a.shape == shape else O.broadcast_to(a, shape)), (b if b.shape == shape else O.broadcast_to(b, shape))
+
+
+def _pair_samples(src):
+    sa, sb = src.broadcast_pair()
+    yield Sample((src.tensor(sa, away_from=0.0), src.tensor(sb, away_from=0.0)), desc="broadcast")
+    yield Sample((src.tensor((3, 1), away_from=0.0), src.tensor((1, 3), away_from=0.0)), desc="(3,1) and (1,3)")
+
+
+@register(op=Atan2, samples=_pair_samples, formula=Atan2.formula, elementwise=True,
+          torch=lambda torch, y, x: torch.atan2(y, x))
+def atan2(input, other):
+    """The angle of the point ``(other, input)`` = ``(x, y)``, in (-pi, pi]: ``atan(y / x)`` in the right quadrant."""
+    y, x = _pair("atan2", input, other, ("input", "other"))
+    return Atan2.apply(y, x)
+
+
+@register(samples=_pair_samples, formula="dX = dY * X / hypot, dY_in = dY * Y / hypot", elementwise=True,
+          torch=lambda torch, x, y: torch.hypot(x, y))
+def hypot(input, other):
+    """``sqrt(input^2 + other^2)``: the length of the hypotenuse."""
+    a, b = _pair("hypot", input, other, ("input", "other"))
+    return O.sqrt(a * a + b * b)
+
+
+def _pairs(src):
+    """Tensor pairs (broadcasting both ways, and same shapes) from the binary samples."""
+    return [s for s in binary_samples("pairs")(src) if all(isinstance(a, Tensor) for a in s.args)]
+
+
+@register(samples=lambda src: [Sample(s.args + (w,), desc=s.desc) for s, w in zip(_pairs(src), (0.3, -0.5, 1.5, 0.0))],
+          formula="dA = dY (1 - W) ; dB = dY W", elementwise=True,
+          torch=lambda torch, a, b, w: torch.lerp(a, b, w))
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1)."""
+    return check_tensor(input, "lerp") + weight * (end - input)
+
+
+@register(samples=_pairs, formula="dA = dY sigmoid(A - B) ; dB = dY sigmoid(B - A)", elementwise=True,
+          torch=lambda torch, a, b: torch.logaddexp(a, b))
+def logaddexp(input, other):
+    """``log(e^a + e^b)`` computed stably as ``m + log(e^(a-m) + e^(b-m))`` with ``m = max(a, b)``."""
+    a, b = check_tensor(input, "logaddexp"), check_tensor(other, "logaddexp", "other")
+    m = O.maximum(a, b).detach()
+    m = O.where(O.isfinite(m), m, 0.0)  # a pair of infinities must not give inf - inf
+    return m + O.log(O.exp(a - m) + O.exp(b - m))
+
+
+def fmod(input, other):
+    """The remainder of C's ``fmod``: ``a - b * trunc(a / b)``, with the sign of ``a`` (``remainder``,
+    Python's ``%``, takes the sign of ``b``)."""
+    a = check_tensor(input, "fmod") if isinstance(input, Tensor) else input
+    if isinstance(a, Tensor) and a.dtype.kind in "iu" and not (isinstance(other, float)
+                                                              or getattr(other, "dtype", a.dtype).kind == "f"):
+        q = O.div(a, other, rounding_mode="trunc")
+        return a - q * other
+    return a - other * O.trunc(a / other)
+
+
+register('fmod', samples=lambda src: [Sample((src.tensor((3, 4), low=0.1, high=1.4), 1.5)),
+                          Sample((src.tensor((3, 4), low=0.1, high=1.4), src.tensor((4,), low=1.5, high=2.0)))],
+         formula="dA = dY ; dB = -dY trunc(A / B)", torch=lambda torch, a, b: torch.fmod(a, b))(fmod)
+
+
+def _int_safe(name, fn):
+    """floor_divide / remainder: an integer division by zero is an error (as in PyTorch); a float one
+    gives inf/nan quietly (no NumPy RuntimeWarning)."""
+    def f(x, y):
+        if getattr(x, "dtype", np.dtype(float)).kind in "biu" and np.any(y == 0) \
+                and np.result_type(x, y).kind in "biu":
+            from ..errors import ArgumentError
+            raise ArgumentError(f"{name}: integer division by zero (the divisor holds a 0); "
+                                f"use a float tensor (x.float()) to get inf/nan instead")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(x, y)
+    return f
+
+
+floor_divide = _compare("floor_divide", _int_safe("floor_divide", np.floor_divide))
+remainder = _compare("remainder", _int_safe("remainder", np.remainder))
+
+
+def _xlogy_samples(src):
+    yield Sample((src.tensor((2, 3), low=-2, high=2), src.tensor((2, 3), low=0.3, high=2)))
+    yield Sample((Tensor._make(np.array([0.0, 1.5, 0.0])), Tensor._make(np.array([0.5, 2.0, 3.0]))), desc="x = 0")
+
+
+@register(samples=_xlogy_samples, formula="dX = dY log(Y_in), dY_in = dY X / Y_in (0 where X = 0)",
+          elementwise=True, torch=lambda torch, x, y: torch.xlogy(x, y))
+def xlogy(input, other):
+    """``input * log(other)``, defined as 0 where ``input`` is 0 (so ``0 * log(0)`` is 0, as in entropies)."""
+    x = input if isinstance(input, Tensor) else Tensor._make(np.asarray(input, dtype=_dt.get_default_dtype()))
+    y = other if isinstance(other, Tensor) else O.full_like(x, other)
+    x = to_float(x)
+    zero = x == 0
+    safe = O.where(zero, O.ones_like(y), y)
+    out = O.where(zero, O.zeros_like(x * safe), x * O.log(safe))
+    return O.where(O.isnan(y), y + x * 0, out)
+
+
+def _diff_samples(src):
+    yield Sample((src.tensor((5,)),))
+    yield Sample((src.tensor((3, 4)),), dict(n=2, dim=1))
+    yield Sample((src.tensor((3, 4)),), dict(dim=0, prepend=src.tensor((1, 4)), append=src.tensor((2, 4))))
+
+
+@register(samples=_diff_samples, formula="dX[i] = dY[i-1] - dY[i]",
+          torch=lambda torch, x, n=1, dim=-1, prepend=None, append=None: torch.diff(x, n, dim, prepend, append))
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim``: ``y[i] = x[i + 1] - x[i]`` (repeated ``n`` times),
+    after joining ``prepend`` before and ``append`` after ``input``. Bool inputs give ``x[i + 1] != x[i]``."""
+    x = check_tensor(input, "diff")
+    if x.ndim == 0:
+        raise ShapeError("diff: expects input to be at least one-dimensional, got a 0-d tensor")
+    d = one_dim(dim, x.ndim, "diff")
+    parts = [check_tensor(p, "diff", nm) for p, nm in ((prepend, "prepend"), (x, "input"), (append, "append"))
+             if p is not None]
+    if len(parts) > 1:
+        x = O.cat(parts, d)
+    for _ in range(int(n)):
+        a = O.getitem(x, (slice(None),) * d + (slice(1, None),))
+        b = O.getitem(x, (slice(None),) * d + (slice(None, -1),))
+        x = O.ne(a, b) if x.dtype == np.bool_ else a - b
+    return x
+
+
+# ------------------------------------------------- PyTorch's other spellings of the same ops
+def true_divide(input, other):
+    """Same as ``div``."""
+    return div(input, other)
+
+
+def divide(input, other, *, rounding_mode=None):
+    """Same as ``div``."""
+    return div(input, other, rounding_mode=rounding_mode) if rounding_mode is not None else div(input, other)
+
+
+def subtract(input, other):
+    """Same as ``sub``."""
+    return sub(input, other)
+
+
+def multiply(input, other):
+    """Same as ``mul``."""
+    return mul(input, other)
+
+
+def rsub(input, other):
+    """``other - input``."""
+    return sub(other, input)
+
+
+def square(input):
+    """``input * input``."""
+    return mul(input, input)

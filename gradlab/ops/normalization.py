@@ -6,14 +6,14 @@
   written with ops (``vjp``: second derivatives work) and on arrays (``vjp_arrays``: the fast path);
 * ``BatchNorm``: ``batch_norm`` in training mode on float32/float64, the same way.
 
-It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op classes; the
+The
 functions that call it are in ``nn/_normalization.py`` (whose docstring explains the formulas).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import ops as O  # (read at call time: the package imports this file)
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend import xp_of

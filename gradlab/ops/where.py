@@ -1,23 +1,55 @@
-"""Ops that pick between values: ``maximum``, ``minimum``, ``clamp``, ``where``.
+"""Ops that pick between values: ``where``, ``maximum``, ``minimum``, ``clamp`` (``clip``,
+``clamp_min``, ``clamp_max``) and ``nan_to_num``.
 
-Their gradient flows to whichever input was picked. At a tie (``maximum(x, y)``
-with ``x == y``) PyTorch splits the gradient half and half; so does gradlab.
+Their gradient flows to whichever input was picked. At a tie (``maximum(x, y)`` with ``x == y``)
+PyTorch splits the gradient half and half; so does gradlab.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ops as O
-from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend.arrays import as_array
-from ..backend.device import xp_of
-from ..errors import ArgumentTypeError
 from .._tensor import Tensor
-from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
+from ..autograd.function import Op
+from ..backend import dtypes as _dt, xp_of
+from ..backend.arrays import as_array
+from ..errors import ArgumentTypeError
+from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, OneRule, operand, shape_of
 from .reduce import sum_to_array
-from .registry import Sample, register
+from .registry import register, Sample
 from .samples import binary_samples
+
+
+@register(samples=lambda src: [Sample((Tensor._make(np.array([1.0, np.nan, np.inf, -np.inf, -2.0])),)),
+                               Sample((Tensor._make(np.array([1.0, np.nan, np.inf, -np.inf])), 0.5, 9.0, -9.0))],
+          formula="dX = dY where X is finite, 0 elsewhere", elementwise=True,
+          torch=lambda torch, x, nan=0.0, posinf=None, neginf=None: torch.nan_to_num(x, nan, posinf, neginf))
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's largest and
+    smallest finite values)."""
+    x = check_tensor(input, "nan_to_num")
+    if not _dt.is_floating(x.dtype):
+        return O.clone(x)
+    info = np.finfo(x.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    y = O.where(O.isnan(x), O.full_like(x, nan), x)
+    y = O.where(O.logical_and(O.isinf(x), x > 0), O.full_like(x, posinf), y)
+    return O.where(O.logical_and(O.isinf(x), x < 0), O.full_like(x, neginf), y)
+
+
+@register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
+          formula="dX = dY where X > min", torch=lambda torch, x, m: torch.clamp_min(x, m))
+def clamp_min(input, min):  # noqa: A002 - PyTorch's name
+    """``max(input, min)`` elementwise (``clamp(input, min=min)``)."""
+    return O.clamp(input, min=min)
+
+
+@register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
+          formula="dX = dY where X < max", torch=lambda torch, x, m: torch.clamp_max(x, m))
+def clamp_max(input, max):  # noqa: A002 - PyTorch's name
+    """``min(input, max)`` elementwise (``clamp(input, max=max)``)."""
+    return O.clamp(input, max=max)
 
 
 class Maximum(Op):
@@ -88,7 +120,7 @@ def minimum(input, other):
     return Minimum.apply(operand(input, "minimum", "input"), operand(other, "minimum", "other"))
 
 
-class Clamp(Op):
+class Clamp(OneRule, Op):
     name = "clamp"
     formula = "dX = dY * [min <= X <= max]"
 
@@ -109,12 +141,7 @@ class Clamp(Op):
         ctx.save_for_backward(ctx.mask)
         return as_array(out, dtype=a.dtype)
 
-    def vjp(self, g):
-        (mask,) = self.saved_tensors
-        return g * mask, None, None
-
-    def vjp_arrays(self, g):
-        (mask,) = self.saved_arrays
+    def rule(self, ns, g, mask):  # the VJP, on tensors and arrays alike (OneRule)
         return g * mask, None, None
 
     def jvp(self, t, *_):

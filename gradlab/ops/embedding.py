@@ -1,8 +1,7 @@
 """The ``Embedding`` op (an ``Op``, not the ``nn.Embedding`` layer) and ``_rows_added``, its array backward.
 
 ``weight[ids]`` forwards; backward adds ``dY`` into the looked-up rows (``_rows_added``: a sort of the ids and
-one sum per run of equal ids). It lives in ``nn/`` for now and moves under ``gradlab/ops/`` with the other op
-classes; the functions that call it are in ``nn/_embedding.py``.
+one sum per run of equal ids). The functions that call it are in ``nn/_embedding.py``.
 """
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import numpy as np
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..backend.arrays import scatter_add
-from ..ops.index import IndexAddZeros
+from .indexing import IndexAddZeros
 
 
 # ---------------------------------------------------------------- embedding

@@ -1,0 +1,120 @@
+"""Diagonals and triangles of matrices: ``diagonal``, ``diag``, ``trace`` (the method
+``x.trace()``), ``tril``, ``triu``.
+
+``diagonal``/``diag``/``trace`` are a few lines of indexing, so their gradients come from the
+indexing ops; ``tril``'s VJP is the same triangle of the gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from .._tensor import Tensor
+from ..autograd.function import Op
+from ..backend import xp_of
+from ..errors import ArgumentError, fmt_shape, ShapeError
+from ._util import check_tensor, one_dim
+from .registry import register, Sample
+
+
+# --------------------------------------------------------------- tril, triu
+class Tril(Op):
+    name = "tril"
+    formula = "dX = tril(dY, diagonal)"
+    fn = staticmethod(np.tril)
+
+    @staticmethod
+    def forward(ctx, x, diagonal):
+        ctx.diagonal = diagonal
+        return type(ctx).fn(x.data, diagonal)
+
+    def vjp(self, g):
+        return type(self).apply(g, self.diagonal), None
+
+    def vjp_arrays(self, g):
+        return type(self).fn(g, self.diagonal), None
+
+    def jvp(self, t, _):
+        return type(self).apply(t, self.diagonal)
+
+
+class Triu(Tril):
+    name = "triu"
+    formula = "dX = triu(dY, diagonal)"
+    fn = staticmethod(np.triu)
+
+
+def _tri_samples(src):
+    shape = src.shape(2, 4, 1, 4)
+    yield Sample((src.tensor(shape),), desc="main diagonal")
+    yield Sample((src.tensor(shape), src.integers(-2, 2)), desc="offset diagonal")
+
+
+def _tri(op_cls, name, which):
+    def fn(input, diagonal=0):
+        x = check_tensor(input, name)
+        if x.ndim < 2:
+            raise ShapeError(f"{name}: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
+        return op_cls.apply(x, int(diagonal))
+    fn.__name__ = name
+    fn.__doc__ = (f"Keep the {which} triangle of the last two dims (``diagonal`` shifts it up for > 0), "
+                  "zero the rest.")
+    return register(name, op=op_cls, samples=_tri_samples,
+                    torch=lambda torch, x, diagonal=0: getattr(torch, name)(x, diagonal))(fn)
+
+
+tril = _tri(Tril, "tril", "lower")
+triu = _tri(Triu, "triu", "upper")
+
+
+def _diag_index(n1, n2, offset, xp):
+    """Row and column indices of the ``offset`` diagonal of an (n1, n2) matrix."""
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    i = xp.arange(length, dtype=np.int64)
+    return (i, i + offset) if offset >= 0 else (i - offset, i)
+
+
+@register(samples=lambda src: [Sample((src.tensor((3, 4)),)), Sample((src.tensor((2, 3, 4)), 1, 0, 2)),
+                               Sample((src.tensor((4, 3)), -2, -1, 0))],
+          formula="dX = zeros(X.shape) with dX's diagonal = dY",
+          torch=lambda torch, x, offset=0, dim1=0, dim2=1: torch.diagonal(x, offset, dim1, dim2))
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The ``offset`` diagonal of the matrices spanned by ``dim1`` and ``dim2``; it becomes the last dim."""
+    x = check_tensor(input, "diagonal")
+    if x.ndim < 2:
+        raise ShapeError(f"diagonal: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
+    d1, d2 = one_dim(dim1, x.ndim, "diagonal"), one_dim(dim2, x.ndim, "diagonal")
+    if d1 == d2:
+        raise ArgumentError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
+    y = x.movedim((d1, d2), (-2, -1))
+    rows, cols = _diag_index(y.shape[-2], y.shape[-1], int(offset), xp_of(x.data))
+    return O.getitem(y, (Ellipsis, Tensor._make(rows), Tensor._make(cols)))
+
+
+@register(samples=lambda src: [Sample((src.tensor((3, 4)),))], formula="dX = eye(X.shape) * dY",
+          torch=lambda torch, x: torch.trace(x))
+def trace(input):
+    """The sum of the main diagonal of a matrix."""
+    x = check_tensor(input, "trace")
+    if x.ndim != 2:
+        raise ShapeError(f"trace: input must be a matrix (2-D), got shape {fmt_shape(x.shape)}")
+    return O.sum(diagonal(x))
+
+
+@register(samples=lambda src: [Sample((src.tensor((3,)),)), Sample((src.tensor((3,)), 1)),
+                               Sample((src.tensor((3, 4)), -1))],
+          formula="vector: dV = diagonal(dY, k); matrix: dX = zeros with the k-th diagonal = dY",
+          torch=lambda torch, x, diagonal=0: torch.diag(x, diagonal))
+def diag(input, diagonal=0):  # noqa: F811 - PyTorch's name for the argument
+    """A vector becomes a square matrix with it on the ``diagonal``-th diagonal; a matrix gives that diagonal."""
+    x = check_tensor(input, "diag")
+    k = int(diagonal)
+    if x.ndim == 2:
+        return globals()["diagonal"](x, k)
+    if x.ndim != 1:
+        raise ShapeError(f"diag: input must be 1-D (a vector) or 2-D (a matrix), got shape {fmt_shape(x.shape)}")
+    n = x.shape[0] + abs(k)
+    out = O.zeros(n, n, dtype=x.dtype, device=x.device)
+    rows, cols = _diag_index(n, n, k, xp_of(x.data))
+    out[Tensor._make(rows), Tensor._make(cols)] = x
+    return out

@@ -1,0 +1,294 @@
+"""Matrix multiplication, the op that does nearly all of a network's work, and its family:
+``matmul`` (``@``), ``mm``, ``bmm``, ``dot``, ``mv``, ``addmm``, ``outer``, ``tensordot``.
+
+For ``Y = A @ B`` the VJP is two more matmuls::
+
+    dA = dY @ B^T        dB = A^T @ dY
+
+(summed over broadcast batch dims). 1-D operands are treated as a row (left) or a column (right)
+vector and the added dimension is removed again, exactly as NumPy and PyTorch do. The other ops
+here are written with ``matmul`` or ``einsum``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from .._tensor import Tensor
+from ..autograd.function import Op
+from ..backend.device import xp_of
+from ..errors import ArgumentError, broadcast_failure, DTypeError, fmt_shape, ShapeError
+from ._util import arrays_for, check_tensor
+from .autocast import autocast_args as _autocast_args, state as _amp
+from .einsum import _eq, _LETTERS, einsum
+from .reduce import sum_to_array
+from .registry import register, Sample
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)`` (what a linear layer computes, with ``input`` the bias)."""
+    out = O.mm(mat1, mat2)
+    out = out if alpha == 1 else out * alpha
+    return out + (input if beta == 1 else input * beta)
+
+
+def mv(input, vec):
+    """Matrix times vector: ``input (n, m) @ vec (m,)``."""
+    return O.matmul(check_tensor(input, "mv"), check_tensor(vec, "mv", "vec"))
+
+
+register('addmm', samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2, 4)), src.tensor((4, 3))), dict(beta=0.5, alpha=2.0))],
+         formula="dI = beta sum_to(dY) ; dM1 = alpha dY M2^T ; dM2 = alpha M1^T dY", torch=lambda torch, i, a, b, **kw: torch.addmm(i, a, b, **kw))(addmm)
+
+
+register('mv', samples=lambda src: [Sample((src.tensor((2, 3)), src.tensor((3,))))],
+         formula="dA = outer(dY, v) ; dv = A^T dY", torch=lambda torch, a, v: torch.mv(a, v))(mv)
+
+
+class MatMul(Op):
+    name = "matmul"
+    formula = "dA = dY @ B^T ; dB = A^T @ dY"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        x, y, dt = arrays_for("matmul", a, b)
+        x, y = blas_ready(x), blas_ready(y)
+        if dt.itemsize <= 2:  # float16/bfloat16 products may overflow to inf: quietly, as in PyTorch
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = np.matmul(x, y)
+        else:
+            out = np.matmul(x, y)
+        return out if out.dtype == dt else out.astype(dt)  # NumPy returns float32 for bfloat16 operands
+
+    def vjp(self, g):
+        a, b = self.saved_tensors
+        if a.ndim == 2 and b.ndim == 2:  # the common case, said plainly
+            return O.matmul(g, b.mT), O.matmul(a.mT, g)
+        return _vjp_general(a, b, g)
+
+    def vjp_arrays(self, g):
+        """``vjp`` on arrays: the same matmuls, none for an input that needs no gradient.
+
+        A transpose is a view (NumPy's matmul hands transposed operands to BLAS as
+        they are, with no copy), so each gradient costs exactly one matmul.
+        """
+        a, b = self.saved_arrays
+        a, b, g = blas_ready(a), blas_ready(b), blas_ready(g)
+        need_a, need_b = self.next_functions[0] is not None, self.next_functions[1] is not None
+        if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as the forward
+            with np.errstate(over="ignore", invalid="ignore"):
+                return _vjp_arrays(a, b, g, need_a, need_b)
+        return _vjp_arrays(a, b, g, need_a, need_b)
+
+    def jvp(self, ta, tb):
+        a, b = self.args
+        out = None if ta is None else O.matmul(ta, b)
+        if tb is not None:
+            out = O.matmul(a, tb) if out is None else out + O.matmul(a, tb)
+        return out
+
+
+def _vjp_general(a, b, g):
+    """1-D and batched cases: lift to matrices, use the 2-D rule, undo the lift."""
+    if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar
+        return g * b, g * a
+    a2 = O.unsqueeze(a, 0) if a.ndim == 1 else a
+    b2 = O.unsqueeze(b, -1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = O.unsqueeze(g2, -2)
+    if b.ndim == 1:
+        g2 = O.unsqueeze(g2, -1)
+    da = O.sum_to(O.matmul(g2, b2.mT), a2.shape)
+    db = O.sum_to(O.matmul(a2.mT, g2), b2.shape)
+    return O.reshape(da, a.shape), O.reshape(db, b.shape)
+
+
+def _vjp_arrays(a, b, g, need_a, need_b):
+    """``_vjp_general`` (and the 2-D rule) on raw arrays."""
+    if a.ndim == 2 and b.ndim == 2:
+        return (np.matmul(g, b.T) if need_a else None), (np.matmul(a.T, g) if need_b else None)
+    if a.ndim == 1 and b.ndim == 1:
+        return (g * b if need_a else None), (g * a if need_b else None)
+    a2 = a[None] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = g2[..., None, :]
+    if b.ndim == 1:
+        g2 = g2[..., None]
+    da = db = None
+    if need_a:
+        da = sum_to_array(np.matmul(g2, _mT(b2)), a2.shape).reshape(a.shape)
+    if need_b:
+        if b2.ndim == 2 and a2.ndim > 2:
+            # the batch sum of A_i^T @ dY_i is one matmul over the stacked rows: (k, N) @ (N, m)
+            db = np.matmul(a2.reshape(-1, a2.shape[-1]).T, g2.reshape(-1, g2.shape[-1]))
+        else:
+            db = sum_to_array(np.matmul(_mT(a2), g2), b2.shape)
+        db = db.reshape(b.shape)
+    return da, db
+
+
+def blas_ready(x):
+    """``x``, or a contiguous copy of it when BLAS cannot read its matrices as they are.
+
+    BLAS needs each matrix's rows (or columns) evenly spaced with unit steps inside them.
+    A broadcast gradient (``y.sum()``'s backward hands every entry the same 1: stride 0)
+    or a flipped view is not; NumPy's matmul then silently falls back to a plain triple
+    loop, several times slower than copying first. Transposes and slices need no copy.
+    """
+    if x.ndim < 2:
+        return x
+    r, c = x.shape[-2:]
+    s0, s1 = x.strides[-2:]
+    it = x.itemsize
+    if (s1 == it and s0 % it == 0 and s0 >= c * it) or (s0 == it and s1 % it == 0 and s1 >= r * it):
+        return x
+    if r * c <= 1:
+        return x
+    return xp_of(x).ascontiguousarray(x)
+
+
+def _mT(x):
+    """The matrix transpose of the last two dims, as a view."""
+    return x.swapaxes(-1, -2)
+
+
+def _check(a, b, op="matmul", names=("input", "other")):
+    if a.dtype != b.dtype:  # PyTorch does not promote in matrix products: "expected m1 and m2 to have the same dtype"
+        raise DTypeError(f"{op}: {names[0]} {fmt_shape(a.shape)} has dtype {a.dtype} but {names[1]} "
+                         f"{fmt_shape(b.shape)} has dtype {b.dtype}; matrix products need one dtype: convert one "
+                         f"with .to(...) (NumPy data is float64: gradlab.tensor(arr, dtype=gradlab.float32) or x.float())")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got {fmt_shape(a.shape)} and "
+                         f"{fmt_shape(b.shape)}; use * to multiply by a scalar")
+    k1 = a.shape[-1]
+    k2 = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+    if k1 != k2:
+        raise ShapeError(f"matmul: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
+                         f"{k1} and {k2} differ (the last dim of the first must equal the "
+                         f"{'first' if b.ndim == 1 else 'second-to-last'} dim of the second)")
+    if a.ndim > 2 and b.ndim > 2:
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise broadcast_failure("matmul (batch dims)", [a.shape[:-2], b.shape[:-2]], ["A", "B"]) from None
+
+
+def _matmul_samples(src):
+    n, k, m = src.integers(1, 4), src.integers(1, 4), src.integers(1, 4)
+    yield Sample((src.tensor((n, k)), src.tensor((k, m))), desc="2-D")
+    yield Sample((src.tensor((k,)), src.tensor((k,))), desc="dot")
+    yield Sample((src.tensor((k,)), src.tensor((2, k, m))), desc="vector @ batch")
+    yield Sample((src.tensor((2, n, k)), src.tensor((k,))), desc="batch @ vector")
+    batch_a, batch_b = src.broadcast_pair(max_dims=2, max_side=3)
+    yield Sample((src.tensor(batch_a + (n, k)), src.tensor(batch_b + (k, m))), desc="broadcast batch dims")
+    yield Sample((src.tensor((n, 0)), src.tensor((0, m))), desc="empty inner dim")
+
+
+@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b))
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
+    a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
+    if _amp.enabled:
+        a, b = _autocast_args("matmul", a, b)
+    _check(a, b)
+    return MatMul.apply(a, b)
+
+
+def mm(input, mat2):
+    """2-D matrix product (``matmul`` restricted to matrices)."""
+    a, b = check_tensor(input, "mm", "input"), check_tensor(mat2, "mm", "mat2")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm: expects two matrices, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}; use matmul for other ranks")
+    return matmul(a, b)
+
+
+def dot(input, other):
+    a, b = check_tensor(input, "dot", "input"), check_tensor(other, "dot", "other")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"dot: expects two 1-D tensors, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+    return matmul(a, b)
+
+
+# ------------------------------------------------------- outer, tensordot, bmm
+@register(samples=lambda src: [Sample((src.tensor((src.integers(0, 3),)), src.tensor((src.integers(1, 3),))))],
+          formula="dA = dY @ B ; dB = dY^T @ A   (as the einsum 'i,j->ij')",
+          torch=lambda torch, a, b: torch.outer(a, b))
+def outer(input, vec2):
+    """``out[i, j] = input[i] * vec2[j]`` for two 1-D tensors."""
+    a, b = check_tensor(input, "outer", "input"), check_tensor(vec2, "outer", "vec2")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expects two 1-D tensors, got input {fmt_shape(a.shape)} and vec2 "
+                         f"{fmt_shape(b.shape)}; flatten them first, or use einsum")
+    return einsum("i,j->ij", a, b)
+
+
+def _tensordot_samples(src):
+    t = src.tensor
+    yield Sample((t((2, 3, 4)), t((3, 4, 2))), desc="dims=2 (default)")
+    yield Sample((t((2, 3)), t((3, 2)), 1), desc="dims=1: matmul")
+    yield Sample((t((2, 3)), t((4,)), 0), desc="dims=0: outer product")
+    yield Sample((t((2, 3, 4)), t((4, 2, 3))), dict(dims=([1, 2], [2, 0])), desc="pair of lists")
+
+
+@register(samples=_tensordot_samples, formula="dA, dB: einsums of dY with the other operand",
+          torch=lambda torch, a, b, dims=2: torch.tensordot(a, b, dims=dims))
+def tensordot(a, b, dims=2):
+    """Sum products over ``dims``: an int ``n`` pairs ``a``'s last ``n`` dims with ``b``'s first ``n``;
+    a pair of lists ``([1, 2], [2, 0])`` names them. The result keeps the rest of ``a``, then of ``b``."""
+    a, b = check_tensor(a, "tensordot", "a"), check_tensor(b, "tensordot", "b")
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0 or dims > min(a.ndim, b.ndim):
+            raise ArgumentError(f"tensordot: dims={dims} is out of range for a {fmt_shape(a.shape)} and "
+                                f"b {fmt_shape(b.shape)}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        if isinstance(dims, Tensor):
+            dims = dims.data.tolist()
+        try:
+            da, db = ([int(d) for d in (x if isinstance(x, (list, tuple)) else [x])] for x in dims)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"tensordot: dims must be an int or a pair of lists of dims, got {dims!r}") from None
+        if len(da) != len(db):
+            raise ArgumentError(f"tensordot: dims names {len(da)} dims of a but {len(db)} of b; pair them one to one")
+        da = [d % a.ndim if -a.ndim <= d < a.ndim else _bad_dim(d, "a", a) for d in da]
+        db = [d % b.ndim if -b.ndim <= d < b.ndim else _bad_dim(d, "b", b) for d in db]
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: dim {i} of a {fmt_shape(a.shape)} has size {a.shape[i]} but dim {j} of "
+                             f"b {fmt_shape(b.shape)} has size {b.shape[j]}; contracted dims must match")
+    la = list(_LETTERS[:a.ndim])
+    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
+    for i, j in zip(da, db):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in da] + [c for j, c in enumerate(lb) if j not in db]
+    return einsum(_eq([la, lb], out), a, b)
+
+
+def _bad_dim(d, name, t):
+    raise ArgumentError(f"tensordot: dim {d} is out of range for {name} with shape {fmt_shape(t.shape)}")
+
+
+def _bmm_samples(src):
+    b, n, k, m = (src.integers(1, 3) for _ in range(4))
+    yield Sample((src.tensor((b, n, k)), src.tensor((b, k, m))))
+
+
+@register(samples=_bmm_samples, formula="dA = dY @ B^T ; dB = A^T @ dY   (per batch)",
+          torch=lambda torch, a, b: torch.bmm(a, b))
+def bmm(input, mat2):
+    """Batched matrix product of ``(b, n, k)`` and ``(b, k, m)``: no broadcasting (use matmul for that)."""
+    a, b = check_tensor(input, "bmm", "input"), check_tensor(mat2, "bmm", "mat2")
+    if a.ndim != 3 or b.ndim != 3:
+        raise ShapeError(f"bmm: expects two 3-D tensors (batch, n, k) and (batch, k, m), got input "
+                         f"{fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; use matmul for other ranks")
+    if a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: batch sizes differ: input {fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; "
+                         "bmm does not broadcast (matmul does)")
+    if a.shape[2] != b.shape[1]:
+        raise ShapeError(f"bmm: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
+                         f"{a.shape[2]} and {b.shape[1]} differ")
+    return O.matmul(a, b)

@@ -1,0 +1,200 @@
+"""Sorting and order statistics: ``sort``, ``argsort``, ``topk``, ``msort``, ``kthvalue``,
+``median``, ``mode``, ``unique``, ``unique_consecutive``.
+
+``sort``'s values are ``gather(x, dim, indices)``, so gradients flow back to where each value came
+from with no formula of their own; the others are written on top of ``sort`` and ``gather``.
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from .. import ops as O
+from .._tensor import Tensor
+from ..backend import xp_of
+from ..errors import ArgumentError, fmt_shape
+from ._util import check_tensor, method_spelling, one_dim
+from .reduce import ValuesIndices
+from .registry import register, Sample
+
+
+sort = method_spelling("sort", "``(values, indices)`` of ``input`` sorted along ``dim`` (``x.sort(...)``).")
+argsort = method_spelling("argsort", "The indices that sort ``input`` along ``dim`` (``x.argsort(...)``).")
+topk = method_spelling("topk", "The ``k`` largest entries along ``dim`` and their indices (``x.topk(k, ...)``).")
+
+
+register('sort', samples=lambda src: [Sample((src.tensor((3, 4), distinct=True),), dict(dim=src.dim(2), descending=src.boolean()))],
+         formula="dX = scatter dY back to where each sorted value came from", torch=lambda torch, x, **kw: torch.sort(x, **kw))(sort)
+
+
+register('argsort', samples=lambda src: [Sample((src.tensor((3, 4), distinct=True),), dict(dim=src.dim(2)))],
+         formula='(no gradient)', torch=lambda torch, x, **kw: torch.argsort(x, **kw), differentiable=False)(argsort)
+
+
+register('topk', samples=lambda src: [Sample((src.tensor((3, 4), distinct=True), 2), dict(dim=-1, largest=src.boolean()))],
+         formula="dX = scatter dY back to the k picked entries", torch=lambda torch, x, k, **kw: torch.topk(x, k, **kw))(topk)
+
+
+def _kth_samples(src):
+    yield Sample((src.tensor((3, 5), distinct=True), 2), dict(dim=1))
+    yield Sample((src.tensor((4, 3), distinct=True), 4, 0, True))
+
+
+@register(samples=_kth_samples, formula="dX = dY at the picked element, 0 elsewhere",
+          torch=lambda torch, x, k, dim=-1, keepdim=False: torch.kthvalue(x, k, dim, keepdim))
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest entry along ``dim`` (``k`` counts from 1) and its index."""
+    x = check_tensor(input, "kthvalue")
+    d = one_dim(dim, x.ndim, "kthvalue") if x.ndim else 0
+    n = x.shape[d] if x.ndim else 1
+    if not 1 <= int(k) <= n:
+        raise ArgumentError(f"kthvalue: k={k} is out of range for dim {d} of size {n} (input {fmt_shape(x.shape)}); "
+                            f"k counts from 1 and must be at most {n}")
+    if x.ndim == 0:
+        return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
+    _, order = O.sort(x, d)
+    idx = O.narrow(order, d, int(k) - 1, 1)
+    vals = O.gather(x, d, idx)
+    if not keepdim:
+        vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
+    return ValuesIndices(vals, idx)
+
+
+def _median_samples(src):
+    yield Sample((src.tensor((3, 5), distinct=True),))
+    yield Sample((src.tensor((3, 4), distinct=True),), dict(dim=1))
+    yield Sample((src.tensor((4, 3), distinct=True), 0, True))
+
+
+@register(samples=_median_samples, formula="dX = dY at the median element, 0 elsewhere",
+          torch=lambda torch, x, dim=None, keepdim=False: torch.median(x) if dim is None else torch.median(x, dim, keepdim))
+def median(input, dim=None, keepdim=False):
+    """The median; for an even count the lower of the two middle values (PyTorch's rule, not their mean).
+
+    Without ``dim``: one value over all elements. With ``dim``: ``(values, indices)`` along it."""
+    x = check_tensor(input, "median")
+    if dim is None:
+        flat = O.flatten(x)
+        if flat.shape[0] == 0:
+            return O.sum(flat) * float("nan")
+        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0).values
+    n = x.shape[one_dim(dim, x.ndim, "median")] if x.ndim else 1
+    return kthvalue(x, (n + 1) // 2, dim, keepdim)
+
+
+@register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 0.5]])), 1))],
+          formula="dX = dY at the picked element, 0 elsewhere",
+          torch=lambda torch, x, dim=-1, keepdim=False: torch.mode(x, dim, keepdim))
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest one among ties) and the last index where it occurs."""
+    x = check_tensor(input, "mode")
+    if x.ndim == 0:
+        return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
+    d = one_dim(dim, x.ndim, "mode")
+    a = np.moveaxis(np.asarray(x.cpu().data), d, -1)
+    rows = a.reshape(-1, a.shape[-1])
+    idx = np.zeros(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        vals, counts = np.unique(row, return_counts=True)
+        v = vals[np.argmax(counts)]
+        idx[r] = np.nonzero(row == v)[0][-1]
+    idx = Tensor._make(np.moveaxis(idx.reshape(a.shape[:-1] + (1,)), -1, d)).to(x.device)
+    vals = O.gather(x, d, idx)
+    if not keepdim:
+        vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
+    return ValuesIndices(vals, idx)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct values, sorted (``dim=None``: of the flattened input; ``dim=d``: distinct slices along d),
+    optionally with ``inverse`` (where each input element went) and ``counts``."""
+    x = check_tensor(input, "unique")
+    a = np.asarray(x.cpu().data)
+    if dim is None:
+        vals, first, inv, counts = np.unique(a.reshape(-1), return_index=True, return_inverse=True, return_counts=True)
+        out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x.requires_grad \
+            else Tensor._make(xp_of(x.data).asarray(vals))
+        inv = inv.reshape(a.shape)
+    else:
+        d = one_dim(dim, x.ndim, "unique")
+        moved = np.moveaxis(a, d, 0)
+        _, first, inv, counts = np.unique(moved.reshape(moved.shape[0], -1), axis=0, return_index=True,
+                                          return_inverse=True, return_counts=True)
+        out = O.index_select(x, d, Tensor._make(first.astype(np.int64)).to(x.device))
+        inv = inv.reshape(-1)
+    res = [out]
+    if return_inverse:
+        res.append(Tensor._make(inv.astype(np.int64)).to(x.device))
+    if return_counts:
+        res.append(Tensor._make(counts.astype(np.int64)).to(x.device))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive values to one (``[1, 1, 2, 1]`` -> ``[1, 2, 1]``)."""
+    x = check_tensor(input, "unique_consecutive")
+    if dim is not None:
+        d = one_dim(dim, x.ndim, "unique_consecutive")
+        moved = np.moveaxis(np.asarray(x.cpu().data), d, 0)
+        rows = moved.reshape(moved.shape[0], -1)
+        starts = np.ones(rows.shape[0], bool)
+        starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        out = O.index_select(x, d, Tensor._make(np.nonzero(starts)[0].astype(np.int64)).to(x.device))
+        n = rows.shape[0]
+    else:
+        flat = np.asarray(x.cpu().data).reshape(-1)
+        starts = np.ones(flat.shape[0], bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        out = O.getitem(O.flatten(x), Tensor._make(np.nonzero(starts)[0].astype(np.int64)).to(x.device))
+        n = flat.shape[0]
+    res = [out]
+    if return_inverse:
+        inv = np.cumsum(starts) - 1
+        res.append(Tensor._make(inv.reshape(x.shape if dim is None else (n,)).astype(np.int64)).to(x.device))
+    if return_counts:
+        pos = np.append(np.nonzero(starts)[0], n)
+        res.append(Tensor._make(np.diff(pos).astype(np.int64)).to(x.device))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+SortResult = collections.namedtuple("SortResult", ["values", "indices"])
+
+
+def _sort(self, dim=-1, descending=False, stable=False):
+    """``(values, indices)`` sorted along ``dim``; values are ``gather(self, dim, indices)``, so
+    gradients flow back to where each value came from. Ties keep their original order."""
+    from ..backend import xp_of
+    d = one_dim(dim, self.ndim, "sort") if self.ndim else 0
+    a = self.data if self.ndim else self.data.reshape(1)
+    xp = xp_of(a)
+    idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
+    if descending and a.dtype.kind == "b":
+        idx = xp.argsort(~a, axis=d, kind="stable")
+    elif descending and a.dtype.kind == "f" and bool(xp.isnan(a).any()):
+        # PyTorch counts NaN as the largest value: first when descending (NumPy puts it last either way)
+        nan_last = xp.isnan(xp.take_along_axis(a, idx, axis=d))
+        idx = xp.take_along_axis(idx, xp.argsort(~nan_last, axis=d, kind="stable"), axis=d)
+    idx = Tensor._make(idx.astype("int64") if self.ndim else idx.astype("int64").reshape(()))
+    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
+
+
+def _argsort(self, dim=-1, descending=False, stable=False):
+    """The indices that sort ``self`` along ``dim``."""
+    return _sort(self, dim, descending).indices
+
+
+def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+    """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest first."""
+    d = one_dim(dim, self.ndim, "topk") if self.ndim else 0
+    n = self.shape[d] if self.ndim else 1
+    if not 0 <= int(k) <= n:
+        raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
+    _, idx = _sort(self, d, descending=largest)
+    idx = idx[(slice(None),) * d + (slice(0, int(k)),)] if self.ndim else idx
+    return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
+
+
+def msort(input):
+    """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
+    return input.sort(0).values
