@@ -2600,6 +2600,141 @@ def init_model_(model, nonlinearity="relu", rng=None):
     return model
 '''})
 
+# ---- 19_batch_norm -----------------------------------------------
+_FORWARD_19 = '''
+def batch_norm_forward(x, gamma, beta, running_mean, running_var, training=True, momentum=0.1, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = [1] * x.ndim
+    shape[1] = x.shape[1]
+    if training:
+        n = x.size // x.shape[1]
+        if n <= 1:
+            raise ValueError("batch_norm: expected more than 1 value per channel when training")
+        mu = x.mean(axis=axes)
+        var = x.var(axis=axes)
+        running_mean *= 1 - momentum
+        running_mean += momentum * mu
+        running_var *= 1 - momentum
+        running_var += momentum * var * n / (n - 1)
+    else:
+        mu, var = running_mean, running_var
+    s = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mu.reshape(shape)) * s.reshape(shape)
+    return gamma.reshape(shape) * xhat + beta.reshape(shape), (xhat, s, gamma, axes, shape, training)
+'''
+_BACKWARD_19 = '''
+def batch_norm_backward(g, cache):
+    xhat, s, gamma, axes, shape, training = cache
+    dgamma = (g * xhat).sum(axis=axes)
+    dbeta = g.sum(axis=axes)
+    gh = g * gamma.reshape(shape)
+    if not training:
+        return gh * s.reshape(shape), dgamma, dbeta
+    dx = s.reshape(shape) * (gh - gh.mean(axis=axes, keepdims=True)
+                             - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
+    return dx, dgamma, dbeta
+'''
+FIXTURES['wrong_19_running_var_biased'] = ('19_batch_norm', {
+    'forward': _FORWARD_19.replace("momentum * var * n / (n - 1)", "momentum * var"), 'backward': _BACKWARD_19})
+FIXTURES['wrong_19_running_stats_rebound'] = ('19_batch_norm', {
+    'forward': _FORWARD_19.replace('''        running_mean *= 1 - momentum
+        running_mean += momentum * mu
+        running_var *= 1 - momentum
+        running_var += momentum * var * n / (n - 1)''', '''        running_mean = (1 - momentum) * running_mean + momentum * mu
+        running_var = (1 - momentum) * running_var + momentum * var * n / (n - 1)'''),
+    'backward': _BACKWARD_19})
+FIXTURES['wrong_19_var_cancellation'] = ('19_batch_norm', {
+    'forward': _FORWARD_19.replace("var = x.var(axis=axes)", "var = (x * x).mean(axis=axes) - mu * mu"),
+    'backward': _BACKWARD_19})
+FIXTURES['wrong_19_batch_check_on_n_only'] = ('19_batch_norm', {
+    'forward': _FORWARD_19.replace("if n <= 1:", "if x.shape[0] <= 1:"), 'backward': _BACKWARD_19})
+FIXTURES['wrong_19_stats_as_constants'] = ('19_batch_norm', {
+    'forward': _FORWARD_19,
+    'backward': '''
+def batch_norm_backward(g, cache):
+    xhat, s, gamma, axes, shape, training = cache
+    return g * gamma.reshape(shape) * s.reshape(shape), (g * xhat).sum(axis=axes), g.sum(axis=axes)
+'''})
+FIXTURES['wrong_19_eval_backward_as_train'] = ('19_batch_norm', {
+    'forward': _FORWARD_19,
+    'backward': '''
+def batch_norm_backward(g, cache):
+    xhat, s, gamma, axes, shape, training = cache
+    gh = g * gamma.reshape(shape)
+    dx = s.reshape(shape) * (gh - gh.mean(axis=axes, keepdims=True)
+                             - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
+    return dx, (g * xhat).sum(axis=axes), g.sum(axis=axes)
+'''})
+FIXTURES['alt_19_step_by_step'] = ('19_batch_norm', {
+    'forward': '''
+def batch_norm_forward(x, gamma, beta, running_mean, running_var, training=True, momentum=0.1, eps=1e-5):
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    bshape = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
+    n = x.size // x.shape[1]
+    if training:
+        if n < 2:
+            raise ValueError("need at least two values per channel")
+        mu = x.mean(axis=axes, keepdims=True)
+        xc = x - mu
+        var = (xc ** 2).mean(axis=axes, keepdims=True)
+        running_mean[...] = (1 - momentum) * running_mean + momentum * mu.reshape(-1)
+        running_var[...] = (1 - momentum) * running_var + momentum * var.reshape(-1) * n / (n - 1)
+    else:
+        mu, var = running_mean.reshape(bshape), running_var.reshape(bshape)
+        xc = x - mu
+    std = np.sqrt(var + eps)
+    xhat = xc / std
+    cache = dict(xc=xc, std=std, xhat=xhat, gamma=gamma.reshape(bshape), axes=axes, n=n, training=training)
+    return gamma.reshape(bshape) * xhat + beta.reshape(bshape), cache
+''',
+    'backward': '''
+def batch_norm_backward(g, cache):
+    c = cache
+    axes, n = c["axes"], c["n"]
+    dgamma = (g * c["xhat"]).sum(axis=axes)
+    dbeta = g.sum(axis=axes)
+    dxhat = g * c["gamma"]
+    if not c["training"]:
+        return dxhat / c["std"], dgamma, dbeta
+    dvar = (dxhat * c["xc"]).sum(axis=axes, keepdims=True) * -0.5 * c["std"] ** -3
+    dmu = -(dxhat / c["std"]).sum(axis=axes, keepdims=True) - 2.0 * dvar * c["xc"].mean(axis=axes, keepdims=True)
+    dx = dxhat / c["std"] + dvar * 2.0 * c["xc"] / n + dmu / n
+    return dx, dgamma, dbeta
+'''})
+FIXTURES['alt_19_channels_first'] = ('19_batch_norm', {
+    'forward': '''
+def batch_norm_forward(x, gamma, beta, running_mean, running_var, training=True, momentum=0.1, eps=1e-5):
+    xc = np.moveaxis(x, 1, 0)
+    flat = xc.reshape(xc.shape[0], -1)                 # (C, everything else)
+    if training:
+        if flat.shape[1] <= 1:
+            raise ValueError("batch_norm: one value per channel")
+        mu, var = flat.mean(axis=1), flat.var(axis=1)
+        np.copyto(running_mean, running_mean + momentum * (mu - running_mean))
+        unbiased = flat.var(axis=1, ddof=1)
+        np.copyto(running_var, running_var + momentum * (unbiased - running_var))
+    else:
+        mu, var = running_mean, running_var
+    inv = 1.0 / np.sqrt(var + eps)
+    xhat = (flat - mu[:, None]) * inv[:, None]
+    y = gamma[:, None] * xhat + beta[:, None]
+    y = np.moveaxis(y.reshape(xc.shape), 0, 1)
+    return y, (xhat, inv, gamma, xc.shape, training)
+''',
+    'backward': '''
+def batch_norm_backward(g, cache):
+    xhat, inv, gamma, cshape, training = cache
+    gf = np.moveaxis(g, 1, 0).reshape(xhat.shape)
+    dgamma, dbeta = (gf * xhat).sum(axis=1), gf.sum(axis=1)
+    gh = gf * gamma[:, None]
+    if training:
+        m = xhat.shape[1]
+        dx = inv[:, None] / m * (m * gh - gh.sum(axis=1, keepdims=True) - xhat * (gh * xhat).sum(axis=1, keepdims=True))
+    else:
+        dx = gh * inv[:, None]
+    return np.moveaxis(dx.reshape(cshape), 0, 1), dgamma, dbeta
+'''})
+
 
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
