@@ -24,8 +24,6 @@ lab: venv
 
 test: venv
 	$(BIN)/python -m pytest
-	# once more on the Python definitions of the loops that gradlab/autograd/csrc compiles (see gradlab/autograd/_accel.py)
-	GRADLAB_PURE_PYTHON=1 $(BIN)/python -m pytest -q -n 2 -m "not browser" -p no:cacheprovider
 	GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax notebooks -n 2 --dist loadfile -p no:cacheprovider
 
 bench: venv

@@ -317,11 +317,10 @@ def _run_plain(order, buffers, st):
 
     * the names it uses are bound to locals first (a local is one array read;
       a global or an attribute is a dictionary lookup);
-    * the twin is read from the class, not the node (``type(node).vjp_arrays``
-      is a plain function: no bound method is made per node) -- an override
-      (``overrides.py``) sets it on the class too;
     * ``AccumulateGrad`` has no twin, so one test (``fast is None``) sends
-      leaves and twin-less nodes to the slower branches.
+      leaves and twin-less nodes to the slower branches;
+    * the common buffer case (a node with one output, reached for the first
+      time) is one list made with its gradient in it.
     """
     pop, get = buffers.pop, buffers.get
     retain, handed, accumulate = st.retain_graph, st.handed, st.accumulate
@@ -330,7 +329,7 @@ def _run_plain(order, buffers, st):
         grads = pop(node, None)
         if grads is None:
             continue
-        fast = type(node).vjp_arrays
+        fast = node.vjp_arrays
         if fast is None or node._hooked:
             if type(node) is Acc and not node._hooked and not node.variable._hooks:
                 if accumulate:
@@ -341,7 +340,7 @@ def _run_plain(order, buffers, st):
         if node._released or (len(grads) > 1 and any(g is None for g in grads)):  # (freed; an output got none)
             run_node(node, grads, buffers, st)
             continue
-        outs = fast(node, *grads)
+        outs = fast(*grads)
         for e, g, meta in zip(node.next_functions, outs, node.input_meta):
             if e is None or g is None:
                 continue
