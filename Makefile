@@ -3,7 +3,7 @@
 #                 (make lab PORT=8899 ARGS="--no-browser --ip=0.0.0.0"; works as root too)
 #   make test  -- set up a virtual environment and run the whole test suite
 # Both only download packages through pip, and only when the venv is new or
-# pyproject.toml / setup.py changed (a stamp file in the venv): a second run works offline.
+# pyproject.toml changed (a stamp file in the venv): a second run works offline.
 # CI (.ci/run) calls `make test` with GRADLAB_ORACLE=1 so that the PyTorch comparisons always run there.
 
 PYTHON ?= python3
@@ -22,7 +22,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
 
-$(STAMP): pyproject.toml setup.py | $(BIN)/python
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	@touch $@
 
@@ -36,8 +36,6 @@ test: venv
 	@$(BIN)/python -c "import torch" 2>/dev/null || echo "make test: PyTorch (the oracle) is not installed, so the tests marked 'oracle' (comparisons with PyTorch) SKIP; run 'make test GRADLAB_ORACLE=1' to install it and run them"
 	@test -x "$${GRADLAB_CHROMIUM:-/usr/bin/chromium}" || echo "make test: Chromium not found at $${GRADLAB_CHROMIUM:-/usr/bin/chromium}, so the real-browser tests (tests/browser) SKIP; install it with: apt-get install -y chromium"
 	$(BIN)/python -m pytest
-	# once more on the Python definitions of the loops that gradlab/autograd/csrc compiles (see gradlab/autograd/_accel.py)
-	GRADLAB_PURE_PYTHON=1 $(BIN)/python -m pytest -q -n 2 -m "not browser" -p no:cacheprovider
 	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
 	$(BIN)/python -m gradlab course mutants -n 2 --min-score 0.9
 	# the course notebooks as committed (a copy from git HEAD), not the working copies a student ran or autosaved

@@ -227,9 +227,7 @@ def main(argv=None):
         torch = None
     if torch is not None:
         torch.set_num_threads(args.threads)
-    from gradlab.autograd import _accel
-    print(f"gradlab engine: {'compiled' if _accel.ACTIVE else 'see gradlab/autograd/_accel.py'}; "
-          f"threads={args.threads}; steps={args.steps} (interleaved)")
+    print(f"threads={args.threads}; steps={args.steps} (interleaved)")
 
     names = [n for n in PROGRAMS if not args.only or any(s in n for s in args.only)]
     if args.profile:

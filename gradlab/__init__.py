@@ -94,6 +94,7 @@ _LAZY = {
     "explain_grad": ("gradlab.debug", "explain_grad"),
     "memory_report": ("gradlab.debug", "memory_report"),
     "trace": ("gradlab.debug", "trace"),
+    "source": ("gradlab.debug", "source"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
     "compile": ("gradlab.compile", "compile"),

@@ -1,46 +1,55 @@
-"""Differential fuzzing of the autograd engine: compiled paths vs Python paths vs PyTorch.
+"""Differential fuzzing of the autograd engine: its fast loop vs its general loop vs PyTorch.
 
 ``tests/engine_fuzz_programs.py`` draws a program from a seed (hooks, retain_grad, node hooks,
 multi-output ops, user Functions, in-place changes, views, grad modes, repeated backward,
 ``backward(inputs=)``, ``grad()`` options, saved-tensor hooks, checkpoint, anomaly mode, forward
-AD, several dtypes, 0-d and size-0 tensors) and runs it with gradlab's compiled paths, with its
-Python paths (which must agree bit for bit, errors included) and with PyTorch (values to a tight
-tolerance; where one raises the other must too, with a matching built-in class). The regression
-tests below pin each divergence the fuzzing found.
+AD, several dtypes, 0-d and size-0 tensors) and runs it with gradlab's everyday loop
+(``engine._run_plain``), with every node sent through the general one (``engine._run_node``; the
+two must agree bit for bit, errors included) and with PyTorch (values to a tight tolerance; where
+one raises the other must too, with a matching built-in class). The regression tests below pin
+each divergence the fuzzing found. (``tests/test_engine_reference.py`` checks both loops against
+the twenty-line reference loop at the top of ``engine.py``.)
 """
-import contextlib
-
 import numpy as np
 import pytest
 
 import gradlab
-from gradlab.autograd import _accel
+from gradlab.autograd import engine
 
 from . import engine_fuzz_programs as EF
-
-built = pytest.mark.skipif(_accel._speedups is None, reason="the C extension is not built (no C compiler at install)")
 
 CHUNKS, PER_CHUNK = 8, 150  # 1200 programs, a few seconds
 
 
+class _Quiet:
+    """Watches backward and does nothing: its presence sends every node through ``engine._run_node``."""
+
+    def node_start(self, node, grads):
+        pass
+
+    def node_end(self, node, grads_in, grads_out):
+        pass
+
+
 def _both_ways(prog, arrays):
-    with _accel.compiled():
-        fast = EF.run(gradlab, prog, arrays)
-    with _accel.pure_python():
+    fast = EF.run(gradlab, prog, arrays)
+    engine.backward_observers.append(quiet := _Quiet())
+    try:
         slow = EF.run(gradlab, prog, arrays)
+    finally:
+        engine.backward_observers.remove(quiet)
     return fast, slow
 
 
-@built
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_compiled_and_python_paths_agree_bit_for_bit_on_random_programs(chunk):
+def test_the_fast_and_the_general_loop_agree_bit_for_bit_on_random_programs(chunk):
     bad = []
     for seed in range(chunk * PER_CHUNK, (chunk + 1) * PER_CHUNK):
         prog = EF.make_program(seed)
         fast, slow = _both_ways(prog, EF.leaf_arrays(prog))
         if not EF.same_exact(fast, slow):
             bad.append(seed)
-    assert not bad, f"compiled and Python paths differ on seeds {bad} (replay: EF.make_program(seed))"
+    assert not bad, f"the fast and the general loop differ on seeds {bad} (replay: EF.make_program(seed))"
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -159,23 +168,18 @@ def test_backward_inputs_may_name_a_non_leaf(torch):
         np.testing.assert_array_equal(ours, theirs)
 
 
-@pytest.mark.parametrize("path", ["compiled", "python"])
-def test_forward_ad_saved_outputs_read_back_in_a_reverse_pass(path, torch):
+def test_forward_ad_saved_outputs_read_back_in_a_reverse_pass(torch):
     # ops that save their output (exp, tanh) under a dual level: saved_arrays handed the
     # SavedTensor subclass itself to the VJP ("unsupported operand type(s) for *")
-    if path == "compiled" and _accel._speedups is None:
-        pytest.skip("the C extension is not built")
     res = []
     for lib in (gradlab, torch):
         fwAD = lib.autograd.forward_ad
         x = lib.tensor(np.array([0.3, -0.7, 1.1]), requires_grad=True)
-        with (_accel.compiled() if path == "compiled" and lib is gradlab else
-              _accel.pure_python() if lib is gradlab else contextlib.nullcontext()):
-            with fwAD.dual_level():
-                d = fwAD.make_dual(x, lib.ones(3, dtype=x.dtype) * 0.5)
-                y = (d.exp() * d).tanh()
-                tangent = fwAD.unpack_dual(y).tangent
-                fwAD.unpack_dual(y).primal.sum().backward()
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, lib.ones(3, dtype=x.dtype) * 0.5)
+            y = (d.exp() * d).tanh()
+            tangent = fwAD.unpack_dual(y).tangent
+            fwAD.unpack_dual(y).primal.sum().backward()
         res.append((tangent.detach().numpy(), x.grad.numpy()))
     for ours, theirs in zip(*res):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
@@ -258,27 +262,22 @@ def test_node_hooks_may_replace_gradients(torch):
         y.sum().backward()
 
 
-@pytest.mark.parametrize("path", ["compiled", "python"])
-def test_a_deep_chain_with_hooks_in_the_middle(path, torch):
-    if path == "compiled" and _accel._speedups is None:
-        pytest.skip("the C extension is not built")
+def test_a_deep_chain_with_hooks_in_the_middle(torch):
     n = 10_000
     res = []
     for lib in (gradlab, torch):
         x = lib.tensor(np.array([0.1, -0.2, 0.3]), requires_grad=True)
         seen = []
-        with _accel.compiled() if path == "compiled" and lib is gradlab else (
-                _accel.pure_python() if lib is gradlab else contextlib.nullcontext()):
-            h = x
-            for i in range(n):
-                h = h * 0.9999 + 0.0001 if i % 3 else (h.sin() if i % 2 else h * 1.0001)
-                if i in (17, 5003):
-                    h.register_hook(lambda g: g * 2)
-                if i == 9000:
-                    h.retain_grad()
-                    keep = h
-                    keep.register_hook(lambda g: seen.append(g.detach().numpy().copy()))
-            h.sum().backward()
+        h = x
+        for i in range(n):
+            h = h * 0.9999 + 0.0001 if i % 3 else (h.sin() if i % 2 else h * 1.0001)
+            if i in (17, 5003):
+                h.register_hook(lambda g: g * 2)
+            if i == 9000:
+                h.retain_grad()
+                keep = h
+                keep.register_hook(lambda g: seen.append(g.detach().numpy().copy()))
+        h.sum().backward()
         res.append((x.grad.numpy(), keep.grad.numpy(), seen[0]))
     for ours, theirs in zip(*res):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9)

@@ -46,7 +46,7 @@ def _fake_venv(tmp_path):
     """A copy of the Makefile's inputs and a venv whose python only logs how it was called."""
     work = tmp_path / "repo"
     work.mkdir()
-    for f in ("Makefile", "pyproject.toml", "setup.py"):
+    for f in ("Makefile", "pyproject.toml"):
         shutil.copy(REPO / f, work / f)
     bin_ = work / ".venv" / "bin"
     bin_.mkdir(parents=True)

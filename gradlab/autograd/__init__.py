@@ -2,7 +2,7 @@
 forward mode (``forward_ad``), saved-tensor hooks and the saved-bytes report (``graph``),
 in-place safety (``inplace``), anomaly detection and backward-rule overrides."""
 from .. import _tensor as _tensor_mod
-from . import _accel, engine, function, grad_mode, hooks, inplace
+from . import engine, function, grad_mode, hooks, inplace
 from . import anomaly, forward_ad, functional, graph, overrides
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .overrides import override_vjp, register_vjp
@@ -15,7 +15,6 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, se
 _tensor_mod._autograd = engine
 inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 hooks.install()  # x.register_hook(f), x.retain_grad() ... (see hooks.py)
-_accel.install()  # the compiled copies of the three hottest loops, when built (see _accel.py)
 
 __all__ = [
     "AccumulateGrad", "Function", "Op", "SavedTensor", "once_differentiable", "backward", "grad", "gradcheck", "gradgradcheck",

@@ -1,5 +1,12 @@
 """The reverse-mode engine: ``backward()`` and ``gradlab.grad()``.
 
+Read :func:`reference_backward` first: the whole idea in twenty lines, the
+loop of Karpathy's micrograd on gradlab's nodes. Everything after it is that
+loop made complete (several roots, hooks, ``retain_grad``, ``grad()``'s
+capture, ``retain_graph``, observers, the error messages) and fast.
+``tests/test_engine_reference.py`` runs generated programs through both and
+requires the same gradients.
+
 Reverse mode is the chain rule applied from the output back to the inputs:
 each node turns the gradient of its output into gradients of its inputs (a
 vector-Jacobian product). The engine only decides the *order*:
@@ -36,8 +43,6 @@ from __future__ import annotations
 
 import numpy as _np
 
-_ndarray = _np.ndarray
-
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from . import function as _fn
@@ -45,8 +50,53 @@ from .accumulate import _accumulate, _accumulate_array, _checked, _pre_process, 
 from .function import AccumulateGrad
 from .grad_mode import state as _grad_state
 from .schedule import schedule as _schedule
-from .vjp_call import BackwardShapeError, _call_vjp, _call_vjp_arrays, _fix, _zeros  # noqa: F401 (the C calls engine._fix)
+from .vjp_call import _call_vjp, _call_vjp_arrays, _fix
 
+_ndarray = _np.ndarray
+
+
+# ------------------------------------------------------------------------------------ the idea
+def reference_backward(root):
+    """Backward in twenty lines: fill each leaf's ``.grad`` with d root / d leaf (``root``: a scalar).
+
+    1. Sort the graph so that every node comes after the nodes it feeds on
+       (depth first, as micrograd; recursive, so only for small graphs).
+    2. Walk that order backwards, from the root: by the time a node runs,
+       every node that uses its output has run and sent its gradient.
+    3. Each node turns its output gradient into one gradient per input (its
+       vector-Jacobian product, ``_call_vjp_arrays``); gradients that meet at
+       one place are added up. A leaf's node adds the total into ``.grad``.
+
+    ``backward()`` computes the same (tests/test_engine_reference.py checks it) and more.
+    """
+    order, seen = [], set()
+
+    def visit(node):
+        if node not in seen:
+            seen.add(node)
+            for edge in node.next_functions:  # edge = (the input's node, which of its outputs) or None
+                if edge is not None:
+                    visit(edge[0])
+            order.append(node)  # after all its inputs' nodes
+
+    visit(root.grad_fn)
+    grads = {root.grad_fn: [_ones_like(root.data)]}  # d root / d root = 1
+    for node in reversed(order):
+        g_out = grads.pop(node, None)
+        if g_out is None:
+            continue  # no gradient reached it (it only feeds integer or detached paths)
+        if type(node) is AccumulateGrad:
+            leaf = node.variable
+            leaf.grad = Tensor._make(g_out[0] if leaf.grad is None else _sum(leaf.grad.data, g_out[0]))
+            continue
+        g_in = _call_vjp_arrays(node, g_out)  # the chain rule at one node
+        for edge, g in zip(node.next_functions, g_in):
+            if edge is not None and g is not None:
+                slot = grads.setdefault(edge[0], [None] * len(edge[0].out_meta))
+                slot[edge[1]] = g if slot[edge[1]] is None else _sum(slot[edge[1]], g)
+
+
+# ------------------------------------------------------------------------------- the engine
 #: Objects with ``node_start(node, grads)`` / ``node_end(node, grads_in, grads_out)``
 #: and optionally ``begin(roots)`` / ``end()``: the animation and profilers record with these.
 backward_observers: list = []
@@ -260,44 +310,52 @@ def _run_plain(order, buffers, st):
     (hooks, ``retain_grad``, a user Function, a freed graph) goes through
     :func:`_run_node`, which handles every case. Same order, same results;
     this loop only skips the checks that cannot apply.
+
+    This loop runs once per node of every backward pass, so it is written for
+    speed (``tests/test_engine_loops.py`` checks it against ``_run_node``, and
+    ``tests/test_engine_reference.py`` both against the 20-line loop above):
+
+    * the names it uses are bound to locals first (a local is one array read;
+      a global or an attribute is a dictionary lookup);
+    * ``AccumulateGrad`` has no twin, so one test (``fast is None``) sends
+      leaves and twin-less nodes to the slower branches;
+    * the common buffer case (a node with one output, reached for the first
+      time) is one list made with its gradient in it.
     """
     pop, get = buffers.pop, buffers.get
-    retain, handed = st.retain_graph, st.handed
+    retain, handed, accumulate = st.retain_graph, st.handed, st.accumulate
+    run_node, fix, add, ndarray, Acc = _run_node, _fix, _sum, _ndarray, AccumulateGrad
     for node in order:
         grads = pop(node, None)
         if grads is None:
             continue
-        if node._hooked:
-            _run_node(node, grads, buffers, st)
-            continue
-        if type(node) is AccumulateGrad:
-            leaf = node.variable
-            if leaf._hooks:
-                _run_node(node, grads, buffers, st)
-            elif st.accumulate:
-                _accumulate_array(leaf, grads[0], handed)
-            continue
         fast = node.vjp_arrays
-        if fast is None or node._released or (len(grads) > 1 and any(g is None for g in grads)):
-            _run_node(node, grads, buffers, st)
+        if fast is None or node._hooked:
+            if type(node) is Acc and not node._hooked and not node.variable._hooks:
+                if accumulate:
+                    _accumulate_array(node.variable, grads[0], handed)
+            else:  # a hook, retain_grad, or an op with no array twin (a user Function)
+                run_node(node, grads, buffers, st)
+            continue
+        if node._released or (len(grads) > 1 and any(g is None for g in grads)):  # (freed; an output got none)
+            run_node(node, grads, buffers, st)
             continue
         outs = fast(*grads)
         for e, g, meta in zip(node.next_functions, outs, node.input_meta):
             if e is None or g is None:
                 continue
-            if type(g) is not _ndarray or g.dtype is not meta[1] or g.shape != meta[0]:
-                g = _fix(node, g, meta)
+            if type(g) is not ndarray or g.dtype is not meta[1] or g.shape != meta[0]:
+                g = fix(node, g, meta)  # (a NumPy scalar, another dtype: made right, or an error)
                 if g is None:
                     continue
-            nxt = e[0]
+            nxt, nr = e
             buf = get(nxt)
             if buf is None:
                 if len(nxt.out_meta) == 1:  # (the usual: one output, one gradient)
                     buffers[nxt] = [g]
                     continue
                 buf = buffers[nxt] = [None] * len(nxt.out_meta)
-            nr = e[1]
-            buf[nr] = g if buf[nr] is None else _sum(buf[nr], g)
+            buf[nr] = g if buf[nr] is None else add(buf[nr], g)
         if not retain and node._saved:
             node._saved = ()  # node.release(), inline
             node._released = True

@@ -27,9 +27,10 @@ class SavedTensor:
     __slots__ = ("tensor", "data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
 
     def __init__(self, t: Tensor, output_nr=None):
+        # (every saving op makes these, in every forward: written for speed)
         self.output_nr = output_nr
         self.data = t.data
-        self.version_obj = vc = t._version
+        self.version_obj = vc = t._vcounter or t._version  # (``_version`` makes the counter on first use)
         self.version = vc.value
         self.name = t.name
         self.tensor = None if output_nr is not None else t

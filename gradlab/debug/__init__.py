@@ -8,6 +8,7 @@
   ratios, loss curves (matplotlib Figures).
 * :class:`trace` -- the training trace evidence pack (JSON Lines); ``trace.load(path)`` reads one.
 * :class:`watch` -- record every op call (what ``explain_grad`` uses to find a cut path).
+* :func:`source` -- where an op lives (``file:line``) and its forward, vjp, vjp_arrays, jvp, formula.
 
 The profiler is :mod:`gradlab.profiler`. The engine never imports this package;
 it reads the graph through the extension points in ``gradlab.autograd.function``
@@ -21,10 +22,12 @@ from .plots import (UpdateRatioTracker, activation_stats, grad_histograms, grad_
                     update_ratio_plot)
 from .provenance import watch
 from .shapes import trace_shapes
+from .source import OpSource, source
 from .tracepack import TraceError, TracePack, trace  # noqa: F401 - and its OSError subclasses
 
 __all__ = [
     "DebugInputError", "Explanation", "explain_grad", "track_grads", "MemoryReport", "memory_report",
     "NonfiniteReport", "find_nonfinite", "UpdateRatioTracker", "activation_stats", "grad_histograms",
     "grad_norm_bars", "loss_curve", "update_ratio_plot", "watch", "trace_shapes", "TraceError", "TracePack", "trace",
+    "OpSource", "source",
 ]
