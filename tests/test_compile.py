@@ -359,3 +359,11 @@ def test_random_elementwise_programs_fuse_correctly():
         assert len(cf.log) == 1
 
     check()
+
+
+def test_infinite_and_nan_constants_compile():
+    """A fused kernel has no literal for inf/nan: they are spelt float('inf') (a causal mask needs -inf)."""
+    def f(x):
+        return G.where(x > 0, x, float("-inf")).exp() + G.clamp(x, max=float("inf")) * 1.0
+    x = G.randn(4, 5, dtype=G.float64)
+    np.testing.assert_array_equal(G.compile(f)(x).numpy(), f(x).numpy())

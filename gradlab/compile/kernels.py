@@ -10,6 +10,8 @@ run in parallel (what ``numexpr`` does too).
 """
 from __future__ import annotations
 
+import math
+
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -136,7 +138,7 @@ def numpy_kernel(node: Node, chunk: int = None):
             if isinstance(a, Value):
                 args.append(_ref(a, name, ins, outs, buf_of, shape))
             else:
-                args.append(repr(a))
+                args.append(_py_literal(a))
         tens = [x for a, x in zip(n.args, args) if isinstance(a, Value) or isinstance(a, (int, float))]
         simple = n.op == "to" or all(isinstance(a, Value) or isinstance(a, (int, float, bool)) for a in n.args)
         stmts = _np_rule(n.op, tens, target) if simple and not n.kwargs else None
@@ -179,6 +181,21 @@ def numpy_kernel(node: Node, chunk: int = None):
     env.update(consts)
     exec(compile(src, f"<gradlab.compile {node.op}>", "exec"), env)
     return src, env[node.op]
+
+
+def _py_literal(a):
+    """Python source for a constant: ``inf``/``nan`` have no literal, so write ``float('inf')``."""
+    if isinstance(a, float) and not math.isfinite(a):
+        return f"float({str(a)!r})"
+    return repr(a)
+
+
+def _c_literal(a, f32):
+    """C source for a constant (``0.5f`` in a float32 chain, or C would compute in double; inf/nan spelt out)."""
+    if isinstance(a, float) and not math.isfinite(a):
+        one, zero = ("1.0f", "0.0f") if f32 else ("1.0", "0.0")
+        return f"(-{one}/{zero})" if a < 0 else f"({one}/{zero})" if a > 0 else f"({zero}/{zero})"
+    return f"{float(a)!r}f" if f32 and isinstance(a, float) else repr(a)
 
 
 def parallel_rows(part, n, rows):
@@ -245,9 +262,7 @@ def _c_args(n: Node, name):
     """C operands of a node (values by name, numbers as literals) and its other literal arguments."""
     f32 = n.outputs and n.outputs[0] is not None and n.outputs[0].dtype == np.float32
 
-    def lit(a):  # a float32 chain keeps float32 literals (0.5f), or C would compute in double
-        return f"{float(a)!r}f" if f32 and isinstance(a, float) else repr(a)
-    args = [name[a] if isinstance(a, Value) else lit(a) for a in n.args
+    args = [name[a] if isinstance(a, Value) else _c_literal(a, f32) for a in n.args
             if isinstance(a, Value) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
     return args, [a for a in n.args if not isinstance(a, Value)]
 
