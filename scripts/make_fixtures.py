@@ -2735,6 +2735,144 @@ def batch_norm_backward(g, cache):
     return np.moveaxis(dx.reshape(cshape), 0, 1), dgamma, dbeta
 '''})
 
+# ---- 20_multi_head_attention -------------------------------------
+_HEADS_20 = '''
+def split_heads(x, n_heads):
+    B, T, d = x.shape
+    return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)
+
+
+def merge_heads(h):
+    B, H, T, dh = h.shape
+    return h.transpose(1, 2).reshape(B, T, H * dh)
+
+
+def causal_mask(T):
+    return gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
+'''
+_MHA_20 = '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    d = x.shape[-1]
+    q, k, v = (split_heads(t, n_heads) for t in (x @ w_qkv).split(d, dim=-1))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()
+    w = scores.exp()
+    w = w / w.sum(dim=-1, keepdim=True)
+    return merge_heads(w @ v) @ w_out
+'''
+FIXTURES['wrong_20_split_without_transpose'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20.replace("return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)",
+                               "return x.reshape(B, n_heads, T, d // n_heads)").replace(
+                               "return h.transpose(1, 2).reshape(B, T, H * dh)", "return h.reshape(B, T, H * dh)"),
+    'mha': _MHA_20})
+FIXTURES['wrong_20_scale_by_d_model'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20, 'mha': _MHA_20.replace("math.sqrt(d // n_heads)", "math.sqrt(d)")})
+FIXTURES['wrong_20_mask_after_softmax'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20,
+    'mha': '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    d = x.shape[-1]
+    q, k, v = (split_heads(t, n_heads) for t in (x @ w_qkv).split(d, dim=-1))
+    w = (q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)).softmax(dim=-1)
+    if mask is not None:
+        w = w * mask            # zero the masked weights (rows no longer sum to 1)
+    return merge_heads(w @ v) @ w_out
+'''})
+FIXTURES['wrong_20_no_max_shift'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20,
+    'mha': '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    d = x.shape[-1]
+    q, k, v = (split_heads(t, n_heads) for t in (x @ w_qkv).split(d, dim=-1))
+    w = (q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)).exp()
+    if mask is not None:
+        w = w * mask
+    w = w / w.sum(dim=-1, keepdim=True)
+    return merge_heads(w @ v) @ w_out
+'''})
+FIXTURES['wrong_20_qkv_interleaved'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20,
+    'mha': '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    B, T, d = x.shape
+    qkv = (x @ w_qkv).reshape(B, T, d, 3)          # q, k, v interleaved column by column (they are not)
+    q, k, v = (split_heads(qkv[..., i], n_heads) for i in range(3))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return merge_heads(scores.softmax(dim=-1) @ v) @ w_out
+'''})
+FIXTURES['wrong_20_causal_upper'] = ('20_multi_head_attention', {
+    'heads': _HEADS_20.replace("np.tril(np.ones((T, T), dtype=bool))", "np.triu(np.ones((T, T), dtype=bool))"),
+    'mha': _MHA_20})
+FIXTURES['alt_20_einsum_additive'] = ('20_multi_head_attention', {
+    'heads': '''
+def split_heads(x, n_heads):
+    B, T, d = x.shape
+    return x.reshape(B, T, n_heads, -1).permute(0, 2, 1, 3)
+
+
+def merge_heads(h):
+    B, H, T, dh = h.shape
+    return h.permute(0, 2, 1, 3).reshape(B, T, -1)
+
+
+def causal_mask(T):
+    i = np.arange(T)
+    return gradlab.tensor(i[:, None] >= i[None, :])
+''',
+    'mha': '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    d = x.shape[-1]
+    qkv = x @ w_qkv
+    q, k, v = (split_heads(qkv[..., i * d:(i + 1) * d], n_heads) for i in range(3))
+    scores = gradlab.einsum("bhqd,bhkd->bhqk", q, k) * (d // n_heads) ** -0.5
+    if mask is not None:
+        scores = scores + gradlab.where(mask, 0.0, -1e30)
+    return merge_heads(gradlab.einsum("bhqk,bhkd->bhqd", scores.softmax(dim=-1), v)) @ w_out
+'''})
+FIXTURES['alt_20_head_loop'] = ('20_multi_head_attention', {
+    'heads': '''
+def split_heads(x, n_heads):
+    d = x.shape[-1] // n_heads
+    return gradlab.stack([x[..., h * d:(h + 1) * d] for h in range(n_heads)], dim=1)
+
+
+def merge_heads(h):
+    return gradlab.cat([h[:, i] for i in range(h.shape[1])], dim=-1)
+
+
+def causal_mask(T):
+    m = np.zeros((T, T), dtype=bool)
+    for i in range(T):
+        m[i, :i + 1] = True
+    return gradlab.tensor(m)
+''',
+    'mha': '''
+def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
+    B, T, d = x.shape
+    dh = d // n_heads
+    qkv = x @ w_qkv
+    outs = []
+    for h in range(n_heads):
+        q = qkv[..., h * dh:(h + 1) * dh]
+        k = qkv[..., d + h * dh:d + (h + 1) * dh]
+        v = qkv[..., 2 * d + h * dh:2 * d + (h + 1) * dh]
+        s = q @ k.transpose(1, 2) / math.sqrt(dh)
+        if mask is not None:
+            m = mask
+            while m.ndim < 4:
+                m = m.unsqueeze(0)
+            m = m[:, 0] if m.shape[1] == 1 else m[:, h]
+            s = gradlab.where(m, s, gradlab.full(s.shape, -math.inf, dtype=s.dtype))
+        s = s - s.max(dim=-1, keepdim=True).values.detach()
+        e = s.exp()
+        outs.append((e / e.sum(dim=-1, keepdim=True)) @ v)
+    return gradlab.cat(outs, dim=-1) @ w_out
+'''})
+
 
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
