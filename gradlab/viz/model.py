@@ -170,7 +170,7 @@ def build_model(root, view: str = "forward", params=None, caller=None) -> GraphM
                                                  caller=caller if caller is not None else sys._getframe(1))
         from .show import NotATensorError
         raise NotATensorError(
-            f"show_graph: expected a gradlab (or PyTorch) tensor (e.g. the loss), got {type(root).__name__}; "
+            f"show_graph: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got {type(root).__name__}; "
             "pass the tensor whose graph you want to see")
     if view not in ("forward", "backward"):
         from ..errors import ArgumentError

@@ -183,7 +183,7 @@ def _meta(model):
 
 def _check_root(root, what):
     if not isinstance(root, _tensor.Tensor) and not _torch_graph.is_torch_tensor(root):
-        raise ArgumentError(f"{what}: expected a gradlab (or PyTorch) tensor (e.g. the loss), got "
+        raise ArgumentError(f"{what}: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got "
                             f"{type(root).__name__}")
     if root.grad_fn is None:
         raise GradError(
