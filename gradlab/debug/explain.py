@@ -133,7 +133,17 @@ def _fresh_grad(loss, t):
 
 
 def explain_grad(t, loss=None, optimizer=None) -> Explanation:
-    """Say why ``t.grad`` is None or all zero: a verdict first, then the evidence."""
+    """Say why ``t.grad`` is None or all zero: a verdict first, then the evidence.
+
+    ``t`` (and ``loss``, ``optimizer``) may be PyTorch's: see ``gradlab.debug.torch_debug``.
+    """
+    from ..viz import torch_graph as _tg
+    if _tg.is_torch_tensor(t):
+        import sys
+        from .torch_debug import explain_grad_torch
+        names = _tg.TorchCallerNames(sys._getframe(1))
+        nm = (names.param.get(id(t)) or [None])[0] or names.tensor.get(id(t))
+        return explain_grad_torch(t, loss=loss, optimizer=optimizer, name=nm)
     t = require_tensor(t, "explain_grad")
     name = f"'{t.name}'" if t.name else "t"
     state = _grad_state(t.grad)

@@ -136,10 +136,17 @@ class MemoryReport:
 def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
     """Tabulate the bytes in parameters, gradients, optimizer state and saved activations.
 
-    ``model``: a ``gradlab.nn.Module`` (or a dict / list of tensors);
+    ``model``: a ``gradlab.nn.Module`` (or a dict / list of tensors), or a
+    ``torch.nn.Module`` with a torch ``loss`` and optimizer;
     ``loss``: a tensor whose graph holds the saved activations (before
     ``backward()`` frees them); ``optimizer``: a gradlab optimizer.
     """
+    from ..viz import torch_graph as _tg
+    if _tg.is_torch_module(model) or _tg.is_torch_tensor(loss) or _tg.is_torch_tensor(model) or (
+            isinstance(model, (list, tuple, dict)) and any(_tg.is_torch_tensor(v) for v in (
+                model.values() if isinstance(model, dict) else model))):
+        from .torch_debug import memory_report_torch   # a PyTorch model: its graph's _saved_* tensors
+        return memory_report_torch(model, loss=loss, optimizer=optimizer, top=top)
     params = named_parameters(model, "memory_report")
     rep = MemoryReport()
     owner = {id(p): (n.rsplit(".", 1)[0] if "." in n else "(model)") for n, p in params}

@@ -17,15 +17,18 @@ API for other tools (the backward animation builds on it):
   is the SVG id for a backward node, ``id_prefix`` included.
 
 The dataclasses live in ``nodes.py``; the id scheme is described in ``model.py``.
+A ``torch.Tensor`` root is read by ``torch_graph.py`` into the same model
+(``build_torch_model``); ``track_modules(model)`` names its nodes' modules.
 """
 from .collapse import DrawPlan, GroupNode, plan
 from .model import Edge, GraphModel, GradSummary, MemoryTotals, OpNode, SavedInfo, TensorNode, build_model
 from .render import quiet_stderr, render_svg, to_dot
 from .show import GraphView, NotATensorError, show_graph
 from .monitor import LossMonitor
+from .torch_graph import track_modules   # PyTorch graphs: tag nodes with their module (imports no torch)
 
 __all__ = [
     "show_graph", "GraphView", "NotATensorError", "build_model", "plan", "to_dot", "render_svg", "quiet_stderr",
     "GraphModel", "TensorNode", "OpNode", "Edge", "GradSummary", "SavedInfo", "MemoryTotals", "DrawPlan",
-    "GroupNode", "LossMonitor",
+    "GroupNode", "LossMonitor", "track_modules",
 ]

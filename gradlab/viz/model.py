@@ -164,9 +164,13 @@ def build_model(root, view: str = "forward", params=None, caller=None) -> GraphM
     their qualified name; by default the calling code's frames are read.
     """
     if not isinstance(root, Tensor):
+        from . import torch_graph
+        if torch_graph.is_torch_tensor(root):   # a PyTorch graph: read by the adapter (imports nothing new)
+            return torch_graph.build_torch_model(root, view=view, params=params,
+                                                 caller=caller if caller is not None else sys._getframe(1))
         from .show import NotATensorError
         raise NotATensorError(
-            f"show_graph: expected a gradlab Tensor (e.g. the loss), got {type(root).__name__}; "
+            f"show_graph: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got {type(root).__name__}; "
             "pass the tensor whose graph you want to see")
     if view not in ("forward", "backward"):
         from ..errors import ArgumentError

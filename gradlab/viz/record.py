@@ -33,13 +33,15 @@ from ..autograd import engine as _engine
 from ..autograd import function as _function
 from ..autograd.function import AccumulateGrad
 from ..ops.registry import REGISTRY, formula_of
+from . import torch_graph as _torch_graph
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # --------------------------------------------------------------------- helpers
 def is_leaf_node(node) -> bool:
-    return type(node) is AccumulateGrad
+    """An ``AccumulateGrad`` node: gradlab's, or PyTorch's (read by ``torch_graph``)."""
+    return type(node) is AccumulateGrad or (type(node).__name__ == "AccumulateGrad" and hasattr(node, "variable"))
 
 
 def summed_axes(grad_shape, input_shape):
@@ -79,6 +81,8 @@ def _broadcasts(node) -> bool:
 def _array(t):
     if t is None:
         return None
+    if not isinstance(t, np.ndarray) and _torch_graph.is_torch_tensor(t):
+        return _torch_graph.to_numpy(t)
     data = getattr(t, "data", t)
     if hasattr(data, "get") and not isinstance(data, np.ndarray):  # CuPy -> host, for display only
         data = data.get()

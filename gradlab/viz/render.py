@@ -130,7 +130,7 @@ def tensor_label(t, view="forward") -> str:
 
 
 def op_label(o, view="forward") -> str:
-    name = f"<B>{_esc(o.op)}</B>" + (" backward" if view == "backward" else "")
+    name = f"<B>{_esc(o.op)}</B>" + (" backward" if view == "backward" and "Backward" not in o.op else "")
     rows = [name]
     if o.formula:
         rows.append(_small(_esc(o.formula), "#555555"))

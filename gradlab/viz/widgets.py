@@ -32,6 +32,7 @@ from pathlib import Path
 from .. import _tensor
 from ..errors import ArgumentError, GradError
 from . import widgets_data as _data
+from . import torch_graph as _torch_graph
 from .record import record_backward, record_forward, BackwardRecorder, observing_backward
 
 
@@ -181,8 +182,9 @@ def _meta(model):
 
 
 def _check_root(root, what):
-    if not isinstance(root, _tensor.Tensor):
-        raise ArgumentError(f"{what}: expected a gradlab Tensor (e.g. the loss), got {type(root).__name__}")
+    if not isinstance(root, _tensor.Tensor) and not _torch_graph.is_torch_tensor(root):
+        raise ArgumentError(f"{what}: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got "
+                            f"{type(root).__name__}")
     if root.grad_fn is None:
         raise GradError(
             f"{what}: the tensor has no graph behind it (grad_fn is None): it is a leaf, or it was computed under "
@@ -208,6 +210,10 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
     ``depth`` / ``fold`` / ``max_nodes``: as in ``show_graph``: a collapsed
     module is one box that lights up while the engine is inside it; click it to
     expand it in place. Every step is still one engine node.
+
+    ``loss`` may be a ``torch.Tensor``: then PyTorch's own ``backward()`` runs,
+    watched by node hooks (``gradlab.viz.torch_graph.record_backward``), and the
+    widget replays the order PyTorch's engine really ran its nodes in.
     """
     _check_root(loss, "animate_backward")
     gv, opts = _graph_view(loss, view, legend, depth, max_nodes, fold)
@@ -215,11 +221,12 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
     compact = _compact(gv)
     infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model), compact=compact)
     drawing = _drawing_traits(gv)
-    rec = record_backward(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
+    record = _torch_graph.record_backward if _torch_graph.is_torch_tensor(loss) else record_backward
+    rec = record(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
     frames = _data.backward_frames(model, rec, infos, compact=compact)
     _refresh_leaf_grads(model, infos)
     cls = _widget_class()
-    name = loss.name or model.root_name or "output"
+    name = getattr(loss, "name", None) or model.root_name or "output"
     return cls(title=title or f"backward of '{name}': {len(frames)} steps", nodes=infos, frames=frames,
                mem0=int(rec.start_bytes), static_svg=drawing["svg"], order=[f["n"] for f in frames],
                meta=_meta(model), drawing=(model, opts), **drawing)
@@ -242,6 +249,9 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
                             f"{type(fn).__name__}; e.g. animate_forward(lambda x: (x * 2).sum(), x)")
     out, frec = record_forward(fn, *args, **kwargs)
     root = out[0] if isinstance(out, (tuple, list)) and out else out
+    if _torch_graph.is_torch_tensor(root):
+        raise ArgumentError("animate_forward: the function returned a torch tensor; PyTorch's forward cannot be "
+                            "watched op by op here. Use animate_backward(loss) or graph_widget(loss) on it")
     _check_root(root, "animate_forward")
     gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
     model = gv.model
@@ -285,5 +295,5 @@ def _refresh_leaf_grads(model, infos):
     """After the backward: the leaves' final ``.grad`` for the inspector."""
     from .record import Value, is_leaf_node
     for node, nid in list(model.node_ids.items()):
-        if is_leaf_node(node) and nid in infos and node.variable.grad is not None:
+        if is_leaf_node(node) and nid in infos and node.variable.grad is not None:  # (torch leaves too)
             infos[nid]["grad"] = _data.value_json(Value.of(node.variable.grad, _data.HEAT_SIDE ** 2), heat=True)

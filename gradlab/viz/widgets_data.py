@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from . import torch_graph as _torch_graph
 from .record import BackwardRecorder, ForwardRecorder, Value, is_leaf_node
 
 PREVIEW = 6      # values shown inline for a gradient
@@ -43,7 +44,8 @@ def value_json(v: Value, heat=False, preview=None):
 def tensor_facts(t):
     """What the inspector shows about a live tensor: strides (in elements) and contiguity."""
     try:
-        return {"strides": list(t.strides), "contiguous": bool(t.is_contiguous())}
+        strides = t.stride() if callable(getattr(t, "stride", None)) else t.strides   # torch: .stride()
+        return {"strides": list(strides), "contiguous": bool(t.is_contiguous())}
     except Exception:  # noqa: BLE001 - a display helper never breaks the widget
         return {}
 
@@ -92,8 +94,9 @@ def node_infos(model, root=None, sites=None, compact=False):
         t = live.get(nid)
         if t is not None:
             rec.update(tensor_facts(t))
-            if n.kind == "tensor" and t.grad is not None and "grad" not in rec and (not compact or n.role != "intermediate"):
-                rec["grad"] = value_json(Value.of(t.grad), heat=True)
+            g = _torch_graph.safe_grad(t) if _torch_graph.is_torch_tensor(t) else t.grad
+            if n.kind == "tensor" and g is not None and "grad" not in rec and (not compact or n.role != "intermediate"):
+                rec["grad"] = value_json(Value.of(g), heat=True)
         if sites and nid in sites:
             rec["site"] = sites[nid]
         out[nid] = rec

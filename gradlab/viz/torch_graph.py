@@ -1,0 +1,846 @@
+"""Read a *PyTorch* autograd graph into gradlab's plain :class:`GraphModel`.
+
+``gradlab.show_graph(loss)``, ``animate_backward(loss)``, ``graph_widget(loss)``,
+``explain_grad`` and ``memory_report`` accept a ``torch.Tensor`` too: this
+module turns PyTorch's graph into the same dataclasses that gradlab's own
+graph becomes (``model.py``), so the renderer, the collapser and the widgets
+draw it unchanged.
+
+What is read, and from where:
+
+* nodes: ``loss.grad_fn`` and every ``next_functions`` behind it (an explicit
+  stack); ops are numbered in creation order (``node._sequence_nr()``), so the
+  ids follow gradlab's scheme (``op<r>``, ``leaf<r>``, ``op<r>_out<k>``);
+* leaves: the ``AccumulateGrad`` nodes and their ``.variable`` (shape, dtype,
+  ``.grad``; ``nn.Parameter`` drawn as a parameter);
+* shapes and dtypes: each node's ``_input_metadata`` (what its forward produced);
+* saved tensors: the node's ``_saved_*`` attributes that hold tensors, with
+  their bytes (``numel * element_size``; an array held by two nodes counted once
+  in the totals);
+* module names: ``track_modules(model)`` tags each node a module's forward
+  created with ``node.metadata["module"]`` (PyTorch nodes have no such record
+  of their own); parameter names come from ``named_parameters()`` of the
+  modules bound in the caller's frames (or ``params=``);
+* formulas: from gradlab's op registry where the PyTorch node has a gradlab
+  twin (``MmBackward0`` -> matmul's), else none (the node's name is shown).
+
+:func:`record_backward` runs PyTorch's ``backward()`` for real with node hooks
+(``register_prehook`` / ``register_hook``) and records the order the engine
+ran the nodes, the gradients in and out of each, and the leaves' ``.grad``
+before and after, as :class:`gradlab.viz.record.BackwardStep` s.
+
+Importing this module never imports torch: detection goes by the type's module
+name; torch is imported only when one of these functions is handed a torch
+tensor (and then it is already imported, by whoever made the tensor).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+
+import numpy as np
+
+from ..ops.registry import REGISTRY, formula_of
+from .nodes import Edge, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, grad_summary, is_parameter, no_gc
+
+_GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ------------------------------------------------------------------ detection (no torch import)
+def is_torch_tensor(x) -> bool:
+    """Is ``x`` a ``torch.Tensor`` (or a subclass, e.g. ``nn.Parameter``)? Never imports torch."""
+    mods = sys.modules
+    if "torch" not in mods:
+        return False
+    for c in type(x).__mro__:
+        if (c.__name__ == "Tensor" and c.__module__ == "torch") or \
+                (c.__name__ == "TensorBase" and c.__module__ == "torch._C"):
+            return True
+    return False
+
+
+def is_torch_module(x) -> bool:
+    """Is ``x`` a ``torch.nn.Module``?"""
+    if "torch" not in sys.modules:
+        return False
+    return any(c.__name__ == "Module" and c.__module__ == "torch.nn.modules.module" for c in type(x).__mro__)
+
+
+def is_torch_node(n) -> bool:
+    """A PyTorch autograd node (``grad_fn``, ``AccumulateGrad``)."""
+    return hasattr(n, "next_functions") and hasattr(n, "_sequence_nr") and hasattr(n, "register_prehook")
+
+
+def is_accumulate(n) -> bool:
+    return type(n).__name__ == "AccumulateGrad" and hasattr(n, "variable")
+
+
+def _torch():
+    import torch  # only reached with a torch tensor in hand: torch is already imported
+    return torch
+
+
+# ------------------------------------------------------------------ small conversions
+def dtype_name(dt) -> str:
+    s = str(dt)
+    return s[6:] if s.startswith("torch.") else s
+
+
+def to_numpy(t):
+    """The values of a torch tensor as a NumPy array (bfloat16 -> float32; on the host)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.dtype not in (_torch().float16, _torch().float32, _torch().float64) and t.is_floating_point():
+        t = t.float()
+    if t.is_complex():
+        return t.resolve_conj().numpy()
+    return t.numpy()
+
+
+def nbytes(t) -> int:
+    return int(t.numel()) * int(t.element_size())
+
+
+def safe_grad(t):
+    """``t.grad`` without PyTorch's warning for a non-leaf (None unless a leaf or ``retain_grad()``)."""
+    if t.is_leaf or getattr(t, "retains_grad", False):
+        return t.grad
+    return None
+
+
+def node_name(n) -> str:
+    s = n.name()
+    return s.rsplit("::", 1)[-1]
+
+
+def storage_key(t):
+    """What identifies the memory of a saved tensor: two nodes saving one array count it once."""
+    try:
+        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+    except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse): count it by identity
+        return ("id", id(t))
+
+
+# ------------------------------------------------------------------ op names -> gradlab's registry
+_ALIASES = {
+    "mm": "matmul", "bmm": "bmm", "addmm": "addmm", "mv": "mv", "dot": "matmul", "t": "transpose",
+    "unsafeview": "reshape", "view": "reshape", "reshapealias": "reshape", "expand": "broadcast_to",
+    "rsub": "sub", "addcmul": "mul", "select": "getitem", "slice": "getitem", "index": "getitem",
+    "maxpool2dwithindices": None, "nativelayernorm": None, "gelu": "gelu", "logsoftmax": "log_softmax",
+    "clampmin": "clamp_min", "clampmax": "clamp_max", "maskedfill": "masked_fill", "indexselect": "index_select",
+    "squeezedim": "squeeze", "unsqueeze": "unsqueeze", "softplus": "softplus", "leakyrelu": "leaky_relu",
+    "tobackward": "to", "todtype": "to", "tocopy": "to", "logsumexp": "logsumexp", "nllloss": None,
+}
+
+
+def gradlab_op_for(name: str):
+    """The registry name of the gradlab op a PyTorch node corresponds to (``MmBackward0`` -> ``matmul``), or None."""
+    base = re.sub(r"Backward\d*$", "", name)
+    key = re.sub(r"(Tensor|Scalar)$", "", base).lower()
+    if key in _ALIASES:
+        return _ALIASES[key]
+    if key in REGISTRY:
+        return key
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
+    return snake if snake in REGISTRY else None
+
+
+def formula_for(name: str) -> str:
+    op = gradlab_op_for(name)
+    return formula_of(op) if op else ""
+
+
+def elementwise(name: str) -> bool:
+    op = gradlab_op_for(name)
+    info = REGISTRY.get(op) if op else None
+    return bool(info is not None and (info.elementwise or op == "broadcast_to"))
+
+
+# ------------------------------------------------------------------ saved tensors
+_SAVED_ATTRS = {}
+
+
+def _saved_attrs(node):
+    tp = type(node)
+    names = _SAVED_ATTRS.get(tp)
+    if names is None:
+        names = _SAVED_ATTRS[tp] = [a for a in dir(node) if a.startswith("_saved_")]
+    return names
+
+
+def saved_tensors(node):
+    """``[(name, tensor)]``: the tensors ``node`` saved for backward (its ``_saved_*`` attributes).
+
+    Raises ``RuntimeError`` (PyTorch's) when backward already freed them.
+    """
+    torch = _torch()
+    out = []
+    for a in _saved_attrs(node):
+        v = getattr(node, a)
+        name = a[len("_saved_"):]
+        if isinstance(v, torch.Tensor):
+            out.append((name, v))
+        elif isinstance(v, (list, tuple)):
+            out += [(f"{name}[{i}]", x) for i, x in enumerate(v) if isinstance(x, torch.Tensor)]
+    return out
+
+
+def saved_or_freed(node):
+    """``(saved list, freed?)``; freed when PyTorch refuses to unpack them (backward ran without retain_graph)."""
+    try:
+        return saved_tensors(node), False
+    except RuntimeError:
+        return [], True
+
+
+def is_released(node) -> bool:
+    return saved_or_freed(node)[1]
+
+
+# ------------------------------------------------------------------ the graph walk
+def collect(root_fn):
+    """Every node behind ``root_fn``: ``(ops sorted by creation, AccumulateGrad nodes in order of first use)``."""
+    seen = {root_fn}
+    stack = [root_fn]
+    ops, accs = [], []
+    while stack:
+        n = stack.pop()
+        (accs if is_accumulate(n) else ops).append(n)
+        for src, _nr in n.next_functions:
+            if src is not None and src not in seen:
+                seen.add(src)
+                stack.append(src)
+    ops.sort(key=lambda n: n._sequence_nr())
+    return ops, accs
+
+
+class NodeIds:
+    """``model.node_ids`` for a PyTorch graph: node -> id (PyTorch nodes take no weak references).
+
+    Keyed by ``id(node)``; it keeps only the ``AccumulateGrad`` nodes alive (their
+    leaves, for the inspector), never the ops and what they saved.
+    """
+
+    def __init__(self):
+        self._ids = {}
+        self._leaves = {}
+
+    def __setitem__(self, node, nid):
+        self._ids[id(node)] = nid
+        if is_accumulate(node):
+            self._leaves[id(node)] = node
+
+    def get(self, node, default=None):
+        return self._ids.get(id(node), default)
+
+    def __getitem__(self, node):
+        return self._ids[id(node)]
+
+    def __contains__(self, node):
+        return id(node) in self._ids
+
+    def __len__(self):
+        return len(self._ids)
+
+    def items(self):
+        """``(AccumulateGrad node, id)`` for the leaves (ops are not kept)."""
+        return [(n, self._ids[k]) for k, n in self._leaves.items()]
+
+
+# ------------------------------------------------------------------ names from the caller's frames
+class TorchCallerNames:
+    """The variables the caller's code binds torch tensors and modules to (see ``model.CallerNames``)."""
+
+    def __init__(self, frame=None, max_frames=12, modules=()):
+        self.tensor, self.data, self.param, self.module_types = {}, {}, {}, {}
+        mods = list(modules)
+        seen_ns = set()
+        f = frame if frame is not None else sys._getframe(1)
+        n = 0
+        while f is not None and n < max_frames:
+            fn = f.f_code.co_filename
+            if not os.path.abspath(fn).startswith(_GRADLAB_DIR) and not fn.startswith("<frozen"):
+                n += 1
+                for ns in (f.f_locals, f.f_globals):
+                    if id(ns) in seen_ns:
+                        continue
+                    seen_ns.add(id(ns))
+                    for k, v in list(ns.items()):
+                        if not isinstance(k, str) or k.startswith("_") or not k.isidentifier():
+                            continue
+                        if is_torch_tensor(v):
+                            self.tensor.setdefault(id(v), k)
+                            try:
+                                self.data.setdefault(v.data_ptr(), k)
+                            except Exception:  # noqa: BLE001 - a tensor without storage
+                                pass
+                        elif is_torch_module(v) and all(v is not m for m in mods):
+                            mods.append(v)
+            f = f.f_back
+        self.add_modules(mods)
+
+    def add_modules(self, mods):
+        sized = []
+        for m in mods:
+            try:
+                named = list(m.named_parameters(remove_duplicate=False))
+            except Exception:  # noqa: BLE001
+                continue
+            sized.append((len(named), named))
+            for path, sub in m.named_modules():
+                self.module_types.setdefault(path, type(sub).__name__)
+        sized.sort(key=lambda x: -x[0])
+        for _, named in sized:
+            fresh = {}
+            for qn, p in named:
+                if id(p) not in self.param:
+                    fresh.setdefault(id(p), []).append(qn)
+            self.param.update(fresh)
+
+    def __bool__(self):
+        return bool(self.tensor or self.param)
+
+
+# ------------------------------------------------------------------ module tags
+def _flat_tensors(obj, out, depth=0):
+    if depth > 4:
+        return out
+    if is_torch_tensor(obj):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            _flat_tensors(x, out, depth + 1)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _flat_tensors(x, out, depth + 1)
+    return out
+
+
+def _tagger(path, type_name):
+    def hook(module, args, kwargs, output):
+        stop = {t.grad_fn for t in _flat_tensors((args, kwargs), []) if t.grad_fn is not None}
+        stack = [t.grad_fn for t in _flat_tensors(output, []) if t.grad_fn is not None]
+        seen = set()
+        while stack:
+            n = stack.pop()
+            if n in seen or n in stop:
+                continue
+            seen.add(n)
+            if is_accumulate(n):
+                continue
+            md = n.metadata
+            if "module" not in md:
+                md["module"] = path
+                md["module_type"] = type_name
+            for src, _nr in n.next_functions:
+                if src is not None and src not in seen and src not in stop:
+                    stack.append(src)
+    return hook
+
+
+class track_modules(contextlib.ContextDecorator):
+    """Tag every autograd node a module's forward creates with the module's path, for ``depth=``.
+
+    ``with gradlab.viz.track_modules(model): loss = model(x)`` and then
+    ``show_graph(loss, depth=2)`` draws ``blocks.0``, ``blocks.1``... as boxes
+    (folded when identical), as for a gradlab model. PyTorch's nodes keep no
+    record of the module that made them, so it is written into each node's
+    ``metadata`` dict (``node.metadata["module"]``) by a forward hook on every
+    submodule, which walks back from the module's outputs to its inputs. Also
+    usable without ``with``: ``track_modules(model).start()`` / ``.stop()``.
+    """
+
+    def __init__(self, model):
+        if not is_torch_module(model):
+            from ..errors import ArgumentError
+            raise ArgumentError(f"track_modules: expected a torch.nn.Module, got {type(model).__name__}")
+        self.model = model
+        self._handles = []
+
+    def start(self):
+        if not self._handles:
+            for path, m in self.model.named_modules():
+                self._handles.append(m.register_forward_hook(_tagger(path, type(m).__name__), with_kwargs=True))
+        return self
+
+    def stop(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+# ------------------------------------------------------------------ the model
+def _shape_of_meta(n, nr):
+    try:
+        im = n._input_metadata[nr]
+        return tuple(im.shape), dtype_name(im.dtype), str(im.device)
+    except Exception:  # noqa: BLE001 - a node without metadata for this output
+        return None, None, None
+
+
+def build_torch_model(root, view="forward", params=None, caller=None) -> GraphModel:
+    """The :class:`GraphModel` of the PyTorch graph behind ``root`` (see the module docstring)."""
+    if view not in ("forward", "backward"):
+        from ..errors import ArgumentError
+        raise ArgumentError(f"show_graph: view must be 'forward' or 'backward', got {view!r}")
+    named, mods = _named(params)
+    if not isinstance(caller, TorchCallerNames):
+        caller = TorchCallerNames(caller if caller is not None else sys._getframe(1), modules=mods)
+    b = _TorchBuilder(root, view, {id(t): n for n, t in named if n is not None}, caller)
+    b.named_values = [t for _, t in named if t.grad_fn is not None]
+    with no_gc():
+        b.walk()
+        b.add_params(named)
+        b.finish()
+    return b.model
+
+
+def _named(params):
+    """``params=`` for torch: a Module, a dict, ``named_parameters()`` pairs or tensors -> (pairs, modules)."""
+    if params is None:
+        return [], []
+    if is_torch_module(params):
+        return list(params.named_parameters()), [params]
+    if is_torch_tensor(params):
+        return [(None, params)], []
+    items = list(params.items()) if isinstance(params, dict) else [
+        p if isinstance(p, tuple) and len(p) == 2 else (None, p) for p in params]
+    for name, t in items:
+        if not is_torch_tensor(t):
+            raise TypeError(f"show_graph: params must be torch tensors here (the root is one), got "
+                            f"{type(t).__name__}{' for ' + repr(name) if name else ''}")
+    return items, []
+
+
+class _TorchBuilder:
+    def __init__(self, root, view, names, caller):
+        self.root, self.view, self.names, self.caller = root, view, names, caller
+        self.backward = view == "backward"
+        self.nodes, self.edges = {}, []
+        self.counts = {"p": 0, "x": 0, "c": 0, "t": 0}
+        self.leaf_of, self.leaf_tensors, self.shown = {}, {}, {}
+        self.notes = []
+        self.ops = []
+        self.saved_keys = {}       # op id -> [(storage key, bytes)]
+        self.released = False
+
+    # ------------------------------------------------------------ names
+    def _name(self, t, prefix):
+        if t is not None and id(t) in self.names:
+            return self.names[id(t)], False
+        own = getattr(t, "name", None) if t is not None else None
+        if isinstance(own, str) and own:
+            return own, False
+        c = self.caller
+        if t is not None and c:
+            qn = c.param.get(id(t))
+            if qn:
+                return qn[0], False
+            var = c.tensor.get(id(t))
+            if var:
+                return var, False
+        k = self.counts[prefix]
+        self.counts[prefix] += 1
+        return f"{prefix}{k}", True
+
+    def _tensor_node(self, nid, t, role, order):
+        name, gen = self._name(t, {"parameter": "p", "leaf": "x", "constant": "c"}.get(role, "t"))
+        aliases = [a for a in self.caller.param.get(id(t), ()) if a != name] if role in ("parameter", "leaf") else []
+        g = safe_grad(t)
+        gs = None
+        if g is not None:
+            gs = grad_summary(to_numpy(g))
+            gs.dtype = dtype_name(g.dtype)
+            gs.nbytes = nbytes(g)
+        return TensorNode(id=nid, name=name, role=role, shape=tuple(t.shape), dtype=dtype_name(t.dtype),
+                          device=str(t.device), requires_grad=bool(t.requires_grad), nbytes=nbytes(t), grad=gs,
+                          generated_name=gen, order=order, aliases=aliases)
+
+    # ------------------------------------------------------------- walk
+    def walk(self):
+        root = self.root
+        fn = root.grad_fn
+        self.node_ids = NodeIds()
+        if fn is None:
+            self._single_node()
+            return
+        ops, accs = collect(fn)
+        self.ops = ops
+        op_id = {}
+        id_for_seq = {}
+        for r, n in enumerate(ops):
+            op_id[n] = f"op{r}"
+            self.node_ids[n] = op_id[n]
+            id_for_seq[n._sequence_nr()] = op_id[n]
+        self.op_id, self.id_for_seq = op_id, id_for_seq
+        want = {(fn, root.output_nr): root}
+        for t in self.named_values:
+            if t.grad_fn in op_id:
+                want.setdefault((t.grad_fn, t.output_nr), t)
+        self.want = want
+        self.backward_ran = any(a.variable.grad is not None for a in accs)
+        order = 0
+        types = self.caller.module_types
+        for r, n in enumerate(ops):
+            nid = op_id[n]
+            name = node_name(n)
+            raw, freed = saved_or_freed(n)
+            if freed:
+                self.released = True
+            saved = [SavedInfo(sn, tuple(t.shape), dtype_name(t.dtype), nbytes(t), sn.startswith("result"))
+                     for sn, t in raw]
+            self.saved_keys[nid] = [(storage_key(t), nbytes(t)) for _sn, t in raw]
+            outs = [_shape_of_meta(n, k) for k in range(len(n._input_metadata))]
+            md = n.metadata
+            module = md.get("module") if isinstance(md, dict) else None
+            mtype = (md.get("module_type") or types.get(module)) if module is not None else None
+            op = OpNode(id=nid, op=name, formula=formula_for(name), seq=n._sequence_nr(), saved=saved,
+                        saved_bytes=sum(s.nbytes for s in saved), saved_freed=freed,
+                        out_shapes=tuple(o[0] or () for o in outs), out_dtypes=tuple(o[1] or "?" for o in outs),
+                        device=next((o[2] for o in outs if o[2]), "cpu"), module=module, module_type=mtype,
+                        order=order)
+            order += 1
+            consts = None
+            for i, (src, nr) in enumerate(n.next_functions):
+                if src is None:
+                    if not self.backward:
+                        if consts is None:
+                            consts = self._constant_inputs(n, raw)
+                        cid = f"{nid}_in{i}"
+                        shape, cdt, cname = consts.pop(0) if consts else (None, "?", None)
+                        if cname is None:
+                            k = self.counts["c"]
+                            self.counts["c"] += 1
+                        self.nodes[cid] = TensorNode(id=cid, name=cname or f"c{k}", role="constant",
+                                                     shape=shape if shape is not None else (), dtype=cdt,
+                                                     order=order, generated_name=cname is None)
+                        order += 1
+                        self._edge(cid, nid, i, shape, cdt if shape is not None else None)
+                    continue
+                shape, dt, _dev = _shape_of_meta(src, nr)
+                if is_accumulate(src):
+                    lid = self.leaf_of.get(src)
+                    if lid is None:
+                        lid = self._add_leaf(src, order)
+                        order += 1
+                    if shape is None:
+                        shape, dt = tuple(src.variable.shape), dtype_name(src.variable.dtype)
+                    if self.backward:
+                        self._edge(nid, lid, i, shape, dt)
+                    else:
+                        self._edge(lid, nid, i, shape, dt)
+                else:
+                    sid = op_id[src]
+                    vid = self._value(src, nr, order)
+                    if self.backward:
+                        self._edge(nid, vid or sid, i, shape, dt)
+                    else:
+                        self._edge(vid or sid, nid, i, shape, dt)
+            self.nodes[nid] = op
+        for (n, nr), t in want.items():
+            self._value(n, nr, order, t)
+        for a, lid in self.leaf_of.items():
+            self.node_ids[a] = lid
+        self.root_id = self.shown[(fn, root.output_nr)]
+        if not any(o.module is not None for o in self.nodes.values() if o.kind == "op"):
+            self.no_modules = True
+
+    def _constant_inputs(self, n, raw):
+        """Shapes (and names) for a node's inputs that need no grad: its saved inputs that need none, in order."""
+        out = []
+        c = self.caller
+        for sn, t in raw:
+            if sn.startswith("result") or t.requires_grad:
+                continue
+            name = None
+            if c:
+                try:
+                    name = c.data.get(t.data_ptr())
+                except Exception:  # noqa: BLE001
+                    name = None
+            out.append((tuple(t.shape), dtype_name(t.dtype), name))
+        nones = sum(1 for src, _ in n.next_functions if src is None)
+        return out if len(out) == nones else []
+
+    def _add_leaf(self, acc, order):
+        v = acc.variable
+        lid = f"leaf{len(self.leaf_of)}"
+        self.leaf_of[acc] = lid
+        self.leaf_tensors[id(v)] = lid
+        self.nodes[lid] = self._tensor_node(lid, v, "parameter" if is_parameter(v) else "leaf", order)
+        return lid
+
+    def _value(self, n, nr, order, t=None):
+        key = (n, nr)
+        vid = self.shown.get(key)
+        if vid is not None:
+            return vid
+        t = t if t is not None else self.want.get(key)
+        if t is None:
+            return None
+        sid = self.op_id[n]
+        vid = f"{sid}_out{nr}"
+        self.shown[key] = vid
+        role = "output" if t is self.root else "intermediate"
+        tn = self._tensor_node(vid, t, role, order)
+        if role == "output" and tn.generated_name:
+            tn.name = "output"
+        self.nodes[vid] = tn
+        sh, dt, _ = _shape_of_meta(n, nr)
+        if self.backward:
+            eid = "g_start" if role == "output" else f"g_{sid}_out{nr}"
+            self.edges.append(Edge(eid, vid, sid, sh, dt, "grad"))
+        else:
+            self.edges.append(Edge(f"e_{sid}_out{nr}", sid, vid, sh, dt, "data"))
+        return vid
+
+    def _edge(self, src, dst, i, shape, dt):
+        if self.backward:
+            self.edges.append(Edge(f"g_{src}_in{i}", src, dst, shape, dt, "grad"))
+        else:
+            self.edges.append(Edge(f"e_{dst}_in{i}", src, dst, shape, dt, "data"))
+
+    def _single_node(self):
+        t = self.root
+        self.backward_ran = safe_grad(t) is not None
+        self.op_id, self.id_for_seq = {}, {}
+        label = f"this tensor (shape {tuple(t.shape)})"
+        if t.requires_grad:
+            role = "parameter" if is_parameter(t) else "leaf"
+            why = (f"{label} is a leaf: you created it, no op computed it, so there is no graph behind it. "
+                   "Compute something from it (y = x * 2) and show y")
+        else:
+            role = "constant"
+            why = (f"{label} does not require grad, so PyTorch recorded no graph: it was computed under "
+                   "torch.no_grad() (or detached), or none of its inputs had requires_grad=True. "
+                   "Set requires_grad=True on the inputs (outside no_grad) to record one")
+        self.nodes["leaf0"] = self._tensor_node("leaf0", t, role, 0)
+        self.root_id = "leaf0"
+        self.leaf_tensors[id(t)] = "leaf0"
+        self.notes.append(why)
+
+    def add_params(self, named):
+        k = 0
+        for name, t in named:
+            if id(t) in self.leaf_tensors or t is self.root:
+                continue
+            fn = t.grad_fn
+            if fn is not None and fn in getattr(self, "op_id", {}):
+                self._value(fn, t.output_nr, len(self.nodes), t)
+                continue
+            nid = f"extra{k}"
+            k += 1
+            role = "parameter" if is_parameter(t) else ("leaf" if fn is None else "intermediate")
+            tn = self._tensor_node(nid, t, role, len(self.nodes))
+            tn.in_graph = False
+            if t.requires_grad:
+                tn.missing_grad = True
+                tn.missing_reason = (
+                    f"not reached from {self.nodes[self.root_id].name}: it was not used, or it was used under "
+                    "torch.no_grad() or through .detach(), so backward() will never give it a gradient")
+            self.nodes[nid] = tn
+
+    def finish(self):
+        notes = list(self.notes)
+        mem = MemoryTotals()
+        seen = set()
+        for keys in self.saved_keys.values():
+            for key, nb in keys:
+                if key not in seen:
+                    seen.add(key)
+                    mem.saved += nb
+        for tn in self.nodes.values():
+            if tn.kind != "tensor":
+                continue
+            if tn.role == "parameter":
+                mem.parameters += tn.nbytes
+            elif tn.role == "leaf" and tn.requires_grad:
+                mem.leaves += tn.nbytes
+            if tn.grad is not None:
+                mem.gradients += tn.grad.nbytes
+            if (self.backward_ran and tn.in_graph and tn.role in ("leaf", "parameter") and tn.requires_grad
+                    and tn.grad is None and self.ops):
+                tn.missing_grad = True
+                tn.missing_reason = (
+                    "backward() ran but this leaf's .grad is None: it was left out with backward(inputs=...), "
+                    "its .grad was reset afterwards (zero_grad), or no gradient reached it")
+        missing = [t for t in self.nodes.values() if t.kind == "tensor" and t.missing_grad]
+        for t in missing[:5]:
+            notes.append(f"'{t.name}' has no grad: {t.missing_reason}")
+        if len(missing) > 5:
+            notes.append(f"... and {len(missing) - 5} more tensors without a grad")
+        if self.released:
+            notes.append("backward() already ran without retain_graph=True, so PyTorch freed the saved tensors")
+        users = {}
+        for e in self.edges:
+            a, b = (e.dst, e.src) if self.backward else (e.src, e.dst)
+            ta, ob = self.nodes.get(a), self.nodes.get(b)
+            if ta is not None and ob is not None and ta.kind == "tensor" and ob.kind == "op" and \
+                    ta.role in ("parameter", "leaf"):
+                lst = users.setdefault(a, [])
+                mod = ob.module if ob.module is not None else ""
+                if mod not in lst:
+                    lst.append(mod)
+        for a, lst in users.items():
+            if len(lst) > 1:
+                self.nodes[a].users = [m or "(top level)" for m in lst]
+        if self.backward:
+            incoming = {}
+            for e in self.edges:
+                incoming[e.dst] = incoming.get(e.dst, 0) + 1
+            for nid, k in incoming.items():
+                self.nodes[nid].accumulates = k
+        self.model = GraphModel(
+            view=self.view, root_id=self.root_id, nodes=self.nodes, edges=self.edges, memory=mem,
+            backward_ran=self.backward_ran, notes=notes, node_ids=self.node_ids, id_for_seq=self.id_for_seq,
+            root_name=self.nodes[self.root_id].name)
+        self.model.source = "torch"
+        self.model.saved_keys = self.saved_keys
+
+
+# ------------------------------------------------------------------ the real backward, recorded
+def _value(t, limit):
+    from .record import Value
+    if t is None:
+        return None
+    return Value.of(to_numpy(t), limit)
+
+
+class _Ledger:
+    def __init__(self):
+        self.count, self.bytes = {}, 0
+
+    def add(self, keys):
+        for key, nb in keys:
+            b, h = self.count.get(key, (nb, 0))
+            if h == 0:
+                self.bytes += b
+            self.count[key] = (b, h + 1)
+
+    def drop(self, keys):
+        freed = 0
+        for key, _ in keys:
+            if key not in self.count:
+                continue
+            b, h = self.count[key]
+            if h <= 1:
+                del self.count[key]
+                self.bytes -= b
+                freed += b
+            else:
+                self.count[key] = (b, h - 1)
+        return freed
+
+
+class TorchBackwardRecorder:
+    """What PyTorch's engine did in one ``backward()``, seen through node hooks (see :func:`record_backward`).
+
+    ``steps``: :class:`gradlab.viz.record.BackwardStep` s in the order PyTorch ran the
+    nodes (its pre-hooks fire as each node starts); ``start_bytes``: saved bytes
+    before the backward. A node's saved tensors count as freed once PyTorch
+    refuses to unpack them (it frees them right after the node's post-hooks).
+    """
+
+    def __init__(self, root, preview_limit=256):
+        self.root, self.limit = root, preview_limit
+        self.steps = []
+        self.nodes = []
+        self._ledger = _Ledger()
+        self._held = {}
+        self._contrib = {}
+        self._pending = None
+        self._handles = []
+        self.start_bytes = 0
+
+    def install(self):
+        from .record import BackwardStep, GradOut, summed_axes
+        self._Step, self._GradOut, self._summed = BackwardStep, GradOut, summed_axes
+        fn = self.root.grad_fn
+        ops, accs = collect(fn)
+        self.nodes = ops + accs
+        for n in ops:
+            raw, _freed = saved_or_freed(n)
+            keys = [(storage_key(t), nbytes(t)) for _s, t in raw]
+            self._held[id(n)] = keys
+            self._ledger.add(keys)
+        self.start_bytes = self._ledger.bytes
+        self._contrib[id(fn)] = [(None, 0)]
+        for n in self.nodes:
+            self._handles.append(n.register_prehook(self._pre(n)))
+            self._handles.append(n.register_hook(self._post(n)))
+
+    def remove(self):
+        self._settle()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _pre(self, node):
+        def hook(grad_outputs):
+            self._settle()
+            name = node_name(node)
+            step = self._Step(index=len(self.steps), node=node, name=name, formula=formula_for(name),
+                              grads_in=[_value(g, self.limit) for g in grad_outputs], grads_out=[],
+                              contributions=self._contrib.pop(id(node), []))
+            if is_accumulate(node):
+                step.leaf_before = _value(node.variable.grad, self.limit)
+            self.steps.append(step)
+        return hook
+
+    def _post(self, node):
+        def hook(grad_inputs, grad_outputs):
+            step = self.steps[-1]
+            if is_accumulate(node):
+                step.leaf_after = _value(node.variable.grad, self.limit)
+            ew = elementwise(step.name)
+            out_shape = _shape_of_meta(node, 0)[0] if ew else None
+            for i, (src, nr) in enumerate(node.next_functions):
+                if src is None or i >= len(grad_inputs) or grad_inputs[i] is None:
+                    continue
+                g = grad_inputs[i]
+                axes = None
+                if ew and out_shape is not None:
+                    in_shape = _shape_of_meta(src, nr)[0]
+                    if in_shape is None and is_accumulate(src):
+                        in_shape = tuple(src.variable.shape)
+                    if in_shape is not None:
+                        axes = self._summed(out_shape, in_shape)
+                step.grads_out.append(self._GradOut(i, src, _value(g, self.limit), axes))
+                self._contrib.setdefault(id(src), []).append((node, i))
+            self._pending = (step, node)
+        return hook
+
+    def _settle(self):
+        if self._pending is None:
+            return
+        step, node = self._pending
+        self._pending = None
+        keys = self._held.get(id(node))
+        if keys and is_released(node):
+            step.saved_freed = self._ledger.drop(self._held.pop(id(node)))
+        step.saved_bytes = self._ledger.bytes
+
+
+def record_backward(loss, gradient=None, retain_graph=None, preview_limit=256) -> TorchBackwardRecorder:
+    """Run ``loss.backward(gradient, retain_graph=...)`` (PyTorch's own) and return the recording."""
+    rec = TorchBackwardRecorder(loss, preview_limit)
+    rec.install()
+    try:
+        loss.backward(gradient, retain_graph=retain_graph)
+    finally:
+        rec.remove()
+    return rec
+
+
+__all__ = ["is_torch_tensor", "is_torch_module", "build_torch_model", "record_backward", "track_modules",
+           "TorchBackwardRecorder", "saved_tensors", "collect"]
