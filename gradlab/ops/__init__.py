@@ -21,13 +21,15 @@ Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where
 ``matmul``         matmul, mm, bmm, dot, mv, addmm, outer, tensordot
 ``einsum``         einsum
 ``norm``           norm (``linalg`` is the ``gradlab.linalg`` namespace: vector_norm, matrix_norm, norm)
-``conv``, ``pool``, ``pad``   conv2d (and conv2d_naive), unfold/fold; max/avg_pool2d; pad
+``conv``, ``pool``, ``pad``   conv2d (and conv2d_naive, the loops it is checked against), unfold/fold;
+                              max/avg_pool2d; pad (conv 1-d/3-d and transposed are nn/_conv.py,
+                              built on these)
 ``cast``, ``quant``           to/float/half/... and clone; fake quantization
 ``normalization``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
 ``dropout``, ``embedding``, ``loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
 =================  ==========================================================================
 
-Around them: ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
+Around them: ``autocast`` (the autocast switch and its dtype policy, read by the ops), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
 inputs), ``binding`` and ``methods`` (how ops become ``Tensor`` methods), ``fused_backward``
 (one-pass VJP ops), ``_util`` (argument checks and promotion shared by every op).
 

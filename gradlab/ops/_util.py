@@ -1,4 +1,17 @@
-"""Small helpers shared by the op modules: argument checking and dtype promotion."""
+"""Helpers shared by every op module (one home each), so no op file writes its own copy.
+
+* argument checks: ``check_tensor`` (a Tensor or a NumPy array), ``operand`` and ``arrays_for`` (a
+  binary op's two inputs, scalars included), ``device_mismatch``, ``check_broadcast``, ``shape_of``,
+  ``shape_str``;
+* Python numbers as PyTorch's *weak* scalars: ``is_scalar``, ``weak_float``, ``as_weak`` (a float
+  times a float32 tensor stays float32);
+* dims and sizes: ``norm_dim`` (one dim or several, negative ones wrapped), ``one_dim``, ``sizes_arg``
+  (``reshape(2, 3)`` and ``reshape((2, 3))`` alike);
+* promotion: ``to_float``, ``float_input`` (an integer input to a floating op, in the default dtype);
+* ``view_of``: mark an op's output as a view of its input (the version counter is shared);
+* ``method_spelling``: the docstring of a method spelled like its function;
+* ``OneRule``: an op whose VJP is written once, for tensors and for arrays.
+"""
 from __future__ import annotations
 
 import numbers

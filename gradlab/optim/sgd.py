@@ -20,6 +20,13 @@ from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, as ``torch.optim.SGD``: ``p -= lr * g`` with optional momentum.
+
+    With ``momentum`` a buffer ``b = momentum * b + (1 - dampening) * g`` replaces ``g`` (``nesterov``
+    looks ahead: ``g + momentum * b``); ``weight_decay`` adds ``weight_decay * p`` to ``g`` first
+    (coupled decay: see ``AdamW`` for the decoupled kind); ``maximize`` climbs instead.
+    """
+
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr < 0.0:

@@ -16,7 +16,11 @@ API for other tools (the backward animation builds on it):
   (``view.model``, ``view.plan``, ``view.source``); ``view.element_id(node)``
   is the SVG id for a backward node, ``id_prefix`` included.
 
-The dataclasses live in ``nodes.py``; the id scheme is described in ``model.py``.
+The files: ``nodes.py`` (the dataclasses), ``model.py`` (``build_model`` and the id scheme),
+``collapse.py`` (folding by module, ``plan``), ``render.py`` (DOT and SVG), ``show.py``
+(``show_graph``, ``GraphView``), ``record.py`` (recording a backward or forward pass step by
+step), ``widgets.py`` and ``widgets_data.py`` (the anywidget widgets and the data they are sent),
+``monitor.py`` (``LossMonitor``), ``quiet.py`` (Graphviz's stderr kept out of notebooks).
 A ``torch.Tensor`` root is read by ``torch_graph.py`` into the same model
 (``build_torch_model``); ``track_modules(model)`` names its nodes' modules.
 """
