@@ -35,6 +35,7 @@ lab: venv
 test: venv
 	@$(BIN)/python -c "import torch" 2>/dev/null || echo "make test: PyTorch (the oracle) is not installed, so the tests marked 'oracle' (comparisons with PyTorch) SKIP; run 'make test GRADLAB_ORACLE=1' to install it and run them"
 	@test -x "$${GRADLAB_CHROMIUM:-/usr/bin/chromium}" || echo "make test: Chromium not found at $${GRADLAB_CHROMIUM:-/usr/bin/chromium}, so the real-browser tests (tests/browser) SKIP; install it with: apt-get install -y chromium"
+	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest
 	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
 	$(BIN)/python -m gradlab course mutants -n 2 --min-score 0.9

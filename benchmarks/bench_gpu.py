@@ -78,7 +78,7 @@ def bench_matmul(xp, sizes, dtypes, repeats):
             ratios[(n, dt)] = t_raw / t_lab
             print(f"    {n:>5} {dt:>8} {flops / t_raw / 1e12:>10.2f} {flops / t_lab / 1e12:>10.2f} "
                   f"{t_raw / t_lab:>6.2f}x")
-            del a, b, g, A, B, G
+            a = b = g = A = B = G = raw = lab = None   # free the GPU memory before the next size
             xp.get_default_memory_pool().free_all_blocks() if hasattr(xp, "get_default_memory_pool") else None
     return ratios
 

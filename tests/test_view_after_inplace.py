@@ -5,7 +5,6 @@ gradient must go through the ``mul_`` too. gradlab used to keep the view's old
 graph and give a silently wrong gradient.
 """
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import gradlab

@@ -288,7 +288,6 @@ class Tracer:
 
     # --------------------------------------------------------- on / off
     def __enter__(self):
-        import gradlab as _top
         self._patched = []
 
         mods = [m for k, m in list(sys.modules.items()) if m is not None and (k == "gradlab" or k.startswith(

@@ -66,7 +66,6 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
     Raises CourseError when the submission shares no grade_id with the
     solution notebook (a notebook from a different exercise).
     """
-    import nbformat
     sub_path, sol_path = os.fspath(sub_path), os.fspath(sol_path)
     instr_ids = [grade_id(c) for c in sol_nb.cells if grade_id(c)]
     sub_ids = {grade_id(c) for c in sub_nb.cells if grade_id(c)}

@@ -16,7 +16,6 @@ Functions: ``snapshot()``, ``findings()`` (the list of strings), ``report(where)
 """
 from __future__ import annotations
 
-import builtins
 import os
 import sys
 import types

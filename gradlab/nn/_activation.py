@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from ..backend import generator, xp_of
 from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor, one_dim
-from ..ops.registry import Sample, register, torch_functional as _torch_f
+from ..ops.registry import Sample, register
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
 from ..ops.registry import REGISTRY

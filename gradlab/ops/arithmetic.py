@@ -19,7 +19,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
     _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, operand, weak_float, WEAK_FLOATS,
     to_float,
@@ -228,7 +228,6 @@ def _power(x, y):
     except ValueError as e:
         if "negative integer powers" not in str(e):
             raise
-    from ..backend import xp_of
     xp = xp_of(y if hasattr(y, "dtype") else x)
     neg = y < 0
     out = xp.power(x, xp.where(neg, 0, y))
@@ -306,7 +305,6 @@ def mul(input, other):
 
 def _rounded_div(a, b, mode):
     from ..backend import dtypes as _dt
-    from ..errors import ArgumentError
     if mode not in ("trunc", "floor"):
         raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
     if _dt.category(_dt.result_type(a, b)) < 2:  # integers: an integer quotient

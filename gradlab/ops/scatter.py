@@ -11,10 +11,9 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
-from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError
-from ._util import check_tensor, device_mismatch, is_scalar
+from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
+from ._util import check_tensor, is_scalar
 from .indexing import _along, _index_arg, _check_gather, index_add_zeros, IndexAddZeros
 from .registry import register, Sample
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import math
 import types
 
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from .onecycle import OneCycleLR
-from .optimizer import Optimizer
 from .plateau import ReduceLROnPlateau
 from .scheduler import LRScheduler, _LRScheduler
 

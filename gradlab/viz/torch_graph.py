@@ -40,7 +40,6 @@ import os
 import re
 import sys
 
-import numpy as np
 
 from ..ops.registry import REGISTRY, formula_of
 from .nodes import Edge, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, grad_summary, is_parameter, no_gc

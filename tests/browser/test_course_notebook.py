@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from .conftest import REPO, SCREENSHOTS
+from .conftest import REPO
 
 pytestmark = pytest.mark.browser
 
