@@ -31,7 +31,7 @@ from .build import student_cell
 from .notebook import (
     CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden,
 )
-from .references import student_taint, without_references
+from .references import reference_seeds, student_taint, without_references
 
 PROBE_SNAPSHOT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()"
 PROBE_REPORT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.report({where!r})"
@@ -229,29 +229,6 @@ def _scan(source, helpers, where):
     return found
 
 
-def _helpers(sol_nb):
-    """Reference helpers the instructor defines in locked and test cells: {name: grade_id}.
-
-    Only private names (``_reference``) and names with "reference" in them count: a
-    public class in a locked cell (say, the ``Value`` a student's engine builds on) is
-    meant to be used.
-    """
-    out = {}
-    for cell in sol_nb.cells:
-        if cell.cell_type != "code" or is_solution(cell) or not (is_locked(cell) or is_test(cell)):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            # reference helpers: by convention private (`_reference_grads`) or named as references
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
-                    node.name.startswith("_") or "reference" in node.name.lower()):
-                out[node.name] = grade_id(cell)
-    return out
-
-
 def static_tamper(sub_nb, sol_nb):
     """What the submission file shows that it should not: a list of one-line findings.
 
@@ -284,7 +261,7 @@ def static_tamper(sub_nb, sol_nb):
     k_sol = (sol_nb.metadata.get("kernelspec") or {}).get("name")
     if k_sub and k_sol and k_sub != k_sol:
         found.append(f"the kernelspec was changed ('{k_sol}' -> '{k_sub}'); the instructor's was used")
-    helpers = _helpers(sol_nb)
+    helpers = reference_seeds(sol_nb)   # the same helpers the student's graded kernel goes without
     for i, cell in enumerate(sub_nb.cells):
         if cell.cell_type != "code":
             continue
