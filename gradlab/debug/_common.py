@@ -68,6 +68,27 @@ def walk(roots) -> list:
     return order
 
 
+def upstream(nodes, target, sources) -> list:
+    """The nodes of ``nodes`` from which ``target`` can be reached (the paths root -> target), in their order.
+
+    ``sources(n)``: the nodes ``n`` takes its inputs from (gradlab's and PyTorch's
+    ``next_functions`` differ in how an empty input is written).
+    """
+    if target is None:
+        return []
+    parents = {}
+    for n in nodes:
+        for src in sources(n):
+            parents.setdefault(src, []).append(n)
+    seen, stack = {target}, [target]
+    while stack:
+        for p in parents.get(stack.pop(), ()):
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return [n for n in nodes if n in seen and n is not target]
+
+
 def is_accumulate(node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
 

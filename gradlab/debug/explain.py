@@ -132,6 +132,49 @@ def _fresh_grad(loss, t):
     return res
 
 
+def finisher(name, opt_missing, ev, checked):
+    """``done(cause, verdict, causes=None)``: the :class:`Explanation` for a verdict, with the optimizer note
+    (and the ``not_in_optimizer`` cause) added where ``name`` is missing from the optimizer."""
+    def done(cause, verdict, causes=None):
+        cs = list(causes or [cause])
+        if opt_missing and "not_in_optimizer" not in cs:
+            cs.append("not_in_optimizer")
+            verdict += f" Also, {name} is not in the optimizer's param groups, so step() would never update it."
+        return Explanation(name, cause, verdict, ev, checked, cs)
+    return done
+
+
+def not_in_optimizer(name, ev, checked):
+    """The verdict for a tensor that has a gradient but is not in the optimizer's param groups."""
+    return Explanation(name, "not_in_optimizer",
+                       f"{name} has a gradient, but it is not in the optimizer's param groups, so optimizer.step() "
+                       "never updates it. Build the optimizer after the model is complete, or add it: "
+                       "optimizer.add_param_group({'params': [t]}).", ev, checked)
+
+
+def no_requires_grad(done, name, dtype, floating, frozen, no_grad="no_grad()"):
+    """The ``requires_grad_false`` verdict: a dtype that is not floating, a frozen parameter, or neither."""
+    if not floating:
+        why = f"its dtype {dtype} is not floating, and only floating tensors carry gradients"
+    elif frozen:
+        why = "it is a frozen parameter (requires_grad_(False) was called on it)"
+    else:
+        why = (f"it was created without requires_grad=True (or computed under {no_grad} / from tensors that "
+               "do not require grad)")
+    return done("requires_grad_false",
+                f"{name} does not require grad: {why}. Backward never computes a gradient for it; "
+                "call t.requires_grad_() on the leaf (before computing the loss).")
+
+
+def non_leaf(done, ev, name, made_by, grad_call="gradlab.grad(loss, t)"):
+    """The ``non_leaf_no_retain_grad`` verdict for a tensor ``made_by`` an op, without ``retain_grad()``."""
+    ev.append(f"{name} was made by {made_by}, so it is not a leaf; backward fills .grad only on leaves")
+    return done("non_leaf_no_retain_grad",
+                f"{name} is not a leaf (it is the output of {made_by}) and retain_grad() was not called, "
+                "so backward passed its gradient on without storing it. Call t.retain_grad() before backward(), "
+                f"or read it with t.register_hook(...) or {grad_call}.")
+
+
 def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     """Say why ``t.grad`` is None or all zero: a verdict first, then the evidence.
 
@@ -162,30 +205,13 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
         ev.append(f"the optimizer holds {n} tensors in {len(optimizer.param_groups)} param group(s); {name} is "
                   + ("NOT one of them" if opt_missing else "one of them"))
 
-    def done(cause, verdict, causes=None):
-        cs = list(causes or [cause])
-        if opt_missing and "not_in_optimizer" not in cs:
-            cs.append("not_in_optimizer")
-            verdict += (f" Also, {name} is not in the optimizer's param groups, so step() would never update it.")
-        return Explanation(name, cause, verdict, ev, checked, cs)
+    done = finisher(name, opt_missing, ev, checked)
 
     if not t.requires_grad:
-        if not _dt.is_floating(t.dtype):
-            why = f"its dtype {_dt.dtype_name(t.dtype)} is not floating, and only floating tensors carry gradients"
-        elif t.grad_fn is None and getattr(t, "_is_param", False):
-            why = "it is a frozen parameter (requires_grad_(False) was called on it)"
-        else:
-            why = ("it was created without requires_grad=True (or computed under no_grad() / from tensors that "
-                   "do not require grad)")
-        return done("requires_grad_false",
-                    f"{name} does not require grad: {why}. Backward never computes a gradient for it; "
-                    "call t.requires_grad_() on the leaf (before computing the loss).")
+        return no_requires_grad(done, name, _dt.dtype_name(t.dtype), _dt.is_floating(t.dtype),
+                                t.grad_fn is None and getattr(t, "_is_param", False))
     if t.grad_fn is not None and not t.retains_grad:
-        ev.append(f"{name} was made by {t.grad_fn.name}, so it is not a leaf; backward fills .grad only on leaves")
-        return done("non_leaf_no_retain_grad",
-                    f"{name} is not a leaf (it is the output of {t.grad_fn.name}) and retain_grad() was not called, "
-                    "so backward passed its gradient on without storing it. Call t.retain_grad() before backward(), "
-                    "or read it with t.register_hook(...) or gradlab.grad(loss, t).")
+        return non_leaf(done, ev, name, t.grad_fn.name)
     note = ""
     if (state == "nonzero" or state == "nonfinite") and loss is not None:
         loss_t, rec = _resolve_loss(loss)
@@ -204,10 +230,7 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
                     "so the parts of the gradient behind them are zero.")
     if state == "nonzero" or state == "nonfinite":
         if opt_missing:
-            return Explanation(name, "not_in_optimizer",
-                               f"{name} has a gradient, but it is not in the optimizer's param groups, so "
-                               "optimizer.step() never updates it. Build the optimizer after the model is complete, "
-                               "or add it: optimizer.add_param_group({'params': [t]}).", ev, checked)
+            return not_in_optimizer(name, ev, checked)
         verdict = (f"{name}.grad is set and nonzero; nothing is wrong with it.{note}" if state == "nonzero" else
                    f"{name}.grad is set but contains NaN/Inf; use gradlab.debug.find_nonfinite to find the op.")
         return Explanation(name, "ok" if state == "nonzero" else "nonfinite", verdict, ev, checked)

@@ -90,6 +90,59 @@ class MemoryReport:
         row = self.modules.setdefault(module, dict.fromkeys(self._PARTS, 0))
         row[part] += int(nbytes)
 
+    def _parameters(self, params, nbytes, key):
+        """Count ``(name, tensor)`` pairs (each tensor once) and their grads, by the module that owns each.
+
+        ``nbytes(t)``: a tensor's bytes; returns ``(owner: id(p) -> module, {key(p)})``.
+        """
+        owner = {id(p): (n.rsplit(".", 1)[0] if "." in n else "(model)") for n, p in params}
+        keys, seen = set(), set()
+        for _name, p in params:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            keys.add(key(p))
+            module, nb = owner[id(p)], nbytes(p)
+            self._add(module, "parameters", nb)
+            if p.requires_grad:
+                self.trainable_parameters += nb
+                self.counts["trainable"] = self.counts.get("trainable", 0) + 1
+            else:
+                self.frozen_parameters += nb
+                self.counts["frozen"] = self.counts.get("frozen", 0) + 1
+            if p.grad is not None:
+                gb = nbytes(p.grad)
+                self.gradients += gb
+                self._add(module, "gradients", gb)
+                self.counts["grads"] = self.counts.get("grads", 0) + 1
+        if not params:
+            self.notes.append("the model has no parameters")
+        return owner, keys
+
+    def _optimizer(self, optimizer, owner, state_bytes, what):
+        """Count ``optimizer.state`` (``state_bytes(st)`` for each entry) by the module owning each parameter."""
+        state = getattr(optimizer, "state", None)
+        if state is None or not hasattr(optimizer, "param_groups"):
+            raise DebugInputError(f"memory_report: optimizer must be {what} (with state and "
+                                  f"param_groups), got {type(optimizer).__name__}")
+        for p, st in state.items():
+            b = state_bytes(st)
+            self.optimizer_state += b
+            self._add(owner.get(id(p), "(not in the model)"), "optimizer_state", b)
+            self.counts["state"] = self.counts.get("state", 0) + (len(st) if isinstance(st, dict) else 1)
+        if not state:
+            self.notes.append("the optimizer has no state yet (it is created by the first step())")
+
+    def _start_activations(self, nodes, no_grad="no_grad()") -> bool:
+        """Start the activations at 0; False (and a note) when the loss has no graph ``nodes``."""
+        self.activations = 0
+        self.counts["saved"] = 0
+        if not nodes:
+            self.notes.append(f"the loss has no graph (computed under {no_grad}, or nothing it used requires grad), "
+                              "so no activations are kept for backward")
+            return False
+        return True
+
     def module_rows(self):
         rows = sorted(self.modules.items(), key=lambda kv: -sum(kv[1].values()))
         return [[m] + [human_bytes(r[p]) for p in self._PARTS] + [human_bytes(sum(r.values()))] for m, r in rows]
@@ -149,39 +202,9 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
         return memory_report_torch(model, loss=loss, optimizer=optimizer, top=top)
     params = named_parameters(model, "memory_report")
     rep = MemoryReport()
-    owner = {id(p): (n.rsplit(".", 1)[0] if "." in n else "(model)") for n, p in params}
-    seen = set()
-    param_roots = set()
-    for _name, p in params:
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        param_roots.add(id(_root(p.data)))
-        rep._add(owner[id(p)], "parameters", p.nbytes)
-        if p.grad is not None:
-            rep._add(owner[id(p)], "gradients", p.grad.nbytes)
-        if p.requires_grad:
-            rep.trainable_parameters += p.nbytes
-            rep.counts["trainable"] = rep.counts.get("trainable", 0) + 1
-        else:
-            rep.frozen_parameters += p.nbytes
-            rep.counts["frozen"] = rep.counts.get("frozen", 0) + 1
-        if p.grad is not None:
-            rep.gradients += p.grad.nbytes
-            rep.counts["grads"] = rep.counts.get("grads", 0) + 1
-    if not params:
-        rep.notes.append("the model has no parameters")
+    owner, param_roots = rep._parameters(params, lambda t: t.nbytes, lambda p: id(_root(p.data)))
     if optimizer is not None:
-        state = getattr(optimizer, "state", None)
-        if state is None or not hasattr(optimizer, "param_groups"):
-            raise DebugInputError(f"memory_report: optimizer must be a gradlab.optim optimizer (with state and "
-                                  f"param_groups), got {type(optimizer).__name__}")
-        for p, st in state.items():
-            rep.optimizer_state += _state_bytes(st)
-            rep._add(owner.get(id(p), "(not in the model)"), "optimizer_state", _state_bytes(st))
-            rep.counts["state"] = rep.counts.get("state", 0) + (len(st) if isinstance(st, dict) else 1)
-        if not state:
-            rep.notes.append("the optimizer has no state yet (it is created by the first step())")
+        rep._optimizer(optimizer, owner, _state_bytes, "a gradlab.optim optimizer")
     if loss is not None:
         _activations(rep, require_tensor(loss, "memory_report", "loss"), param_roots, top)
     return rep
@@ -189,11 +212,7 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
 
 def _activations(rep, loss, param_roots, top):
     nodes = walk(loss)
-    rep.activations = 0
-    rep.counts["saved"] = 0
-    if not nodes:
-        rep.notes.append("the loss has no graph (computed under no_grad(), or nothing it used requires grad), "
-                         "so no activations are kept for backward")
+    if not rep._start_activations(nodes):
         return
     if any(getattr(n, "_released", False) for n in nodes):
         rep.notes.append("backward() already freed some saved tensors of this graph; call memory_report "

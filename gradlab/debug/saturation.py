@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import host, is_accumulate, node_module
+from ._common import host, is_accumulate, node_module, upstream
 
 _KINDS = {"relu": "dead_relu", "sigmoid": "saturated_sigmoid", "tanh": "saturated_tanh"}
 
@@ -19,20 +19,8 @@ def path_nodes(nodes, t):
     """The nodes of ``nodes`` from which ``t``'s node can be reached (the paths loss -> t)."""
     target = t.grad_fn if t.grad_fn is not None else next(
         (n for n in nodes if is_accumulate(n) and n.variable is t), None)
-    if target is None:
-        return []
-    parents = {}
-    for n in nodes:
-        for e in getattr(n, "next_functions", ()) or ():
-            if e is not None:
-                parents.setdefault(e[0], []).append(n)
-    seen, stack = {target}, [target]
-    while stack:
-        for p in parents.get(stack.pop(), ()):
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return [n for n in nodes if n in seen and n is not target]
+    return upstream(nodes, target,
+                    lambda n: [e[0] for e in getattr(n, "next_functions", ()) or () if e is not None])
 
 
 class Finding:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..viz import torch_graph as tg
-from ._common import human_bytes
+from ._common import human_bytes, upstream
 
 
 def _name(t, name=None):
@@ -39,20 +39,7 @@ def _in_graph(t, ops, accs):
 def _path_ops(ops, accs, t):
     """The ops from which ``t``'s node can be reached (the paths loss -> t)."""
     target = t.grad_fn if t.grad_fn is not None else next((a for a in accs if a.variable is t), None)
-    if target is None:
-        return []
-    parents = {}
-    for n in ops:
-        for src, _ in n.next_functions:
-            if src is not None:
-                parents.setdefault(src, []).append(n)
-    seen, stack = {target}, [target]
-    while stack:
-        for p in parents.get(stack.pop(), ()):
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return [n for n in ops if n in seen and n is not target]
+    return upstream(ops, target, lambda n: [src for src, _ in n.next_functions if src is not None])
 
 
 _ACT = {"ReluBackward0": ("dead_relu", "relu"), "SigmoidBackward0": ("saturated_sigmoid", "sigmoid"),
@@ -106,7 +93,7 @@ def _norm(g):
 
 def explain_grad_torch(t, loss=None, optimizer=None, name=None):
     """``explain_grad`` for a ``torch.Tensor`` (see the module docstring)."""
-    from .explain import DebugInputError, Explanation
+    from .explain import DebugInputError, Explanation, finisher, no_requires_grad, non_leaf
     torch = tg._torch()
     nm = _name(t, name)
     g = tg.safe_grad(t)
@@ -128,31 +115,13 @@ def explain_grad_torch(t, loss=None, optimizer=None, name=None):
         ev.append(f"the optimizer holds {sum(len(grp['params']) for grp in groups)} tensors; {nm} is "
                   + ("NOT one of them" if opt_missing else "one of them"))
 
-    def done(cause, verdict, causes=None):
-        cs = list(causes or [cause])
-        if opt_missing and "not_in_optimizer" not in cs:
-            cs.append("not_in_optimizer")
-            verdict += f" Also, {nm} is not in the optimizer's param groups, so step() would never update it."
-        return Explanation(nm, cause, verdict, ev, checked, cs)
+    done = finisher(nm, opt_missing, ev, checked)
 
     if not t.requires_grad:
-        if not (t.is_floating_point() or t.is_complex()):
-            why = f"its dtype {tg.dtype_name(t.dtype)} is not floating, and only floating tensors carry gradients"
-        elif type(t).__name__ == "Parameter":
-            why = "it is a frozen parameter (requires_grad_(False) was called on it)"
-        else:
-            why = ("it was created without requires_grad=True (or computed under torch.no_grad() / from tensors "
-                   "that do not require grad)")
-        return done("requires_grad_false",
-                    f"{nm} does not require grad: {why}. Backward never computes a gradient for it; call "
-                    "t.requires_grad_() on the leaf (before computing the loss).")
+        return no_requires_grad(done, nm, tg.dtype_name(t.dtype), t.is_floating_point() or t.is_complex(),
+                                type(t).__name__ == "Parameter", no_grad="torch.no_grad()")
     if t.grad_fn is not None and not t.retains_grad:
-        ev.append(f"{nm} was made by {tg.node_name(t.grad_fn)}, so it is not a leaf; backward fills .grad only on "
-                  "leaves")
-        return done("non_leaf_no_retain_grad",
-                    f"{nm} is not a leaf (it is the output of {tg.node_name(t.grad_fn)}) and retain_grad() was not "
-                    "called, so backward passed its gradient on without storing it. Call t.retain_grad() before "
-                    "backward(), or read it with t.register_hook(...) or torch.autograd.grad(loss, t).")
+        return non_leaf(done, ev, nm, tg.node_name(t.grad_fn), grad_call="torch.autograd.grad(loss, t)")
     if loss is None:
         if state in ("nonzero", "nonfinite"):
             return _ok(nm, state, opt_missing, ev, checked, Explanation)
@@ -232,10 +201,8 @@ def explain_grad_torch(t, loss=None, optimizer=None, name=None):
 
 def _ok(nm, state, opt_missing, ev, checked, Explanation):
     if opt_missing:
-        return Explanation(nm, "not_in_optimizer",
-                           f"{nm} has a gradient, but it is not in the optimizer's param groups, so optimizer.step() "
-                           "never updates it. Build the optimizer after the model is complete, or add it: "
-                           "optimizer.add_param_group({'params': [t]}).", ev, checked)
+        from .explain import not_in_optimizer
+        return not_in_optimizer(nm, ev, checked)
     if state == "nonzero":
         return Explanation(nm, "ok", f"{nm}.grad is set and nonzero; nothing is wrong with it.", ev, checked)
     return Explanation(nm, "nonfinite", f"{nm}.grad is set but contains NaN/Inf; torch.autograd.detect_anomaly() "
@@ -289,40 +256,9 @@ def memory_report_torch(model, loss=None, optimizer=None, top=10):
     else:
         params = [(f"param{i}", p) for i, p in enumerate(model)]
     rep = MemoryReport()
-    owner = {id(p): (n.rsplit(".", 1)[0] if "." in n else "(model)") for n, p in params}
-    param_keys = set()
-    seen = set()
-    for _n, p in params:
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        param_keys.add(p.untyped_storage().data_ptr())
-        nb = tg.nbytes(p)
-        rep._add(owner[id(p)], "parameters", nb)
-        if p.requires_grad:
-            rep.trainable_parameters += nb
-            rep.counts["trainable"] = rep.counts.get("trainable", 0) + 1
-        else:
-            rep.frozen_parameters += nb
-            rep.counts["frozen"] = rep.counts.get("frozen", 0) + 1
-        if p.grad is not None:
-            rep.gradients += tg.nbytes(p.grad)
-            rep._add(owner[id(p)], "gradients", tg.nbytes(p.grad))
-            rep.counts["grads"] = rep.counts.get("grads", 0) + 1
-    if not params:
-        rep.notes.append("the model has no parameters")
+    owner, param_keys = rep._parameters(params, tg.nbytes, lambda p: p.untyped_storage().data_ptr())
     if optimizer is not None:
-        state = getattr(optimizer, "state", None)
-        if state is None or not hasattr(optimizer, "param_groups"):
-            raise DebugInputError(f"memory_report: optimizer must be an optimizer (with state and param_groups), "
-                                  f"got {type(optimizer).__name__}")
-        for p, st in state.items():
-            b = sum(tg.nbytes(v) for v in (st.values() if isinstance(st, dict) else [st]) if tg.is_torch_tensor(v))
-            rep.optimizer_state += b
-            rep._add(owner.get(id(p), "(not in the model)"), "optimizer_state", b)
-            rep.counts["state"] = rep.counts.get("state", 0) + (len(st) if isinstance(st, dict) else 1)
-        if not state:
-            rep.notes.append("the optimizer has no state yet (it is created by the first step())")
+        rep._optimizer(optimizer, owner, _state_bytes, "an optimizer")
     if loss is not None:
         if not tg.is_torch_tensor(loss):
             raise DebugInputError(f"memory_report: loss must be a torch tensor here, got {type(loss).__name__}")
@@ -330,13 +266,13 @@ def memory_report_torch(model, loss=None, optimizer=None, top=10):
     return rep
 
 
+def _state_bytes(st):
+    return sum(tg.nbytes(v) for v in (st.values() if isinstance(st, dict) else [st]) if tg.is_torch_tensor(v))
+
+
 def _activations(rep, loss, param_keys, top):
     ops, _accs = _walk(loss)
-    rep.activations = 0
-    rep.counts["saved"] = 0
-    if not ops:
-        rep.notes.append("the loss has no graph (computed under torch.no_grad(), or nothing it used requires grad), "
-                         "so no activations are kept for backward")
+    if not rep._start_activations(ops, no_grad="torch.no_grad()"):
         return
     counted, entries = set(), []
     shared = freed = 0

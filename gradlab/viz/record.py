@@ -132,7 +132,10 @@ class _SavedLedger:
         return out
 
     def add(self, node):
-        keys = self._arrays(node)
+        return self.add_keys(self._arrays(node))
+
+    def add_keys(self, keys):
+        """Count ``(key, nbytes)`` pairs as held once more (an array's bytes count when it is first held)."""
         for key, nb in keys:
             nbytes, holders = self.count.get(key, (nb, 0))
             if holders == 0:

@@ -36,16 +36,13 @@ tensor (and then it is already imported, by whoever made the tensor).
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 
 
 from ..ops.registry import REGISTRY, formula_of
-from .nodes import Edge, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, grad_summary, is_parameter, no_gc
-
-_GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
+from .graph_base import FrameNames, GraphBuilder, collect_nodes
+from .nodes import GraphModel, OpNode, SavedInfo, TensorNode, grad_summary
 
 # ------------------------------------------------------------------ detection (no torch import)
 def is_torch_tensor(x) -> bool:
@@ -202,18 +199,8 @@ def is_released(node) -> bool:
 # ------------------------------------------------------------------ the graph walk
 def collect(root_fn):
     """Every node behind ``root_fn``: ``(ops sorted by creation, AccumulateGrad nodes in order of first use)``."""
-    seen = {root_fn}
-    stack = [root_fn]
-    ops, accs = [], []
-    while stack:
-        n = stack.pop()
-        (accs if is_accumulate(n) else ops).append(n)
-        for src, _nr in n.next_functions:
-            if src is not None and src not in seen:
-                seen.add(src)
-                stack.append(src)
-    ops.sort(key=lambda n: n._sequence_nr())
-    return ops, accs
+    return collect_nodes(root_fn, is_accumulate, lambda n: [src for src, _nr in n.next_functions if src is not None],
+                         lambda n: n._sequence_nr())
 
 
 class NodeIds:
@@ -250,57 +237,27 @@ class NodeIds:
 
 
 # ------------------------------------------------------------------ names from the caller's frames
-class TorchCallerNames:
-    """The variables the caller's code binds torch tensors and modules to (see ``model.CallerNames``)."""
+class TorchCallerNames(FrameNames):
+    """The variables the caller's code binds torch tensors and modules to (see ``graph_base.FrameNames``).
 
-    def __init__(self, frame=None, max_frames=12, modules=()):
-        self.tensor, self.data, self.param, self.module_types = {}, {}, {}, {}
-        mods = list(modules)
-        seen_ns = set()
-        f = frame if frame is not None else sys._getframe(1)
-        n = 0
-        while f is not None and n < max_frames:
-            fn = f.f_code.co_filename
-            if not os.path.abspath(fn).startswith(_GRADLAB_DIR) and not fn.startswith("<frozen"):
-                n += 1
-                for ns in (f.f_locals, f.f_globals):
-                    if id(ns) in seen_ns:
-                        continue
-                    seen_ns.add(id(ns))
-                    for k, v in list(ns.items()):
-                        if not isinstance(k, str) or k.startswith("_") or not k.isidentifier():
-                            continue
-                        if is_torch_tensor(v):
-                            self.tensor.setdefault(id(v), k)
-                            try:
-                                self.data.setdefault(v.data_ptr(), k)
-                            except Exception:  # noqa: BLE001 - a tensor without storage
-                                pass
-                        elif is_torch_module(v) and all(v is not m for m in mods):
-                            mods.append(v)
-            f = f.f_back
-        self.add_modules(mods)
+    ``data`` is keyed by ``data_ptr()``; ``module_types[path]`` is the class name of each submodule.
+    """
 
-    def add_modules(self, mods):
-        sized = []
-        for m in mods:
-            try:
-                named = list(m.named_parameters(remove_duplicate=False))
-            except Exception:  # noqa: BLE001
-                continue
-            sized.append((len(named), named))
-            for path, sub in m.named_modules():
-                self.module_types.setdefault(path, type(sub).__name__)
-        sized.sort(key=lambda x: -x[0])
-        for _, named in sized:
-            fresh = {}
-            for qn, p in named:
-                if id(p) not in self.param:
-                    fresh.setdefault(id(p), []).append(qn)
-            self.param.update(fresh)
+    def _is_tensor(self, v) -> bool:
+        return is_torch_tensor(v)
 
-    def __bool__(self):
-        return bool(self.tensor or self.param)
+    def _is_module(self, v) -> bool:
+        return is_torch_module(v)
+
+    def _note_data(self, t, k):
+        try:
+            self.data.setdefault(t.data_ptr(), k)
+        except Exception:  # noqa: BLE001 - a tensor without storage
+            pass
+
+    def _note_module(self, m):
+        for path, sub in m.named_modules():
+            self.module_types.setdefault(path, type(sub).__name__)
 
 
 # ------------------------------------------------------------------ module tags
@@ -396,12 +353,7 @@ def build_torch_model(root, view="forward", params=None, caller=None) -> GraphMo
     if not isinstance(caller, TorchCallerNames):
         caller = TorchCallerNames(caller if caller is not None else sys._getframe(1), modules=mods)
     b = _TorchBuilder(root, view, {id(t): n for n, t in named if n is not None}, caller)
-    b.named_values = [t for _, t in named if t.grad_fn is not None]
-    with no_gc():
-        b.walk()
-        b.add_params(named)
-        b.finish()
-    return b.model
+    return b.build(named)
 
 
 def _named(params):
@@ -421,40 +373,42 @@ def _named(params):
     return items, []
 
 
-class _TorchBuilder:
+class _TorchBuilder(GraphBuilder):
+    NO_GRAD = "torch.no_grad()"
+    NO_GRAPH = "PyTorch recorded no graph"
+    NOT_REACHED = ("backward() ran but this leaf's .grad is None: it was left out with backward(inputs=...), "
+                   "its .grad was reset afterwards (zero_grad), or no gradient reached it")
+    RELEASED_NOTE = "backward() already ran without retain_graph=True, so PyTorch freed the saved tensors"
+
     def __init__(self, root, view, names, caller):
-        self.root, self.view, self.names, self.caller = root, view, names, caller
-        self.backward = view == "backward"
-        self.nodes, self.edges = {}, []
-        self.counts = {"p": 0, "x": 0, "c": 0, "t": 0}
-        self.leaf_of, self.leaf_tensors, self.shown = {}, {}, {}
-        self.notes = []
-        self.ops = []
+        super().__init__(root, view, names, caller)
         self.saved_keys = {}       # op id -> [(storage key, bytes)]
         self.released = False
 
-    # ------------------------------------------------------------ names
-    def _name(self, t, prefix):
-        if t is not None and id(t) in self.names:
-            return self.names[id(t)], False
-        own = getattr(t, "name", None) if t is not None else None
-        if isinstance(own, str) and own:
-            return own, False
-        c = self.caller
-        if t is not None and c:
-            qn = c.param.get(id(t))
-            if qn:
-                return qn[0], False
-            var = c.tensor.get(id(t))
-            if var:
-                return var, False
-        k = self.counts[prefix]
-        self.counts[prefix] += 1
-        return f"{prefix}{k}", True
+    # ------------------------------------------------------------ hooks (see graph_base.GraphBuilder)
+    def _own_name(self, t):
+        own = getattr(t, "name", None)
+        return own if isinstance(own, str) and own else None
+
+    def _output_nr(self, t):
+        return t.output_nr
+
+    def _out_meta(self, n, nr):
+        return _shape_of_meta(n, nr)[:2]
+
+    def _single_node_start(self, t):
+        self.backward_ran = safe_grad(t) is not None
+        self.op_id, self.id_for_seq = {}, {}
+
+    def _saved_entries(self):
+        for keys in self.saved_keys.values():
+            yield from keys
+
+    def _released(self) -> bool:
+        return self.released
 
     def _tensor_node(self, nid, t, role, order):
-        name, gen = self._name(t, {"parameter": "p", "leaf": "x", "constant": "c"}.get(role, "t"))
-        aliases = [a for a in self.caller.param.get(id(t), ()) if a != name] if role in ("parameter", "leaf") else []
+        name, gen, aliases = self._name_aliases(t, role)
         g = safe_grad(t)
         gs = None
         if g is not None:
@@ -517,12 +471,10 @@ class _TorchBuilder:
                             consts = self._constant_inputs(n, raw)
                         cid = f"{nid}_in{i}"
                         shape, cdt, cname = consts.pop(0) if consts else (None, "?", None)
-                        if cname is None:
-                            k = self.counts["c"]
-                            self.counts["c"] += 1
-                        self.nodes[cid] = TensorNode(id=cid, name=cname or f"c{k}", role="constant",
+                        cname, gen = self._next_constant(cname)
+                        self.nodes[cid] = TensorNode(id=cid, name=cname, role="constant",
                                                      shape=shape if shape is not None else (), dtype=cdt,
-                                                     order=order, generated_name=cname is None)
+                                                     order=order, generated_name=gen)
                         order += 1
                         self._edge(cid, nid, i, shape, cdt if shape is not None else None)
                     continue
@@ -571,138 +523,8 @@ class _TorchBuilder:
         nones = sum(1 for src, _ in n.next_functions if src is None)
         return out if len(out) == nones else []
 
-    def _add_leaf(self, acc, order):
-        v = acc.variable
-        lid = f"leaf{len(self.leaf_of)}"
-        self.leaf_of[acc] = lid
-        self.leaf_tensors[id(v)] = lid
-        self.nodes[lid] = self._tensor_node(lid, v, "parameter" if is_parameter(v) else "leaf", order)
-        return lid
-
-    def _value(self, n, nr, order, t=None):
-        key = (n, nr)
-        vid = self.shown.get(key)
-        if vid is not None:
-            return vid
-        t = t if t is not None else self.want.get(key)
-        if t is None:
-            return None
-        sid = self.op_id[n]
-        vid = f"{sid}_out{nr}"
-        self.shown[key] = vid
-        role = "output" if t is self.root else "intermediate"
-        tn = self._tensor_node(vid, t, role, order)
-        if role == "output" and tn.generated_name:
-            tn.name = "output"
-        self.nodes[vid] = tn
-        sh, dt, _ = _shape_of_meta(n, nr)
-        if self.backward:
-            eid = "g_start" if role == "output" else f"g_{sid}_out{nr}"
-            self.edges.append(Edge(eid, vid, sid, sh, dt, "grad"))
-        else:
-            self.edges.append(Edge(f"e_{sid}_out{nr}", sid, vid, sh, dt, "data"))
-        return vid
-
-    def _edge(self, src, dst, i, shape, dt):
-        if self.backward:
-            self.edges.append(Edge(f"g_{src}_in{i}", src, dst, shape, dt, "grad"))
-        else:
-            self.edges.append(Edge(f"e_{dst}_in{i}", src, dst, shape, dt, "data"))
-
-    def _single_node(self):
-        t = self.root
-        self.backward_ran = safe_grad(t) is not None
-        self.op_id, self.id_for_seq = {}, {}
-        label = f"this tensor (shape {tuple(t.shape)})"
-        if t.requires_grad:
-            role = "parameter" if is_parameter(t) else "leaf"
-            why = (f"{label} is a leaf: you created it, no op computed it, so there is no graph behind it. "
-                   "Compute something from it (y = x * 2) and show y")
-        else:
-            role = "constant"
-            why = (f"{label} does not require grad, so PyTorch recorded no graph: it was computed under "
-                   "torch.no_grad() (or detached), or none of its inputs had requires_grad=True. "
-                   "Set requires_grad=True on the inputs (outside no_grad) to record one")
-        self.nodes["leaf0"] = self._tensor_node("leaf0", t, role, 0)
-        self.root_id = "leaf0"
-        self.leaf_tensors[id(t)] = "leaf0"
-        self.notes.append(why)
-
-    def add_params(self, named):
-        k = 0
-        for name, t in named:
-            if id(t) in self.leaf_tensors or t is self.root:
-                continue
-            fn = t.grad_fn
-            if fn is not None and fn in getattr(self, "op_id", {}):
-                self._value(fn, t.output_nr, len(self.nodes), t)
-                continue
-            nid = f"extra{k}"
-            k += 1
-            role = "parameter" if is_parameter(t) else ("leaf" if fn is None else "intermediate")
-            tn = self._tensor_node(nid, t, role, len(self.nodes))
-            tn.in_graph = False
-            if t.requires_grad:
-                tn.missing_grad = True
-                tn.missing_reason = (
-                    f"not reached from {self.nodes[self.root_id].name}: it was not used, or it was used under "
-                    "torch.no_grad() or through .detach(), so backward() will never give it a gradient")
-            self.nodes[nid] = tn
-
     def finish(self):
-        notes = list(self.notes)
-        mem = MemoryTotals()
-        seen = set()
-        for keys in self.saved_keys.values():
-            for key, nb in keys:
-                if key not in seen:
-                    seen.add(key)
-                    mem.saved += nb
-        for tn in self.nodes.values():
-            if tn.kind != "tensor":
-                continue
-            if tn.role == "parameter":
-                mem.parameters += tn.nbytes
-            elif tn.role == "leaf" and tn.requires_grad:
-                mem.leaves += tn.nbytes
-            if tn.grad is not None:
-                mem.gradients += tn.grad.nbytes
-            if (self.backward_ran and tn.in_graph and tn.role in ("leaf", "parameter") and tn.requires_grad
-                    and tn.grad is None and self.ops):
-                tn.missing_grad = True
-                tn.missing_reason = (
-                    "backward() ran but this leaf's .grad is None: it was left out with backward(inputs=...), "
-                    "its .grad was reset afterwards (zero_grad), or no gradient reached it")
-        missing = [t for t in self.nodes.values() if t.kind == "tensor" and t.missing_grad]
-        for t in missing[:5]:
-            notes.append(f"'{t.name}' has no grad: {t.missing_reason}")
-        if len(missing) > 5:
-            notes.append(f"... and {len(missing) - 5} more tensors without a grad")
-        if self.released:
-            notes.append("backward() already ran without retain_graph=True, so PyTorch freed the saved tensors")
-        users = {}
-        for e in self.edges:
-            a, b = (e.dst, e.src) if self.backward else (e.src, e.dst)
-            ta, ob = self.nodes.get(a), self.nodes.get(b)
-            if ta is not None and ob is not None and ta.kind == "tensor" and ob.kind == "op" and \
-                    ta.role in ("parameter", "leaf"):
-                lst = users.setdefault(a, [])
-                mod = ob.module if ob.module is not None else ""
-                if mod not in lst:
-                    lst.append(mod)
-        for a, lst in users.items():
-            if len(lst) > 1:
-                self.nodes[a].users = [m or "(top level)" for m in lst]
-        if self.backward:
-            incoming = {}
-            for e in self.edges:
-                incoming[e.dst] = incoming.get(e.dst, 0) + 1
-            for nid, k in incoming.items():
-                self.nodes[nid].accumulates = k
-        self.model = GraphModel(
-            view=self.view, root_id=self.root_id, nodes=self.nodes, edges=self.edges, memory=mem,
-            backward_ran=self.backward_ran, notes=notes, node_ids=self.node_ids, id_for_seq=self.id_for_seq,
-            root_name=self.nodes[self.root_id].name)
+        super().finish()
         self.model.source = "torch"
         self.model.saved_keys = self.saved_keys
 
@@ -713,32 +535,6 @@ def _value(t, limit):
     if t is None:
         return None
     return Value.of(to_numpy(t), limit)
-
-
-class _Ledger:
-    def __init__(self):
-        self.count, self.bytes = {}, 0
-
-    def add(self, keys):
-        for key, nb in keys:
-            b, h = self.count.get(key, (nb, 0))
-            if h == 0:
-                self.bytes += b
-            self.count[key] = (b, h + 1)
-
-    def drop(self, keys):
-        freed = 0
-        for key, _ in keys:
-            if key not in self.count:
-                continue
-            b, h = self.count[key]
-            if h <= 1:
-                del self.count[key]
-                self.bytes -= b
-                freed += b
-            else:
-                self.count[key] = (b, h - 1)
-        return freed
 
 
 class TorchBackwardRecorder:
@@ -754,7 +550,8 @@ class TorchBackwardRecorder:
         self.root, self.limit = root, preview_limit
         self.steps = []
         self.nodes = []
-        self._ledger = _Ledger()
+        from .record import _SavedLedger
+        self._ledger = _SavedLedger()
         self._held = {}
         self._contrib = {}
         self._pending = None
@@ -771,7 +568,7 @@ class TorchBackwardRecorder:
             raw, _freed = saved_or_freed(n)
             keys = [(storage_key(t), nbytes(t)) for _s, t in raw]
             self._held[id(n)] = keys
-            self._ledger.add(keys)
+            self._ledger.add_keys(keys)
         self.start_bytes = self._ledger.bytes
         self._contrib[id(fn)] = [(None, 0)]
         for n in self.nodes:
