@@ -100,7 +100,9 @@ def numpy_kernel(node: Node, chunk: int = None):
     rest = int(np.prod(shape[1:])) if len(shape) > 1 else 1
     chunked = len(shape) >= 1 and shape[0] > 1 and shape[0] * rest > chunk
     rows = max(1, chunk // max(rest, 1))
-    env, consts = {"_np": np, "_Tensor": Tensor}, {}
+    # constants are written with repr(): inf, -inf and nan (a causal mask's -inf) and NumPy scalars
+    # (np.float32(0.5)) must name something in the kernel's namespace
+    env, consts = {"_np": np, "np": np, "_Tensor": Tensor, "inf": float("inf"), "nan": float("nan")}, {}
     lines = [f"def {node.op}({', '.join(f'in{i}' for i in range(len(ins)))}):",
              f'    """{len(grp)} ops: {", ".join(n.op for n in grp)}."""']
     for j, v in enumerate(outs):
@@ -246,6 +248,8 @@ def _c_args(n: Node, name):
     f32 = n.outputs and n.outputs[0] is not None and n.outputs[0].dtype == np.float32
 
     def lit(a):  # a float32 chain keeps float32 literals (0.5f), or C would compute in double
+        if isinstance(a, float) and not np.isfinite(a):  # C has no `inf`/`nan` literals
+            return "NAN" if np.isnan(a) else ("INFINITY" if a > 0 else "(-INFINITY)")
         return f"{float(a)!r}f" if f32 and isinstance(a, float) else repr(a)
     args = [name[a] if isinstance(a, Value) else lit(a) for a in n.args
             if isinstance(a, Value) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
