@@ -183,3 +183,7 @@ def __getattr__(name):
     value = mod if entry[1] is None else getattr(mod, entry[1])
     globals()[name] = value
     return value
+
+from ._interop import install_data_hint as _install_data_hint  # noqa: E402
+
+_install_data_hint()  # `p.data.add_(...)` (a PyTorch habit) gets a line saying what to write in gradlab
