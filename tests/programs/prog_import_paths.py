@@ -26,7 +26,7 @@ class HalfMSE(_Loss):
         return 0.5 * ((input - target) ** 2).mean()
 
 
-model = Sequential(Linear(5, 16), BatchNorm1d(16), ReLU(), Dropout(0.0), Linear(16, 2))
+model = Sequential(Linear(5, 16, bias=False), BatchNorm1d(16), ReLU(), Dropout(0.0), Linear(16, 2))
 g = np.random.default_rng(14)
 with torch.no_grad():
     for p in model.parameters():
