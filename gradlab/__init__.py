@@ -107,7 +107,72 @@ _LAZY = {
     "io": ("gradlab.io", None),
     "save": ("gradlab.io", "save"),
     "load": ("gradlab.io", "load"),
+    # PyTorch's module paths (torch.accelerator, torch.distributed, torch.backends...)
+    "accelerator": ("gradlab.accelerator", None),
+    "distributed": ("gradlab.distributed", None),
+    "backends": ("gradlab.backends", None),
+    "onnx": ("gradlab.onnx", None),
+    "serialization": ("gradlab.serialization", None),
+    "autocast": ("gradlab.amp", "autocast"),
 }
+
+from .backend.device import get_default_device, set_default_device  # noqa: E402,F401
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``torch.set_float32_matmul_precision``: accepted ('highest', 'high', 'medium') and remembered; gradlab's
+    float32 matmuls are NumPy's/CuPy's full float32 either way (no TF32)."""
+    if precision not in ("highest", "high", "medium"):
+        raise ArgumentError(f"set_float32_matmul_precision: precision must be 'highest', 'high' or 'medium', "
+                            f"got {precision!r}")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _MATMUL_PRECISION[0]
+
+
+_THREADS = [0]
+
+
+def set_num_threads(n: int) -> None:
+    """``torch.set_num_threads``: remembered; NumPy's BLAS threads are set by its environment
+    (``OMP_NUM_THREADS``) before the program starts, not from here."""
+    _THREADS[0] = int(n)
+
+
+def get_num_threads() -> int:
+    import os
+    return _THREADS[0] or os.cpu_count() or 1
+
+
+_DETERMINISTIC = [False]
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """``torch.use_deterministic_algorithms``: gradlab's ops are deterministic already (NumPy on one thread
+    order); the flag is remembered."""
+    _DETERMINISTIC[0] = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _DETERMINISTIC[0]
+
+
+def finfo(type=None):  # noqa: A002 - PyTorch's name
+    """``torch.finfo``: the limits of a float dtype (``.min``, ``.max``, ``.eps``, ``.tiny``, ``.bits``)."""
+    import ml_dtypes
+    import numpy as _np
+    dt = _np.dtype(type or get_default_dtype())
+    return ml_dtypes.finfo(dt) if dt == bfloat16 else _np.finfo(dt)
+
+
+def iinfo(type):  # noqa: A002
+    """``torch.iinfo``: the limits of an integer dtype."""
+    import numpy as _np
+    return _np.iinfo(_np.dtype(type))
 
 
 def __getattr__(name):
@@ -119,3 +184,7 @@ def __getattr__(name):
     value = mod if entry[1] is None else getattr(mod, entry[1])
     globals()[name] = value
     return value
+
+from ._interop import install_data_hint as _install_data_hint  # noqa: E402
+
+_install_data_hint()  # `p.data.add_(...)` (a PyTorch habit) gets a line saying what to write in gradlab

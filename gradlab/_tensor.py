@@ -145,6 +145,9 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    is_xpu = property(lambda self: False, doc="False: gradlab has no Intel XPU backend (PyTorch's flag).")
+    is_mps = property(lambda self: False, doc="False: gradlab has no Apple MPS backend (PyTorch's flag).")
+
     @property
     def strides(self) -> tuple:
         """Strides in *elements* (as PyTorch's ``stride()``), not bytes as NumPy's."""
@@ -360,8 +363,8 @@ class Tensor:
     def __le__(self, other): return _ops.le(self, other)
     def __gt__(self, other): return _ops.gt(self, other)
     def __ge__(self, other): return _ops.ge(self, other)
-    def __eq__(self, other): return _ops.eq(self, other)
-    def __ne__(self, other): return _ops.ne(self, other)
+    def __eq__(self, other): return False if other is None else _ops.eq(self, other)  # x == None, as PyTorch
+    def __ne__(self, other): return True if other is None else _ops.ne(self, other)
     def __invert__(self): return _ops.logical_not(self)
     def __and__(self, other): return _ops.logical_and(self, other)
     def __or__(self, other): return _ops.logical_or(self, other)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .backend import dtypes as _dt
 from .backend import random as _random
-from .backend.device import as_device, check_dtype_for, to_device_array, xp_for
+from .backend.device import check_dtype_for, factory_device, to_device_array, xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
 from ._tensor import Tensor
 
@@ -53,7 +53,7 @@ def _to_array(data, dtype=None, device=None):
             _dt.check_fits(int(arr.min()), dtype, "tensor")
             _dt.check_fits(int(arr.max()), dtype, "tensor")
         out = arr.astype(dtype, copy=False) if dtype is not None else arr
-    dev = as_device(device)
+    dev = factory_device(device)
     if dev.type != "cpu":
         out = to_device_array(out, dev)
     return out
@@ -101,7 +101,7 @@ def _shape(size, fn):
 
 def _new(fn, size, dtype, device, requires_grad, make):
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
-    dev = as_device(device)
+    dev = factory_device(device)
     check_dtype_for(dtype, dev)
     t = Tensor._make(make(xp_for(dev), _shape(size, fn), dtype))
     if requires_grad:
@@ -167,14 +167,14 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
     dtype = _dt.as_dtype(dtype) or _dt.int64
     size = _shape((size,), "randint")
     arr = _random.generator(generator).integers(low, high, size=size).astype(dtype)
-    return Tensor._make(xp_for(as_device(device)).asarray(arr))
+    return Tensor._make(xp_for(factory_device(device)).asarray(arr))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     (n,) = _shape((n,), "randperm")
     arr = _random.generator(generator).permutation(n).astype(_dt.as_dtype(dtype) or _dt.int64)
-    return Tensor._make(xp_for(as_device(device)).asarray(arr))
+    return Tensor._make(xp_for(factory_device(device)).asarray(arr))
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -196,7 +196,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         raise ArgumentError(f"arange: step {step} points away from end: start={start}, end={end}; "
                             f"use a {'negative' if step > 0 else 'positive'} step to count from {start} to {end}")
     dtype = _dt.as_dtype(dtype)
-    xp = xp_for(as_device(device))
+    xp = xp_for(factory_device(device))
     t = Tensor._make(xp.arange(start, end, step).astype(dtype))
     if requires_grad:
         t.requires_grad_(True)
@@ -207,7 +207,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
     if int(steps) < 0:
         raise ArgumentError(f"linspace: steps must be >= 0 (the number of points), got {steps}")
-    xp = xp_for(as_device(device))
+    xp = xp_for(factory_device(device))
     if dtype in (np.float32, np.float64):
         t = Tensor._make(xp.asarray(_linspace_like_pytorch(start, end, int(steps), np.dtype(dtype))))
     else:
@@ -256,7 +256,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
     if int(steps) < 0:
         raise ArgumentError(f"logspace: steps must be >= 0 (the number of points), got {steps}")
-    xp = xp_for(as_device(device))
+    xp = xp_for(factory_device(device))
     exps = _linspace_like_pytorch(start, end, int(steps), np.dtype(np.float64))  # in float64, as PyTorch
     t = Tensor._make(xp.asarray((float(base) ** exps).astype(dtype)))
     if requires_grad:
@@ -271,7 +271,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
             raise ArgumentTypeError(f"eye: n and m must be integers, got n={n!r}, m={m!r}")
     if int(n) < 0 or (m is not None and int(m) < 0):
         raise ArgumentError(f"eye: n and m must be >= 0, got n={n}, m={m}")
-    xp = xp_for(as_device(device))
+    xp = xp_for(factory_device(device))
     t = Tensor._make(xp.eye(int(n), None if m is None else int(m), dtype=dtype))
     if requires_grad:
         t.requires_grad_(True)

@@ -36,6 +36,11 @@ def _argnums(argnums, n, what):
     for a in nums:
         if not isinstance(a, int) or not -n <= a < n:
             raise ArgumentError(f"{what}: argnums {argnums!r} is out of range for {n} positional argument(s)")
+    if not single and len({a % n for a in nums}) != len(nums):
+        raise ArgumentError(f"{what}: argnums elements must be unique, got {tuple(argnums)!r}; name each argument "
+                            "once (its gradient is one tensor)")
+    if not single and not nums:
+        raise ArgumentError(f"{what}: argnums must be non-empty")
     return tuple(a % n for a in nums), single
 
 

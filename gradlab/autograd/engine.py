@@ -116,6 +116,11 @@ def _root_edge(t: Tensor):
 
 
 def _make_grads(outputs, grad_outputs, what):
+    grad_outputs = list(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        arg = "grad_tensors" if what == "backward" else "grad_outputs"
+        raise GradError(f"{what}: got {len(outputs)} tensors and {len(grad_outputs)} gradients; pass one entry of "
+                        f"{arg} per tensor (None for a scalar to start from 1)")
     grads = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:

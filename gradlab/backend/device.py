@@ -66,6 +66,25 @@ def as_device(device) -> Device:
     return Device(device)
 
 
+_DEFAULT = [CPU]
+
+
+def set_default_device(device) -> None:
+    """``torch.set_default_device``: where the factories (``tensor``, ``zeros``, ``randn``, ``arange``...) put new
+    tensors when no ``device=`` is given. ``None`` resets it to the cpu."""
+    _DEFAULT[0] = CPU if device is None else as_device(device)
+
+
+def get_default_device() -> Device:
+    """``torch.get_default_device``: the device factories use when no ``device=`` is given (cpu unless set)."""
+    return _DEFAULT[0]
+
+
+def factory_device(device) -> Device:
+    """The device a factory makes its tensor on: ``device``, else the default device."""
+    return _DEFAULT[0] if device is None else as_device(device)
+
+
 def xp_for(device: Device):
     """The array module for ``device``: NumPy on the cpu, CuPy on cuda (or the simulated device in tests)."""
     if device.type == "cpu":

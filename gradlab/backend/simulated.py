@@ -72,6 +72,8 @@ def _wrap(r):
         return np.asarray(r).view(SimArray)
     if type(r) is tuple or type(r) is list:
         return type(r)(_wrap(v) for v in r)
+    if isinstance(r, tuple):  # NumPy's named results (linalg.eigh, svd, qr); CuPy returns plain tuples
+        return tuple(_wrap(v) for v in r)
     return r
 
 

@@ -102,7 +102,9 @@ def numpy_kernel(node: Node, chunk: int = None):
     rest = int(np.prod(shape[1:])) if len(shape) > 1 else 1
     chunked = len(shape) >= 1 and shape[0] > 1 and shape[0] * rest > chunk
     rows = max(1, chunk // max(rest, 1))
-    env, consts = {"_np": np, "_Tensor": Tensor}, {}
+    # constants are written with repr(): inf, -inf and nan (a causal mask's -inf) and NumPy scalars
+    # (np.float32(0.5)) must name something in the kernel's namespace
+    env, consts = {"_np": np, "np": np, "_Tensor": Tensor, "inf": float("inf"), "nan": float("nan")}, {}
     lines = [f"def {node.op}({', '.join(f'in{i}' for i in range(len(ins)))}):",
              f'    """{len(grp)} ops: {", ".join(n.op for n in grp)}."""']
     for j, v in enumerate(outs):
@@ -138,7 +140,7 @@ def numpy_kernel(node: Node, chunk: int = None):
             if isinstance(a, Value):
                 args.append(_ref(a, name, ins, outs, buf_of, shape))
             else:
-                args.append(_py_literal(a))
+                args.append(repr(a))
         tens = [x for a, x in zip(n.args, args) if isinstance(a, Value) or isinstance(a, (int, float))]
         simple = n.op == "to" or all(isinstance(a, Value) or isinstance(a, (int, float, bool)) for a in n.args)
         stmts = _np_rule(n.op, tens, target) if simple and not n.kwargs else None
@@ -181,13 +183,6 @@ def numpy_kernel(node: Node, chunk: int = None):
     env.update(consts)
     exec(compile(src, f"<gradlab.compile {node.op}>", "exec"), env)
     return src, env[node.op]
-
-
-def _py_literal(a):
-    """Python source for a constant: ``inf``/``nan`` have no literal, so write ``float('inf')``."""
-    if isinstance(a, float) and not math.isfinite(a):
-        return f"float({str(a)!r})"
-    return repr(a)
 
 
 def _c_literal(a, f32):

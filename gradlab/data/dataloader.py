@@ -1,4 +1,5 @@
-"""``Dataset``, ``TensorDataset`` and a minimal ``DataLoader`` (PyTorch's names).
+"""``Dataset``, ``IterableDataset``, ``TensorDataset``, ``Subset``, ``random_split`` and ``DataLoader``
+(PyTorch's names; the samplers are in ``sampler.py``).
 
 A dataset is anything with ``__len__`` and ``__getitem__(i)``. A loader turns
 it into mini-batches: it (optionally) shuffles the indices once per epoch,
@@ -16,7 +17,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import random as _random
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 
 class Dataset:
@@ -30,6 +32,35 @@ class Dataset:
 
     def __add__(self, other):
         return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset read as a stream: subclasses implement ``__iter__`` (a ``DataLoader`` cuts it into batches
+    in the order it yields; no sampler, no shuffle)."""
+
+    def __iter__(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __getitem__(self, index):
+        raise ArgumentTypeError(f"{type(self).__name__} is an IterableDataset: it is read by iterating "
+                                "(for x in ds), not by index")
+
+    def __add__(self, other):
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets one after another."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+
+    def __iter__(self):
+        for d in self.datasets:
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
 
 
 class ConcatDataset(Dataset):
@@ -77,10 +108,15 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
+    """The items of ``dataset`` at ``indices``, in that order."""
+
     def __init__(self, dataset, indices):
-        self.dataset, self.indices = dataset, list(indices)
+        self.dataset = dataset
+        self.indices = indices.tolist() if isinstance(indices, Tensor) else list(indices)
 
     def __getitem__(self, i):
+        if isinstance(i, list):
+            return [self.dataset[self.indices[j]] for j in i]
         return self.dataset[self.indices[i]]
 
     def __len__(self):
@@ -132,55 +168,125 @@ def default_collate(batch):
     raise TypeError(f"default_collate: cannot batch samples of type {type(first).__name__}; pass collate_fn=")
 
 
-class DataLoader:
-    """Iterate over ``dataset`` in mini-batches.
-
-    ``DataLoader(ds, batch_size=32, shuffle=True, drop_last=False, collate_fn=None, generator=None, seed=None)``.
-    With ``shuffle=True`` each epoch (each ``iter(loader)``) uses a new
-    permutation from ``generator`` (a ``numpy.random.Generator``), else from a
-    generator seeded with ``seed``, else from gradlab's global generator.
-    """
-
-    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
-                 collate_fn=None, pin_memory=False, drop_last=False, generator=None, *, seed=None):
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
-            raise ArgumentError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
-        self.dataset, self.batch_size, self.shuffle = dataset, batch_size, bool(shuffle)
-        self.drop_last = bool(drop_last)
-        self.collate_fn = collate_fn or default_collate
-        self._user_collate = collate_fn
-        self.sampler = sampler
-        self.generator = generator if generator is not None else (
-            np.random.default_rng(seed) if seed is not None else None)
-        self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
-
-    def _indices(self):
-        n = len(self.dataset)
-        if self.sampler is not None:
-            return np.asarray(list(iter(self.sampler)))
-        if self.shuffle:
-            return (self.generator or _random.generator()).permutation(n)
-        return np.arange(n)
+class _InfiniteConstantSampler(Sampler):
+    """What an ``IterableDataset``'s loader iterates: ``None`` forever (the dataset decides what comes next)."""
 
     def __iter__(self):
-        idx = self._indices()
-        bs = self.batch_size
-        if bs is None:  # batch_size=None: no batching, one sample at a time (collate_fn, if given, per sample)
-            for i in idx:
-                sample = self.dataset[int(i)]
+        while True:
+            yield None
+
+
+def _index(i):
+    """A sampler's index as the dataset gets it: ints stay ints, 0-d tensors and NumPy ints become ints."""
+    if isinstance(i, (Tensor, np.integer)):
+        return int(i)
+    return i
+
+
+def get_worker_info():
+    """``None``: gradlab's loaders run in the main process (as PyTorch's with ``num_workers=0``)."""
+    return None
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in mini-batches (PyTorch's ``DataLoader``).
+
+    ``DataLoader(ds, batch_size=32, shuffle=True, sampler=None, batch_sampler=None, drop_last=False,
+    collate_fn=None, generator=None, seed=None)``. The order comes from ``sampler`` (default: a
+    ``RandomSampler`` when ``shuffle``, a new permutation each epoch, else a ``SequentialSampler``), grouped by
+    ``batch_sampler`` (default: a ``BatchSampler`` of ``batch_size``), both iterated lazily, one batch at a time.
+    Random orders come from ``generator`` (a ``gradlab.Generator`` or ``numpy.random.Generator``), else a
+    generator seeded with ``seed`` (gradlab's), else gradlab's global generator. ``IterableDataset`` s are read
+    in order and cut into batches. ``num_workers``, ``pin_memory``, ``prefetch_factor``... are accepted and
+    ignored: loading runs in this process.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True, seed=None):
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size <= 0):
+            raise ArgumentError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+        self.dataset, self.num_workers, self.pin_memory, self.timeout = dataset, num_workers, pin_memory, timeout
+        self.generator = generator if generator is not None else (
+            np.random.default_rng(seed) if seed is not None else None)
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:
+            if shuffle not in (None, False):
+                raise ArgumentError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
+                                    f"shuffle={shuffle}; an iterable dataset decides its own order")
+            if sampler is not None or batch_sampler is not None:
+                raise ArgumentError("DataLoader with IterableDataset: expected unspecified sampler and batch_sampler "
+                                    "options; an iterable dataset decides its own order")
+        if sampler is not None and shuffle:
+            raise ArgumentError("DataLoader: sampler option is mutually exclusive with shuffle; shuffle in the "
+                                "sampler (RandomSampler, SubsetRandomSampler) and leave shuffle unset")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ArgumentError("DataLoader: batch_sampler option is mutually exclusive with batch_size, "
+                                    "shuffle, sampler, and drop_last; the batch sampler decides all of them")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ArgumentError("DataLoader: batch_size=None option disables auto-batching and is mutually "
+                                "exclusive with drop_last")
+        if sampler is None:
+            if self._iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=self.generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
+        self.batch_size, self.drop_last, self.sampler, self.batch_sampler = batch_size, bool(drop_last), sampler, \
+            batch_sampler
+        self.shuffle = bool(shuffle)
+        self.collate_fn = collate_fn or default_collate
+        self._user_collate = collate_fn
+        self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    def _batch(self, indices):
+        if self._fast:  # index the whole batch at once (a list of tensors, as default_collate gives)
+            chunk = np.fromiter((int(i) for i in indices), np.int64)
+            return [Tensor._make(t.data[chunk]) for t in self.dataset.tensors]
+        return self.collate_fn([self.dataset[_index(i)] for i in indices])
+
+    def __iter__(self):
+        if self._iterable:
+            yield from self._iter_iterable()
+            return
+        if not self._auto_collation:  # batch_size=None: one sample at a time (collate_fn, if given, per sample)
+            for i in self.sampler:
+                sample = self.dataset[_index(i)]
                 yield sample if self._user_collate is None else self._user_collate(sample)
             return
-        n = len(idx)
-        stop = n - n % bs if self.drop_last else n
-        for start in range(0, stop, bs):
-            chunk = idx[start:start + bs]
-            if self._fast:  # index the whole batch at once (a list of tensors, as default_collate gives)
-                yield [Tensor._make(t.data[chunk]) for t in self.dataset.tensors]
-            else:
-                yield self.collate_fn([self.dataset[int(i)] for i in chunk])
+        for indices in self.batch_sampler:
+            yield self._batch(indices)
+
+    def _iter_iterable(self):
+        it = iter(self.dataset)
+        if self.batch_size is None:
+            for sample in it:
+                yield sample if self._user_collate is None else self._user_collate(sample)
+            return
+        batch = []
+        for sample in it:
+            batch.append(sample)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)
 
     def __len__(self):
-        n = len(self.dataset)
-        if self.batch_size is None:
-            return n
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        if self._iterable:
+            n = len(self.dataset)  # a TypeError for iterable datasets without __len__, as in PyTorch
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler) if self._auto_collation else len(self.sampler)

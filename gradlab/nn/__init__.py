@@ -10,3 +10,4 @@ from . import functional, init, utils  # noqa: F401
 from .module import Module  # noqa: F401
 from .modules import *  # noqa: F401,F403 - Linear, Embedding, GPT...
 from .parameter import Parameter  # noqa: F401
+from . import parallel  # noqa: F401,E402 - torch.nn.parallel (after the layers it re-exports)

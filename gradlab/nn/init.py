@@ -173,3 +173,25 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 # PyTorch's deprecated names without the trailing underscore
 uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal = (
     uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_)
+
+
+def _accept_arrays(fn):
+    """``nn.init.normal_(m.weight.data, 0, 0.02)`` (DCGAN's ``weights_init``): in gradlab ``.data`` is the array
+    itself, so an initialiser given an array fills it in place, through a tensor sharing its memory (like a
+    write through PyTorch's ``.data``, it is invisible to autograd's version checks)."""
+    import functools
+
+    @functools.wraps(fn)
+    def init(tensor, *args, **kwargs):
+        if isinstance(tensor, np.ndarray) or (not isinstance(tensor, Tensor) and hasattr(tensor, "__cuda_array_interface__")):
+            fn(Tensor._make(tensor), *args, **kwargs)
+            return tensor
+        return fn(tensor, *args, **kwargs)
+    return init
+
+
+for _name in ("uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_", "xavier_uniform_",
+              "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "dirac_", "sparse_"):
+    if _name in globals():
+        globals()[_name] = _accept_arrays(globals()[_name])
+del _name

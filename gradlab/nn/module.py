@@ -112,7 +112,7 @@ class Module:
         if is_parameter(value):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep="_parameters")  # a reassigned parameter keeps its place, as in PyTorch
             params[name] = value
             Module._version[0] += 1
         elif params is not None and name in params:
@@ -126,7 +126,7 @@ class Module:
             mods = d.get("_modules")
             if mods is None:
                 raise AttributeError("cannot assign submodules before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep="_modules")  # a replaced submodule keeps its place, as in PyTorch
             mods[name] = value
             Module._version[0] += 1
         elif d.get("_modules") is not None and name in d["_modules"]:
@@ -140,11 +140,12 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _remove_from(self, name):
+    def _remove_from(self, name, keep=None):
         d = self.__dict__
         d.pop(name, None)
-        for store in (d["_parameters"], d["_buffers"], d["_modules"]):
-            store.pop(name, None)
+        for key in ("_parameters", "_buffers", "_modules"):
+            if key != keep:
+                d[key].pop(name, None)
         d["_non_persistent_buffers"].discard(name)
 
     def __getattr__(self, name):
@@ -198,7 +199,7 @@ class Module:
             raise TypeError(f"add_module: {type(module).__name__} is not a Module")
         if "." in str(name):
             raise KeyError(f"module name {name!r} cannot contain '.'")
-        self._remove_from(str(name))
+        self._remove_from(str(name), keep="_modules")
         self._modules[str(name)] = module
         Module._version[0] += 1
 

@@ -71,7 +71,7 @@ from .norm import norm
 from .quant import fake_quantize, fake_quantize_per_tensor_affine
 from .reduce import (  # noqa: A004
     all, amax, amin, any, argmax, argmin, bincount, count_nonzero, cummax, cummin, cumprod, cumsum, logsumexp, max,
-    mean, min, nanmean, nansum, prod, std, sum, sum_to, var,
+    histc, mean, min, nanmean, nansum, prod, std, sum, sum_to, var,
 )
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
 from .scatter import scatter, scatter_add
@@ -81,7 +81,7 @@ from .shape import (
     squeeze, swapaxes, t, tile, transpose, unflatten, unsqueeze, view,
 )
 from .softmax import top_level_log_softmax as log_softmax, top_level_softmax as softmax
-from .sort import argsort, kthvalue, median, mode, msort, sort, topk, unique, unique_consecutive
+from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk, unique, unique_consecutive
 from .unary import (  # noqa: A004
     abs, absolute, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh,
     ceil, cos, cosh, deg2rad, erf, erfc, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, logit, neg, negative,
@@ -89,7 +89,7 @@ from .unary import (  # noqa: A004
 )
 from .indexing import install_inplace as _install_inplace
 from .methods import install_methods as _install_methods
-from .where import clamp, clamp_max, clamp_min, clip, maximum, minimum, nan_to_num, where
+from .where import clamp, clamp_max, clamp_min, clip, fmax, fmin, maximum, minimum, nan_to_num, where
 
 # (the matrix trace is only the method x.trace(): gradlab.trace is the debugging trace, gradlab.debug.trace)
 
@@ -110,11 +110,11 @@ __all__ = [
     "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal", "equal",
     "allclose", "isclose", "isnan", "isinf", "isfinite", "isin",
     "logical_and", "logical_or", "logical_xor", "logical_not",
-    "where", "clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "nan_to_num",
+    "where", "clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "nan_to_num", "fmax", "fmin",
     # reduce, sort
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "prod", "logsumexp", "cumsum",
-    "cumprod", "cummax", "cummin", "any", "all", "count_nonzero", "nansum", "nanmean", "bincount", "sum_to",
-    "sort", "argsort", "topk", "msort", "kthvalue", "median", "mode", "unique", "unique_consecutive",
+    "cumprod", "cummax", "cummin", "any", "all", "count_nonzero", "nansum", "nanmean", "bincount", "sum_to", "histc",
+    "sort", "argsort", "topk", "msort", "kthvalue", "median", "mode", "unique", "unique_consecutive", "nanmedian",
     # shape, join_split
     "reshape", "view", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "ravel", "expand", "expand_as", "broadcast_to", "contiguous", "as_strided", "movedim", "moveaxis", "narrow",
@@ -163,6 +163,7 @@ TENSOR_METHODS += [  # trigonometry, joining and cutting, order statistics, slic
     "nansum", "nanmean", "nan_to_num", "xlogy", "cummax", "cummin",
     "index_add", "index_copy", "index_fill",
     "absolute", "divide", "msort",
+    "fmax", "fmin", "nanmedian", "histc",
 ]
 
 

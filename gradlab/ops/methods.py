@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ops as O
 from .._tensor import Tensor
-from ..errors import ArgumentError, DTypeError, IndexOutOfRange
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange
 from ._util import check_tensor, one_dim, sizes_arg
 from .diagonal import trace
 from .indexing import select
@@ -158,6 +158,88 @@ def _where(self, condition, other):
     return O.where(condition, self, other)
 
 
+def _unfold(self, dimension, size, step):
+    """``x.unfold(dim, size, step)``: every window of ``size`` entries along ``dim``, ``step`` apart, as a new
+    last dim (``dim`` becomes the number of windows). Written with ``index_select``, so it is differentiable."""
+    import numpy as np
+    from ..backend import xp_of
+    d = one_dim(dimension, max(self.ndim, 1), "unfold")
+    x = self.reshape(1) if self.ndim == 0 else self
+    n, size, step = x.shape[d], int(size), int(step)
+    if size < 0 or size > n or step <= 0:
+        raise ArgumentError(f"unfold: size {size} and step {step} do not fit dim {dimension} of size {n} "
+                            f"(input {tuple(self.shape)}); need 0 <= size <= {n} and step > 0")
+    windows = (n - size) // step + 1
+    idx = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    xp = xp_of(x.data)
+    picked = O.index_select(x, d, Tensor._make(xp.asarray(idx, dtype=np.int64)))
+    out = picked.reshape(*x.shape[:d], windows, size, *x.shape[d + 1:])
+    out = O.movedim(out, d + 1, -1)
+    return out.reshape(size) if self.ndim == 0 else out
+
+
+def _masked_scatter(self, mask, source):
+    """``x.masked_scatter(mask, source)``: ``x`` with the positions where ``mask`` is True filled, in order, with
+    the first elements of ``source`` (differentiable in both ``x`` and ``source``)."""
+    import numpy as np
+    from ..backend import xp_of
+    mask = check_tensor(mask, "masked_scatter", "mask")
+    source = check_tensor(source, "masked_scatter", "source")
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}; compare first (x > 0)")
+    m = O.broadcast_to(mask, self.shape)
+    xp = xp_of(self.data)
+    flat = m.data.reshape(-1)
+    need = int(flat.sum())
+    if source.numel() < need:
+        raise ArgumentError(f"masked_scatter: the mask selects {need} positions but source has only "
+                            f"{source.numel()} elements (shape {tuple(source.shape)}); source needs at least {need}")
+    if need == 0:
+        return O.clone(self)
+    pos = xp.maximum(xp.cumsum(flat) - 1, 0).astype(np.int64)
+    picked = O.index_select(O.flatten(source), 0, Tensor._make(pos)).reshape(self.shape)
+    return O.where(m, picked.to(self.dtype), self)
+
+
+def _masked_scatter_(self, mask, source):
+    """In-place ``masked_scatter``."""
+    return self.copy_(_masked_scatter(self, mask, source))
+
+
+def _index_put(self, indices, values, accumulate=False):
+    """``x.index_put(indices, values, accumulate=False)``: a copy of ``x`` with ``x[indices] = values`` (or
+    ``+= values`` with repeats adding up when ``accumulate``)."""
+    return _index_put_(O.clone(self), indices, values, accumulate)
+
+
+def _index_put_(self, indices, values, accumulate=False):
+    """``x.index_put_(indices, values, accumulate=False)``: ``x[indices] = values`` in place; with
+    ``accumulate=True`` repeated indices add up (``x[i] += v`` would keep only one of them)."""
+    import numpy as np
+    from ..backend import xp_of
+    if not isinstance(indices, (tuple, list)):
+        raise ArgumentTypeError(f"index_put_: indices must be a tuple of index tensors, got {type(indices).__name__}; "
+                                "write x.index_put_((rows, cols), values)")
+    indices = tuple(check_tensor(i, "index_put_", "indices") for i in indices)
+    if not isinstance(values, Tensor):
+        values = Tensor._make(xp_of(self.data).asarray(values, dtype=self.dtype))
+    if not accumulate:
+        self[indices] = values
+        return self
+    xp = xp_of(self.data)
+    if len(indices) == 1 and indices[0].dtype == np.bool_:
+        indices = tuple(Tensor._make(i) for i in xp.nonzero(indices[0].data))
+    k = len(indices)
+    arrays = xp.broadcast_arrays(*[i.data.astype(np.int64) for i in indices])
+    lead = self.shape[:k]
+    lin = xp.ravel_multi_index(tuple(a.reshape(-1) % n for a, n in zip(arrays, lead)), lead)
+    rest = tuple(self.shape[k:])
+    vals = O.broadcast_to(values.to(self.dtype), tuple(arrays[0].shape) + rest).reshape(-1, *rest)
+    zeros = Tensor._make(xp.zeros((int(np.prod(lead)),) + rest, dtype=self.dtype))
+    delta = O.index_add(zeros, 0, Tensor._make(lin.astype(np.int64)), vals)
+    return self.add_(delta.reshape(self.shape))
+
+
 METHODS = {
     "new_empty": _new_empty, "type": _type, "ravel": _ravel,
     "sort": _sort, "argsort": _argsort, "topk": _topk, "where": _where, "nelement": lambda self: self.numel(),
@@ -166,6 +248,8 @@ METHODS = {
     "view_as": _view_as, "reshape_as": _reshape_as, "movedim": _movedim, "moveaxis": _movedim,
     "unflatten": _unflatten, "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new_full,
     "new_tensor": _new_tensor, "remainder": _remainder, "floor_divide": _floor_divide, "nonzero": _nonzero,
+    "unfold": _unfold, "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter_,
+    "index_put": _index_put, "index_put_": _index_put_,
 }
 
 
@@ -210,3 +294,26 @@ def install_methods():
         setattr(Tensor, f"__{name}__", _bitwise(name, logical))
         setattr(Tensor, f"__r{name}__", _bitwise(name, logical, reflected=True))
     Tensor.__invert__ = _invert
+    for name, ufunc in (("lshift", "left_shift"), ("rshift", "right_shift")):
+        setattr(Tensor, f"__{name}__", _shift(name, ufunc))
+        setattr(Tensor, f"__r{name}__", _shift(name, ufunc, reflected=True))
+        setattr(Tensor, f"bitwise_{ufunc}", _shift(name, ufunc))
+
+
+def _shift(name, ufunc_name, reflected=False):
+    """``<<`` and ``>>`` on integer tensors (``x << 2`` is ``x * 4``), as in PyTorch."""
+    import numpy as np
+    from ._util import arrays_for, operand
+    ufunc = getattr(np, ufunc_name)
+    sym = "<<" if name == "lshift" else ">>"
+
+    def op(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        a, b = operand(a, name, "input"), operand(b, name, "other")
+        x, y, dt = arrays_for(name, a, b)
+        if dt.kind not in "iu":
+            raise DTypeError(f"{sym}: shifts need integer tensors, got dtype {dt}; for a power of two multiply "
+                             f"instead (x * 2 ** k)")
+        return Tensor._make(ufunc(x, y).astype(dt))
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op

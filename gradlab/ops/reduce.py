@@ -832,3 +832,30 @@ cummax = register("cummax", samples=_cum_samples, formula="dX = dY added at the 
                   torch=lambda torch, x, dim: torch.cummax(x, dim))(_cum_extreme("cummax", np.greater))
 cummin = register("cummin", samples=_cum_samples, formula="dX = dY added at the running minimum's index",
                   torch=lambda torch, x, dim: torch.cummin(x, dim))(_cum_extreme("cummin", np.less))
+
+
+@register(samples=lambda src: [Sample((src.tensor(src.shape(1, 2, 1, 6)),), dict(bins=src.integers(1, 5))),
+                               Sample((src.tensor((8,)),), dict(bins=4, min=-1.0, max=1.0))],
+          formula="(no gradient)", differentiable=False,
+          torch=lambda torch, x, **kw: torch.histc(x, **kw))
+def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's names
+    """``torch.histc``: counts of the elements in ``bins`` equal-width bins over ``[min, max]`` (``min == max``:
+    the data's own range); elements outside are ignored. A float tensor of the input's dtype."""
+    x = check_tensor(input, "histc")
+    if not _dt.is_floating(x.dtype):
+        raise DTypeError(f"histc: input must be a floating tensor, got {x.dtype}; convert with x.float()")
+    if int(bins) <= 0:
+        raise ArgumentError(f"histc: bins must be a positive int, got {bins!r}")
+    xp = xp_of(x.data)
+    a = x.data.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise ArgumentError(f"histc: max ({max}) must be larger than min ({min})")
+    a = a[(a >= lo) & (a <= hi)].astype(np.float64)
+    pos = xp.floor((a - lo) * int(bins) / (hi - lo)).astype(np.int64)
+    pos = xp.minimum(pos, int(bins) - 1)
+    return Tensor._make(xp.bincount(pos, minlength=int(bins)).astype(x.dtype))

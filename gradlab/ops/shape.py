@@ -92,6 +92,18 @@ def _reshape_samples(src):
     yield Sample((src.tensor((0, 3)), (3, 0)), desc="empty")
 
 
+def _view_dtype(x, dtype):
+    dt = np.dtype(dtype)
+    if dt.itemsize != x.dtype.itemsize and x.ndim and x.strides[-1] != 1:
+        raise ShapeError(f"view: viewing {x.dtype} as {dt} changes the element size, which needs the last dim "
+                         "to be contiguous; call .contiguous() first")
+    try:
+        out = x.data.view(dt)
+    except ValueError as e:
+        raise ShapeError(f"view: cannot view a {fmt_shape(x.shape)} {x.dtype} tensor as {dt}: {e}") from None
+    return view_of(Tensor._make(out), x)
+
+
 @register(op=Reshape, samples=_reshape_samples, torch=lambda torch, x, shape: x.reshape(shape))
 def reshape(input, *shape):
     """The same elements in a new shape (one size may be -1). A view when possible."""
@@ -103,8 +115,11 @@ def reshape(input, *shape):
 
 
 def view(input, *shape):
-    """Like ``reshape``, but never copies: a non-contiguous tensor raises, as in PyTorch."""
+    """Like ``reshape``, but never copies: a non-contiguous tensor raises, as in PyTorch. ``x.view(dtype)``
+    reinterprets the bytes as another dtype (no gradient flows through that)."""
     x = check_tensor(input, "view")
+    if len(shape) == 1 and isinstance(shape[0], (np.dtype, type)) and not isinstance(shape[0], (int, tuple, list)):
+        return _view_dtype(x, shape[0])
     shape = _infer_shape(sizes_arg(shape, "view"), x.data.size, "view", x.shape)
     probe = x.data.view()
     try:

@@ -198,3 +198,38 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 def msort(input):
     """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
     return input.sort(0).values
+
+
+def _nanmedian_samples(src):
+    yield Sample((src.tensor((3, 5), distinct=True),), desc="no NaN")
+    yield Sample((src.tensor((3, 4), distinct=True),), dict(dim=1), desc="no NaN, along a dim")
+    x = src.values((3, 5), distinct=True)
+    x[0, 1] = x[2, 0] = x[2, 3] = np.nan
+    yield Sample((Tensor._make(x).requires_grad_(True),), dict(dim=1, keepdim=src.boolean()), desc="NaNs in rows")
+
+
+@register(samples=_nanmedian_samples, formula="dX = dY at the median element, 0 elsewhere",
+          torch=lambda torch, x, *a, **k: torch.nanmedian(x, *a, **k))
+def nanmedian(input, dim=None, keepdim=False):
+    """``median`` ignoring NaNs (the lower middle of the values that are not NaN; NaN where all are)."""
+    x = check_tensor(input, "nanmedian")
+    xp = xp_of(x.data)
+    nan = xp.isnan(x.data)
+    if dim is None:
+        flat = O.flatten(x)
+        if not bool(nan.any()):
+            return median(x)
+        vals = O.masked_select(flat, Tensor._make(~nan.reshape(-1)))
+        if vals.shape[0] == 0:
+            return O.sum(flat) * float("nan")
+        return kthvalue(vals, (vals.shape[0] + 1) // 2, 0).values
+    if x.ndim == 0:
+        return ValuesIndices(O.clone(x), Tensor._make(xp.zeros((), np.int64)))
+    d = one_dim(dim, x.ndim, "nanmedian")
+    order = xp.argsort(xp.where(nan, xp.inf, x.data), axis=d, kind="stable")
+    k = xp.maximum((xp.sum(~nan, axis=d, keepdims=True) - 1) // 2, 0)
+    idx = Tensor._make(xp.take_along_axis(order, k, axis=d).astype(np.int64))
+    vals = O.gather(x, d, idx)
+    if not keepdim:
+        vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
+    return ValuesIndices(vals, idx)

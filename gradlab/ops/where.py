@@ -249,3 +249,24 @@ def where(condition, input=None, other=None):
     if cond.dtype != _dt.bool_:
         cond = Tensor._make(cond.data.astype(bool))
     return Where.apply(cond, operand(input, "where", "input"), operand(other, "where", "other"))
+
+
+def _fmax_fmin(name, pick):
+    def fn(input, other):
+        a, b = operand(input, name, "input"), operand(other, name, "other")
+        if not isinstance(a, Tensor):
+            a = O.full_like(b, a) if isinstance(b, Tensor) else a
+        if not isinstance(b, Tensor):
+            b = O.full_like(a, b)
+        take_a = O.logical_or(pick(a, b), O.isnan(b))  # NaN only where both are NaN
+        return where(take_a, a, b)
+    fn.__name__ = name
+    fn.__doc__ = (f"Elementwise {'larger' if name == 'fmax' else 'smaller'} of two tensors, ignoring NaN: a NaN "
+                  "loses to a number (``maximum``/``minimum`` propagate it); ties send the gradient to ``input``.")
+    return fn
+
+
+fmax = register("fmax", samples=binary_samples("fmax"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
+                torch=_torch2("fmax"))(_fmax_fmin("fmax", lambda a, b: O.ge(a, b)))
+fmin = register("fmin", samples=binary_samples("fmin"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
+                torch=_torch2("fmin"))(_fmax_fmin("fmin", lambda a, b: O.le(a, b)))

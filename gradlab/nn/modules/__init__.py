@@ -63,7 +63,7 @@ from ..coverage.modules import (
     LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d, MarginRankingLoss, MaxUnpool1d, MaxUnpool2d,
     MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PixelShuffle, PixelUnshuffle, PoissonNLLLoss,
     SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss, Upsample, UpsamplingBilinear2d,
-    UpsamplingNearest2d,
+    UpsamplingNearest2d, SyncBatchNorm,
 )
 
 
@@ -90,5 +90,9 @@ __all__ = [
     "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer", "TransformerBlock",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d",
-    "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "SyncBatchNorm",
 ]
+# the files PyTorch programs import layers from (torch.nn.modules.<file>) where gradlab's file has another name
+from . import (  # noqa: E402,F401
+    batchnorm, channelshuffle, instancenorm, lazy, module, pixelshuffle, sparse, upsampling, utils,
+)

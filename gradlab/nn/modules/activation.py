@@ -337,3 +337,8 @@ class RReLU(Module):
 
     def extra_repr(self):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+# the rest of torch.nn.modules.activation's names (kept in modules.attention), found on first use
+from ._util import rest_from as _rest_from  # noqa: E402
+__getattr__ = _rest_from(__name__, "gradlab.nn.modules.attention")

@@ -175,3 +175,8 @@ class ConvTranspose2d(_ConvTransposeNd):
 class ConvTranspose3d(_ConvTransposeNd):
     """Transposed 3-D convolution: weight ``(C_in, C_out/groups, kd, kh, kw)``; upsamples a volume by ``stride``."""
     _n, _fn = 3, "conv_transpose3d"
+
+
+# the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy), found on first use
+from ._util import rest_from as _rest_from  # noqa: E402
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")

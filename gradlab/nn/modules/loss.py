@@ -139,3 +139,8 @@ class KLDivLoss(_Loss):
 
     def forward(self, input, target):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+# the rest of torch.nn.modules.loss's names (kept in coverage.modules.loss), found on first use
+from ._util import rest_from as _rest_from  # noqa: E402
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.loss")

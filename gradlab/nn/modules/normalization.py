@@ -179,7 +179,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
@@ -233,3 +234,8 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+# the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization), found on first use
+from ._util import rest_from as _rest_from  # noqa: E402
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization")

@@ -152,3 +152,8 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """The max over adaptive windows of a volume: ``(N, C, D, H, W) -> (N, C, *output_size)``."""
     _fn = "adaptive_max_pool3d"
+
+
+# the rest of torch.nn.modules.pooling's names (kept in coverage.modules.pooling), found on first use
+from ._util import rest_from as _rest_from  # noqa: E402
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.pooling")

@@ -22,8 +22,8 @@ from .loss import (
     MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
-from .normalization import LocalResponseNorm
-from .parallel import DataParallel
+from .normalization import LocalResponseNorm, SyncBatchNorm
+from .parallel import DataParallel, DistributedDataParallel
 from .pooling import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d
 from .resample import ChannelShuffle, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
@@ -32,7 +32,7 @@ __all__ = [
     "ChannelShuffle", "CosineEmbeddingLoss", "CTCLoss", "DataParallel", "EmbeddingBag", "GaussianNLLLoss",
     "HingeEmbeddingLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
     "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
-    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LocalResponseNorm", "SyncBatchNorm", "DistributedDataParallel", "LPPool1d", "LPPool2d", "LPPool3d",
     "MarginRankingLoss", "MaxUnpool1d", "MaxUnpool2d", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "PixelShuffle", "PixelUnshuffle", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",

@@ -18,3 +18,26 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _sync_batchnorm():
+    from ...modules.normalization import _BatchNorm
+
+    class SyncBatchNorm(_BatchNorm):
+        """PyTorch's batch norm synchronised across processes; gradlab has one process, so it is batch norm
+        over the batch it sees (a documented pass-through). ``convert_sync_batchnorm(model)`` returns
+        ``model`` unchanged."""
+
+        def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                     process_group=None, device=None, dtype=None):
+            super().__init__(num_features, eps, momentum, affine, track_running_stats, device=device, dtype=dtype)
+
+        _ndims = (2, 3, 4, 5)
+
+        @classmethod
+        def convert_sync_batchnorm(cls, module, process_group=None):
+            return module
+    return SyncBatchNorm
+
+
+SyncBatchNorm = _sync_batchnorm()

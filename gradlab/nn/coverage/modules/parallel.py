@@ -19,3 +19,33 @@ class DataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         return self.module(*inputs, **kwargs)
+
+
+class DistributedDataParallel(Module):
+    """PyTorch's multi-process wrapper, here a documented single-process pass-through:
+    ``DistributedDataParallel(model)(x)`` is ``model(x)``, the gradients are the one process's own (an
+    all-reduce over one process is the identity), ``no_sync()`` is a no-op context, and the state_dict
+    carries PyTorch's ``module.`` prefix. Run under several processes (``torchrun``, ``WORLD_SIZE`` > 1) it
+    refuses clearly: gradlab has no process groups.
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False, **kwargs):
+        import os
+
+        from ....errors import DeviceError
+        world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        if world > 1:
+            raise DeviceError(f"DistributedDataParallel: WORLD_SIZE is {world}, but gradlab runs in one process "
+                              "(no process groups); run the program as one process, without torchrun")
+        super().__init__()
+        self.module = module
+        self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+    def no_sync(self):
+        import contextlib
+        return contextlib.nullcontext()

@@ -19,9 +19,9 @@ without a GPU) ``is_available()`` is simply False. Inside
 """
 from __future__ import annotations
 
-from .backend import simulated as _sim
-from .backend.device import Device, as_device
-from .errors import DeviceError
+from ..backend import simulated as _sim
+from ..backend.device import Device, as_device
+from ..errors import DeviceError
 
 
 def _cupy_or_none():
@@ -78,7 +78,7 @@ def synchronize(device=None) -> None:
 
 def manual_seed(seed: int) -> None:
     """Seed CuPy's own generator (``gradlab.manual_seed`` already does this and seeds gradlab's)."""
-    from .backend.random import _seed_cupy
+    from ..backend.random import _seed_cupy
     _seed_cupy(int(seed))
 
 
@@ -188,3 +188,38 @@ __all__ = [
     "manual_seed", "manual_seed_all", "memory_allocated", "memory_reserved", "max_memory_allocated",
     "reset_peak_memory_stats", "empty_cache",
 ]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """``torch.cuda.is_bf16_supported``: True on a GPU of compute capability 8.0 or newer (Ampere+), False
+    without a GPU (gradlab's bfloat16 on the cpu works either way: it is ml_dtypes' NumPy dtype)."""
+    if not is_available() or _sim.is_active():
+        return False
+    try:
+        major = int(_cupy_or_none().cuda.Device().compute_capability[:-1] or 0)
+    except Exception:  # noqa: BLE001
+        return False
+    return major >= 8
+
+
+def get_device_capability(device=None) -> tuple:
+    """``(major, minor)`` compute capability of the GPU (``torch.cuda.get_device_capability``)."""
+    _require("get_device_capability")
+    if _sim.is_active():
+        return (8, 0)
+    cc = _cupy_or_none().cuda.Device(_index(device)).compute_capability
+    return (int(cc[:-1]), int(cc[-1]))
+
+
+def set_device(device) -> None:
+    """``torch.cuda.set_device``: make ``device`` the current GPU."""
+    _require("set_device")
+    if not _sim.is_active():
+        _cupy_or_none().cuda.Device(_index(device)).use()
+
+
+def is_initialized() -> bool:
+    return is_available()
+
+
+from . import amp  # noqa: E402,F401 - torch.cuda.amp's deprecated aliases

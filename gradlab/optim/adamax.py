@@ -1,0 +1,49 @@
+"""Adamax: Adam with the second moment replaced by a running max of ``|g|`` (the infinity norm).
+
+Per parameter (PyTorch's algorithm, exactly)::
+
+    m = beta1 * m + (1 - beta1) * g
+    u = max(beta2 * u, |g| + eps)
+    p = p - lr / (1 - beta1^t) * m / u
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from .adam import _check
+from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check("Adamax", lr, betas, eps, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._loss_of(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = _grad_array(p, group["maximize"])
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = _step_tensor(0.0)
+                    state["exp_avg"] = _state_tensor(p)
+                    state["exp_inf"] = _state_tensor(p)
+                state["step"].data = state["step"].data + 1
+                step = float(state["step"].data)
+                if wd != 0:
+                    g = g + wd * p.data
+                m, u = state["exp_avg"].data, state["exp_inf"].data
+                m += (g - m) * (1 - beta1)          # m.lerp_(g, 1 - beta1)
+                u *= beta2
+                u[...] = np.maximum(u, np.abs(g) + eps)
+                clr = lr / (1 - beta1 ** step)
+                _update_param(p, clr * (m / u))
+        return loss

@@ -1,0 +1,57 @@
+"""ASGD: SGD with a decaying step and a running (Polyak) average of the weights in ``state['ax']``.
+
+Per parameter (PyTorch's algorithm, exactly)::
+
+    p = p * (1 - lambd * eta) - eta * g
+    ax = ax + mu * (p - ax)       (ax = p while mu == 1, i.e. before step t0)
+    eta = lr / (1 + lambd * lr * t)^alpha ; mu = 1 / max(1, t - t0)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..errors import ArgumentError
+from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+
+
+class ASGD(Optimizer):
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        for k, v in (("learning rate", lr), ("weight_decay", weight_decay)):
+            if v < 0.0:
+                raise ArgumentError(f"ASGD: invalid {k} {v} (must be >= 0)")
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._loss_of(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0, wd = (group[k] for k in ("lr", "lambd", "alpha", "t0", "weight_decay"))
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = _grad_array(p, group["maximize"])
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = _step_tensor(0.0)
+                    state["eta"] = _step_tensor(lr)      # float32 scalars, as PyTorch keeps them
+                    state["mu"] = _step_tensor(1.0)
+                    state["ax"] = _state_tensor(p)
+                state["step"].data = state["step"].data + 1
+                step = float(state["step"].data)
+                if wd != 0:
+                    g = g + wd * p.data
+                eta = float(state["eta"].data)
+                p.data *= 1 - lambd * eta
+                _update_param(p, eta * g)
+                mu = state["mu"].data
+                ax = state["ax"].data
+                if float(mu) != 1:
+                    ax += (p.data - ax) * mu.astype(ax.dtype)
+                else:
+                    ax[...] = p.data
+                state["eta"].data = np.asarray(lr / ((1 + lambd * lr * step) ** alpha), dtype=np.float32)
+                state["mu"].data = np.asarray(1 / max(1, step - t0), dtype=np.float32)
+        return loss

@@ -1,0 +1,66 @@
+"""NAdam: Adam with Nesterov momentum (the update looks one momentum step ahead).
+
+Per parameter (PyTorch's algorithm, exactly), ``psi = momentum_decay``::
+
+    mu_t = beta1 * (1 - 0.5 * 0.96^(t psi)) ; mu_{t+1} likewise ; P_t = mu_1 ... mu_t
+    m = beta1 * m + (1 - beta1) * g ; v = beta2 * v + (1 - beta2) * g^2
+    denom = sqrt(v / (1 - beta2^t)) + eps
+    p = p - lr (1 - mu_t) / (1 - P_t) * g / denom - lr mu_{t+1} / (1 - P_t mu_{t+1}) * m / denom
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..errors import ArgumentError
+from .adam import _check
+from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+
+
+class NAdam(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check("NAdam", lr, betas, eps, weight_decay)
+        if momentum_decay < 0.0:
+            raise ArgumentError(f"NAdam: invalid momentum_decay {momentum_decay} (must be >= 0)")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._loss_of(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            psi = group["momentum_decay"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = _grad_array(p, group["maximize"])
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = _step_tensor(0.0)
+                    state["mu_product"] = _step_tensor(1.0)   # a float32 scalar, as PyTorch keeps it
+                    state["exp_avg"] = _state_tensor(p)
+                    state["exp_avg_sq"] = _state_tensor(p)
+                state["step"].data = state["step"].data + 1
+                step = float(state["step"].data)
+                bc2 = 1 - beta2 ** step
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.data *= 1 - lr * wd
+                    else:
+                        g = g + wd * p.data
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
+                state["mu_product"].data = (state["mu_product"].data * np.float32(mu)).astype(np.float32)
+                mu_product = float(state["mu_product"].data)
+                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                m += (g - m) * (1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * (g * g)
+                denom = np.sqrt(v / bc2) + eps
+                _update_param(p, (lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom))
+                _update_param(p, ((lr * mu_next) / (1.0 - mu_product * mu_next)) * (m / denom))
+        return loss
