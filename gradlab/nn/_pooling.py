@@ -29,7 +29,7 @@ from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d, max_pool2d
 from ..ops.registry import Sample
 from ._conv import _slices, _volume
-from ._sizes import ntuple, single
+from ..checks import sizes as ntuple, single
 from ._register import register_table
 
 

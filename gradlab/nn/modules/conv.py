@@ -15,7 +15,7 @@ import math
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
-from .._sizes import ntuple
+from ...checks import sizes as ntuple
 from ..module import Module
 from ._util import new_param
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import ShapeError, fmt_shape
 from .. import functional as F
-from .._sizes import ntuple
+from ...checks import sizes as ntuple
 from ..module import Module
 
 
