@@ -115,6 +115,8 @@ def shape(value, fn: str, arg: str = "size", infer: bool = False) -> tuple:
             raise ArgumentTypeError(f"{fn}: {arg} must be a tuple of ints, got {tuple(value)!r} "
                                     f"(a {_kind(v)} inside)")
         out.append(int(i))
+    if infer is None:  # any ints (pad amounts: negative crops)
+        return tuple(out)
     if infer:
         if sum(1 for i in out if i == -1) > 1:
             raise ShapeError(f"{fn}: only one dimension can be inferred (-1), got {tuple(out)}")
@@ -170,12 +172,14 @@ def dim(d, ndim: int, fn: str) -> int:
     return int(d) % n
 
 
-def number(value, fn: str, arg: str, integer: bool = False):
+def number(value, fn: str, arg: str, integer: bool = False, tensor_ok: bool = True):
     """A real number (a Python/NumPy int, float or bool; a 1-element tensor is not one here)."""
     if isinstance(value, (numbers.Real, np.number, np.bool_)) and not isinstance(value, (complex, np.complexfloating)):
         if integer and _index(value) is None:
             raise ArgumentTypeError(f"{fn}: {arg} must be an int, got {_kind(value)} {value!r}")
         return value
+    if not integer and tensor_ok and hasattr(value, "item") and hasattr(value, "numel") and value.numel() == 1:
+        return value.item()  # lr=gradlab.tensor(0.01): a 1-element tensor stands for its number (as PyTorch)
     raise ArgumentTypeError(f"{fn}: {arg} must be a number, got {_kind(value)} {value!r}")
 
 
@@ -228,3 +232,21 @@ def device(d, fn: str = "to"):
     """A device spec gradlab knows: ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (or a Device). Returns it parsed."""
     from .backend.device import Device
     return Device.parse(d, fn)
+
+
+# ---------------------------------------------------------------- deliberate strictness: the one list
+#: Where gradlab refuses, on purpose, a call PyTorch accepts, and why. Keys are ``(function, what)``
+#: with shell-style wildcards: ``function`` the public name, ``what`` the kind of argument
+#: (the labels of ``tests/fuzz_calls.py``: ``"arg 1 -> int tensor"``, ``"dim -> 1.5"``...). The fuzz suite
+#: (``tests/test_fuzz_errors.py``) fails on any refusal of what PyTorch accepts that is not listed here.
+STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
+}
+
+
+def stricter_reason(fn: str, what: str):
+    """The reason gradlab deliberately refuses ``fn`` called with ``what``, or None if it does not."""
+    import fnmatch
+    for (f, w), reason in STRICTER_THAN_PYTORCH.items():
+        if fnmatch.fnmatchcase(fn, f) and fnmatch.fnmatchcase(what, w):
+            return reason
+    return None

@@ -40,8 +40,9 @@ class ShapeError(GradlabError, ValueError, RuntimeError):
     """Shapes that cannot be combined (broadcasting, matmul, reshape...)."""
 
 
-class DTypeError(GradlabError, TypeError, RuntimeError):
-    """A dtype that cannot be used here (e.g. requires_grad on an integer tensor)."""
+class DTypeError(GradlabError, TypeError, ValueError, RuntimeError):
+    """A dtype that cannot be used here (e.g. requires_grad on an integer tensor). PyTorch reports these
+    as ``RuntimeError``, ``TypeError`` or ``ValueError`` depending on the function: all three catch it."""
 
 
 class DeviceError(GradlabError, RuntimeError):
@@ -64,8 +65,10 @@ class ArgumentError(GradlabError, ValueError, RuntimeError):
     """A bad value for an argument that is not a shape or dtype problem."""
 
 
-class ArgumentTypeError(GradlabError, TypeError):
-    """An argument of the wrong kind: a string where a tensor or a number is expected, a missing argument."""
+class ArgumentTypeError(GradlabError, TypeError, ValueError):
+    """An argument of the wrong kind: a string where a tensor or a number is expected, a missing argument.
+    PyTorch reports these as ``TypeError`` from its argument parser but as ``ValueError`` from the checks
+    in its Python code (``nn.Conv2d(2.5, 3, 3)``): both catch it."""
 
 
 class ValueRuntimeError(ArgumentError):

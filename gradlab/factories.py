@@ -14,6 +14,7 @@ from .backend import random as _random
 from .backend.device import as_device, check_dtype_for, to_device_array, xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
 from ._tensor import Tensor
+from . import checks as _c
 
 
 def _to_array(data, dtype=None, device=None):
@@ -89,14 +90,9 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 def _shape(size, fn):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    try:  # operator.index, not int(): zeros(2.5) is a mistake to report, not a size to round down
-        size = tuple(int(s.item()) if isinstance(s, Tensor) and s.ndim == 0 and s.dtype.kind in "iu"
-                     else operator.index(s) for s in size)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{fn}: size must be integers, got {size!r}") from None
-    if any(s < 0 for s in size):
-        raise ArgumentError(f"{fn}: negative dimension in size {size}")
-    return size
+    # operator.index, not int(): zeros(2.5) is a mistake to report, not a size to round down
+    size = tuple(int(s.item()) if isinstance(s, Tensor) and s.ndim == 0 and s.dtype.kind in "iu" else s for s in size)
+    return _c.shape(size, fn)
 
 
 def _new(fn, size, dtype, device, requires_grad, make):
@@ -125,7 +121,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if fill_value is None or isinstance(fill_value, (str, bytes, dict, list, tuple)):
-        raise ArgumentError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
+        raise ArgumentTypeError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
     _dt.check_fits(fill_value, _dt.as_dtype(dtype), "full")
@@ -161,6 +157,7 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
         high, size = None, high
     if high is None:
         low, high = 0, low
+    low, high = _c.size(low, "randint", "low", None), _c.size(high, "randint", "high", None)
     if not low < high:
         raise ArgumentError(f"randint: need low < high, got low={low}, high={high}; "
                             f"values are drawn from [low, high)")
@@ -205,6 +202,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    steps = _c.size(steps, "linspace", "steps", None)
+    start, end = _c.number(start, "linspace", "start"), _c.number(end, "linspace", "end")
     if int(steps) < 0:
         raise ArgumentError(f"linspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(as_device(device))
@@ -254,6 +253,9 @@ def _linspace_like_pytorch(start, end, steps, dt):
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` points from ``base ** start`` to ``base ** end``, evenly spaced in the exponent."""
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    steps = _c.size(steps, "logspace", "steps", None)
+    start, end = _c.number(start, "logspace", "start"), _c.number(end, "logspace", "end")
+    _c.number(base, "logspace", "base")
     if int(steps) < 0:
         raise ArgumentError(f"logspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(as_device(device))

@@ -220,6 +220,12 @@ def float_input(input, op, arg="input"):
     return to_float(check_tensor(input, op, arg))
 
 
+def floating_input(input, op, arg="input"):
+    """``check_tensor(input, op, arg)``, refused unless floating: for the ops PyTorch does not define on
+    integer tensors (gelu, silu, softplus, leaky_relu, elu...), where promoting would accept what it refuses."""
+    return _checks.floating(check_tensor(input, op, arg), op, arg)
+
+
 class OneRule:
     """Mixin for an op whose VJP is written once, as ``rule(self, ns, g, *saved)``.
 

@@ -30,6 +30,7 @@ from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
 from .registry import register, Sample
 from .samples import reduce_samples, unary_samples
+from .. import checks as _c
 
 
 def count_nonzero(input, dim=None):
@@ -141,7 +142,7 @@ def _sum_to_samples(src):
 def sum_to(input, shape):
     """Sum ``input`` down to ``shape`` (which must broadcast to ``input.shape``)."""
     x = check_tensor(input, "sum_to")
-    shape = tuple(shape)
+    shape = _c.shape(shape, "sum_to", "shape")
     if x.shape == shape:
         return x
     try:

@@ -37,6 +37,7 @@ from .. import init
 from .._rnn_utils import PackedSequence
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -90,7 +91,10 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
-        self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
+        cls = type(self).__name__
+        self.input_size = _c.size(input_size, cls, "input_size")
+        self.hidden_size = _c.size(hidden_size, cls, "hidden_size", 1)
+        self.bias = bias
         g = _GATES[self._mode] * self.hidden_size
         self.weight_ih = new_param(g, self.input_size, dtype=dtype, device=device)
         self.weight_hh = new_param(g, self.hidden_size, dtype=dtype, device=device)
@@ -181,6 +185,8 @@ class RNNBase(Module):
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
         cls = type(self).__name__
+        _c.size(input_size, cls, "input_size"), _c.size(hidden_size, cls, "hidden_size", 1)
+        _c.size(num_layers, cls, "num_layers", 1), _c.size(proj_size, cls, "proj_size")
         if proj_size and mode != "LSTM":
             raise ArgumentError(f"{cls}: proj_size is only supported for LSTM, not RNN or GRU")
         if proj_size < 0 or (proj_size and proj_size >= hidden_size):
