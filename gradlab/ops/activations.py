@@ -45,14 +45,15 @@ def _gelu_tanh(a):
     if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
         return _gelu_tanh(a.reshape(1)).reshape(())
     xp = xp_of(a)
-    y = xp.multiply(a, a)
-    y *= _SQRT_2_OVER_PI * _GELU_C
-    y += _SQRT_2_OVER_PI
-    y *= a                      # c (a + C a^3)
+    with np.errstate(over="ignore", invalid="ignore"):  # a^3 overflows to inf for |a| > 1e13: tanh(inf) = 1
+        y = xp.multiply(a, a)
+        y *= _SQRT_2_OVER_PI * _GELU_C
+        y += _SQRT_2_OVER_PI
+        y *= a                      # c (a + C a^3)
     xp.tanh(y, out=y)
     y += 1
+    y *= 0.5                    # halve before multiplying by a: 2 * 3e38 would overflow
     y *= a
-    y *= 0.5
     return y
 
 
@@ -240,7 +241,8 @@ class Silu(Op):
         a = x.data
         e = np.exp(-np.abs(a))
         s = np.where(a >= 0, 1 / (1 + e), e / (1 + e))
-        return as_array(a * s, dtype=a.dtype)
+        with np.errstate(invalid="ignore"):  # -inf * 0 = nan, quietly, as PyTorch's silu(-inf)
+            return as_array(a * s, dtype=a.dtype)
 
     @staticmethod
     def _dydx(x):

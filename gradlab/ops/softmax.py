@@ -85,7 +85,8 @@ def _shifted(a, dim):
     # a row of -inf stays -inf (and gives nan); a +inf in a row gives inf - inf = nan for the whole row,
     # both as in PyTorch
     m = xp.where(m == -xp.inf, 0, m)
-    return a - m
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf = nan, -max - max = -inf, quietly
+        return a - m
 
 
 class Softmax(Op):
@@ -163,9 +164,9 @@ class LogSoftmax(Op):
         ctx.dim = dim
         xp = xp_of(x.data)
         z = _shifted(_acc(x.data), dim)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # -6e4 - 6e4 is -inf in float16
             z -= xp.log(_row_sum(xp.exp(z), dim))
-        y = z.astype(x.dtype, copy=False)
+            y = z.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
