@@ -239,7 +239,22 @@ def device(d, fn: str = "to"):
 #: with shell-style wildcards: ``function`` the public name, ``what`` the kind of argument
 #: (the labels of ``tests/fuzz_calls.py``: ``"arg 1 -> int tensor"``, ``"dim -> 1.5"``...). The fuzz suite
 #: (``tests/test_fuzz_errors.py``) fails on any refusal of what PyTorch accepts that is not listed here.
+_BUILT = ("a module checks its size arguments when it is built, so the mistake is reported on the line that "
+          "made it; PyTorch stores them and fails only at the first forward")
+_FLOAT_ONLY = ("pooling and losses are defined on floating tensors here (they exist to be differentiated); "
+               "PyTorch also runs them on integer tensors")
 STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
+    ("Conv*", "stride -> *"): _BUILT, ("Conv*", "padding -> *"): _BUILT, ("Conv*", "dilation -> *"): _BUILT,
+    ("ConvTranspose*", "*"): _BUILT, ("*Pool*", "arg 0 -> *"): _BUILT, ("*Pad*", "arg 0 -> *"): _BUILT,
+    ("Unflatten", "arg 1 -> *"): _BUILT, ("Upsample", "scale_factor -> *"): _BUILT,
+    ("Conv*", "arg 1 -> -7"): _BUILT,
+    ("*Pool*", "forward arg 0 -> int tensor"): _FLOAT_ONLY, ("*_pool*", "arg 0 -> int tensor"): _FLOAT_ONLY,
+    ("*Loss", "forward arg 0 -> int tensor"): _FLOAT_ONLY,
+    ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
+                               "returns empty tensors",
+    ("fake_quantize_per_tensor_affine", "arg 1 -> -*"): "a scale <= 0 does not define a quantization grid; "
+                                                         "PyTorch accepts it and returns a mirrored or nan grid",
+    ("SGD", "dampening -> *"): "dampening is checked to be a number; PyTorch accepts any object until step()",
 }
 
 

@@ -76,6 +76,10 @@ class ValueRuntimeError(ArgumentError):
     both ``except ValueError`` and ``except RuntimeError`` catch it (as every ArgumentError)."""
 
 
+class OutOfMemory(GradlabError, MemoryError, RuntimeError):
+    """An allocation too big for this machine (PyTorch: ``RuntimeError: can't allocate memory``)."""
+
+
 class GradcheckError(GradlabError, AssertionError):
     """Analytic and numeric gradients disagree."""
 
@@ -123,7 +127,9 @@ def public_name(start=None):
         if cls in ("Module", ""):
             return None
         return cls or None
-    if name.startswith("_") or name in _PLUMBING or name in _TRANSPARENT or "<" in qual:
+    if name.startswith("_") and not name.startswith("__"):
+        name = name.lstrip("_")  # a method installed from a private implementation (Tensor.narrow is _narrow)
+    if name.startswith("_") or name in _PLUMBING or name in _TRANSPARENT or "<" in qual or not name:
         return None
     cls, _, _ = qual.rpartition(".")
     self = entry.f_locals.get("self") if cls and "<" not in cls else None

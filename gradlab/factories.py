@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import operator
 
+import math
+
 import numpy as np
 
 from .backend import dtypes as _dt
@@ -49,6 +51,9 @@ def _to_array(data, dtype=None, device=None):
             if arr.dtype.kind == "f":
                 dtype = _dt.get_default_dtype()
             elif arr.dtype.kind in "iu":
+                if arr.dtype == np.uint64 and arr.size and int(arr.max()) > 2 ** 63 - 1:  # tensor([2**63])
+                    raise ArgumentError(f"tensor(): {int(arr.max())} does not fit in int64 (at most 2**63 - 1); "
+                                        "it would wrap around. Use a float (dtype=gradlab.float64) for big values")
                 dtype = _dt.int64
         elif dtype.kind in "iu" and arr.dtype.kind in "iu" and arr.size:  # tensor([300], dtype=uint8)
             _dt.check_fits(int(arr.min()), dtype, "tensor")
@@ -83,7 +88,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 def from_numpy(arr: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``arr`` (changes to one show in the other)."""
     if not isinstance(arr, np.ndarray):
-        raise ArgumentError(f"from_numpy: expected a NumPy array, got {type(arr).__name__}")
+        raise ArgumentTypeError(f"from_numpy: expected a NumPy array, got {type(arr).__name__}")
+    if arr.dtype.kind not in "biuf" and arr.dtype != _dt.bfloat16 or arr.dtype == np.longdouble:
+        raise DTypeError(f"from_numpy: arrays of dtype {arr.dtype} cannot be tensors; gradlab holds bool, integer "
+                         f"and float16/32/64/bfloat16 numbers")
     return Tensor._make(arr)
 
 
@@ -99,7 +107,14 @@ def _new(fn, size, dtype, device, requires_grad, make):
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
     dev = as_device(device)
     check_dtype_for(dtype, dev)
-    t = Tensor._make(make(xp_for(dev), _shape(size, fn), dtype))
+    shape = _shape(size, fn)
+    try:
+        t = Tensor._make(make(xp_for(dev), shape, dtype))
+    except MemoryError:
+        from .errors import OutOfMemory
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        raise OutOfMemory(f"{fn}: cannot allocate a tensor of shape {shape} ({_dt.dtype_name(dtype)}, {nbytes / 2**30:,.1f} "
+                          f"GiB); this machine does not have that much memory. Check the sizes") from None
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -205,6 +205,7 @@ def method_spelling(name, doc):
     def fn(input, *args, **kwargs):
         return getattr(check_tensor(input, name), name)(*args, **kwargs)
     fn.__name__, fn.__doc__ = name, doc
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)  # errors name it (errors.public_name)
     return fn
 
 

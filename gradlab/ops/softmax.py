@@ -232,6 +232,9 @@ def _prepare(op, input, dim, dtype):
             f"{op}: pass dim= explicitly (the dimension that should sum to one, e.g. dim=-1 for the last); "
             f"input has shape {tuple(x.shape)}. PyTorch's implicit choice of dim is deprecated")
     if dtype is not None:
+        if not _dt.is_floating(_dt.as_dtype(dtype)):
+            raise DTypeError(f"{op}: dtype={dtype} is not floating; softmax computes probabilities, so pass a float "
+                             f"dtype (float32, float64)")
         x = x.to(dtype)
     elif not _dt.is_floating(x.dtype):
         raise DTypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; {op} needs a floating tensor "

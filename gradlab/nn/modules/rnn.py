@@ -31,7 +31,7 @@ from ... import ops as O
 from ..._tensor import Tensor
 from ...backend import xp_of
 from ...backend import dtypes as _dt
-from ...errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
 from .._rnn_utils import PackedSequence
@@ -66,7 +66,7 @@ def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
 
 def _check_input(cls, input, size, ranks):
     if not isinstance(input, Tensor):
-        raise ArgumentError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
+        raise ArgumentTypeError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
                             f"got {type(input).__name__}")
     if not _dt.is_floating(input.dtype):
         raise DTypeError(f"{cls}: input has dtype {_dt.dtype_name(input.dtype)}, but a recurrent layer needs floating "
@@ -287,6 +287,9 @@ class RNNBase(Module):
             if not batched:
                 x = O.unsqueeze(x, 1)
             steps, n = x.shape[0], x.shape[1]
+            if steps == 0:
+                raise ShapeError(f"{cls}: the input sequence is empty (length 0, input {tuple(input.shape)}); give at "
+                                 f"least one time step")
             data, sizes, order = O.reshape(x, (steps * n, x.shape[2])), [n] * steps, None
         offsets = [0]
         for b in sizes[:-1]:
