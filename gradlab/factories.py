@@ -5,7 +5,6 @@ ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
 """
 from __future__ import annotations
 
-import operator
 
 import math
 

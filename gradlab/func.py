@@ -23,7 +23,7 @@ from .autograd.function import AccumulateGrad
 from .autograd.grad_mode import state as _grad_state
 from .backend import dtypes as _dt
 from .backend import xp_of
-from .errors import ArgumentError, ArgumentTypeError, GradError, ShapeError, fmt_shape
+from .errors import ArgumentError, GradError, ShapeError, fmt_shape
 from ._tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap"]

@@ -531,7 +531,7 @@ def classify(case, torch, strict_reason):
 
 if __name__ == "__main__":  # pragma: no cover - `python -m tests.fuzz_calls` prints every failure
     import torch
-    from gradlab.checks import STRICTER_THAN_PYTORCH, stricter_reason
+    from gradlab.checks import stricter_reason
     counts = {}
     for c in all_cases():
         kind, detail = classify(c, torch, stricter_reason(c.fn, c.what))

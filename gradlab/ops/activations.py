@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ._util import check_tensor, float_input, floating_input, OneRule
+from ._util import float_input, floating_input, OneRule
 from .registry import register, Sample
 from .samples import unary_samples
 from .unary import _erf_array

@@ -20,7 +20,7 @@ from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
 from ._util import check_tensor, device_mismatch, method_spelling, one_dim
 from .registry import register, Sample
-from .shape import atleast_1d, atleast_2d, atleast_3d, t, unsqueeze
+from .shape import atleast_1d, atleast_2d, atleast_3d, unsqueeze
 from .. import checks as _c
 unbind = method_spelling("unbind", "A tuple of the slices along ``dim`` (``x.unbind(dim)``).")
 

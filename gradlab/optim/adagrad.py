@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
 from .. import checks as _c
 

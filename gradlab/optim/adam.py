@@ -26,7 +26,7 @@ from .. import checks as _c
 
 
 def _check(name, lr, betas, eps, weight_decay):
-    _c.nonnegative(lr, name, "lr")
+    _c.nonnegative(lr, name, "lr", "the learning rate scales every step")
     _c.nonnegative(eps, name, "eps")
     _c.nonnegative(weight_decay, name, "weight_decay")
     if not isinstance(betas, (tuple, list)) or len(betas) != 2:

@@ -24,7 +24,8 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         _c.number(dampening, "SGD", "dampening")
-        for arg, val in (("lr", lr), ("momentum", momentum), ("weight_decay", weight_decay)):
+        _c.nonnegative(lr, "SGD", "lr", "the learning rate scales every step")
+        for arg, val in (("momentum", momentum), ("weight_decay", weight_decay)):
             _c.nonnegative(val, "SGD", arg)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ArgumentError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")

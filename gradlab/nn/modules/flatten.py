@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import ops as O
-from ...errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
+from ...errors import ArgumentTypeError, ShapeError, fmt_shape
 from ..module import Module
 from ... import checks as _c
 from ...ops._util import check_tensor
