@@ -5,7 +5,8 @@ ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
 """
 from __future__ import annotations
 
-import operator
+
+import math
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from .backend import random as _random
 from .backend.device import check_dtype_for, factory_device, to_device_array, xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
 from ._tensor import Tensor
+from . import checks as _c
 
 
 def _to_array(data, dtype=None, device=None):
@@ -48,6 +50,9 @@ def _to_array(data, dtype=None, device=None):
             if arr.dtype.kind == "f":
                 dtype = _dt.get_default_dtype()
             elif arr.dtype.kind in "iu":
+                if arr.dtype == np.uint64 and arr.size and int(arr.max()) > 2 ** 63 - 1:  # tensor([2**63])
+                    raise ArgumentError(f"tensor(): {int(arr.max())} does not fit in int64 (at most 2**63 - 1); "
+                                        "it would wrap around. Use a float (dtype=gradlab.float64) for big values")
                 dtype = _dt.int64
         elif dtype.kind in "iu" and arr.dtype.kind in "iu" and arr.size:  # tensor([300], dtype=uint8)
             _dt.check_fits(int(arr.min()), dtype, "tensor")
@@ -82,28 +87,33 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 def from_numpy(arr: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``arr`` (changes to one show in the other)."""
     if not isinstance(arr, np.ndarray):
-        raise ArgumentError(f"from_numpy: expected a NumPy array, got {type(arr).__name__}")
+        raise ArgumentTypeError(f"from_numpy: expected a NumPy array, got {type(arr).__name__}")
+    if arr.dtype.kind not in "biuf" and arr.dtype != _dt.bfloat16 or arr.dtype == np.longdouble:
+        raise DTypeError(f"from_numpy: arrays of dtype {arr.dtype} cannot be tensors; gradlab holds bool, integer "
+                         f"and float16/32/64/bfloat16 numbers")
     return Tensor._make(arr)
 
 
 def _shape(size, fn):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    try:  # operator.index, not int(): zeros(2.5) is a mistake to report, not a size to round down
-        size = tuple(int(s.item()) if isinstance(s, Tensor) and s.ndim == 0 and s.dtype.kind in "iu"
-                     else operator.index(s) for s in size)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{fn}: size must be integers, got {size!r}") from None
-    if any(s < 0 for s in size):
-        raise ArgumentError(f"{fn}: negative dimension in size {size}")
-    return size
+    # operator.index, not int(): zeros(2.5) is a mistake to report, not a size to round down
+    size = tuple(int(s.item()) if isinstance(s, Tensor) and s.ndim == 0 and s.dtype.kind in "iu" else s for s in size)
+    return _c.shape(size, fn)
 
 
 def _new(fn, size, dtype, device, requires_grad, make):
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
     dev = factory_device(device)
     check_dtype_for(dtype, dev)
-    t = Tensor._make(make(xp_for(dev), _shape(size, fn), dtype))
+    shape = _shape(size, fn)
+    try:
+        t = Tensor._make(make(xp_for(dev), shape, dtype))
+    except MemoryError:
+        from .errors import OutOfMemory
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        raise OutOfMemory(f"{fn}: cannot allocate a tensor of shape {shape} ({_dt.dtype_name(dtype)}, {nbytes / 2**30:,.1f} "
+                          f"GiB); this machine does not have that much memory. Check the sizes") from None
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -125,7 +135,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if fill_value is None or isinstance(fill_value, (str, bytes, dict, list, tuple)):
-        raise ArgumentError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
+        raise ArgumentTypeError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
     _dt.check_fits(fill_value, _dt.as_dtype(dtype), "full")
@@ -161,6 +171,7 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
         high, size = None, high
     if high is None:
         low, high = 0, low
+    low, high = _c.size(low, "randint", "low", None), _c.size(high, "randint", "high", None)
     if not low < high:
         raise ArgumentError(f"randint: need low < high, got low={low}, high={high}; "
                             f"values are drawn from [low, high)")
@@ -205,6 +216,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    steps = _c.size(steps, "linspace", "steps", None)
+    start, end = _c.number(start, "linspace", "start"), _c.number(end, "linspace", "end")
     if int(steps) < 0:
         raise ArgumentError(f"linspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(factory_device(device))
@@ -254,6 +267,9 @@ def _linspace_like_pytorch(start, end, steps, dt):
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` points from ``base ** start`` to ``base ** end``, evenly spaced in the exponent."""
     dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    steps = _c.size(steps, "logspace", "steps", None)
+    start, end = _c.number(start, "logspace", "start"), _c.number(end, "logspace", "end")
+    _c.number(base, "logspace", "base")
     if int(steps) < 0:
         raise ArgumentError(f"logspace: steps must be >= 0 (the number of points), got {steps}")
     xp = xp_for(factory_device(device))

@@ -241,6 +241,9 @@ def jacrev(func, argnums=0, *, has_aux=False):
         from . import ops as O
         jac = []
         for o in outs:
+            if not isinstance(o, Tensor):
+                raise ArgumentError(f"jacrev: the function must return a Tensor (or a tuple of them), got "
+                                        f"{type(o).__name__}; compute the result with gradlab ops on the inputs")
             n = o.numel()
             rows = [[] for _ in xs]
             for k in range(n):
@@ -396,6 +399,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
         if len(dims) != len(args):
             raise ArgumentError(f"vmap: in_dims has {len(dims)} entries for {len(args)} positional argument(s)")
+        for i, (a, d) in enumerate(zip(args, dims)):
+            if d is not None and isinstance(a, Tensor):
+                if isinstance(d, bool) or not isinstance(d, int) or not -max(a.ndim, 1) <= d < max(a.ndim, 1):
+                    raise ArgumentError(f"vmap: in_dims[{i}] = {d!r} is not a dim of argument {i}, a tensor of shape "
+                                        f"{fmt_shape(a.shape)}; give an int in [-{max(a.ndim, 1)}, {a.ndim - 1}] or None")
         sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None and isinstance(a, Tensor)}
         if not sizes:
             raise ArgumentError("vmap: no argument is batched (every in_dim is None or not a Tensor)")

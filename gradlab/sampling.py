@@ -13,6 +13,7 @@ from .backend import random as _random
 from .backend.device import xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
 from ._tensor import Tensor
+from . import checks as _c
 
 
 def _host(t, op, arg="input"):
@@ -69,12 +70,15 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None)
     rng = _random.generator(generator)
     like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     if like is None:
+        _c.number(mean, "normal", "mean")
+        _c.nonnegative(std, "normal", "std")
         if size is None:
             raise ArgumentTypeError("normal: with numbers for mean and std, give size= (the output shape)")
         from .factories import randn
         return randn(*((size,) if isinstance(size, int) else size), generator=generator, dtype=dtype,
                      device=device) * float(std) + float(mean)
-    m, s = (_host(t, "normal") if isinstance(t, Tensor) else np.asarray(float(t)) for t in (mean, std))
+    m, s = (_host(t, "normal") if isinstance(t, Tensor) else np.asarray(float(_c.number(t, "normal", n)))
+            for t, n in ((mean, "mean"), (std, "std")))
     if (s < 0).any():
         raise ArgumentError("normal: std must be >= 0")
     shape = np.broadcast_shapes(m.shape, s.shape)

@@ -50,7 +50,7 @@ BAD = {
     "arange_sign": (lambda: g.arange(0, 5, -1), ArgumentError, ["arange", "step"]),
     "arange_zero_step": (lambda: g.arange(0, 5, 0), ArgumentError, ["arange", "step"]),
     "arange_inf": (lambda: g.arange(float("inf")), ArgumentError, ["arange", "finite"]),
-    "full_str": (lambda: g.full((2,), "a"), ArgumentError, ["full", "fill_value"]),
+    "full_str": (lambda: g.full((2,), "a"), ArgumentTypeError, ["full", "fill_value"]),
     "clamp_str": (lambda: x.clamp("a"), ArgumentTypeError, ["clamp", "min"]),
     "narrow": (lambda: x.narrow(2, 3, 2), ArgumentError, ["narrow", "length"]),
     "topk": (lambda: x.topk(5), ArgumentError, ["topk", "k=5"]),

@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "gradlab"
 
 #: package or top-level module -> layer number (DESIGN.md, "Layers inside gradlab/")
 LAYERS = {
-    "backend": 1, "errors": 1,
+    "backend": 1, "errors": 1, "checks": 1,
     "_tensor": 2, "_interop": 2, "factories": 2, "sampling": 2, "cuda": 2, "accelerator": 2, "backends": 2,
     "autograd": 3,
     "ops": 4,

@@ -166,6 +166,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     targets = None
     if inputs is not None:
         targets = _tensor_list(inputs, "inputs", "backward")
+        if not targets:
+            raise GradError("backward: inputs=[] names no tensor to accumulate gradients into, so nothing would be "
+                            "computed; pass the tensors whose .grad you want, or omit inputs= for all leaves")
     run_backward(tensors, grads, retain_graph, create_graph, targets, accumulate=True)
 
 

@@ -17,6 +17,10 @@ def manual_seed(seed: int):
     """Seed every gradlab random factory; returns the seed, like ``torch.manual_seed``."""
     global _generator, _seed
     seed = int(seed)
+    if not -2 ** 63 <= seed < 2 ** 64:
+        from ..errors import ArgumentError
+        raise ArgumentError(f"manual_seed: seed must fit in 64 bits, got {seed}")
+    seed %= 2 ** 64  # a negative seed wraps around, as in PyTorch (manual_seed(-1) is 2**64 - 1)
     _generator = np.random.default_rng(seed)
     _seed = seed
     if "cupy" in sys.modules:  # seed the GPU's generator too, without importing CuPy just for that

@@ -139,8 +139,8 @@ def numpy_kernel(node: Node, chunk: int = None):
         for a in n.args:
             if isinstance(a, Value):
                 args.append(_ref(a, name, ins, outs, buf_of, shape))
-            else:
-                args.append(repr(a))
+            else:  # inf/nan have no literal: float('inf')
+                args.append(repr(a) if not isinstance(a, float) or a == a and abs(a) != float("inf") else f"float({str(a)!r})")
         tens = [x for a, x in zip(n.args, args) if isinstance(a, Value) or isinstance(a, (int, float))]
         simple = n.op == "to" or all(isinstance(a, Value) or isinstance(a, (int, float, bool)) for a in n.args)
         stmts = _np_rule(n.op, tens, target) if simple and not n.kwargs else None

@@ -20,14 +20,15 @@ from __future__ import annotations
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import generator, xp_of
-from ..errors import ShapeError, fmt_shape
-from ..ops._util import check_tensor, one_dim
+from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..ops._util import check_tensor, floating_input, one_dim
 from ..ops.registry import Sample, register
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
 from ..ops.registry import REGISTRY
 from ..ops.activations import log1p_exp
 from ._register import NS, register_table
+from .. import checks as _c
 
 
 
@@ -68,7 +69,8 @@ def logsigmoid(input):
 
 def elu(input, alpha=1.0, inplace=False):
     """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
-    x = check_tensor(input, "elu")
+    x = floating_input(input, "elu")
+    _c.number(alpha, "elu", "alpha")
     return O.where(x > 0, x, alpha * (O.exp(O.clamp(x, max=0.0)) - 1))
 
 
@@ -92,6 +94,9 @@ def _strict_clamp(x, lo, hi):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """``clamp(x, min_val, max_val)``; the gradient is 1 strictly between the two, else 0."""
+    _c.number(min_val, "hardtanh", "min_val"), _c.number(max_val, "hardtanh", "max_val")
+    if min_val > max_val:
+        raise ArgumentError(f"hardtanh: min_val ({min_val}) must be <= max_val ({max_val})")
     return _strict_clamp(check_tensor(input, "hardtanh"), min_val, max_val)
 
 
@@ -173,7 +178,8 @@ def hardshrink(input, lambd=0.5):
 
 def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between (the proximal step of L1)."""
-    x = check_tensor(input, "softshrink")
+    x = floating_input(input, "softshrink")
+    _c.nonnegative(lambd, "softshrink", "lambd")
     return O.where(x > lambd, x - lambd, O.where(x < -lambd, x + lambd, 0.0))
 
 

@@ -68,6 +68,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     op = "scaled_dot_product_attention"
     q, k, v = (check_tensor(t, op, n) for t, n in ((query, "query"), (key, "key"), (value, "value")))
     mask = None if attn_mask is None else check_tensor(attn_mask, op, "attn_mask")
+    if mask is not None and mask.dtype != _dt.bool_ and mask.dtype != q.dtype and not _dt.is_floating(mask.dtype):
+        raise DTypeError(f"{op}: attn_mask has dtype {_dt.dtype_name(mask.dtype)}; it must be bool (True = may "
+                         f"attend) or floating (added to the scores). An integer mask would be added as a bias, not "
+                         f"mask: use attn_mask.bool()")
     _check(q, k, v, mask)
     if is_causal and mask is not None:
         raise ArgumentError(f"{op}: pass either attn_mask or is_causal=True, not both")

@@ -21,7 +21,7 @@ from ..ops._util import check_tensor
 from ..ops.conv import Fold, conv2d, pair
 from ..ops.pad import pad as _pad
 from ..ops.registry import Sample
-from ._sizes import ntuple, single
+from ..checks import sizes as ntuple, single
 from ._register import register_table
 
 

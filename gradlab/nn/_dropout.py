@@ -16,6 +16,7 @@ from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
 from ..ops.dropout import Dropout
 from ._register import NS, register_table
+from .. import checks as _c
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -24,7 +25,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     ``inplace`` is accepted for PyTorch compatibility; gradlab always returns a new tensor.
     """
     x = check_tensor(input, "dropout")
-    if not 0.0 <= p <= 1.0:
+    if not 0.0 <= _c.number(p, "dropout", "p") <= 1.0:
         raise ArgumentError(f"dropout: p is the probability of zeroing an entry and must be in [0, 1], got {p}")
     if not training or p == 0:
         return x

@@ -18,6 +18,7 @@ from ..ops._util import check_tensor, device_mismatch
 from ..ops.registry import Sample, register
 from ..ops.embedding import Embedding
 from ._register import NS
+from .. import checks as _c
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
@@ -91,6 +92,7 @@ def one_hot(tensor, num_classes=-1):
                          "use .long()")
     a = t.data
     xp = xp_of(a)
+    num_classes = _c.size(num_classes, "one_hot", "num_classes", -1)
     if num_classes == -1:
         if a.size == 0:
             raise ArgumentError("one_hot: cannot infer num_classes from an empty tensor; pass num_classes=")

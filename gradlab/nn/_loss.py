@@ -320,6 +320,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if data.size and ((data < 0) | (data > 1)).any():
         raise ArgumentError(f"{op}: input must hold probabilities in [0, 1] (got values from {float(data.min()):.4g} "
                             f"to {float(data.max()):.4g}); for raw scores use binary_cross_entropy_with_logits")
+    td = t.data
+    if td.size and ((td < 0) | (td > 1)).any():
+        raise ArgumentError(f"{op}: target must hold values in [0, 1] (got values from {float(td.min()):.4g} to "
+                            f"{float(td.max()):.4g}); they are the probabilities of class 1")
     loss = -(t * O.clamp(O.log(p), min=-100.0) + (1 - t) * O.clamp(O.log(1 - p), min=-100.0))
     if weight is not None:
         loss = loss * weight

@@ -29,7 +29,7 @@ from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d, max_pool2d
 from ..ops.registry import Sample
 from ._conv import _slices, _volume
-from ._sizes import ntuple, single
+from ..checks import sizes as ntuple, single
 from ._register import register_table
 
 
@@ -169,6 +169,9 @@ def adaptive_avg_pool2d(input, output_size):
     if x.ndim not in (3, 4):
         raise ShapeError(f"adaptive_avg_pool2d: input must be (N, C, H, W) or (C, H, W), got {fmt_shape(x.shape)}")
     oh, ow = _out_sizes("adaptive_avg_pool2d", output_size, x.shape[-2:])
+    if 0 in x.shape[-2:]:
+        raise ShapeError(f"adaptive_avg_pool2d: input {fmt_shape(x.shape)} has an empty spatial dim; each output "
+                         f"averages at least one input position")
     xp = xp_of(x.data)
     ph = _avg_matrix(x.shape[-2], oh, xp, x.dtype)
     pw = _avg_matrix(x.shape[-1], ow, xp, x.dtype)

@@ -18,8 +18,9 @@ import numbers
 
 import numpy as np
 
+from .. import checks as _checks
 from ..backend import dtypes as _dt
-from ..errors import ArgumentError, DeviceError, IndexOutOfRange, broadcast_failure, fmt_shape
+from ..errors import DeviceError, broadcast_failure, fmt_shape
 from ..errors import ArgumentTypeError
 from .. import ops as O
 from .._tensor import Tensor
@@ -172,53 +173,23 @@ def check_broadcast(op, a, b, names=("input", "other")):
         raise broadcast_failure(op, [sa, sb], nm) from None
 
 
-def norm_dim(dim, ndim: int, op: str, allow_none=True) -> tuple | None:
-    """Normalize ``dim`` (int, tuple or None) to a sorted tuple of non-negative axes."""
-    if dim is None:
-        if allow_none:
-            return None
-        raise ArgumentError(f"{op}: dim is required")
-    if isinstance(dim, (int, np.integer)):
-        dims = (dim,)
-    elif hasattr(dim, "__iter__") and not isinstance(dim, str):
-        dims = tuple(dim)
-    else:
-        raise ArgumentTypeError(f"{op}: dim must be an int or a tuple of ints, got {dim!r}")
-    out = []
-    n = max(ndim, 1)
-    for d in dims:
-        if not isinstance(d, (int, np.integer)):
-            raise ArgumentTypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
-        if not -n <= d < n:
-            raise IndexOutOfRange(
-                f"{op}: dim {d} is out of range for a tensor with {ndim} dimension(s) "
-                f"(valid: {-n} to {n - 1})"
-            )
-        out.append(int(d) % n)
-    if len(set(out)) != len(out):
-        raise ArgumentError(f"{op}: dim {dim} names the same dimension twice")
-    return tuple(sorted(out)) if ndim > 0 else ()
-
-
-def one_dim(dim, ndim: int, op: str) -> int:
-    n = max(ndim, 1)
-    if not isinstance(dim, (int, np.integer)):
-        raise ArgumentTypeError(f"{op}: dim must be an int, got {dim!r}")
-    if not -n <= dim < n:
-        raise IndexOutOfRange(
-            f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s) (valid: {-n} to {n - 1})"
-        )
-    return int(dim) % n
+# the dim and size checks live in the one checking layer, gradlab/checks.py; these are its names here
+norm_dim = _checks.dims
+one_dim = _checks.dim
 
 
 def sizes_arg(sizes, op) -> tuple:
-    """Accept ``f(x, 2, 3)`` and ``f(x, (2, 3))`` alike."""
+    """Accept ``f(x, 2, 3)`` and ``f(x, (2, 3))`` alike: a tuple of ints (``operator.index``-able: a float
+    or a string is a TypeError, never truncated). Ranges are the caller's to check."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    try:
-        return tuple(int(s) for s in sizes)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{op}: sizes must be integers, got {sizes!r}") from None
+    out = []
+    for s in sizes:
+        i = _checks._index(s)
+        if i is None:
+            raise ArgumentTypeError(f"{op}: sizes must be integers, got {tuple(sizes)!r} (a {type(s).__name__} inside)")
+        out.append(int(i))
+    return tuple(out)
 
 
 def view_of(out: Tensor, base: Tensor) -> Tensor:
@@ -247,6 +218,7 @@ def method_spelling(name, doc):
     def fn(input, *args, **kwargs):
         return getattr(check_tensor(input, name), name)(*args, **kwargs)
     fn.__name__, fn.__doc__ = name, doc
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)  # errors name it (errors.public_name)
     return fn
 
 
@@ -260,6 +232,12 @@ def to_float(x):
 def float_input(input, op, arg="input"):
     """``check_tensor(input, op, arg)`` promoted by :func:`to_float`."""
     return to_float(check_tensor(input, op, arg))
+
+
+def floating_input(input, op, arg="input"):
+    """``check_tensor(input, op, arg)``, refused unless floating: for the ops PyTorch does not define on
+    integer tensors (gelu, silu, softplus, leaky_relu, elu...), where promoting would accept what it refuses."""
+    return _checks.floating(check_tensor(input, op, arg), op, arg)
 
 
 class OneRule:

@@ -23,10 +23,11 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ._util import float_input, OneRule
+from ._util import float_input, floating_input, OneRule
 from .registry import register, Sample
 from .samples import unary_samples
 from .unary import _erf_array
+from .. import checks as _c
 
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -44,14 +45,15 @@ def _gelu_tanh(a):
     if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
         return _gelu_tanh(a.reshape(1)).reshape(())
     xp = xp_of(a)
-    y = xp.multiply(a, a)
-    y *= _SQRT_2_OVER_PI * _GELU_C
-    y += _SQRT_2_OVER_PI
-    y *= a                      # c (a + C a^3)
+    with np.errstate(over="ignore", invalid="ignore"):  # a^3 overflows to inf for |a| > 1e13: tanh(inf) = 1
+        y = xp.multiply(a, a)
+        y *= _SQRT_2_OVER_PI * _GELU_C
+        y += _SQRT_2_OVER_PI
+        y *= a                      # c (a + C a^3)
     xp.tanh(y, out=y)
     y += 1
+    y *= 0.5                    # halve before multiplying by a: 2 * 3e38 would overflow
     y *= a
-    y *= 0.5
     return y
 
 
@@ -225,7 +227,7 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         from ..errors import ArgumentError
         raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    x = float_input(input, "gelu")
+    x = floating_input(input, "gelu")
     return Gelu.apply(x, approximate)
 
 
@@ -239,7 +241,8 @@ class Silu(Op):
         a = x.data
         e = np.exp(-np.abs(a))
         s = np.where(a >= 0, 1 / (1 + e), e / (1 + e))
-        return as_array(a * s, dtype=a.dtype)
+        with np.errstate(invalid="ignore"):  # -inf * 0 = nan, quietly, as PyTorch's silu(-inf)
+            return as_array(a * s, dtype=a.dtype)
 
     @staticmethod
     def _dydx(x):
@@ -268,7 +271,7 @@ class Silu(Op):
           torch=lambda torch, x: torch.nn.functional.silu(x))
 def silu(input):
     """``x * sigmoid(x)`` (also called swish)."""
-    return Silu.apply(float_input(input, "silu"))
+    return Silu.apply(floating_input(input, "silu"))
 
 
 class Softplus(Op):
@@ -317,8 +320,8 @@ def _softplus_samples(src):
                                                                                         threshold=threshold))
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta * x)) / beta``, a smooth relu; ``x`` itself where ``beta * x > threshold``."""
-    x = float_input(input, "softplus")
-    return Softplus.apply(x, float(beta), float(threshold))
+    x = floating_input(input, "softplus")
+    return Softplus.apply(x, float(_c.number(beta, "softplus", "beta")), float(_c.number(threshold, "softplus", "threshold")))
 
 
 def log1p_exp(x):
@@ -359,5 +362,5 @@ def _leaky_samples(src):
           torch=lambda torch, x, negative_slope=0.01: torch.nn.functional.leaky_relu(x, negative_slope))
 def leaky_relu(input, negative_slope=0.01):
     """``x`` for ``x > 0``, ``negative_slope * x`` otherwise: a relu whose negative side still learns."""
-    x = float_input(input, "leaky_relu")
-    return LeakyRelu.apply(x, float(negative_slope))
+    x = floating_input(input, "leaky_relu")
+    return LeakyRelu.apply(x, float(_c.number(negative_slope, "leaky_relu", "negative_slope")))

@@ -437,7 +437,8 @@ def logaddexp(input, other):
 def fmod(input, other):
     """The remainder of C's ``fmod``: ``a - b * trunc(a / b)``, with the sign of ``a`` (``remainder``,
     Python's ``%``, takes the sign of ``b``)."""
-    a = check_tensor(input, "fmod") if isinstance(input, Tensor) else input
+    a = operand(input, "fmod", "input")
+    other = operand(other, "fmod", "other")
     if isinstance(a, Tensor) and a.dtype.kind in "iu" and not (isinstance(other, float)
                                                               or getattr(other, "dtype", a.dtype).kind == "f"):
         q = O.div(a, other, rounding_mode="trunc")
@@ -477,6 +478,7 @@ def _xlogy_samples(src):
           elementwise=True, torch=lambda torch, x, y: torch.xlogy(x, y))
 def xlogy(input, other):
     """``input * log(other)``, defined as 0 where ``input`` is 0 (so ``0 * log(0)`` is 0, as in entropies)."""
+    input, other = operand(input, "xlogy", "input"), operand(other, "xlogy", "other")
     x = input if isinstance(input, Tensor) else Tensor._make(np.asarray(input, dtype=_dt.get_default_dtype()))
     y = other if isinstance(other, Tensor) else O.full_like(x, other)
     x = to_float(x)

@@ -11,6 +11,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.device import Device, as_device, check_dtype_for, to_device_array
 from .._tensor import Tensor
+from ..errors import DTypeError
 from ._util import check_tensor
 from .registry import Sample, register
 
@@ -80,6 +81,13 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
             dtype, device = a.dtype, a.device
         elif isinstance(a, Device) or (isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda")):
             device = a
+        elif isinstance(a, str):
+            try:
+                _dt.as_dtype(a)
+            except DTypeError:
+                raise DTypeError(f"to: {a!r} is neither a dtype (float32, float64, int64, bool...) nor a device "
+                                 f"('cpu', 'cuda', 'cuda:N')") from None
+            dtype = a
         else:
             dtype = a
     out = x

@@ -32,27 +32,17 @@ from ..errors import ArgumentError, DTypeError, fmt_shape, GradError, ShapeError
 from ._util import check_tensor
 from .autocast import autocast_args as _autocast_args, state as _amp
 from .registry import register, Sample
+from .. import checks as _c
 
 NS = "gradlab.nn.functional"
 
 
 def pair(v, op, arg, allow_zero=False):
-    """``3 -> (3, 3)``; ``(2, 3)`` stays; anything else is a clear error."""
-    if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            v = (v[0], v[0])
-        if len(v) != 2:
-            raise ArgumentError(f"{op}: {arg} must be an int or a pair of ints, got {tuple(v)}")
-        out = (int(v[0]), int(v[1]))
-    else:
-        try:
-            out = (int(v), int(v))
-        except (TypeError, ValueError):
-            raise ArgumentError(f"{op}: {arg} must be an int or a pair of ints, got {v!r}") from None
-    lo = 0 if allow_zero else 1
-    if min(out) < lo:
-        raise ArgumentError(f"{op}: {arg} must be >= {lo}, got {out}")
-    return out
+    """``3 -> (3, 3)``; ``(2, 3)`` and ``(3,)`` (repeated) stay; anything else is a clear error
+    (``gradlab.checks.sizes``: a float or a string is a TypeError, never rounded down)."""
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        v = (v[0], v[0])
+    return _c.sizes(v, 2, op, arg, 0 if allow_zero else 1)
 
 
 def out_size(size, k, d, p, s):

@@ -15,6 +15,7 @@ from ..backend import xp_of
 from ..errors import ArgumentError, fmt_shape, ShapeError
 from ._util import check_tensor, one_dim
 from .registry import register, Sample
+from .. import checks as _c
 
 
 # --------------------------------------------------------------- tril, triu
@@ -55,7 +56,7 @@ def _tri(op_cls, name, which):
         x = check_tensor(input, name)
         if x.ndim < 2:
             raise ShapeError(f"{name}: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
-        return op_cls.apply(x, int(diagonal))
+        return op_cls.apply(x, _c.size(diagonal, name, "diagonal", None))
     fn.__name__ = name
     fn.__doc__ = (f"Keep the {which} triangle of the last two dims (``diagonal`` shifts it up for > 0), "
                   "zero the rest.")
@@ -87,7 +88,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise ArgumentError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
     y = x.movedim((d1, d2), (-2, -1))
-    rows, cols = _diag_index(y.shape[-2], y.shape[-1], int(offset), xp_of(x.data))
+    rows, cols = _diag_index(y.shape[-2], y.shape[-1], _c.size(offset, "diagonal", "offset", None), xp_of(x.data))
     return O.getitem(y, (Ellipsis, Tensor._make(rows), Tensor._make(cols)))
 
 
@@ -108,7 +109,7 @@ def trace(input):
 def diag(input, diagonal=0):  # noqa: F811 - PyTorch's name for the argument
     """A vector becomes a square matrix with it on the ``diagonal``-th diagonal; a matrix gives that diagonal."""
     x = check_tensor(input, "diag")
-    k = int(diagonal)
+    k = _c.size(diagonal, "diag", "diagonal", None)
     if x.ndim == 2:
         return globals()["diagonal"](x, k)
     if x.ndim != 1:

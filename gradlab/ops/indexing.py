@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ._util import check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
 from .registry import register, Sample
+from .. import checks as _c
 nonzero = method_spelling("nonzero", "The indices of the nonzero entries (``x.nonzero()``).")
 
 
@@ -274,6 +275,7 @@ def select(input, dim, index):
     """The slice at ``index`` along ``dim``, with that dim removed: ``select(x, 1, 0)`` is ``x[:, 0]``."""
     x = check_tensor(input, "select")
     d = one_dim(dim, x.ndim, "select")
+    index = _c.size(index, "select", "index", None)
     return x[(slice(None),) * d + (index,)]
 
 

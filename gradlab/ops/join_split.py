@@ -21,6 +21,7 @@ from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
 from ._util import check_tensor, device_mismatch, method_spelling, one_dim
 from .registry import register, Sample
 from .shape import atleast_1d, atleast_2d, atleast_3d, unsqueeze
+from .. import checks as _c
 unbind = method_spelling("unbind", "A tuple of the slices along ``dim`` (``x.unbind(dim)``).")
 
 
@@ -161,7 +162,8 @@ def chunk(input, chunks, dim=0):
     """Cut into ``chunks`` nearly equal pieces along ``dim`` (each ``ceil(n / chunks)`` long, as PyTorch;
     so there may be fewer than ``chunks``)."""
     x = check_tensor(input, "chunk")
-    if not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+    chunks = _c.size(chunks, "chunk", "chunks", None)
+    if chunks <= 0:
         raise ArgumentError(f"chunk: chunks must be a positive integer, got {chunks!r}")
     if x.ndim == 0:
         raise ShapeError("chunk: cannot chunk a 0-d tensor; it has no dims")
@@ -243,7 +245,7 @@ def tensor_split(input, indices_or_sections, dim=0):
             bounds.append(start)
         bounds = bounds[:-1]
     elif isinstance(s, (list, tuple)):
-        bounds = [int(v) for v in s]
+        bounds = [_c.size(v, "tensor_split", "indices", None) for v in s]
     else:
         raise ArgumentTypeError(f"tensor_split: indices_or_sections must be an int, a list of ints or an integer "
                                 f"tensor, got {type(s).__name__}")

@@ -23,10 +23,13 @@ from .autocast import autocast_args as _autocast_args, state as _amp
 from .einsum import _eq, _LETTERS, einsum
 from .reduce import sum_to_array
 from .registry import register, Sample
+from .. import checks as _c
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (what a linear layer computes, with ``input`` the bias)."""
+    input = check_tensor(input, "addmm")
+    _c.number(beta, "addmm", "beta"), _c.number(alpha, "addmm", "alpha")
     out = O.mm(mat1, mat2)
     out = out if alpha == 1 else out * alpha
     return out + (input if beta == 1 else input * beta)

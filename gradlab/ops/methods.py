@@ -15,6 +15,7 @@ from ._util import check_tensor, one_dim, sizes_arg
 from .diagonal import trace
 from .indexing import select
 from .sort import _argsort, _sort, _topk
+from .. import checks as _c
 
 
 def _softmax(self, dim, dtype=None):
@@ -42,7 +43,10 @@ def _narrow(self, dim, start, length):
     """``length`` entries along ``dim`` from ``start`` (a view-like slice)."""
     d = one_dim(dim, self.ndim, "narrow")
     n = self.shape[d]
-    start = int(start)
+    start = _c.size(start, "narrow", "start", None)
+    length = _c.size(length, "narrow", "length", None)
+    if not -n <= start <= n:
+        raise IndexOutOfRange(f"narrow: start {start} is out of range for dim {dim} of size {n} (valid: {-n} to {n})")
     if start < 0:
         start += n
     if not (0 <= start <= n and 0 <= int(length) and start + int(length) <= n):
@@ -63,8 +67,8 @@ def _reshape_as(self, other):
 
 def _movedim(self, source, destination):
     """Move dim(s) ``source`` to position(s) ``destination``, keeping the others in order."""
-    src = (source,) if isinstance(source, int) else tuple(source)
-    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
+    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
     if len(src) != len(dst):
         raise ArgumentError(f"movedim: source {source} and destination {destination} must name as many dims")
     src = [one_dim(s, self.ndim, "movedim") for s in src]

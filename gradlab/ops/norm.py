@@ -28,9 +28,12 @@ class Norm(Op):
         ctx.p, ctx.axes, ctx.keepdim, ctx.in_shape = p, axes, keepdim, x.shape
         ctx.save_for_backward(x)
         a = np.abs(x.data)
+        if a.dtype.itemsize < 4:  # float16/bfloat16: squares and sums in float32 (as PyTorch), rounded once
+            a = a.astype(np.float32)
         kw = dict(axis=axes, keepdims=keepdim)
         if p == 2:
-            y = np.sqrt(np.sum(a * a, **kw))
+            with np.errstate(over="ignore"):  # a float32 square beyond 3e38 is inf, quietly, as in PyTorch
+                y = np.sqrt(np.sum(a * a, **kw))
         elif p == 1:
             y = np.sum(a, **kw)
         elif p == math.inf:
@@ -40,7 +43,7 @@ class Norm(Op):
         elif p == 0:
             y = np.sum(a != 0, **kw)
         else:
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", over="ignore"):
                 y = np.sum(a ** p, **kw) ** (1.0 / p)
         y = as_array(y, dtype=x.dtype)
         ctx.save_output(y)

@@ -57,6 +57,13 @@ class LayerNorm(Op):
         var += eps
         with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
             rstd = 1.0 / xp.sqrt(var)
+            big = ~xp.isfinite(var[:, 0]) & xp.isfinite(mu[:, 0])
+            if big.any():  # rows whose squares overflow (|x - mean| ~ 1e20 in float32): scale by the row's max
+                r = y[big]
+                s = xp.max(xp.abs(r), axis=1, keepdims=True)
+                r = r / s
+                vs = xp.einsum("ij,ij->i", r, r)[:, None] * inv_n + eps / s / s
+                rstd[big] = 1.0 / (s * xp.sqrt(vs))
             y *= rstd
         if weight is not None:
             y *= weight.data.reshape(n)

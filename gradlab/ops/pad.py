@@ -18,9 +18,10 @@ import numpy as np
 from .. import ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .registry import Sample, register
+from .. import checks as _c
 
 NS = "gradlab.nn.functional"
 
@@ -78,7 +79,9 @@ def pad(input, pad, mode="constant", value=None):
     ``mode`` is ``'constant'`` (with ``value``, default 0), ``'reflect'``, ``'replicate'`` or ``'circular'``.
     """
     x = check_tensor(input, "pad")
-    pad = tuple(pad)
+    if not isinstance(pad, (tuple, list)):
+        raise ArgumentTypeError(f"pad: pad must be a tuple of ints, got {type(pad).__name__} {pad!r}")
+    pad = _c.shape(pad, "pad", "pad", infer=None)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ArgumentError(f"pad: pad {pad} must have an even length of at most 2 * ndim = {2 * x.ndim} "
                             f"for input {fmt_shape(x.shape)}: (left, right) for the last dim, then the one before...")

@@ -30,6 +30,7 @@ from ._util import check_tensor
 from .conv import Unfold, pair, strided_view
 from .pad import ConstantPad
 from .registry import Sample, register
+from .. import checks as _c
 
 NS = "gradlab.nn.functional"
 
@@ -286,6 +287,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     n, c = x.shape[:2]
     cols = Unfold.apply(xe, k, (1, 1), p, s)                       # (N, C*kh*kw, L)
     sums = O.sum(O.reshape(cols, (n, c, k[0] * k[1], out_hw[0] * out_hw[1])), dim=2)  # (N, C, L)
+    if divisor_override is not None:
+        divisor_override = _c.size(divisor_override, "avg_pool2d", "divisor_override", None)
+        if divisor_override == 0:
+            raise ArgumentError("avg_pool2d: divisor_override must be non-zero (it replaces the window size as the "
+                                "divisor), got 0")
     if divisor_override:
         out = sums / float(divisor_override)
     else:

@@ -26,6 +26,7 @@ from ..errors import ArgumentError, DTypeError
 from .._tensor import Tensor
 from ._util import check_tensor, OneRule
 from .registry import Sample, register
+from .. import checks as _c
 
 
 class FakeQuantize(OneRule, Op):
@@ -57,7 +58,7 @@ def _number(v, arg, kind):
         if v.numel() != 1:
             raise ArgumentError(f"fake_quantize: {arg} must be a single number, got a tensor of shape {v.shape}")
         v = v.item()
-    return kind(v)
+    return kind(_c.number(v, "fake_quantize_per_tensor_affine", arg, integer=kind is int))
 
 
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):
@@ -68,7 +69,8 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
         raise DTypeError(f"fake_quantize: input has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor")
     scale = _number(scale, "scale", float)
     zero_point = _number(zero_point, "zero_point", int)
-    quant_min, quant_max = int(quant_min), int(quant_max)
+    quant_min = _c.size(quant_min, "fake_quantize_per_tensor_affine", "quant_min", None)
+    quant_max = _c.size(quant_max, "fake_quantize_per_tensor_affine", "quant_max", None)
     if not scale > 0:
         raise ArgumentError(f"fake_quantize: scale must be > 0, got {scale}")
     if quant_min > quant_max:

@@ -30,6 +30,7 @@ from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
 from .registry import register, Sample
 from .samples import reduce_samples, unary_samples
+from .. import checks as _c
 
 
 def count_nonzero(input, dim=None):
@@ -141,7 +142,7 @@ def _sum_to_samples(src):
 def sum_to(input, shape):
     """Sum ``input`` down to ``shape`` (which must broadcast to ``input.shape``)."""
     x = check_tensor(input, "sum_to")
-    shape = tuple(shape)
+    shape = _c.shape(shape, "sum_to", "shape")
     if x.shape == shape:
         return x
     try:
@@ -405,10 +406,16 @@ class Var(Op):
         ctx.axes, ctx.correction, ctx.keepdim, ctx.in_shape = axes, correction, keepdim, x.shape
         ctx.denom = _count(x.shape, axes) - correction
         ctx.save_for_backward(x)
-        a = x.data
-        with np.errstate(invalid="ignore", divide="ignore"):  # too few elements: inf/nan, as PyTorch
+        return as_array(Var._compute(x.data, axes, keepdim, ctx.denom), dtype=x.data.dtype)
+
+    @staticmethod
+    def _compute(a, axes, keepdim, denom):
+        """The variance, in float32 for 16-bit floats (as PyTorch: their squares overflow at 256)."""
+        if a.dtype.itemsize < 4:
+            a = a.astype(np.float32)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # too few elements: inf/nan, as PyTorch
             d = a - np.mean(a, axis=axes, keepdims=True)
-            return as_array(np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(ctx.denom, 0), dtype=a.dtype)
+            return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
 
     def _dvar_dx(self, x):
         centered = x - O.mean(x, dim=self.axes, keepdim=True)
@@ -441,7 +448,10 @@ class Std(Var):
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        y = np.sqrt(Var.forward(ctx, x, axes, correction, keepdim))
+        ctx.axes, ctx.correction, ctx.keepdim, ctx.in_shape = axes, correction, keepdim, x.shape
+        ctx.denom = _count(x.shape, axes) - correction
+        ctx.save_for_backward(x)
+        y = as_array(np.sqrt(Var._compute(x.data, axes, keepdim, ctx.denom)), dtype=x.data.dtype)
         ctx.save_output(y)
         return y
 

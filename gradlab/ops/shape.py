@@ -26,6 +26,7 @@ from ._util import check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, 
 from .indexing import Index, index_add_zeros, IndexAddZeros
 from .reduce import sum_to_array
 from .registry import register, Sample
+from .. import checks as _c
 narrow = method_spelling("narrow", "``length`` entries along ``dim`` from ``start`` (``x.narrow(...)``).")
 movedim = moveaxis = method_spelling("movedim", "Move dim(s) ``source`` to ``destination`` (``x.movedim(...)``).")
 unflatten = method_spelling("unflatten", "Split dim ``dim`` into ``sizes`` (``x.unflatten(dim, sizes)``).")
@@ -468,14 +469,14 @@ def roll(input, shifts, dims=None):
     x = check_tensor(input, "roll")
     if dims is None:
         if not isinstance(shifts, (int, np.integer)):
-            if len(shifts) != 1:
-                raise ArgumentError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+            if not isinstance(shifts, (tuple, list)) or len(shifts) != 1:
+                raise ArgumentTypeError(f"roll: without dims, shifts must be one int, got {shifts!r}")
             shifts = shifts[0]
-        return Roll.apply(x, int(shifts), None)
+        return Roll.apply(x, _c.size(shifts, "roll", "shifts", None), None)
     multi = isinstance(shifts, (tuple, list)) or isinstance(dims, (tuple, list))
     if not multi:
-        return Roll.apply(x, int(shifts), one_dim(dims, x.ndim, "roll"))
-    shifts = tuple(int(s) for s in (shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
+        return Roll.apply(x, _c.size(shifts, "roll", "shifts", None), one_dim(dims, x.ndim, "roll"))
+    shifts = tuple(_c.size(s, "roll", "shifts", None) for s in (shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
     dims = tuple(one_dim(d, x.ndim, "roll") for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     if len(shifts) != len(dims):
         raise ArgumentError(f"roll: {len(shifts)} shifts for {len(dims)} dims; give one shift per dim")
@@ -529,8 +530,8 @@ def as_strided(input, size, stride, storage_offset=0):
     The gradient adds up where windows overlap.
     """
     x = check_tensor(input, "as_strided")
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    offset = int(storage_offset or 0)
+    size, stride = _c.shape(size, "as_strided", "size"), _c.shape(stride, "as_strided", "stride")
+    offset = _c.size(storage_offset or 0, "as_strided", "storage_offset")
     if len(size) != len(stride):
         raise ShapeError(f"as_strided: size {fmt_shape(size)} and stride {fmt_shape(stride)} need the same length")
     if any(s < 0 for s in size) or any(s < 0 for s in stride) or offset < 0:
@@ -603,7 +604,7 @@ def rot90(input, k=1, dims=(0, 1)):
     d0, d1 = one_dim(dims[0], x.ndim, "rot90"), one_dim(dims[1], x.ndim, "rot90")
     if d0 == d1:
         raise ArgumentError(f"rot90: the two dims must differ, got {dims}")
-    k = int(k) % 4
+    k = _c.size(k, "rot90", "k", None) % 4
     if k == 1:
         return O.transpose(O.flip(x, (d1,)), d0, d1)
     if k == 2:

@@ -85,7 +85,8 @@ def _shifted(a, dim):
     # a row of -inf stays -inf (and gives nan); a +inf in a row gives inf - inf = nan for the whole row,
     # both as in PyTorch
     m = xp.where(m == -xp.inf, 0, m)
-    return a - m
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf = nan, -max - max = -inf, quietly
+        return a - m
 
 
 class Softmax(Op):
@@ -163,9 +164,9 @@ class LogSoftmax(Op):
         ctx.dim = dim
         xp = xp_of(x.data)
         z = _shifted(_acc(x.data), dim)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # -6e4 - 6e4 is -inf in float16
             z -= xp.log(_row_sum(xp.exp(z), dim))
-        y = z.astype(x.dtype, copy=False)
+            y = z.astype(x.dtype, copy=False)
         ctx.save_output(y)
         return y
 
@@ -231,6 +232,9 @@ def _prepare(op, input, dim, dtype):
             f"{op}: pass dim= explicitly (the dimension that should sum to one, e.g. dim=-1 for the last); "
             f"input has shape {tuple(x.shape)}. PyTorch's implicit choice of dim is deprecated")
     if dtype is not None:
+        if not _dt.is_floating(_dt.as_dtype(dtype)):
+            raise DTypeError(f"{op}: dtype={dtype} is not floating; softmax computes probabilities, so pass a float "
+                             f"dtype (float32, float64)")
         x = x.to(dtype)
     elif not _dt.is_floating(x.dtype):
         raise DTypeError(f"{op}: input has dtype {_dt.dtype_name(x.dtype)}; {op} needs a floating tensor "

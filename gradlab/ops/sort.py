@@ -17,6 +17,7 @@ from ..errors import ArgumentError, fmt_shape
 from ._util import check_tensor, method_spelling, one_dim
 from .reduce import ValuesIndices
 from .registry import register, Sample
+from .. import checks as _c
 
 
 sort = method_spelling("sort", "``(values, indices)`` of ``input`` sorted along ``dim`` (``x.sort(...)``).")
@@ -48,7 +49,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     x = check_tensor(input, "kthvalue")
     d = one_dim(dim, x.ndim, "kthvalue") if x.ndim else 0
     n = x.shape[d] if x.ndim else 1
-    if not 1 <= int(k) <= n:
+    k = _c.size(k, "kthvalue", "k", None)
+    if not 1 <= k <= n:
         raise ArgumentError(f"kthvalue: k={k} is out of range for dim {d} of size {n} (input {fmt_shape(x.shape)}); "
                             f"k counts from 1 and must be at most {n}")
     if x.ndim == 0:
@@ -188,7 +190,8 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
     """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest first."""
     d = one_dim(dim, self.ndim, "topk") if self.ndim else 0
     n = self.shape[d] if self.ndim else 1
-    if not 0 <= int(k) <= n:
+    k = _c.size(k, "topk", "k", None)
+    if not 0 <= k <= n:
         raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
     _, idx = _sort(self, d, descending=largest)
     idx = idx[(slice(None),) * d + (slice(0, int(k)),)] if self.ndim else idx

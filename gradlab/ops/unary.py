@@ -26,7 +26,7 @@ from ..backend import dtypes as _dt
 from ..backend.arrays import as_array, erf as _backend_erf
 from ..backend.device import xp_of
 from ..errors import DTypeError
-from ._util import as_weak, check_tensor, float_input, to_float
+from ._util import as_weak, check_tensor, floating_input, float_input, to_float
 from .arithmetic import atan2
 from .fused_backward import SigmoidBackward, TanhBackward
 from .registry import register, Sample
@@ -459,7 +459,7 @@ def logit(input, eps=None):
 @_unary("frac", "dX = dY", away_from=0.0)
 def frac(input):
     """The fractional part ``x - trunc(x)`` (with the sign of ``x``)."""
-    x = check_tensor(input, "frac")
+    x = floating_input(input, "frac")
     return x - O.trunc(x)
 
 

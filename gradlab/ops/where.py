@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, DTypeError
 from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, OneRule, operand, shape_of
 from .reduce import sum_to_array
 from .registry import register, Sample
@@ -247,7 +247,8 @@ def where(condition, input=None, other=None):
         if isinstance(t, Tensor) and type(t.data) is not type(cond.data) and t.device != cond.device:
             raise device_mismatch("where", t, cond, (name, "condition"))
     if cond.dtype != _dt.bool_:
-        cond = Tensor._make(cond.data.astype(bool))
+        raise DTypeError(f"where: condition must be a bool tensor, got dtype {_dt.dtype_name(cond.dtype)}; compare "
+                         f"first (where(c > 0, ...)) or convert with .bool()")
     return Where.apply(cond, operand(input, "where", "input"), operand(other, "where", "other"))
 
 

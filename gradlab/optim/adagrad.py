@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .. import checks as _c
 
 
 class Adagrad(Optimizer):
@@ -24,8 +24,7 @@ class Adagrad(Optimizer):
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         for name, val in (("learning rate", lr), ("lr_decay", lr_decay), ("weight_decay", weight_decay),
                           ("initial_accumulator_value", initial_accumulator_value), ("epsilon", eps)):
-            if val < 0.0:
-                raise ArgumentError(f"Adagrad: invalid {name} {val} (must be >= 0)")
+            _c.nonnegative(val, "Adagrad", name)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
                                       initial_accumulator_value=initial_accumulator_value, maximize=maximize))
         for group in self.param_groups:  # as PyTorch, the state exists from the start

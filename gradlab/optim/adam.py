@@ -19,16 +19,19 @@ import math
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from ..ops._util import as_weak
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .. import checks as _c
 
 
 def _check(name, lr, betas, eps, weight_decay):
-    if lr < 0.0:
-        raise ArgumentError(f"{name}: invalid learning rate {lr} (must be >= 0)")
-    if eps < 0.0:
-        raise ArgumentError(f"{name}: invalid eps {eps} (must be >= 0)")
+    _c.nonnegative(lr, name, "lr", "the learning rate scales every step")
+    _c.nonnegative(eps, name, "eps")
+    _c.nonnegative(weight_decay, name, "weight_decay")
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise ArgumentTypeError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+    _c.number(betas[0], name, "betas[0]"), _c.number(betas[1], name, "betas[1]")
     if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
         raise ArgumentError(f"{name}: invalid betas {tuple(betas)} (each must be in [0, 1))")
     if weight_decay < 0.0:

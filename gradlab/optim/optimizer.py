@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 
 
 class _RequiredParameter:
@@ -174,6 +174,11 @@ class Optimizer:
                     arr = np.asarray(v.data) if not hasattr(v.data, "get") else v.data
                     if k != "step" and arr.dtype != p.dtype and arr.dtype.kind == "f":
                         arr = arr.astype(p.dtype)
+                    if arr.ndim and tuple(arr.shape) != tuple(p.shape):
+                        raise ShapeError(
+                            f"load_state_dict: the saved state {k!r} of parameter {idx} has shape "
+                            f"{fmt_shape(arr.shape)} but the parameter here has shape {fmt_shape(p.shape)}; the "
+                            f"state was saved for another model. Build the optimizer over the same model")
                     t = Tensor._make(arr.copy())
                     new[k] = t
                 else:

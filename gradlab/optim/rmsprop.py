@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..errors import ArgumentError
 from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .. import checks as _c
 
 
 class RMSprop(Optimizer):
@@ -20,8 +20,7 @@ class RMSprop(Optimizer):
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         for name, val in (("learning rate", lr), ("eps", eps), ("momentum", momentum),
                           ("weight_decay", weight_decay), ("alpha", alpha)):
-            if val < 0.0:
-                raise ArgumentError(f"RMSprop: invalid {name} {val} (must be >= 0)")
+            _c.nonnegative(val, "RMSprop", name)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 

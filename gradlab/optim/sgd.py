@@ -17,6 +17,7 @@ from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from ..ops._util import as_weak
 from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
+from .. import checks as _c
 
 
 class SGD(Optimizer):
@@ -29,12 +30,10 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ArgumentError(f"SGD: invalid learning rate {lr} (must be >= 0)")
-        if momentum < 0.0:
-            raise ArgumentError(f"SGD: invalid momentum {momentum} (must be >= 0)")
-        if weight_decay < 0.0:
-            raise ArgumentError(f"SGD: invalid weight_decay {weight_decay} (must be >= 0)")
+        _c.number(dampening, "SGD", "dampening")
+        _c.nonnegative(lr, "SGD", "lr", "the learning rate scales every step")
+        for arg, val in (("momentum", momentum), ("weight_decay", weight_decay)):
+            _c.nonnegative(val, "SGD", arg)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ArgumentError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,

@@ -17,6 +17,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 
 class ReLU(Module):
@@ -180,6 +181,7 @@ class Hardtanh(Module):
             min_val = min_value
         if max_value is not None:
             max_val = max_value
+        _c.number(min_val, "Hardtanh", "min_val"), _c.number(max_val, "Hardtanh", "max_val")
         if max_val <= min_val:
             raise ArgumentError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace

@@ -37,12 +37,16 @@ from .. import init
 from ..module import Module
 from ._util import new_param
 from .linear import Linear
+from ... import checks as _c
+from ...ops._util import check_tensor
 
 
 class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None, *, causal=False):
         super().__init__()
+        _c.size(embed_dim, "MultiheadAttention", "embed_dim", 1), _c.size(num_heads, "MultiheadAttention", "num_heads", 1)
+        _c.probability(dropout, "MultiheadAttention", "dropout")
         if embed_dim % num_heads:
             raise ArgumentError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                                 f"({num_heads}); each head gets embed_dim // num_heads features")
@@ -71,6 +75,8 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         is_causal = bool(is_causal or self.causal)
+        for t, n in ((query, "query"), (key, "key"), (value, "value")):
+            check_tensor(t, "MultiheadAttention", n)
         self_attn = query is key and key is value
         batched = query.ndim == 3
         if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:

@@ -15,9 +15,10 @@ import math
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
-from .._sizes import ntuple
+from ...checks import sizes as ntuple
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 
 class _ConvNd(Module):
@@ -33,6 +34,8 @@ class _ConvNd(Module):
                  padding_mode="zeros", device=None, dtype=None, *, output_padding=0):
         super().__init__()
         cls, n = type(self).__name__, self._n
+        _c.size(in_channels, cls, "in_channels", 1), _c.size(out_channels, cls, "out_channels", 1)
+        _c.size(groups, cls, "groups", 1)
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise ArgumentError(f"{cls}: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
                                 f"divisible by groups ({groups})")

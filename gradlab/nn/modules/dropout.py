@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module
+from ... import checks as _c
 
 
 class _DropoutNd(Module):
@@ -18,7 +19,7 @@ class _DropoutNd(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if not 0.0 <= _c.number(p, type(self).__name__, "p") <= 1.0:
             raise ArgumentError(f"{type(self).__name__}: probability p has to be between 0 and 1, but got {p}")
         self.p, self.inplace = float(p), inplace
 

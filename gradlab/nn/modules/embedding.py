@@ -8,6 +8,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from ._util import new_param
+from ... import checks as _c
 
 
 class Embedding(Module):
@@ -22,7 +23,8 @@ class Embedding(Module):
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
                  _freeze: bool = False, device=None, dtype=None):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = _c.size(num_embeddings, "Embedding", "num_embeddings")
+        self.embedding_dim = _c.size(embedding_dim, "Embedding", "embedding_dim")
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
                 raise ArgumentError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "

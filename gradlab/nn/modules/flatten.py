@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from ... import ops as O
-from ...errors import ArgumentError, ShapeError, fmt_shape
+from ...errors import ArgumentTypeError, ShapeError, fmt_shape
 from ..module import Module
+from ... import checks as _c
+from ...ops._util import check_tensor
 
 
 class Flatten(Module):
@@ -26,12 +28,14 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size):
         super().__init__()
-        if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
-            raise ArgumentError(f"Unflatten: unflattened_size must be a tuple or list of ints, got "
-                                f"{unflattened_size!r}")
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise ArgumentTypeError(f"Unflatten: unflattened_size must be a tuple or list of ints, got "
+                                    f"{unflattened_size!r}")
+        _c.shape(unflattened_size, "Unflatten", "unflattened_size", infer=True)
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input):
+        input = check_tensor(input, "Unflatten")
         d = self.dim + input.ndim if self.dim < 0 else self.dim
         if not 0 <= d < input.ndim:
             raise ShapeError(f"Unflatten: dim {self.dim} is out of range for input {fmt_shape(input.shape)}")

@@ -10,6 +10,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 
 class Identity(Module):
@@ -31,7 +32,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = _c.size(in_features, "Linear", "in_features")
+        self.out_features = _c.size(out_features, "Linear", "out_features")
         self.weight = new_param(self.out_features, self.in_features, dtype=dtype, device=device)
         if bias:
             self.bias = new_param(self.out_features, dtype=dtype, device=device)

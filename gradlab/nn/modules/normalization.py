@@ -26,6 +26,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 
 def _affine_params(module, shape, weight, bias, dtype, device):
@@ -165,9 +166,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.normalized_shape = _c.shape(normalized_shape, type(self).__name__, "normalized_shape")
         self.eps, self.elementwise_affine = eps, elementwise_affine
         _affine_params(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
@@ -193,7 +192,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True):
         super().__init__()
-        if num_groups < 1 or num_channels % num_groups:
+        _c.size(num_groups, "GroupNorm", "num_groups", 1), _c.size(num_channels, "GroupNorm", "num_channels")
+        if num_channels % num_groups:
             raise ArgumentError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                                 f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -219,9 +219,7 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.normalized_shape = _c.shape(normalized_shape, type(self).__name__, "normalized_shape")
         self.eps, self.elementwise_affine = eps, elementwise_affine
         _affine_params(self, self.normalized_shape, elementwise_affine, None, dtype, device)
         self.reset_parameters()

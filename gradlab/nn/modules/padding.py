@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ...errors import ShapeError, fmt_shape
 from .. import functional as F
-from .._sizes import ntuple
+from ...checks import sizes as ntuple
 from ..module import Module
+from ...ops._util import check_tensor
 
 
 class _PadNd(Module):
@@ -23,6 +24,7 @@ class _PadNd(Module):
             self.value = value
 
     def forward(self, input):
+        input = check_tensor(input, type(self).__name__)
         if input.ndim not in (self._n + 1, self._n + 2):
             raise ShapeError(f"{type(self).__name__}: expected a {self._n + 1}-D or {self._n + 2}-D input, got "
                              f"{fmt_shape(input.shape)}")

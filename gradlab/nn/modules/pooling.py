@@ -8,7 +8,7 @@ the windows so the output has a fixed size whatever the input's.
 from __future__ import annotations
 
 from .. import functional as F
-from .._sizes import ntuple
+from ...checks import sizes as ntuple
 from ..module import Module
 
 

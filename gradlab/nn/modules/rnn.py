@@ -31,12 +31,13 @@ from ... import ops as O
 from ..._tensor import Tensor
 from ...backend import xp_of
 from ...backend import dtypes as _dt
-from ...errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
 from .. import functional as F
 from .. import init
 from .._rnn_utils import PackedSequence
 from ..module import Module
 from ._util import new_param
+from ... import checks as _c
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -65,7 +66,7 @@ def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
 
 def _check_input(cls, input, size, ranks):
     if not isinstance(input, Tensor):
-        raise ArgumentError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
+        raise ArgumentTypeError(f"{cls}: input must be a gradlab Tensor (or, for RNN/LSTM/GRU, a PackedSequence), "
                             f"got {type(input).__name__}")
     if not _dt.is_floating(input.dtype):
         raise DTypeError(f"{cls}: input has dtype {_dt.dtype_name(input.dtype)}, but a recurrent layer needs floating "
@@ -90,7 +91,10 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
-        self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias
+        cls = type(self).__name__
+        self.input_size = _c.size(input_size, cls, "input_size")
+        self.hidden_size = _c.size(hidden_size, cls, "hidden_size", 1)
+        self.bias = bias
         g = _GATES[self._mode] * self.hidden_size
         self.weight_ih = new_param(g, self.input_size, dtype=dtype, device=device)
         self.weight_hh = new_param(g, self.hidden_size, dtype=dtype, device=device)
@@ -181,6 +185,8 @@ class RNNBase(Module):
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
         cls = type(self).__name__
+        _c.size(input_size, cls, "input_size"), _c.size(hidden_size, cls, "hidden_size", 1)
+        _c.size(num_layers, cls, "num_layers", 1), _c.size(proj_size, cls, "proj_size")
         if proj_size and mode != "LSTM":
             raise ArgumentError(f"{cls}: proj_size is only supported for LSTM, not RNN or GRU")
         if proj_size < 0 or (proj_size and proj_size >= hidden_size):
@@ -281,6 +287,9 @@ class RNNBase(Module):
             if not batched:
                 x = O.unsqueeze(x, 1)
             steps, n = x.shape[0], x.shape[1]
+            if steps == 0:
+                raise ShapeError(f"{cls}: the input sequence is empty (length 0, input {tuple(input.shape)}); give at "
+                                 f"least one time step")
             data, sizes, order = O.reshape(x, (steps * n, x.shape[2])), [n] * steps, None
         offsets = [0]
         for b in sizes[:-1]:

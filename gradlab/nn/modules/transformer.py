@@ -38,6 +38,7 @@ from .attention import MultiheadAttention
 from .container import ModuleList
 from .linear import Linear
 from .normalization import LayerNorm
+from ... import checks as _c
 
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -55,6 +56,8 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
+        _c.size(dim_feedforward, "TransformerEncoderLayer", "dim_feedforward", 1)
+        _c.probability(dropout, "TransformerEncoderLayer", "dropout")
         if isinstance(activation, str):
             if activation not in _ACTIVATIONS:
                 raise ArgumentError(f"TransformerEncoderLayer: activation should be 'relu' or 'gelu' (or a "

@@ -17,7 +17,7 @@ from ....ops._util import check_tensor
 from ....ops.pool import avg_pool2d, max_pool2d
 from ....ops.registry import Sample, register
 from ..._pooling import avg_pool1d, avg_pool3d, max_pool1d
-from ..._sizes import ntuple
+from ....checks import sizes as ntuple
 from ..._register import NS, register_table, torch_f
 
 

@@ -30,6 +30,7 @@ from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
 from ..._register import NS, register_table
 from ..._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .... import checks as _c
 
 
 _MODES = {"nearest": 1, "nearest-exact": 1, "area": 1, "linear": 1, "bilinear": 2}
@@ -61,11 +62,12 @@ def _sizes(op, x, size, scale_factor, k):
     if (size is None) == (scale_factor is None):
         raise ArgumentError(f"{op}: give exactly one of size= and scale_factor=")
     if size is not None:
-        sizes = (size,) * k if isinstance(size, int) else tuple(int(s) for s in size)
+        sizes = _c.sizes(size, k, op, "size", 0)
         factors = (None,) * k
     else:
-        factors = (float(scale_factor),) * k if not isinstance(scale_factor, (list, tuple)) else \
-            tuple(float(f) for f in scale_factor)
+        factors = (float(_c.positive(scale_factor, op, "scale_factor")),) * k \
+            if not isinstance(scale_factor, (list, tuple)) else \
+            tuple(float(_c.positive(f, op, "scale_factor")) for f in scale_factor)
         sizes = tuple(int(math.floor(n * f)) for n, f in zip(x.shape[2:], factors))
     if len(sizes) != k or len(factors) != k:
         raise ArgumentError(f"{op}: input {fmt_shape(x.shape)} has {k} spatial dim(s); size/scale_factor must "

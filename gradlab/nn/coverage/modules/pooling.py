@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ... import functional as F
-from ..._sizes import ntuple
+from ....checks import sizes as ntuple
 from ...module import Module
 
 

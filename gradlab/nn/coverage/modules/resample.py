@@ -6,6 +6,7 @@ from __future__ import annotations
 from ....errors import ArgumentError
 from ... import functional as F
 from ...module import Module
+from .... import checks as _c
 
 
 class Upsample(Module):
@@ -19,9 +20,10 @@ class Upsample(Module):
         self.name = type(self).__name__
         self.size = size
         if isinstance(scale_factor, (tuple, list)):
-            self.scale_factor = tuple(float(f) for f in scale_factor)
+            self.scale_factor = tuple(float(_c.positive(f, "Upsample", "scale_factor")) for f in scale_factor)
         else:
-            self.scale_factor = float(scale_factor) if scale_factor is not None else None
+            self.scale_factor = float(_c.positive(scale_factor, "Upsample", "scale_factor")) \
+                if scale_factor is not None else None
         self.mode, self.align_corners = mode, align_corners
         self.recompute_scale_factor = recompute_scale_factor
 

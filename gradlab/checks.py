@@ -1,0 +1,267 @@
+"""The one argument-checking layer: every public function checks its arguments with these.
+
+Each check takes the value, the name of the public function the user called (``fn``) and the
+argument's name (``arg``), returns the value normalised (a Python ``int``, a tuple of ints...), and
+otherwise raises one of gradlab's exception classes (``gradlab/errors.py``) in DESIGN's format: what
+happened, the names and values involved, what to do. The classes are chosen so that the ``except``
+clause that would catch PyTorch's error catches gradlab's:
+
+* a value of the wrong *kind* (a float or a string where a size belongs, a tensor where a number
+  belongs): :class:`ArgumentTypeError` (a ``TypeError``), as PyTorch's argument parser raises;
+* a value of the right kind out of its domain (a negative size, ``p=1.5``, ``lr=-1``):
+  :class:`ArgumentError` (``ValueError`` and ``RuntimeError``);
+* a dim out of range: :class:`IndexOutOfRange` (``IndexError``, as PyTorch).
+
+================================  ==================================================================
+check                             accepts
+================================  ==================================================================
+``size(v, fn, arg, minimum=0)``   one int (an ``operator.index``-able value: int, NumPy int, a 0-d
+                                  integer tensor), not a bool/float/str, at least ``minimum``
+``sizes(v, n, fn, arg, minimum)`` an int repeated ``n`` times, or a sequence of ``n`` such ints
+                                  (``ntuple``: kernel_size, stride, padding...)
+``shape(v, fn, arg)``             ``f(2, 3)`` / ``f((2, 3))``: a tuple of sizes >= 0 (``-1`` where
+                                  ``infer=True``), bounded (see :data:`MAX_NUMEL`)
+``dim(d, ndim, fn)``              one dim, negative counts from the end; returns it >= 0
+``dims(d, ndim, fn)``             an int, a sequence of ints or None; sorted tuple, no repeats
+``number(v, fn, arg)``            a real Python/NumPy number (not a str, None or a tensor)
+``nonnegative``, ``positive``     a number >= 0 / > 0
+``probability(p, fn, arg)``       a number in [0, 1]
+``in_range(v, lo, hi, fn, arg)``  a number in [lo, hi]
+``choice(v, options, fn, arg)``   one of a fixed set of strings (``reduction``, ``mode``...)
+``floating(t, fn, arg)``          a tensor whose dtype is floating (the dtype-category checks)
+``device(d, fn)``                 ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (the message lists them)
+================================  ==================================================================
+
+Messages also name the right function when the error comes from an op that the called function
+delegates to (``fmod`` computed with ``div``): :class:`gradlab.errors.GradlabError` puts the
+public name the user called in front (see :func:`gradlab.errors.public_name`).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+
+import numpy as np
+
+from .errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError
+
+#: The largest number of elements a factory or reshape will allocate (2**40 elements ~ 4 TiB of
+#: float32): beyond it the request is certainly a mistake, refused before NumPy tries to allocate.
+MAX_NUMEL = 2 ** 40
+
+
+def _kind(v) -> str:
+    return type(v).__name__
+
+
+def _index(v):
+    """``operator.index(v)`` or None: ints, NumPy ints, 0-d integer tensors; never bools' floats."""
+    if isinstance(v, float):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+def size(value, fn: str, arg: str, minimum: int | None = 0) -> int:
+    """One integer size (a count, a length, a kernel size); at least ``minimum`` (None: any int)."""
+    i = _index(value)
+    if i is None:
+        hint = f" (write {int(value)} if you meant it)" if isinstance(value, float) and value == int(value) else ""
+        raise ArgumentTypeError(f"{fn}: {arg} must be an int, got {_kind(value)} {value!r}{hint}")
+    if minimum is not None and i < minimum:
+        raise ArgumentError(f"{fn}: {arg} must be at least {minimum}, got {i}")
+    return int(i)
+
+
+def sizes(value, n: int, fn: str, arg: str, minimum: int | None = None) -> tuple:
+    """``value`` as a tuple of ``n`` ints (PyTorch's ``_ntuple``): an int repeated, or ``n`` ints."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != n:
+            raise ArgumentError(f"{fn}: {arg} must be an int or a tuple of {n} ints, got {value!r} "
+                                f"({len(value)} entries)")
+        items = value
+    else:
+        items = (value,) * n
+    out = []
+    for v in items:
+        i = _index(v)
+        if i is None:
+            raise ArgumentTypeError(f"{fn}: {arg} must be an int or a tuple of {n} ints, got {value!r} "
+                                    f"(a {_kind(v)} inside)")
+        if minimum is not None and i < minimum:
+            raise ArgumentError(f"{fn}: {arg} must be an int >= {minimum} or a tuple of {n} of them, got {value!r}")
+        out.append(int(i))
+    return tuple(out)
+
+
+def single(value, fn: str, arg: str, minimum: int | None = None) -> int:
+    """The int of a 1-d size given as an int or a 1-tuple."""
+    return sizes(value, 1, fn, arg, minimum)[0]
+
+
+def shape(value, fn: str, arg: str = "size", infer: bool = False) -> tuple:
+    """A shape given as ``f(2, 3)`` (``value`` the tuple of positional args) or ``f((2, 3))``."""
+    if isinstance(value, (tuple, list)) and len(value) == 1 and isinstance(value[0], (tuple, list)):
+        value = value[0]
+    if not isinstance(value, (tuple, list)):
+        value = (value,)
+    out = []
+    for v in value:
+        i = _index(v)
+        if i is None:
+            raise ArgumentTypeError(f"{fn}: {arg} must be a tuple of ints, got {tuple(value)!r} "
+                                    f"(a {_kind(v)} inside)")
+        out.append(int(i))
+    if infer is None:  # any ints (pad amounts: negative crops)
+        return tuple(out)
+    if infer:
+        if sum(1 for i in out if i == -1) > 1:
+            raise ShapeError(f"{fn}: only one dimension can be inferred (-1), got {tuple(out)}")
+        bad = [i for i in out if i < -1]
+    else:
+        bad = [i for i in out if i < 0]
+    if bad:
+        raise ArgumentError(f"{fn}: {arg} {tuple(out)} has a negative size {bad[0]}; sizes must be >= 0"
+                            + (" (or -1, inferred)" if infer else ""))
+    known = math.prod(i for i in out if i != -1)
+    if known > MAX_NUMEL:
+        raise ArgumentError(f"{fn}: {arg} {tuple(out)} would hold {known:.3g} elements, more than gradlab allocates "
+                            f"({MAX_NUMEL:.3g}, gradlab.checks.MAX_NUMEL); check the sizes")
+    return tuple(out)
+
+
+def dims(dim, ndim: int, fn: str, allow_none=True) -> tuple | None:
+    """Normalize ``dim`` (int, tuple or None) to a sorted tuple of non-negative axes."""
+    if dim is None:
+        if allow_none:
+            return None
+        raise ArgumentError(f"{fn}: dim is required")
+    if _index(dim) is not None and not isinstance(dim, (tuple, list)):
+        ds = (dim,)
+    elif hasattr(dim, "__iter__") and not isinstance(dim, str):
+        ds = tuple(dim)
+    else:
+        raise ArgumentTypeError(f"{fn}: dim must be an int or a tuple of ints, got {dim!r}")
+    out = []
+    n = max(ndim, 1)
+    for d in ds:
+        if _index(d) is None or isinstance(d, bool):
+            raise ArgumentTypeError(f"{fn}: dim must be an int or a tuple of ints, got {d!r}")
+        d = operator.index(d)
+        if not -n <= d < n:
+            raise IndexOutOfRange(
+                f"{fn}: dim {d} is out of range for a tensor with {ndim} dimension(s) (valid: {-n} to {n - 1})")
+        out.append(int(d) % n)
+    if len(set(out)) != len(out):
+        raise ArgumentError(f"{fn}: dim {dim} names the same dimension twice")
+    return tuple(sorted(out)) if ndim > 0 else ()
+
+
+def dim(d, ndim: int, fn: str) -> int:
+    """One dim for a tensor of ``ndim`` dims (negative counts from the end); returned >= 0."""
+    n = max(ndim, 1)
+    if isinstance(d, bool) or _index(d) is None:
+        raise ArgumentTypeError(f"{fn}: dim must be an int, got {d!r}")
+    d = operator.index(d)
+    if not -n <= d < n:
+        raise IndexOutOfRange(
+            f"{fn}: dim {d} is out of range for a tensor with {ndim} dimension(s) (valid: {-n} to {n - 1})")
+    return int(d) % n
+
+
+def number(value, fn: str, arg: str, integer: bool = False, tensor_ok: bool = True):
+    """A real number (a Python/NumPy int, float or bool; a 1-element tensor is not one here)."""
+    if isinstance(value, (numbers.Real, np.number, np.bool_)) and not isinstance(value, (complex, np.complexfloating)):
+        if integer and _index(value) is None:
+            raise ArgumentTypeError(f"{fn}: {arg} must be an int, got {_kind(value)} {value!r}")
+        return value
+    if not integer and tensor_ok and hasattr(value, "item") and hasattr(value, "numel") and value.numel() == 1:
+        return value.item()  # lr=gradlab.tensor(0.01): a 1-element tensor stands for its number (as PyTorch)
+    raise ArgumentTypeError(f"{fn}: {arg} must be a number, got {_kind(value)} {value!r}")
+
+
+def nonnegative(value, fn: str, arg: str, hint: str = ""):
+    """A number >= 0 (learning rates, eps, weight decay, a standard deviation...)."""
+    v = number(value, fn, arg)
+    if not v >= 0:  # NaN too
+        raise ArgumentError(f"{fn}: {arg} must be >= 0, got {value!r}" + (f"; {hint}" if hint else ""))
+    return value
+
+
+def positive(value, fn: str, arg: str, hint: str = ""):
+    v = number(value, fn, arg)
+    if not v > 0:
+        raise ArgumentError(f"{fn}: {arg} must be > 0, got {value!r}" + (f"; {hint}" if hint else ""))
+    return value
+
+
+def in_range(value, lo, hi, fn: str, arg: str, hint: str = ""):
+    """A number in ``[lo, hi]`` (both ends included)."""
+    v = number(value, fn, arg)
+    if not lo <= v <= hi:
+        raise ArgumentError(f"{fn}: {arg} must be in [{lo}, {hi}], got {value!r}" + (f"; {hint}" if hint else ""))
+    return value
+
+
+def probability(p, fn: str, arg: str = "p"):
+    """A probability: a number in [0, 1]."""
+    return in_range(p, 0, 1, fn, arg)
+
+
+def choice(value, options, fn: str, arg: str):
+    """One of ``options`` (strings such as ``reduction='mean'``)."""
+    if not isinstance(value, str) or value not in options:
+        raise ArgumentError(f"{fn}: {arg} must be one of {', '.join(repr(o) for o in options)}, got {value!r}")
+    return value
+
+
+def floating(t, fn: str, arg: str = "input", what: str = "a floating dtype"):
+    """A tensor (or array) of floating dtype: PyTorch refuses e.g. ``softmax(x, dtype=torch.int64)``."""
+    from .backend import dtypes as _dt
+    dt = getattr(t, "dtype", t)
+    if not _dt.is_floating(dt):
+        raise DTypeError(f"{fn}: {arg} must have {what}, got {_dt.dtype_name(dt)}; convert with .float() or "
+                         f".double()")
+    return t
+
+
+def device(d, fn: str = "to"):
+    """A device spec gradlab knows: ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (or a Device). Returns it parsed."""
+    from .backend.device import Device
+    return Device.parse(d, fn)
+
+
+# ---------------------------------------------------------------- deliberate strictness: the one list
+#: Where gradlab refuses, on purpose, a call PyTorch accepts, and why. Keys are ``(function, what)``
+#: with shell-style wildcards: ``function`` the public name, ``what`` the kind of argument
+#: (the labels of ``tests/fuzz_calls.py``: ``"arg 1 -> int tensor"``, ``"dim -> 1.5"``...). The fuzz suite
+#: (``tests/test_fuzz_errors.py``) fails on any refusal of what PyTorch accepts that is not listed here.
+_BUILT = ("a module checks its size arguments when it is built, so the mistake is reported on the line that "
+          "made it; PyTorch stores them and fails only at the first forward")
+_FLOAT_ONLY = ("pooling and losses are defined on floating tensors here (they exist to be differentiated); "
+               "PyTorch also runs them on integer tensors")
+STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
+    ("Conv*", "stride -> *"): _BUILT, ("Conv*", "padding -> *"): _BUILT, ("Conv*", "dilation -> *"): _BUILT,
+    ("ConvTranspose*", "*"): _BUILT, ("*Pool*", "arg 0 -> *"): _BUILT, ("*Pad*", "arg 0 -> *"): _BUILT,
+    ("Unflatten", "arg 1 -> *"): _BUILT, ("Upsample", "scale_factor -> *"): _BUILT,
+    ("Conv*", "arg 1 -> -7"): _BUILT,
+    ("*Pool*", "forward arg 0 -> int tensor"): _FLOAT_ONLY, ("*_pool*", "arg 0 -> int tensor"): _FLOAT_ONLY,
+    ("*Loss", "forward arg 0 -> int tensor"): _FLOAT_ONLY,
+    ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
+                               "returns empty tensors",
+    ("fake_quantize_per_tensor_affine", "arg 1 -> -*"): "a scale <= 0 does not define a quantization grid; "
+                                                         "PyTorch accepts it and returns a mirrored or nan grid",
+    ("SGD", "dampening -> *"): "dampening is checked to be a number; PyTorch accepts any object until step()",
+}
+
+
+def stricter_reason(fn: str, what: str):
+    """The reason gradlab deliberately refuses ``fn`` called with ``what``, or None if it does not."""
+    import fnmatch
+    for (f, w), reason in STRICTER_THAN_PYTORCH.items():
+        if fnmatch.fnmatchcase(fn, f) and fnmatch.fnmatchcase(what, w):
+            return reason
+    return None
