@@ -31,7 +31,10 @@ class GradlabError(Exception):
             m = _PREFIX.match(args[0])
             if m is not None:
                 called = public_name()
-                if called is not None and called != m.group(1) and called.lower() != m.group(1).lower():
+                said = m.group(1)
+                # (a prefix that already names the call, dotted as the user wrote it -- "linalg.inv" for
+                # inv -- stays)
+                if called is not None and called.lower() not in (said.lower(), said.rsplit(".", 1)[-1].lower()):
                     args = (f"{called}: {args[0][m.end():]}",)
         super().__init__(*args)
 

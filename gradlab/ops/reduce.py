@@ -854,11 +854,10 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's names
     x = check_tensor(input, "histc")
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"histc: input must be a floating tensor, got {x.dtype}; convert with x.float()")
-    if int(bins) <= 0:
-        raise ArgumentError(f"histc: bins must be a positive int, got {bins!r}")
+    bins = _c.size(bins, "histc", "bins", minimum=1)
     xp = xp_of(x.data)
     a = x.data.reshape(-1)
-    lo, hi = float(min), float(max)
+    lo, hi = float(_c.number(min, "histc", "min")), float(_c.number(max, "histc", "max"))
     if lo == hi and a.size:
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
