@@ -73,10 +73,14 @@ def _pool(n):
         return _state["pool"]
 
 
-def _run_piece(part, lo, hi):
+def _run_piece(part, lo, hi, err=None):
     _local.busy = True
     try:
-        part(lo, hi)
+        if err is None:
+            part(lo, hi)
+        else:  # the caller's np.errstate (thread-local in NumPy): the same warnings as one thread
+            with np.errstate(**err):
+                part(lo, hi)
     finally:
         _local.busy = False
 
@@ -105,7 +109,8 @@ def parallel_for(part, n: int, grain: int = 1, work: int = None) -> None:
     per = -(-per // grain) * grain
     bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
     pool = _pool(_state["threads"])
-    futures = [pool.submit(_run_piece, part, lo, hi) for lo, hi in bounds[1:]]
+    err = np.geterr()
+    futures = [pool.submit(_run_piece, part, lo, hi, err) for lo, hi in bounds[1:]]
     try:
         _run_piece(part, *bounds[0])
     finally:
@@ -136,18 +141,23 @@ def map_blocks(fn, *arrays, dtype=None):
     least :data:`MIN_ELEMENTS`. ``fn`` maps 1-D blocks to a 1-D block of the same length (of
     ``dtype``, default the first input's). Elementwise, so the result is the same bits as
     ``fn(*arrays)`` in one call (NumPy's SIMD loops give each element the same bits in any block).
+    The first block runs in the calling thread first (it tells the result's dtype).
     """
     a0 = arrays[0]
     flats = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
-    out = np.empty(flats[0].shape, dtype or a0.dtype)
-    n = out.size
+    n = flats[0].size
+    if not n:
+        return fn(*arrays) if dtype is None else np.empty(a0.shape, dtype)
+    first = fn(*(f[:GRAIN] for f in flats))   # (also tells the result's dtype)
+    out = np.empty(n, dtype or first.dtype)
+    out[:first.size] = first
 
     def part(lo, hi):
         for s in range(lo, hi, GRAIN):
             e = min(s + GRAIN, hi)
             out[s:e] = fn(*(f[s:e] for f in flats))
-    if n:
-        parallel_for(part, n, grain=GRAIN)
+    if n > GRAIN:
+        parallel_for(lambda lo, hi: part(lo + GRAIN, hi + GRAIN), n - GRAIN, grain=GRAIN, work=n)
     return out.reshape(a0.shape)
 
 

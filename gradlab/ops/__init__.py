@@ -71,6 +71,7 @@ from .reduce import (  # noqa: A004
     all, amax, amin, any, argmax, argmin, bincount, count_nonzero, cummax, cummin, cumprod, cumsum, logsumexp, max,
     mean, min, nanmean, nansum, prod, std, sum, sum_to, var,
 )
+from .recurrent import fused_gru_cell, fused_lstm_cell
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
 from .scatter import scatter, scatter_add
 from .shape import (
@@ -104,6 +105,8 @@ __all__ = [
     "erf", "erfc", "logit", "frac", "floor", "ceil", "trunc", "round", "sign",
     # activations, softmax
     "gelu", "silu", "softplus", "leaky_relu", "softmax", "log_softmax",
+    # recurrent (fused cells)
+    "fused_lstm_cell", "fused_gru_cell",
     # compare, logical, where
     "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal", "equal",
     "allclose", "isclose", "isnan", "isinf", "isfinite", "isin",

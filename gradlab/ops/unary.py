@@ -23,6 +23,7 @@ from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend import parallel as _parallel
 from ..backend.arrays import as_array, erf as _backend_erf
 from ..backend.device import xp_of
 from ..errors import DTypeError
@@ -74,6 +75,7 @@ def _erf_array(a):
 
 
 # ----------------------------------------------------------- the table of elementwise functions
+_BIG = _parallel.MIN_ELEMENTS
 class Elementwise(Op):
     """An elementwise op of one input, made from one row of ``UNARY`` below.
 
@@ -96,7 +98,9 @@ class Elementwise(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.fn(x.data)
+        a = x.data
+        # a large host array: block by block across threads (backend.parallel; elementwise: same bits)
+        y = _parallel.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
         if ctx.saves == "x":
             ctx.save_for_backward(x)
         elif ctx.saves == "y":
