@@ -103,7 +103,7 @@ class LayerNorm(Op):
 
             def part(lo, hi):
                 y[lo:hi], mu[lo:hi], rstd[lo:hi] = _layer_norm_rows(a2[lo:hi], wv, bv, eps, ct)
-            parallel.parallel_for(part, m, grain=max(1, parallel.GRAIN // max(n, 1)), work=m * n)
+            parallel.parallel_for(part, m, grain=parallel.row_grain(n), work=m * n)
         else:
             y, mu, rstd = _layer_norm_rows(a2, wv, bv, eps, ct)
         ctx.save_for_backward(x, weight, bias, mu, rstd)
