@@ -25,6 +25,7 @@ Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where
 ``cast``, ``quant``           to/float/half/... and clone; fake quantization
 ``normalization``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
 ``dropout``, ``embedding``, ``loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
+``recurrent``      fused_lstm_cell, fused_gru_cell (one LSTM/GRU step after the matmuls; ``nn.LSTM``/``nn.GRU`` use them)
 =================  ==========================================================================
 
 Around them: ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
