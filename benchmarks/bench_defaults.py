@@ -110,8 +110,9 @@ def child(setup, names, steps):
     """Runs in the subprocess: time each program with both libraries, print one JSON line."""
     import numpy as np
     sys.path.insert(0, os.path.join(HERE, ".."))
-    import gradlab
     import torch
+
+    import gradlab
     if setup == "one":
         torch.set_num_threads(1)
         if hasattr(gradlab, "set_num_threads"):  # (older gradlab: one thread anyway)
@@ -167,7 +168,7 @@ def main(argv=None):
         code = (BLOCK_SCIPY if setup == "noscipy" else "") + (
             f"import sys; sys.argv = {[__file__, '--child', setup, '--steps', str(args.steps), '--only', *args.only]!r}\n"
             f"import runpy; runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
             print(f"{setup}: failed\n{out.stdout}\n{out.stderr}")

@@ -104,7 +104,7 @@ def test_exact_gelu_costs_at_most_3x_tanh_gelu_without_scipy():
         assert "scipy" not in sys.modules
         print(best["none"] / best["tanh"], best["none"], best["tanh"])
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     ratio, exact, tanh = map(float, out.stdout.split())
     assert ratio <= 3.0, f"GELU(exact) {exact * 1e3:.1f} ms vs GELU(tanh) {tanh * 1e3:.1f} ms: {ratio:.2f}x"

@@ -7,13 +7,14 @@ cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 import gradlab
 import gradlab.nn.functional as F
 from gradlab.backend import parallel
-
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_pieces_cover_the_range_once(threads):
     parallel.parallel_for(lambda lo, hi: seen.append((lo, hi)), 1000, grain=7, work=1 << 22)
     cover = sorted(seen)
     assert cover[0][0] == 0 and cover[-1][1] == 1000 and len(cover) == 3
-    assert all(a[1] == b[0] for a, b in zip(cover, cover[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cover))
     assert all((hi - lo) % 7 == 0 for lo, hi in cover[:-1])
 
 

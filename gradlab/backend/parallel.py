@@ -93,7 +93,7 @@ def threads_for(work: int) -> int:
     return max(1, min(n, work // GRAIN))
 
 
-def parallel_for(part, n: int, grain: int = 1, work: int = None) -> None:
+def parallel_for(part, n: int, grain: int = 1, work: int | None = None) -> None:
     """Run ``part(lo, hi)`` over ``[0, n)``, split into one piece of whole ``grain``s per thread.
 
     ``work`` is the number of elements the whole loop touches (default ``n``): below

@@ -170,6 +170,7 @@ def numpy_kernel(node: Node, chunk: int = None):
             lines.append(f"{ind}t{b} = _t{b}")
     lines += [ind + s for s in body]
     env["_parallel"] = parallel_rows
+    env.update(inf=float("inf"), nan=float("nan"))  # repr() of an infinite argument (softplus's threshold) is 'inf'
     lines.append(f"    _parallel(part, {shape[0] if chunked else 1}, {rows if chunked else 1})")
     lines.append(f"    return ({', '.join(f'out{j}' for j in range(len(outs)))},)")
     src = "\n".join(lines)
