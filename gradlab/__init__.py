@@ -137,18 +137,7 @@ def get_float32_matmul_precision() -> str:
     return _MATMUL_PRECISION[0]
 
 
-_THREADS = [0]
-
-
-def set_num_threads(n: int) -> None:
-    """``torch.set_num_threads``: remembered; NumPy's BLAS threads are set by its environment
-    (``OMP_NUM_THREADS``) before the program starts, not from here."""
-    _THREADS[0] = int(n)
-
-
-def get_num_threads() -> int:
-    import os
-    return _THREADS[0] or os.cpu_count() or 1
+# set_num_threads / get_num_threads: gradlab/backend/parallel.py (imported above)
 
 
 _DETERMINISTIC = [False]

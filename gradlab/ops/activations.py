@@ -74,8 +74,8 @@ def _gelu_erf(a):
     else:
         y = as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
     y += 1
+    y *= 0.5                    # halve before multiplying by a: 2 * 3e38 would overflow
     y *= a
-    y *= 0.5
     return y
 
 

@@ -17,6 +17,8 @@ order works through them (as ``BatchNorm``'s composite VJP does).
 """
 from __future__ import annotations
 
+from .. import checks as _c
+
 import numpy as np
 
 from .. import ops as O
@@ -173,6 +175,8 @@ class FusedGRUCell(Op):
 
 
 def _check(op, name, a, width, b):
+    _c.floating(a, op, name)   # sigmoid/tanh of the gates: floating tensors only, as PyTorch
+    _c.floating(b, op, "the state")
     if a.ndim != b.ndim or a.shape[:-1] != b.shape[:-1] or a.shape[-1] != width * b.shape[-1]:
         raise ShapeError(f"{op}: {name} must have shape (..., {width} * hidden) with the same leading dims as the "
                          f"state; got {name} {fmt_shape(a.shape)} and the state {fmt_shape(b.shape)}")
