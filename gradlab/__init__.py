@@ -27,6 +27,7 @@ from .backend.dtypes import (
 )
 from .backend.dtypes import int as int  # noqa: PLC0414 - torch.int is int32
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
+from .backend.parallel import get_num_threads, set_num_threads
 from .errors import (
     ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
     IndexOutOfRange, ShapeError,
@@ -64,6 +65,8 @@ __all__ = [
     "zeros", "zeros_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm",
     "bernoulli", "multinomial", "normal", "Generator", "manual_seed", "initial_seed", "get_rng_state",
     "set_rng_state",
+    # threads (large arrays are split across them: gradlab/backend/parallel.py)
+    "get_num_threads", "set_num_threads",
     # autograd
     "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled",
     # errors
@@ -134,18 +137,7 @@ def get_float32_matmul_precision() -> str:
     return _MATMUL_PRECISION[0]
 
 
-_THREADS = [0]
-
-
-def set_num_threads(n: int) -> None:
-    """``torch.set_num_threads``: remembered; NumPy's BLAS threads are set by its environment
-    (``OMP_NUM_THREADS``) before the program starts, not from here."""
-    _THREADS[0] = int(n)
-
-
-def get_num_threads() -> int:
-    import os
-    return _THREADS[0] or os.cpu_count() or 1
+# set_num_threads / get_num_threads: gradlab/backend/parallel.py (imported above)
 
 
 _DETERMINISTIC = [False]

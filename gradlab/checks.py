@@ -255,6 +255,9 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     ("fake_quantize_per_tensor_affine", "arg 1 -> -*"): "a scale <= 0 does not define a quantization grid; "
                                                          "PyTorch accepts it and returns a mirrored or nan grid",
     ("SGD", "dampening -> *"): "dampening is checked to be a number; PyTorch accepts any object until step()",
+    ("fused_*_cell", "arg * -> int tensor"): "the fused recurrent cells take float gate pre-activations (what "
+                                             "nn.LSTM/nn.GRU give them); PyTorch's composite reference promotes "
+                                             "integers silently",
 }
 
 

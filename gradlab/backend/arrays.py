@@ -7,7 +7,7 @@ the differences that remain:
 * ``scatter_add``: NumPy's ``np.add.at`` (unbuffered: repeated indices add up)
   is ``cupyx.scatter_add`` on the GPU;
 * ``as_strided``: a read-only strided view (im2col); CuPy's has no ``writeable``;
-* ``erf``: SciPy / ``cupyx.scipy.special`` / a NumPy-only fallback.
+* ``erf``: gradlab's NumPy kernels (``special.py``) / ``cupyx.scipy.special`` on the GPU.
 """
 from __future__ import annotations
 
@@ -39,19 +39,17 @@ def as_strided(a, shape, strides):
     return cupy.lib.stride_tricks.as_strided(a, shape, strides)  # pragma: no cover
 
 
-def erf(a, numpy_fallback):
+def erf(a):
     """The error function elementwise, on ``a``'s device and dtype.
 
-    ``numpy_fallback(a)`` computes it with NumPy alone (for machines without SciPy).
+    NumPy: gradlab's own kernels (``backend/special.py``: no SciPy needed, and faster than SciPy's);
+    CuPy: ``cupyx.scipy.special.erf`` (CuPy's own kernel: SciPy is not needed there either).
     """
     if type(a) is np.ndarray or isinstance(a, np.generic):
-        try:
-            from scipy.special import erf as _erf
-        except ImportError:
-            return np.asarray(numpy_fallback(a), dtype=a.dtype)
-        return np.asarray(_erf(a), dtype=a.dtype)
+        from .special import erf as _erf
+        return _erf(a)
     if isinstance(a, SimArray):
-        return erf(host_view(a), numpy_fallback).view(SimArray)
+        return erf(host_view(a)).view(SimArray)
     from cupyx.scipy.special import erf as _erf  # pragma: no cover - GPU only
     return _erf(a).astype(a.dtype, copy=False)  # pragma: no cover
 

@@ -24,7 +24,7 @@ The engine never imports this package.
 from .api import CompiledFunction, Entry, compile, optimize
 from .draw import CompiledGraphView
 from .fuse import find_groups, fuse_elementwise
-from .kernels import CHUNK, CUDA_RULES, NUMPY_RULES, THREADS, cuda_source, numpy_kernel
+from .kernels import CHUNK, CUDA_RULES, NUMPY_RULES, cuda_source, numpy_kernel
 from .ir import Graph, Node, Value
 from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, partition
 from .runtime import execute
@@ -34,7 +34,7 @@ __all__ = [
     "compile", "CompiledFunction", "CompiledGraphView", "Entry", "optimize", "Graph", "Node", "Value",
     "TraceSpecializationWarning", "Tracer", "execute", "fold_constants", "eliminate_common_subexpressions",
     "eliminate_dead_code", "partition", "fuse_elementwise", "find_groups", "numpy_kernel", "cuda_source",
-    "NUMPY_RULES", "CUDA_RULES", "CHUNK", "THREADS",
+    "NUMPY_RULES", "CUDA_RULES", "CHUNK",
 ]
 
 

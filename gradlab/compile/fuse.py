@@ -19,7 +19,7 @@ Two code generators, both emitting readable source (``node.source``):
 * **CPU** (NumPy). NumPy ufuncs accept ``out=``. The kernel walks the arrays in
   chunks of rows (about ``kernels.CHUNK`` elements, 256 KB of float32, so a
   chunk and its few scratch buffers stay in cache; the chunks are shared
-  among ``kernels.THREADS`` threads, since ufuncs release the GIL) and evaluates the whole
+  among ``gradlab.get_num_threads()`` threads, since ufuncs release the GIL) and evaluates the whole
   chain on each chunk into preallocated scratch buffers, writing results
   straight into the output arrays. No per-op full-size array is ever made.
   Why not ``numexpr`` or a JIT? Measured on the benchmark block's forward

@@ -4,7 +4,7 @@ See ``fuse.py`` for why. The CPU kernel is generated Python source (kept in
 ``node.source`` so a student can read it): it allocates the outputs, then
 walks the rows in chunks of about :data:`CHUNK` elements, evaluating every op
 of the chain on the chunk with ufuncs writing into scratch buffers (``out=``).
-The chunks are shared among :data:`THREADS` threads: NumPy's ufuncs release
+The chunks are shared among ``gradlab.get_num_threads()`` threads: NumPy's ufuncs release
 the GIL while they loop, so on a machine with several cores the chunks really
 run in parallel (what ``numexpr`` does too).
 """
@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import math
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .._tensor import Tensor
+from ..backend import parallel
+from ..backend.parallel import get_num_threads, parallel_for
 from .ir import Node, Value, show_arg
 
 CHUNK = 1 << 16   # elements per chunk (per scratch buffer): 256 KB of float32; a kernel's buffers stay in L2/L3
-THREADS = min(4, os.cpu_count() or 1)   # threads sharing a kernel's chunks (1: run in the calling thread)
-_pool = []
 
 _UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "absolute",
           "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1", "reciprocal": "reciprocal",
@@ -177,6 +174,7 @@ def numpy_kernel(node: Node, chunk: int = None):
             lines.append(f"{ind}t{b} = _t{b}")
     lines += [ind + s for s in body]
     env["_parallel"] = parallel_rows
+    env.update(inf=float("inf"), nan=float("nan"))  # repr() of an infinite argument (softplus's threshold) is 'inf'
     lines.append(f"    _parallel(part, {shape[0] if chunked else 1}, {rows if chunked else 1})")
     lines.append(f"    return ({', '.join(f'out{j}' for j in range(len(outs)))},)")
     src = "\n".join(lines)
@@ -194,20 +192,14 @@ def _c_literal(a, f32):
 
 
 def parallel_rows(part, n, rows):
-    """Run ``part(lo, hi)`` over ``[0, n)``: split among :data:`THREADS` threads when there is enough work."""
-    nthreads = min(THREADS, n // max(rows, 1) // 2)
-    if nthreads <= 1:
+    """Run ``part(lo, hi)`` over ``[0, n)`` in whole chunks of ``rows`` rows, split among
+    ``gradlab.get_num_threads()`` threads when there are at least two chunks per thread
+    (``backend.parallel.parallel_for``: the one chunking helper)."""
+    chunks = n // max(rows, 1)
+    if chunks < 2 * min(2, get_num_threads()):
         part(0, n)
         return
-    if not _pool or _pool[0][1] != THREADS:
-        _pool[:] = [(ThreadPoolExecutor(THREADS, thread_name_prefix="gradlab-kernel"), THREADS)]
-    per = -(-n // nthreads)
-    per = -(-per // rows) * rows  # whole chunks per thread
-    bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
-    futures = [_pool[0][0].submit(part, lo, hi) for lo, hi in bounds[1:]]
-    part(*bounds[0])
-    for f in futures:
-        f.result()
+    parallel_for(part, n, grain=max(rows, 1), work=max(chunks // 2, 1) * parallel.MIN_ELEMENTS)
 
 
 def _ref(a, name, ins, outs, buf_of, shape):

@@ -21,7 +21,9 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
+from ..backend import parallel
 from ..backend.arrays import as_array
+from ..backend.special import erf_block
 from ..backend.device import xp_of
 from ._util import float_input, floating_input, OneRule
 from .registry import register, Sample
@@ -57,8 +59,30 @@ def _gelu_tanh(a):
     return y
 
 
+def _blocked(fn, a, *more):
+    """``fn(a, *more)`` for an elementwise array function: block by block across threads for a large
+    host array (``backend.parallel.map_blocks``: the same bits), one call otherwise."""
+    if parallel.big(a):
+        return parallel.map_blocks(lambda *b: fn(*b, *more), a)
+    return fn(a, *more)
+
+
+def _gelu_erf(a):
+    """``0.5 a (1 + erf(a / sqrt 2))`` as a fresh array."""
+    if type(a) is np.ndarray and a.ndim == 1 and a.dtype in (np.float32, np.float64):
+        y = erf_block(a * (1 / _SQRT2))  # a cache-sized block (see _blocked): erf without the dispatch
+    else:
+        y = as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
+    y += 1
+    y *= 0.5                    # halve before multiplying by a: 2 * 3e38 would overflow
+    y *= a
+    return y
+
+
 def _gelu_slope(a, approximate):
     """gelu'(a) as a fresh array (the tanh form makes two arrays and returns one of them)."""
+    if parallel.big(a):
+        return _blocked(_gelu_slope, a, approximate)
     if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
         return _gelu_slope(a.reshape(1), approximate).reshape(())
     xp = xp_of(a)
@@ -136,9 +160,8 @@ class Gelu(Op):
         if approximate == "tanh":
             ctx.formula = ("dX = dY * (0.5 * (1 + T) + 0.5 * X * (1 - T^2) * sqrt(2/pi) * (1 + 3 * 0.044715 * X^2))"
                            "   (T = tanh(sqrt(2/pi) * (X + 0.044715 * X^3)))")
-            return as_array(_gelu_tanh(_acc(a)), dtype=a.dtype)
-        a32 = _acc(a)
-        return as_array(0.5 * a32 * (1 + _erf_array(a32 / _SQRT2)), dtype=a.dtype)
+            return as_array(_blocked(_gelu_tanh, _acc(a)), dtype=a.dtype)
+        return as_array(_blocked(_gelu_erf, _acc(a)), dtype=a.dtype)
 
     def _dydx(self, x):
         if self.approximate == "tanh":

@@ -16,7 +16,7 @@ import numpy as np
 from .. import ops as O  # (read at call time: the package imports this file)
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..backend import xp_of
+from ..backend import parallel, xp_of
 
 
 def _normalized_over(x, dims, eps):
@@ -24,6 +24,60 @@ def _normalized_over(x, dims, eps):
     xc = x - O.mean(x, dim=dims, keepdim=True)
     rstd = 1 / O.sqrt(O.mean(xc * xc, dim=dims, keepdim=True) + eps)
     return xc * rstd, rstd
+
+
+def _layer_norm_rows(a2, wv, bv, eps, ct):
+    """``(y, mean, rstd)`` of the rows of the 2-D array ``a2`` (``wv``/``bv``: weight and bias or None)."""
+    xp = xp_of(a2)
+    n = a2.shape[1]
+    inv_n = 1.0 / n if n else 0.0
+    mu = (a2 @ xp.full(n, inv_n, dtype=ct))[:, None]    # row means as one matrix-vector product
+    y = a2 - mu                                           # the only full-size array: becomes the output
+    var = xp.einsum("ij,ij->i", y, y)[:, None]
+    var *= inv_n
+    var += eps
+    with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
+        rstd = 1.0 / xp.sqrt(var)
+        big = ~xp.isfinite(var[:, 0]) & xp.isfinite(mu[:, 0])
+        if big.any():  # rows whose squares overflow (|x - mean| ~ 1e20 in float32): scale by the row's max
+            r = y[big]
+            s = xp.max(xp.abs(r), axis=1, keepdims=True)
+            r = r / s
+            vs = xp.einsum("ij,ij->i", r, r)[:, None] * inv_n + eps / s / s
+            rstd[big] = 1.0 / (s * xp.sqrt(vs))
+        y *= rstd
+    if wv is not None:
+        y *= wv
+    if bv is not None:
+        y += bv
+    return y, mu, rstd
+
+
+def _xhat_rows(x2, mu, rstd):
+    xhat = x2 - mu
+    xhat *= rstd
+    return xhat
+
+
+def _layer_norm_dx_rows(g2, xhat, rstd, wv):
+    """dX of the rows of ``g2`` (``xhat`` is changed in place): ``rstd (dXhat - mean(dXhat) - Xhat mean(dXhat Xhat))``."""
+    xp = xp_of(g2)
+    n = g2.shape[1]
+    inv_n = 1.0 / n if n else 0.0
+    if wv is not None:
+        c1 = g2 @ wv                                  # sum(dXhat) per row, dXhat = dY * W
+        dx = xp.multiply(g2, wv)                      # dXhat, turned into dX in place
+    else:
+        c1 = g2 @ xp.ones(n, dtype=g2.dtype)
+        dx = g2.copy()
+    c2 = xp.einsum("ij,ij->i", dx, xhat)              # sum(dXhat * Xhat) per row
+    c1 *= inv_n
+    c2 *= inv_n
+    dx -= c1[:, None]
+    xhat *= c2[:, None]
+    dx -= xhat
+    dx *= rstd
+    return dx
 
 
 class LayerNorm(Op):
@@ -43,32 +97,22 @@ class LayerNorm(Op):
     @staticmethod
     def forward(ctx, x, weight, bias, k, eps):
         a = x.data
-        xp = xp_of(a)
         out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
         ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
         m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
         ctx.k, ctx.eps, ctx.rows = k, eps, (m, n)
         a2 = a.reshape(m, n).astype(ct, copy=False)
-        inv_n = 1.0 / n if n else 0.0
-        mu = (a2 @ xp.full(n, inv_n, dtype=ct))[:, None]    # row means as one matrix-vector product
-        y = a2 - mu                                           # the only full-size array: becomes the output
-        var = xp.einsum("ij,ij->i", y, y)[:, None]
-        var *= inv_n
-        var += eps
-        with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
-            rstd = 1.0 / xp.sqrt(var)
-            big = ~xp.isfinite(var[:, 0]) & xp.isfinite(mu[:, 0])
-            if big.any():  # rows whose squares overflow (|x - mean| ~ 1e20 in float32): scale by the row's max
-                r = y[big]
-                s = xp.max(xp.abs(r), axis=1, keepdims=True)
-                r = r / s
-                vs = xp.einsum("ij,ij->i", r, r)[:, None] * inv_n + eps / s / s
-                rstd[big] = 1.0 / (s * xp.sqrt(vs))
-            y *= rstd
-        if weight is not None:
-            y *= weight.data.reshape(n)
-        if bias is not None:
-            y += bias.data.reshape(n)
+        wv = None if weight is None else weight.data.reshape(n)
+        bv = None if bias is None else bias.data.reshape(n)
+        if parallel.big(a2):  # blocks of rows across threads: each row is the same NumPy calls (same bits)
+            y = np.empty((m, n), ct)
+            mu, rstd = np.empty((m, 1), ct), np.empty((m, 1), ct)
+
+            def part(lo, hi):
+                y[lo:hi], mu[lo:hi], rstd[lo:hi] = _layer_norm_rows(a2[lo:hi], wv, bv, eps, ct)
+            parallel.parallel_for(part, m, grain=parallel.row_grain(n), work=m * n)
+        else:
+            y, mu, rstd = _layer_norm_rows(a2, wv, bv, eps, ct)
         ctx.save_for_backward(x, weight, bias, mu, rstd)
         return y.reshape(a.shape).astype(out_dt, copy=False)
 
@@ -105,26 +149,23 @@ class LayerNorm(Op):
         db = None if nf[2] is None else (xp.ones(m, dtype=ct) @ g2).reshape(b.shape).astype(b.dtype, copy=False)
         if nf[0] is None and nf[1] is None:
             return None, None, db, None, None
-        xhat = x.reshape(m, n).astype(ct, copy=False) - mu   # recomputed (ours: changed in place below)
-        xhat *= rstd
+        x2 = x.reshape(m, n).astype(ct, copy=False)
+        big = parallel.big(x2)
+        if big:  # blocks of rows across threads (row-wise work: the same bits as one call)
+            xhat = np.empty((m, n), ct)
+            parallel.map_rows(_xhat_rows, xhat, x2, mu, rstd, axis_len=n)
+        else:
+            xhat = _xhat_rows(x2, mu, rstd)                 # recomputed (ours: changed in place below)
         dw = None if nf[1] is None else xp.einsum("ij,ij->j", g2, xhat).reshape(w.shape).astype(w.dtype, copy=False)
         dx = None
         if nf[0] is not None:
-            inv_n = 1.0 / n if n else 0.0
-            if w is not None:
-                wv = w.reshape(n).astype(ct, copy=False)
-                c1 = g2 @ wv                                  # sum(dXhat) per row, dXhat = dY * W
-                dx = xp.multiply(g2, wv)                      # dXhat, turned into dX in place
+            wv = None if w is None else w.reshape(n).astype(ct, copy=False)
+            if big:
+                dx = np.empty((m, n), ct)
+                parallel.map_rows(lambda gr, xr, rr: _layer_norm_dx_rows(gr, xr, rr, wv), dx, g2, xhat, rstd,
+                                  axis_len=n)
             else:
-                c1 = g2 @ xp.ones(n, dtype=ct)
-                dx = g2.copy()
-            c2 = xp.einsum("ij,ij->i", dx, xhat)              # sum(dXhat * Xhat) per row
-            c1 *= inv_n
-            c2 *= inv_n
-            dx -= c1[:, None]
-            xhat *= c2[:, None]
-            dx -= xhat
-            dx *= rstd
+                dx = _layer_norm_dx_rows(g2, xhat, rstd, wv)
             dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
         return dx, dw, db, None, None
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
-from ..backend import dtypes as _dt, xp_of
+from ..backend import dtypes as _dt, parallel, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import check_tensor, method_spelling, one_dim
 from .autocast import autocast_args as _autocast_args, state as _amp
@@ -63,6 +63,40 @@ def _row_sum(a, dim):
     return a.sum(axis=dim, keepdims=True)
 
 
+def _by_rows(fn, dim, *arrays):
+    """``fn(*arrays, dim)`` for a function that reduces along ``dim`` only: for large host arrays
+    along the last dim, blocks of rows across threads (``backend.parallel``; each row is computed by
+    the same NumPy calls whatever block it is in, so the bits are those of one call)."""
+    a = arrays[0]
+    if dim != a.ndim - 1 or a.ndim < 2 or not parallel.big(a) or any(b.shape != a.shape for b in arrays):
+        return fn(*arrays, dim)
+    n = a.shape[-1]
+    flat = [b.reshape(-1, n) for b in arrays]
+    dt = fn(*(f[:1] for f in flat), 1).dtype
+    res = np.empty(flat[0].shape, dt)
+    parallel.map_rows(lambda *b: fn(*b, 1), res, *flat, axis_len=n)
+    return res.reshape(a.shape)
+
+
+def _softmax_array(a, dim):
+    """softmax of an array (16-bit floats computed in float32) along ``dim``, in ``a``'s dtype."""
+    e = _shifted(_acc(a), dim)
+    xp = xp_of(a)
+    xp.exp(e, out=e)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row that is all -inf gives nan, as in PyTorch
+        e *= 1.0 / _row_sum(e, dim)
+    return e.astype(a.dtype, copy=False)
+
+
+def _log_softmax_array(a, dim):
+    """log_softmax of an array (16-bit floats computed in float32) along ``dim``, in ``a``'s dtype."""
+    xp = xp_of(a)
+    z = _shifted(_acc(a), dim)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # -6e4 - 6e4 is -inf in float16
+        z -= xp.log(_row_sum(xp.exp(z), dim))
+        return z.astype(a.dtype, copy=False)
+
+
 def _softmax_grad(g, y, dim):
     """``Y * (dY - sum(dY * Y))`` on arrays, making one full-size array (the result)."""
     out = g - _row_dot(g, y, dim)
@@ -96,12 +130,7 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        xp = xp_of(x.data)
-        e = _shifted(_acc(x.data), dim)
-        xp.exp(e, out=e)
-        with np.errstate(invalid="ignore", divide="ignore"):  # a row that is all -inf gives nan, as in PyTorch
-            e *= 1.0 / _row_sum(e, dim)
-        y = e.astype(x.dtype, copy=False)
+        y = _by_rows(_softmax_array, dim, x.data)
         ctx.save_output(y)
         return y
 
@@ -111,7 +140,7 @@ class Softmax(Op):
 
     def vjp_arrays(self, g):
         (y,) = self.saved_arrays
-        return _softmax_grad(g, y, self.dim), None
+        return _by_rows(_softmax_grad, self.dim, g, y), None
 
     def jvp(self, t, _):
         y = self.out
@@ -128,7 +157,7 @@ class SoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        return _softmax_grad(g.data, y.data, dim)
+        return _by_rows(_softmax_grad, dim, g.data, y.data)
 
     def vjp(self, gz):
         g, y = self.saved_tensors
@@ -162,11 +191,7 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        xp = xp_of(x.data)
-        z = _shifted(_acc(x.data), dim)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # -6e4 - 6e4 is -inf in float16
-            z -= xp.log(_row_sum(xp.exp(z), dim))
-            y = z.astype(x.dtype, copy=False)
+        y = _by_rows(_log_softmax_array, dim, x.data)
         ctx.save_output(y)
         return y
 
@@ -176,7 +201,7 @@ class LogSoftmax(Op):
 
     def vjp_arrays(self, g):
         (y,) = self.saved_arrays
-        return _log_softmax_grad(g, y, self.dim), None
+        return _by_rows(_log_softmax_grad, self.dim, g, y), None
 
     def jvp(self, t, _):
         return t - O.sum(O.exp(self.out) * t, dim=self.dim, keepdim=True)
@@ -192,7 +217,7 @@ class LogSoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        return _log_softmax_grad(g.data, y.data, dim)
+        return _by_rows(_log_softmax_grad, dim, g.data, y.data)
 
     def vjp(self, gz):
         g, y = self.saved_tensors

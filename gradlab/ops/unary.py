@@ -23,6 +23,7 @@ from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
+from ..backend import parallel as _parallel
 from ..backend.arrays import as_array, erf as _backend_erf
 from ..backend.device import xp_of
 from ..errors import DTypeError
@@ -69,39 +70,12 @@ def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
 
 
 def _erf_array(a):
-    """erf on an array: SciPy's when available (or CuPy's on the GPU), else the math module's."""
-    return _backend_erf(a, _erf_numpy)  # scipy is optional: without it, NumPy alone (_erf_numpy)
-
-
-def _erf_numpy(a):
-    """erf to about 1e-15 with NumPy only: a Taylor series for |x| < 2, a continued fraction beyond.
-
-    ``erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))`` converges everywhere but
-    cancels badly for large x; there ``erfc(x) = exp(-x^2) / (sqrt(pi) (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))))``
-    converges fast instead.
-    """
-    x = np.asarray(a, dtype=np.float64)
-    out = np.empty_like(x)
-    small = np.abs(x) < 2.0
-    xs = x[small]
-    x2 = -(xs * xs)
-    term, total = xs.copy(), xs.copy()
-    for n in range(1, 34):
-        term *= x2
-        term /= n
-        total += term / (2 * n + 1)
-    out[small] = total * (2 / math.sqrt(math.pi))
-    xl = np.abs(x[~small])
-    k = xl.copy()
-    for n in range(40, 0, -1):
-        k = xl + (n / 2) / k
-    with np.errstate(invalid="ignore"):  # inf / inf at x = +-inf: erfc is 0 there
-        erfc = np.nan_to_num(np.exp(-xl * xl) / (math.sqrt(math.pi) * k))
-    out[~small] = np.sign(x[~small]) * (1 - erfc)
-    return out
+    """erf on an array, on its device: NumPy alone on the CPU (``backend/special.py``), CuPy's on the GPU."""
+    return _backend_erf(a)
 
 
 # ----------------------------------------------------------- the table of elementwise functions
+_BIG = _parallel.MIN_ELEMENTS
 class Elementwise(Op):
     """An elementwise op of one input, made from one row of ``UNARY`` below.
 
@@ -124,7 +98,9 @@ class Elementwise(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.fn(x.data)
+        a = x.data
+        # a large host array: block by block across threads (backend.parallel; elementwise: same bits)
+        y = _parallel.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
         if ctx.saves == "x":
             ctx.save_for_backward(x)
         elif ctx.saves == "y":

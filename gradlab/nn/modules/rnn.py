@@ -17,6 +17,10 @@ Equations (PyTorch's, with its gate order; ``W_i*`` act on the input ``x_t``, ``
   ``z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``,
   ``h_t = (1 - z) * n + z * h_{t-1}``.
 
+The LSTM and GRU steps hand the gate pre-activations to one fused op each
+(``fused_lstm_cell``, ``fused_gru_cell`` in ``gradlab/ops/recurrent.py``, PyTorch's fused cells): the
+formulas above in one node, with a closed-form backward.
+
 Parameters: ``weight_ih`` ``(gates*hidden, input)``, ``weight_hh`` ``(gates*hidden, hidden)``,
 ``bias_ih``, ``bias_hh`` ``(gates*hidden,)``; in ``RNN``/``LSTM``/``GRU`` they are named
 ``weight_ih_l{k}`` (layer ``k``), with ``_reverse`` for the backward direction, so a PyTorch
@@ -48,18 +52,11 @@ def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
     ``w_hr`` (LSTM with ``proj_size``) projects ``h`` down: ``h = W_hr (o * tanh(c))``.
     """
     hh = F.linear(h, w_hh, b_hh)
-    if mode == "LSTM":
-        gates = x_proj + hh
-        i, f, g, o = O.chunk(gates, 4, -1)
-        c = O.sigmoid(f) * c + O.sigmoid(i) * O.tanh(g)
-        h = O.sigmoid(o) * O.tanh(c)
+    if mode == "LSTM":  # the gate nonlinearities and the state update: one fused op (gradlab/ops/recurrent.py)
+        h, c = O.fused_lstm_cell(x_proj + hh, c)
         return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
-        xr, xz, xn = O.chunk(x_proj, 3, -1)
-        hr, hz, hn = O.chunk(hh, 3, -1)
-        r, z = O.sigmoid(xr + hr), O.sigmoid(xz + hz)
-        n = O.tanh(xn + r * hn)
-        return (1 - z) * n + z * h, None
+        return O.fused_gru_cell(x_proj, hh, h), None
     pre = x_proj + hh
     return (O.tanh(pre) if mode == "RNN_TANH" else O.relu(pre)), None
 

@@ -1,0 +1,97 @@
+"""gradlab.set_num_threads: large arrays split across threads give the same bits as one thread.
+
+The split paths (gradlab/backend/parallel.py): the unary table (exp, tanh, sigmoid...), GELU (both
+forms), erf, softmax / log_softmax (so cross_entropy) forward and backward, layer_norm forward and
+dX. Each is computed row by row (or elementwise), so the thread count cannot change a bit; the
+cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gradlab
+import gradlab.nn.functional as F
+from gradlab.backend import parallel
+
+
+@pytest.fixture
+def threads():
+    old = gradlab.get_num_threads()
+    yield
+    gradlab.set_num_threads(old)
+
+
+def _program(x, w, b, t):
+    x = x.detach().requires_grad_()
+    w = w.detach().requires_grad_()
+    b = b.detach().requires_grad_()
+    h = F.layer_norm(x, (x.shape[-1],), w, b)
+    h = F.gelu(h) + F.gelu(h, approximate="tanh") + gradlab.tanh(h) + gradlab.sigmoid(h) + gradlab.exp(-h * h)
+    s = F.softmax(h, dim=-1)
+    loss = F.cross_entropy(h.reshape(-1, h.shape[-1]), t) + (s * s).sum() + gradlab.erf(h).sum()
+    loss.backward()
+    return [v.detach().numpy() for v in (loss, h, s)] + [x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows,n", [(2048, 96), (1531, 127)])  # 196K elements: above parallel.MIN_ELEMENTS
+def test_results_do_not_depend_on_the_thread_count(threads, dtype, rows, n):
+    rng = np.random.default_rng(0)
+    assert rows * n >= parallel.MIN_ELEMENTS
+    x = gradlab.from_numpy(rng.standard_normal((rows, n)).astype(dtype))
+    w = gradlab.from_numpy(rng.standard_normal(n).astype(dtype))
+    b = gradlab.from_numpy(rng.standard_normal(n).astype(dtype))
+    t = gradlab.from_numpy(rng.integers(0, n, rows))
+    gradlab.set_num_threads(1)
+    one = _program(x, w, b, t)
+    for k in (2, 3, 8):
+        gradlab.set_num_threads(k)
+        assert parallel.threads_for(rows * n) > 1
+        many = _program(x, w, b, t)
+        for a, c in zip(one, many):
+            assert np.array_equal(a, c), f"{k} threads differ from 1"
+
+
+def test_small_arrays_stay_on_the_calling_thread(threads):
+    gradlab.set_num_threads(4)
+    assert parallel.threads_for(1000) == 1
+    seen = []
+    parallel.parallel_for(lambda lo, hi: seen.append((lo, hi)), 100, grain=10, work=1000)
+    assert seen == [(0, 100)]
+
+
+def test_pieces_cover_the_range_once(threads):
+    gradlab.set_num_threads(3)
+    seen = []
+    parallel.parallel_for(lambda lo, hi: seen.append((lo, hi)), 1000, grain=7, work=1 << 22)
+    cover = sorted(seen)
+    assert cover[0][0] == 0 and cover[-1][1] == 1000 and len(cover) == 3
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cover))
+    assert all((hi - lo) % 7 == 0 for lo, hi in cover[:-1])
+
+
+def test_set_num_threads_checks_its_argument(threads):
+    with pytest.raises(gradlab.ArgumentError, match="set_num_threads"):
+        gradlab.set_num_threads(0)
+    with pytest.raises(gradlab.ArgumentError):
+        gradlab.set_num_threads(2.0)
+    gradlab.set_num_threads(2)
+    assert gradlab.get_num_threads() == 2
+
+
+def test_threaded_softmax_and_layer_norm_match_pytorch(threads):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1024, 256)).astype(np.float32)
+    gradlab.set_num_threads(2)
+    gx = gradlab.from_numpy(x).requires_grad_()
+    y = F.layer_norm(F.softmax(gx, dim=-1) * 100, (256,))
+    F.gelu(y).square().sum().backward()
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = torch.nn.functional.layer_norm(torch.softmax(tx, dim=-1) * 100, (256,))
+    torch.nn.functional.gelu(ty).square().sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
