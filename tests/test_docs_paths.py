@@ -7,11 +7,11 @@ A name that is meant to be hypothetical goes in ``SKIP`` below, with its reason;
 """
 from __future__ import annotations
 
-import importlib
 import pathlib
 import re
 
 import pytest
+from .dotted_names import resolves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -40,20 +40,6 @@ def _occurrences(regex):
     return seen
 
 
-def _resolves(dotted: str) -> bool:
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return False
-        return True
-    return False
 
 
 PATHS = _occurrences(PATH)
@@ -84,7 +70,7 @@ def test_named_file_exists(path):
 def test_named_object_resolves(name):
     if name in SKIP:
         pytest.skip(SKIP[name])
-    assert _resolves(name), f"{NAMES[name]} names {name}, which gradlab does not have (moved or renamed?)"
+    assert resolves(name), f"{NAMES[name]} names {name}, which gradlab does not have (moved or renamed?)"
 
 
 def test_architecture_tour_names_a_function_at_every_stop():

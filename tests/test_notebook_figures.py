@@ -7,12 +7,12 @@
 """
 from __future__ import annotations
 
-import importlib
 import pathlib
 import re
 
 import nbformat
 import pytest
+from .dotted_names import resolves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
@@ -53,20 +53,6 @@ def _where_cells(nb):
     return [c for c in nb.cells if c.cell_type == "markdown" and c.source.lstrip().startswith(WHERE)]
 
 
-def _resolves(dotted):
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return False
-        return True
-    return False
 
 
 @pytest.mark.parametrize("path", COURSE, ids=lambda p: p.name)
@@ -78,7 +64,7 @@ def test_names_where_its_topic_lives_in_gradlab(path):
     files = re.findall(r"`(gradlab/[\w/]+\.py)", cells[0].source)
     assert names or files, (f"{path.name}: the '{WHERE}' cell names no gradlab object or file (write them as "
                             "`gradlab.pkg.name` or `gradlab/pkg/file.py`)")
-    missing = sorted(n for n in names if not _resolves(n))
+    missing = sorted(n for n in names if not resolves(n))
     assert not missing, f"{path.name}: the '{WHERE}' cell names {missing}, which gradlab does not have (moved or renamed?)"
     gone = [p for p in files if not (ROOT / p).is_file()]
     assert not gone, f"{path.name}: the '{WHERE}' cell names files that do not exist: {gone}"
