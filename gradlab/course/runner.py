@@ -42,8 +42,21 @@ def check_tools(workers: int) -> None:
 SANDBOX_KERNEL = "gradlab-sandbox"
 
 
+def _needed_by_python():
+    """Folders the kernel's Python cannot run without: the interpreter, its prefix, gradlab's checkout."""
+    return [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable),
+                                          _gradlab_root())]
+
+
 def _kernelspec(tmp, hide):
-    """A kernelspec (in ``tmp``) whose kernels start inside ``sandbox.py``, hiding ``hide`` from them."""
+    """A kernelspec (in ``tmp``) whose kernels start inside ``sandbox.py``, hiding ``hide`` from them.
+
+    A folder that holds the interpreter or gradlab itself (a submission saved in the checkout's root,
+    say) cannot be hidden: the kernel could not start. It is left visible (read-only).
+    """
+    need = _needed_by_python()
+    hide = [h for h in hide if not any(n == os.path.realpath(h) or n.startswith(os.path.realpath(h) + os.sep)
+                                       for n in need)]
     cfg_path = os.path.join(tmp, "sandbox.json")
     with open(cfg_path, "w", encoding="utf-8") as f:
         json.dump({"hide": sorted(set(hide))}, f, indent=1)

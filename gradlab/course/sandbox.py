@@ -11,7 +11,7 @@ any student code runs, it:
    and the other kernels' connection files -- by mounting an empty, read-only
    tmpfs over each: they are simply not there for the kernel;
 3. remounts the rest of the file system **read-only**, and gives the kernel a
-   fresh, empty, writable working folder (also its ``HOME`` and ``/tmp``);
+   fresh, empty, writable working folder (a tmpfs; also its ``HOME`` and ``TMPDIR``);
 4. mounts a fresh ``/proc``, so that no process outside the namespace (the
    grader, other students' kernels) can be seen, signalled or read;
 5. installs an **audit hook** (``sys.addaudithook``, which Python code cannot
@@ -45,7 +45,10 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG = 1
 
-WORKDIR = "/tmp/work"   # the kernel's working folder and HOME, on the namespace's own fresh /tmp
+def _new_workdir():
+    """An empty folder made outside the namespace; inside, a fresh tmpfs covers it (the kernel's HOME/TMPDIR)."""
+    import tempfile
+    return tempfile.mkdtemp(prefix="gradlab-kernel-")
 WRITE_LOG: list = []   # (event, path) the audit hook saw outside the working folder
 
 _libc = None
@@ -120,7 +123,7 @@ def _selftest(hidden):
             ro = True
         sys.exit(0 if not hid and os.getpid() <= 3 and ro else 3)
 
-    status = _enter({"hide": [hidden], "workdir": WORKDIR}, run=probe)
+    status = _enter({"hide": [hidden], "workdir": _new_workdir()}, run=probe)
     if status == 0:
         print("sandbox ok")
     else:
@@ -166,14 +169,14 @@ def _setup_filesystem(cfg):
             ro_fail.append(mp)
     if not ro_fail:
         protections.append("read-only file system")
-    # the writable places: a fresh /tmp (the working folder and HOME live in it) and /dev/shm
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=1777")
+    # the writable places: a fresh tmpfs on the kernel's own empty folder (also HOME and TMPDIR) and
+    # /dev/shm. Not a tmpfs over all of /tmp: the interpreter, the venv or gradlab may live there.
+    _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=700")
     if os.path.isdir("/dev/shm"):
         try:
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
         except OSError:
             pass
-    os.makedirs(work, mode=0o700, exist_ok=True)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     protections.append("own process table")
     return protections
@@ -182,7 +185,7 @@ def _setup_filesystem(cfg):
 def _audit(work):
     """An audit hook noting writes and deletions outside the working folder (it cannot be removed)."""
     prefix = os.path.realpath(work).rstrip("/") + "/"
-    allowed = ("/tmp/", "/dev/shm/", "/dev/null", "/dev/tty")   # the namespace's own fresh tmpfs
+    allowed = ("/dev/shm/", "/dev/null", "/dev/tty")   # (the working folder is checked by prefix)
     log = WRITE_LOG
 
     def hook(event, args):
@@ -234,7 +237,7 @@ def _enter(cfg, run):
         try:
             os.chdir(cfg["workdir"])
             env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
-            env.update(HOME=cfg["workdir"], TMPDIR="/tmp", GRADLAB_SANDBOX=",".join(protections),
+            env.update(HOME=cfg["workdir"], TMPDIR=cfg["workdir"], GRADLAB_SANDBOX=",".join(protections),
                        MPLCONFIGDIR=os.path.join(cfg["workdir"], ".matplotlib"),
                        IPYTHONDIR=os.path.join(cfg["workdir"], ".ipython"), PYTHONNOUSERSITE="1")
             os.environ.clear()
@@ -297,7 +300,7 @@ def main(argv=None):
         i = kernel_args.index("-f")
         with open(kernel_args[i + 1], encoding="utf-8") as f:
             conn = f.read()
-    cfg.setdefault("workdir", WORKDIR)
+    cfg["workdir"] = _new_workdir()
 
     def run():
         _sanitize_path(cfg["workdir"])
