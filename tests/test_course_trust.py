@@ -388,3 +388,22 @@ def test_textwrap_sources_parse():
         compile(textwrap.dedent(src), "<s>", "exec")
         if extra:
             compile(textwrap.dedent(extra), "<e>", "exec")
+
+
+@needs_sandbox
+def test_sandboxed_kernels_leave_no_folders_behind(tmp_path, monkeypatch):
+    """Each kernel's working folder is made under one folder per batch, which the grader removes."""
+    import tempfile
+
+    import nbformat
+
+    from gradlab.course.runner import run_notebooks
+    tmp_root = tmp_path / "systmp"
+    tmp_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_root))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getcwd())")])
+    records, problem = run_notebooks([("one", nb)], timeout=60, sandbox=True)
+    assert problem is None, problem
+    assert [r["status"] for r in records["one"]] == ["ok"], records
+    sandbox.available()
+    assert sorted(os.listdir(tmp_root)) == [], "grading left folders in the system temp folder"

@@ -48,8 +48,11 @@ def _needed_by_python():
                                           _gradlab_root())]
 
 
-def _kernelspec(tmp, hide):
+def _kernelspec(tmp, hide, workroot):
     """A kernelspec (in ``tmp``) whose kernels start inside ``sandbox.py``, hiding ``hide`` from them.
+
+    Each kernel's empty working folder is made under ``workroot`` (outside ``tmp``, which the
+    kernels cannot see); the caller removes ``workroot`` when the batch is over.
 
     A folder that holds the interpreter or gradlab itself (a submission saved in the checkout's root,
     say) cannot be hidden: the kernel could not start. It is left visible (read-only).
@@ -59,7 +62,7 @@ def _kernelspec(tmp, hide):
                                        for n in need)]
     cfg_path = os.path.join(tmp, "sandbox.json")
     with open(cfg_path, "w", encoding="utf-8") as f:
-        json.dump({"hide": sorted(set(hide))}, f, indent=1)
+        json.dump({"hide": sorted(set(hide)), "workroot": workroot}, f, indent=1)
     spec_dir = os.path.join(tmp, "jupyter", "kernels", SANDBOX_KERNEL)
     os.makedirs(spec_dir, exist_ok=True)
     with open(os.path.join(spec_dir, "kernel.json"), "w", encoding="utf-8") as f:
@@ -119,8 +122,9 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         env.pop(var, None)                          # the caller's pytest settings are not the grader's
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_gradlab_root(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONHASHSEED", "0")
+    workroot = tempfile.mkdtemp(prefix="gradlab-kernels-") if sandbox else None
     if sandbox:
-        env["JUPYTER_PATH"] = _kernelspec(tmp, [tmp, *map(os.path.abspath, hide)])
+        env["JUPYTER_PATH"] = _kernelspec(tmp, [tmp, *map(os.path.abspath, hide)], workroot)
         env["JUPYTER_RUNTIME_DIR"] = os.path.join(tmp, "runtime")   # connection files: hidden from kernels
     env.setdefault("MPLBACKEND", "Agg")
     # a budget for the whole batch: every cell may use its timeout, plus kernel start-up
@@ -152,6 +156,8 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         tail = f.read().decode("utf-8", "replace")
     if keep_dir is None:
         shutil.rmtree(tmp, ignore_errors=True)
+    if workroot:   # the kernels' working folders (their tmpfs lived only in their namespaces)
+        shutil.rmtree(workroot, ignore_errors=True)
     problem = None
     if budget_hit:
         problem = f"grading stopped after {budget:.0f} s (the time budget for this batch)"

@@ -45,10 +45,15 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG = 1
 
-def _new_workdir():
-    """An empty folder made outside the namespace; inside, a fresh tmpfs covers it (the kernel's HOME/TMPDIR)."""
+def _new_workdir(root=None):
+    """An empty folder made outside the namespace; inside, a fresh tmpfs covers it (the kernel's HOME/TMPDIR).
+
+    It is made under ``root`` (the grader's folder for this batch's kernels, which the grader removes
+    afterwards); the folder cannot remove itself, since the process that made it sits in the
+    namespace where the tmpfs and a read-only root are mounted.
+    """
     import tempfile
-    return tempfile.mkdtemp(prefix="gradlab-kernel-")
+    return tempfile.mkdtemp(prefix="gradlab-kernel-", dir=root)
 WRITE_LOG: list = []   # (event, path) the audit hook saw outside the working folder
 
 _libc = None
@@ -96,7 +101,9 @@ def available() -> str:
     import shutil
     import subprocess
     import tempfile
-    hidden = tempfile.mkdtemp(prefix="gradlab-sbx-")
+    root = tempfile.mkdtemp(prefix="gradlab-sbx-")   # holds the folder to hide and the working folder
+    hidden = os.path.join(root, "hidden")
+    os.mkdir(hidden)
     with open(os.path.join(hidden, "secret"), "w") as f:
         f.write("x")
     code = f"from gradlab.course import sandbox; sandbox._selftest({hidden!r})"
@@ -105,7 +112,7 @@ def available() -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"the sandbox self-test did not run: {e}"
     finally:
-        shutil.rmtree(hidden, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     if p.returncode != 0 or p.stdout.strip() != "sandbox ok":
         lines = (p.stderr or p.stdout).strip().splitlines()
         return "the sandbox self-test failed: " + (lines[-1] if lines else f"exit code {p.returncode}")
@@ -123,7 +130,7 @@ def _selftest(hidden):
             ro = True
         sys.exit(0 if not hid and os.getpid() <= 3 and ro else 3)
 
-    status = _enter({"hide": [hidden], "workdir": _new_workdir()}, run=probe)
+    status = _enter({"hide": [hidden], "workdir": _new_workdir(os.path.dirname(hidden))}, run=probe)
     if status == 0:
         print("sandbox ok")
     else:
@@ -300,7 +307,7 @@ def main(argv=None):
         i = kernel_args.index("-f")
         with open(kernel_args[i + 1], encoding="utf-8") as f:
             conn = f.read()
-    cfg["workdir"] = _new_workdir()
+    cfg["workdir"] = _new_workdir(cfg.get("workroot"))
 
     def run():
         _sanitize_path(cfg["workdir"])
