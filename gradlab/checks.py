@@ -288,7 +288,8 @@ def output_sizes(value, n: int, fn: str, arg: str = "output_size", none_ok: bool
     A float, a string or a bool where a size belongs is an :class:`ArgumentTypeError` (PyTorch's "must be
     tuple of ints"); the wrong number of entries or a size below ``minimum`` is an :class:`ArgumentError`.
     """
-    want = f"an int or a tuple of {n} ints" + (" (None keeps a size)" if none_ok and n > 1 else "")
+    want = ("an int or a tuple of one int" if n == 1 else
+            f"an int or a tuple of {n} ints" + (" (None keeps a size)" if none_ok else ""))
     if isinstance(value, (tuple, list)):
         items = tuple(value)
     elif value is None and not none_ok:
@@ -310,6 +311,11 @@ def output_sizes(value, n: int, fn: str, arg: str = "output_size", none_ok: bool
     if minimum is not None and any(o is not None and o < minimum for o in out):
         raise ArgumentError(f"{fn}: {arg} must be {want} >= {minimum}, got {value!r}")
     return tuple(out)
+
+
+#: what to do when a layer's parameters and its input differ in dtype (float64 NumPy data into a float32 layer)
+PARAMS_HINT = ("a layer's parameters are float32 unless made otherwise: convert the input with x.float(), or "
+               "the layer with .double()")
 
 
 def same_dtype(fn: str, hint: str = "", **tensors):
