@@ -30,6 +30,10 @@ check                             accepts
 ``choice(v, options, fn, arg)``   one of a fixed set of strings (``reduction``, ``mode``...)
 ``floating(t, fn, arg)``          a tensor whose dtype is floating (the dtype-category checks)
 ``device(d, fn)``                 ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (the message lists them)
+``output_sizes(v, n, fn, arg)``   adaptive pooling's ``output_size``: an int or ``n`` entries, each an
+                                  int or None (keep that size); a float/str/bool is a TypeError
+``same_dtype(fn, **tensors)``     tensors sharing one dtype (a convolution's input, weight, bias)
+``integer_tensor(t, fn, arg)``    a tensor of integer dtype (indices, offsets; ``int64_only=True``)
 ================================  ==================================================================
 
 Messages also name the right function when the error comes from an op that the called function
@@ -243,11 +247,16 @@ _BUILT = ("a module checks its size arguments when it is built, so the mistake i
           "made it; PyTorch stores them and fails only at the first forward")
 _FLOAT_ONLY = ("pooling and losses are defined on floating tensors here (they exist to be differentiated); "
                "PyTorch also runs them on integer tensors")
+_UNPOOL_INTS = ("max_unpool's kernel_size, stride and padding are sizes, so ints; PyTorch's Python code does "
+                "arithmetic with a float one and only fails when it needs the default output size")
 STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     ("Conv*", "stride -> *"): _BUILT, ("Conv*", "padding -> *"): _BUILT, ("Conv*", "dilation -> *"): _BUILT,
     ("ConvTranspose*", "*"): _BUILT, ("*Pool*", "arg 0 -> *"): _BUILT, ("*Pad*", "arg 0 -> *"): _BUILT,
-    ("Unflatten", "arg 1 -> *"): _BUILT, ("Upsample", "scale_factor -> *"): _BUILT,
+    ("Unflatten", "arg 1 -> *"): _BUILT, ("Upsampl*", "scale_factor -> *"): _BUILT,
     ("Conv*", "arg 1 -> -7"): _BUILT,
+    ("EmbeddingBag", "mode -> *"): _BUILT, ("MaxUnpool*", "arg 0 -> *"): _BUILT,
+    ("MaxUnpool*", "stride -> *"): _BUILT, ("MaxUnpool*", "padding -> *"): _BUILT,
+    ("max_unpool*", "* -> 1.5"): _UNPOOL_INTS, ("max_unpool*", "* -> float inside"): _UNPOOL_INTS,
     ("*Pool*", "forward arg 0 -> int tensor"): _FLOAT_ONLY, ("*_pool*", "arg 0 -> int tensor"): _FLOAT_ONLY,
     ("*Loss", "forward arg 0 -> int tensor"): _FLOAT_ONLY,
     ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
@@ -268,3 +277,71 @@ def stricter_reason(fn: str, what: str):
         if fnmatch.fnmatchcase(fn, f) and fnmatch.fnmatchcase(what, w):
             return reason
     return None
+
+
+# ---------------------------------------------------------------- pooling, convolution, resampling (issue #24)
+def output_sizes(value, n: int, fn: str, arg: str = "output_size", none_ok: bool = True,
+                 minimum: int | None = 1) -> tuple:
+    """Adaptive pooling's ``output_size``: an int repeated ``n`` times, or a sequence of ``n`` entries, each
+    an int or (where ``none_ok``) ``None`` (keep the input's size there). Returns the tuple, ``None`` kept.
+
+    A float, a string or a bool where a size belongs is an :class:`ArgumentTypeError` (PyTorch's "must be
+    tuple of ints"); the wrong number of entries or a size below ``minimum`` is an :class:`ArgumentError`.
+    """
+    want = ("an int or a tuple of one int" if n == 1 else
+            f"an int or a tuple of {n} ints" + (" (None keeps a size)" if none_ok else ""))
+    if isinstance(value, (tuple, list)):
+        items = tuple(value)
+    elif value is None and not none_ok:
+        raise ArgumentTypeError(f"{fn}: {arg} must be {want}, got None")
+    else:
+        items = (value,) * n
+    out = []
+    for v in items:
+        if v is None and none_ok:
+            out.append(None)
+            continue
+        i = None if isinstance(v, (bool, np.bool_)) else _index(v)
+        if i is None:
+            hint = f"; write {int(v)} if you meant it" if isinstance(v, float) and v == int(v) else ""
+            raise ArgumentTypeError(f"{fn}: {arg} must be {want}, got {value!r} (a {_kind(v)} inside){hint}")
+        out.append(int(i))
+    if len(out) != n:
+        raise ArgumentError(f"{fn}: {arg} must be {want}, got {value!r} ({len(out)} entries)")
+    if minimum is not None and any(o is not None and o < minimum for o in out):
+        raise ArgumentError(f"{fn}: {arg} must be {want} >= {minimum}, got {value!r}")
+    return tuple(out)
+
+
+#: what to do when a layer's parameters and its input differ in dtype (float64 NumPy data into a float32 layer)
+PARAMS_HINT = ("a layer's parameters are float32 unless made otherwise: convert the input with x.float(), or "
+               "the layer with .double()")
+
+
+def same_dtype(fn: str, hint: str = "", **tensors):
+    """Tensors that must share one dtype (a convolution's ``input``, ``weight`` and ``bias``, as PyTorch's
+    "Input type (double) and bias type (long int) should be the same"). ``None`` values are skipped; the
+    first one given is the reference. Raises :class:`DTypeError` naming both and how to convert."""
+    from .backend import dtypes as _dt
+    given = [(name, t) for name, t in tensors.items() if t is not None]
+    if not given:
+        return
+    ref_name, ref = given[0]
+    for name, t in given[1:]:
+        if t.dtype != ref.dtype:
+            raise DTypeError(f"{fn}: {ref_name} ({_dt.dtype_name(ref.dtype)}) and {name} "
+                             f"({_dt.dtype_name(t.dtype)}) must have the same dtype; convert one, e.g. "
+                             f"{name}.to({ref_name}.dtype)" + (f"; {hint}" if hint else ""))
+
+
+def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
+    """A tensor of integer dtype (indices, offsets): ``int64`` (or, unless ``int64_only``, any integer dtype),
+    never bool or floating. Raises :class:`DTypeError` naming the dtype and how to convert."""
+    from .backend import dtypes as _dt
+    dt = getattr(t, "dtype", None)
+    ok = dt is not None and _dt.category(dt) == 1 and (not int64_only or dt == np.int64)
+    if not ok:
+        want = "dtype int64" if int64_only else "an integer dtype"
+        raise DTypeError(f"{fn}: {arg} must have {want}, got {_dt.dtype_name(dt) if dt is not None else _kind(t)}; "
+                         f"convert with .long()")
+    return t

@@ -21,6 +21,7 @@ from ..ops._util import check_tensor
 from ..ops.conv import Fold, conv2d, pair
 from ..ops.pad import pad as _pad
 from ..ops.registry import Sample
+from .. import checks as _c
 from ..checks import sizes as ntuple, single
 from ._register import register_table
 
@@ -28,6 +29,7 @@ from ._register import register_table
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of ``(N, C, L)`` (or ``(C, L)``) by ``(OC, C/groups, k)``: conv2d on height-1 images."""
     x, w = check_tensor(input, "conv1d"), check_tensor(weight, "conv1d", "weight")
+    groups = _c.size(groups, "conv1d", "groups", 1)
     if x.ndim not in (2, 3):
         raise ShapeError(f"conv1d: input must be 3-D (N, C, L) (or 2-D (C, L) unbatched), got {fmt_shape(x.shape)}")
     if w.ndim != 3:
@@ -49,6 +51,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     op = "conv_transpose2d"
     x, w = check_tensor(input, op), check_tensor(weight, op, "weight")
+    groups = _c.size(groups, op, "groups", 1)
+    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)  # (PyTorch adds any bias to the result: its dtype is free here)
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) or 3-D (C, H, W), got {fmt_shape(x.shape)}")
     if w.ndim != 4:
@@ -84,6 +88,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     height-1 images). Output length ``(L - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``."""
     op = "conv_transpose1d"
     x, w = check_tensor(input, op), check_tensor(weight, op, "weight")
+    groups = _c.size(groups, op, "groups", 1)
     if x.ndim not in (2, 3):
         raise ShapeError(f"{op}: input must be 3-D (N, C, L) or 2-D (C, L), got {fmt_shape(x.shape)}")
     if w.ndim != 3:
@@ -112,6 +117,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     op = "conv3d"
     x, unbatched = _volume(op, input)
     w = check_tensor(weight, op, "weight")
+    groups = _c.size(groups, op, "groups", 1)
+    b = None if bias is None else check_tensor(bias, op, "bias")
+    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, input=x, bias=b)
     if w.ndim != 5:
         raise ShapeError(f"{op}: weight must be 5-D (out_channels, in_channels/groups, kd, kh, kw), got "
                          f"{fmt_shape(w.shape)}")
@@ -144,8 +153,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         total = y if total is None else total + y
     oh, ow = total.shape[2:]
     out = O.transpose(O.reshape(total, (n, out_d, w.shape[0], oh, ow)), 1, 2)
-    if bias is not None:
-        out = out + O.reshape(check_tensor(bias, op, "bias"), (1, -1, 1, 1, 1))
+    if b is not None:
+        out = out + O.reshape(b, (1, -1, 1, 1, 1))
     return O.squeeze(out, 0) if unbatched else out
 
 
@@ -159,6 +168,10 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     op = "conv_transpose3d"
     x, unbatched = _volume(op, input)
     w = check_tensor(weight, op, "weight")
+    groups = _c.size(groups, op, "groups", 1)
+    b = None if bias is None else check_tensor(bias, op, "bias")
+    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, input=x, bias=b)  # (unlike conv_transpose1d/2d, PyTorch checks the bias here)
     if w.ndim != 5 or w.shape[0] != x.shape[1]:
         raise ShapeError(f"{op}: weight must be 5-D (in_channels, out_channels/groups, kd, kh, kw) with "
                          f"in_channels = {x.shape[1]} (input {fmt_shape(x.shape)}), got {fmt_shape(w.shape)}")
@@ -183,8 +196,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         y = _pad(y, (0, 0) * 3 + (lo, full - lo - y.shape[1]))
         total = y if total is None else total + y
     out = O.transpose(total[:, p[0]:full - p[0]], 1, 2)
-    if bias is not None:
-        out = out + O.reshape(check_tensor(bias, op, "bias"), (1, -1, 1, 1, 1))
+    if b is not None:
+        out = out + O.reshape(b, (1, -1, 1, 1, 1))
     return O.squeeze(out, 0) if unbatched else out
 
 

@@ -29,8 +29,12 @@ from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d, max_pool2d
 from ..ops.registry import Sample
 from ._conv import _slices, _volume
-from ..checks import sizes as ntuple, single
+from ..checks import floating, output_sizes, single, size, sizes as ntuple
 from ._register import register_table
+
+
+#: what the pools that gradlab defines on floating tensors only say (listed in gradlab.checks.STRICTER_THAN_PYTORCH)
+_FLOAT_POOL = "a floating dtype (gradlab pools floating tensors)"
 
 
 def _check_1d(op, input):
@@ -99,6 +103,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if return_indices:
         raise ArgumentError(f"{op}: return_indices=True is not supported by gradlab")
     x, unbatched = _volume(op, input)
+    floating(x, op, "input", what=_FLOAT_POOL)
     k = ntuple(kernel_size, 3, op, "kernel_size", minimum=1)
     s = k if stride is None or stride == [] else ntuple(stride, 3, op, "stride", minimum=1)
     p, d = ntuple(padding, 3, op, "padding", minimum=0), ntuple(dilation, 3, op, "dilation", minimum=1)
@@ -114,9 +119,15 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """The mean of each window of a volume; padding counts unless ``count_include_pad=False``."""
     op = "avg_pool3d"
     x, unbatched = _volume(op, input)
+    floating(x, op, "input", what=_FLOAT_POOL)
     k = ntuple(kernel_size, 3, op, "kernel_size", minimum=1)
     s = k if stride is None or stride == [] else ntuple(stride, 3, op, "stride", minimum=1)
     p = ntuple(padding, 3, op, "padding", minimum=0)
+    if divisor_override is not None:
+        divisor_override = size(divisor_override, op, "divisor_override", None)
+        if divisor_override == 0:
+            raise ArgumentError(f"{op}: divisor_override must be non-zero (it replaces the window size as the "
+                                "divisor), got 0")
     one = (1, 1, 1)
     outs, extra = _pool_geometry(op, x, k, s, p, one, ceil_mode)
     spec = (p[2], p[2] + extra[2], p[1], p[1] + extra[1], p[0], p[0] + extra[0])
@@ -154,20 +165,26 @@ def _avg_matrix(size, out, xp, dtype):
 
 
 def _out_sizes(op, output_size, in_sizes):
-    sizes = (output_size,) * len(in_sizes) if isinstance(output_size, int) or output_size is None else tuple(output_size)
-    if len(sizes) != len(in_sizes):
-        raise ArgumentError(f"{op}: output_size must have {len(in_sizes)} entries, got {output_size!r}")
-    sizes = tuple(i if o is None else int(o) for o, i in zip(sizes, in_sizes))
-    if min(sizes) < 1:
-        raise ArgumentError(f"{op}: output_size must be positive, got {output_size!r}")
-    return sizes
+    """``output_size`` checked (``gradlab.checks.output_sizes``: ints, or None to keep a size where the
+    input has more than one spatial dim, as PyTorch) with each None replaced by the input's size."""
+    n = len(in_sizes)
+    sizes = output_sizes(output_size, n, op, "output_size", none_ok=n > 1)
+    return tuple(i if o is None else o for o, i in zip(sizes, in_sizes))
+
+
+def _adaptive_input(op, input, k):
+    """The input of a ``k``-D adaptive pool: a floating ``(N, C, *k dims)`` or ``(C, *k dims)`` tensor."""
+    x = check_tensor(input, op)
+    if x.ndim not in (k + 1, k + 2):
+        want = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)", 3: "(N, C, D, H, W) or (C, D, H, W)"}[k]
+        raise ShapeError(f"{op}: input must be {want}, got {fmt_shape(x.shape)}")
+    floating(x, op, "input", what="a floating dtype (adaptive pooling averages or compares floats)")
+    return x
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Average-pool ``(N, C, H, W)`` (or ``(C, H, W)``) to exactly ``output_size`` (None keeps a size)."""
-    x = check_tensor(input, "adaptive_avg_pool2d")
-    if x.ndim not in (3, 4):
-        raise ShapeError(f"adaptive_avg_pool2d: input must be (N, C, H, W) or (C, H, W), got {fmt_shape(x.shape)}")
+    x = _adaptive_input("adaptive_avg_pool2d", input, 2)
     oh, ow = _out_sizes("adaptive_avg_pool2d", output_size, x.shape[-2:])
     if 0 in x.shape[-2:]:
         raise ShapeError(f"adaptive_avg_pool2d: input {fmt_shape(x.shape)} has an empty spatial dim; each output "
@@ -180,7 +197,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 def adaptive_avg_pool1d(input, output_size):
     """Average-pool the last dim of ``(N, C, L)`` (or ``(C, L)``) to exactly ``output_size``."""
-    x = _check_1d("adaptive_avg_pool1d", input)
+    x = _adaptive_input("adaptive_avg_pool1d", input, 1)
     (o,) = _out_sizes("adaptive_avg_pool1d", output_size, x.shape[-1:])
     return O.matmul(x, _avg_matrix(x.shape[-1], o, xp_of(x.data), x.dtype).mT)
 
@@ -188,9 +205,7 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_avg_pool3d(input, output_size):
     """Average-pool a volume to exactly ``output_size`` (None keeps a size): one averaging matrix per dim."""
     op = "adaptive_avg_pool3d"
-    x = check_tensor(input, op)
-    if x.ndim not in (4, 5):
-        raise ShapeError(f"{op}: input must be (N, C, D, H, W) or (C, D, H, W), got {fmt_shape(x.shape)}")
+    x = _adaptive_input(op, input, 3)
     od, oh, ow = _out_sizes(op, output_size, x.shape[-3:])
     xp = xp_of(x.data)
     pd, ph, pw = (_avg_matrix(n, o, xp, x.dtype) for n, o in zip(x.shape[-3:], (od, oh, ow)))
@@ -213,16 +228,10 @@ def _windows(n, out):
 
 
 def _adaptive_max(op, input, output_size, return_indices, k):
-    x = check_tensor(input, op)
-    if x.ndim not in (k + 1, k + 2):
-        want = "(N, C, L) or (C, L)" if k == 1 else "(N, C, H, W) or (C, H, W)"
-        raise ShapeError(f"{op}: input must be {want}, got {fmt_shape(x.shape)}")
-    sizes = (output_size,) * k if isinstance(output_size, int) or output_size is None else tuple(output_size)
-    if len(sizes) != k:
-        raise ArgumentError(f"{op}: output_size must be an int or a tuple of {k}, got {output_size!r}")
+    x = _adaptive_input(op, input, k)
     ins = x.shape[-k:]
-    sizes = tuple(ins[i] if s is None else int(s) for i, s in enumerate(sizes))
-    if any(s <= 0 for s in sizes) or any(n == 0 for n in ins):
+    sizes = _out_sizes(op, output_size, ins)
+    if any(n == 0 for n in ins):
         raise ShapeError(f"{op}: output_size {sizes} must be positive and input {fmt_shape(x.shape)} non-empty")
     if k == 1:
         idx = _windows(ins[0], sizes[0])                                    # (O, k)
@@ -261,15 +270,10 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """The max of each adaptive window of a volume: ``(N, C, D, H, W) -> (N, C, OD, OH, OW)``."""
     op = "adaptive_max_pool3d"
-    x = check_tensor(input, op)
-    if x.ndim not in (4, 5):
-        raise ShapeError(f"{op}: input must be (N, C, D, H, W) or (C, D, H, W), got {fmt_shape(x.shape)}")
-    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None else tuple(output_size)
-    if len(sizes) != 3:
-        raise ArgumentError(f"{op}: output_size must be an int or a tuple of 3, got {output_size!r}")
+    x = _adaptive_input(op, input, 3)
     ins = x.shape[-3:]
-    sizes = tuple(ins[i] if s is None else int(s) for i, s in enumerate(sizes))
-    if any(s <= 0 for s in sizes) or any(n == 0 for n in ins):
+    sizes = _out_sizes(op, output_size, ins)
+    if any(n == 0 for n in ins):
         raise ShapeError(f"{op}: output_size {sizes} must be positive and input {fmt_shape(x.shape)} non-empty")
     wd, wh, ww = (_windows(n, o) for n, o in zip(ins, sizes))
     g = x[..., _on(x, wd[:, :, None, None, None, None]), _on(x, wh[None, None, :, :, None, None]),

@@ -163,6 +163,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = check_tensor(input, "unfold")
     if x.ndim not in (3, 4):
         raise ShapeError(f"unfold: input must be (N, C, H, W) or (C, H, W), got {fmt_shape(x.shape)}")
+    if x.dtype != np.bool_:  # (PyTorch unfolds bool tensors too, but no integer ones)
+        _c.floating(x, "unfold", "input")
     k, d, p, s = _geometry("unfold", kernel_size, dilation, padding, stride)
     unbatched = x.ndim == 3
     if unbatched:
@@ -180,6 +182,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     x = check_tensor(input, "fold")
     if x.ndim not in (2, 3):
         raise ShapeError(f"fold: input must be (N, C*kh*kw, L) or (C*kh*kw, L), got {fmt_shape(x.shape)}")
+    _c.floating(x, "fold", "input")
     k, d, p, s = _geometry("fold", kernel_size, dilation, padding, stride)
     hw = pair(output_size, "fold", "output_size")
     unbatched = x.ndim == 2
@@ -299,6 +302,7 @@ def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
     w = check_tensor(weight, op, "weight")
     _check_float(op, x)
     _check_float(op, w, "weight")
+    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) (or 3-D (C, H, W) unbatched), got "
                          f"{fmt_shape(x.shape)}; add a batch dim with x.unsqueeze(0)")
@@ -308,8 +312,7 @@ def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
     unbatched = x.ndim == 3
     if unbatched:
         x = O.unsqueeze(x, 0)
-    if not isinstance(groups, int) or groups < 1:
-        raise ArgumentError(f"{op}: groups must be a positive int, got {groups!r}")
+    groups = _c.size(groups, op, "groups", 1)
     c, oc = x.shape[1], w.shape[0]
     if c % groups or oc % groups:
         raise ShapeError(f"{op}: groups={groups} must divide both in_channels {c} (input {fmt_shape(x.shape)}) "
@@ -325,6 +328,7 @@ def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
         if b.shape != (oc,):
             raise ShapeError(f"{op}: bias has shape {fmt_shape(b.shape)}; it needs one value per output channel: "
                              f"({oc},) for weight {fmt_shape(w.shape)}")
+        _c.same_dtype(op, input=x, bias=b)
     s, d = pair(stride, op, "stride"), pair(dilation, op, "dilation")
     k = w.shape[2:]
     if isinstance(padding, str):

@@ -287,7 +287,10 @@ def _broadcast_samples(src):
 def broadcast_to(input, shape):
     """A read-only view of ``input`` repeated (without copying) to ``shape``."""
     x = check_tensor(input, "broadcast_to")
-    shape = tuple(int(s) for s in shape)
+    shape = _c.shape(shape, "broadcast_to", "size", infer=None)
+    lead = len(shape) - x.ndim
+    # -1 keeps a dimension's size (as PyTorch's broadcast_to and expand), except in a new leading dim
+    shape = tuple(x.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
     if shape == x.shape:
         return x
     try:

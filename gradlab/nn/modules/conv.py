@@ -129,7 +129,8 @@ class _ConvTransposeNd(_ConvNd):
         if output_size is None:
             return self.output_padding
         n = self._n
-        size = tuple(int(s) for s in output_size)[-n:]
+        cls = type(self).__name__
+        size = tuple(_c.size(s, cls, "output_size", None) for s in output_size)[-n:]
         out = []
         for i in range(n):
             h = input.shape[-n + i]

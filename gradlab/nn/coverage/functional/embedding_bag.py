@@ -18,6 +18,7 @@ from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
 from ..._embedding import embedding
+from .... import checks as _c
 
 
 def _bags(op, ids, offsets, include_last_offset):
@@ -32,7 +33,7 @@ def _bags(op, ids, offsets, include_last_offset):
         raise ShapeError(f"{op}: input must be 1-D (with offsets) or 2-D (B, n), got {fmt_shape(ids.shape)}")
     if offsets is None:
         raise ArgumentError(f"{op}: a 1-D input needs offsets (where each bag starts)")
-    off = (to_host(offsets.data) if isinstance(offsets, Tensor) else np.asarray(offsets)).astype(np.int64).reshape(-1)
+    off = to_host(offsets.data).astype(np.int64).reshape(-1)
     if off.size == 0 or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] > ids.shape[0]:
         raise ArgumentError(f"{op}: offsets must start at 0, not decrease, and stay within the input's "
                             f"{ids.shape[0]} ids; got {off.tolist()}")
@@ -49,8 +50,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     ``padding_idx`` are left out of their bag; an empty bag gives zeros.
     """
     op = "embedding_bag"
-    ids = check_tensor(input, op, "input")
-    w = check_tensor(weight, op, "weight")
+    ids = _c.integer_tensor(check_tensor(input, op, "input"), op, "input")
+    w = _c.floating(check_tensor(weight, op, "weight"), op, "weight")
+    if offsets is not None:
+        offsets = _c.integer_tensor(check_tensor(offsets, op, "offsets"), op, "offsets")
+    if per_sample_weights is not None:
+        per_sample_weights = check_tensor(per_sample_weights, op, "per_sample_weights")
+        _c.same_dtype(op, weight=w, per_sample_weights=per_sample_weights)
+    if padding_idx is not None:
+        padding_idx = _c.size(padding_idx, op, "padding_idx", None)
+        n = w.shape[0] if w.ndim == 2 else 0
+        if not -n <= padding_idx < n:
+            raise ArgumentError(f"{op}: padding_idx must be within the number of embeddings, {-n} through {n - 1}, "
+                                f"got {padding_idx}")
     if mode not in ("sum", "mean", "max"):
         raise ArgumentError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
     if per_sample_weights is not None and mode != "sum":

@@ -12,11 +12,12 @@ from __future__ import annotations
 from .... import ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
-from ....errors import ShapeError, fmt_shape
+from ....errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.pool import avg_pool2d, max_pool2d
 from ....ops.registry import Sample, register
 from ..._pooling import avg_pool1d, avg_pool3d, max_pool1d
+from .... import checks as _c
 from ....checks import sizes as ntuple
 from ..._register import NS, register_table, torch_f
 
@@ -25,28 +26,34 @@ def _lp(x, out, p, area):
     return (O.sign(out) * O.relu(O.abs(out)) * area) ** (1.0 / p)
 
 
+def _lp_args(op, input, norm_type, kernel_size, stride, n):
+    """The checked ``(x, p, kernel_size, stride)`` of an ``n``-D lp_pool (stride defaults to the kernel)."""
+    x = check_tensor(input, op)
+    p = _c.number(norm_type, op, "norm_type", tensor_ok=False)
+    k = ntuple(kernel_size, n, op, "kernel_size", minimum=1)
+    s = k if stride is None else ntuple(stride, n, op, "stride", minimum=1)
+    return x, p, k, s
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)`` along the last dim."""
-    x = check_tensor(input, "lp_pool1d")
-    k = kernel_size if isinstance(kernel_size, int) else int(kernel_size[0])
-    out = avg_pool1d(x ** norm_type, k, stride, 0, ceil_mode)
-    return _lp(x, out, norm_type, k)
+    x, p, k, s = _lp_args("lp_pool1d", input, norm_type, kernel_size, stride, 1)
+    out = avg_pool1d(x ** p, k[0], s[0], 0, ceil_mode)
+    return _lp(x, out, p, k[0])
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)`` over the last two dims."""
-    x = check_tensor(input, "lp_pool2d")
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-    out = avg_pool2d(x ** norm_type, (kh, kw), stride if stride is not None else (kh, kw), 0, ceil_mode)
-    return _lp(x, out, norm_type, kh * kw)
+    x, p, k, s = _lp_args("lp_pool2d", input, norm_type, kernel_size, stride, 2)
+    out = avg_pool2d(x ** p, k, s, 0, ceil_mode)
+    return _lp(x, out, p, k[0] * k[1])
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x^p)^(1/p)`` over the last three dims."""
-    x = check_tensor(input, "lp_pool3d")
-    k = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
-    out = avg_pool3d(x ** norm_type, k, stride, 0, ceil_mode)
-    return _lp(x, out, norm_type, k[0] * k[1] * k[2])
+    x, p, k, s = _lp_args("lp_pool3d", input, norm_type, kernel_size, stride, 3)
+    out = avg_pool3d(x ** p, k, s, 0, ceil_mode)
+    return _lp(x, out, p, k[0] * k[1] * k[2])
 
 
 def _lp_samples(k):
@@ -59,6 +66,8 @@ def _lp_samples(k):
 def _unpool(op, input, indices, kernel_size, stride, padding, output_size, n):
     x = check_tensor(input, op)
     idx = check_tensor(indices, op, "indices")
+    _c.floating(x, op, "input")
+    _c.integer_tensor(idx, op, "indices", int64_only=True)
     if x.ndim not in (n + 1, n + 2) or tuple(idx.shape) != tuple(x.shape):
         raise ShapeError(f"{op}: input must be {n + 2}-D (or {n + 1}-D unbatched) and indices of the same shape, "
                          f"got input {fmt_shape(x.shape)} and indices {fmt_shape(idx.shape)}")
@@ -67,18 +76,41 @@ def _unpool(op, input, indices, kernel_size, stride, padding, output_size, n):
     p = ntuple(padding, n, op, "padding")
     ins = x.shape[-n:]
     default = tuple((ins[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n))
-    size = default if output_size is None else tuple(int(v) for v in output_size)[-n:]
+    size = default if output_size is None else _unpool_size(op, output_size, default, s, n)
+    if min(size) < 1:
+        raise ArgumentError(f"{op}: kernel_size {k}, stride {s} and padding {p} give the output size {size} for "
+                            f"input {fmt_shape(x.shape)}; it must be positive")
     lead = tuple(x.shape[:-n])
     total = 1
     for v in size:
         total *= v
     flat_idx = O.reshape(idx, lead + (-1,))
-    if int(flat_idx.data.max(initial=0)) >= total:
-        raise ShapeError(f"{op}: an index in indices is outside the output of size {size}; pass the output_size "
-                         "of the tensor that was pooled")
+    if int(flat_idx.data.max(initial=0)) >= total or int(flat_idx.data.min(initial=0)) < 0:
+        raise ShapeError(f"{op}: an index in indices is outside the output of size {size} (valid: 0 to "
+                         f"{total - 1}); pass the indices and the output_size of the tensor that was pooled")
     zeros = Tensor._make(xp_of(x.data).zeros(lead + (total,), dtype=x.dtype))
     out = O.scatter(zeros, -1, flat_idx, O.reshape(x, lead + (-1,)))
     return O.reshape(out, lead + size)
+
+
+def _unpool_size(op, output_size, default, stride, n):
+    """``output_size`` (``n`` sizes, or ``n + 2`` with the batch and channel dims) checked as PyTorch does:
+    each strictly between ``default - stride`` and ``default + stride`` (the sizes a pool maps to ``input``)."""
+    if not isinstance(output_size, (tuple, list)):
+        raise ArgumentTypeError(f"{op}: output_size must be a tuple of {n} ints, got {type(output_size).__name__} "
+                                f"{output_size!r}")
+    size = tuple(output_size)
+    if len(size) == n + 2:
+        size = size[2:]
+    if len(size) != n:
+        raise ArgumentError(f"{op}: output_size must have {n} or {n + 2} entries, got {output_size!r}")
+    size = tuple(_c.size(v, op, "output_size", None) for v in size)
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < size[d] < hi:
+            raise ArgumentError(f"{op}: invalid output_size {size}: dim {d} must be between {lo} and {hi} "
+                                f"(exclusive) for this input, kernel_size and stride")
+    return size
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -85,6 +85,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     x = check_tensor(input, op)
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be (N, C, L) or (N, C, H, W), got {fmt_shape(x.shape)}")
+    _c.floating(x, op, "input", what="a floating dtype (interpolation computes weighted means)")
     k = x.ndim - 2
     if mode not in _MODES or (mode in ("linear", "bilinear") and _MODES[mode] != k):
         ok = "nearest, nearest-exact, area, " + ("linear" if k == 1 else "bilinear")
@@ -129,8 +130,8 @@ register("interpolate", samples=_interp_samples, namespace=NS,
 def pixel_shuffle(input, upscale_factor):
     """``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``: move channel blocks into space (sub-pixel upsampling)."""
     x = check_tensor(input, "pixel_shuffle")
-    r = int(upscale_factor)
-    if x.ndim < 3 or r < 1 or x.shape[-3] % (r * r):
+    r = _c.size(upscale_factor, "pixel_shuffle", "upscale_factor", 1)
+    if x.ndim < 3 or x.shape[-3] % (r * r):
         raise ShapeError(f"pixel_shuffle: input {fmt_shape(x.shape)} needs at least 3 dims and a channel count "
                          f"(dim -3) divisible by upscale_factor^2 = {r * r}")
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
@@ -143,8 +144,8 @@ def pixel_shuffle(input, upscale_factor):
 def pixel_unshuffle(input, downscale_factor):
     """``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``: the inverse of :func:`pixel_shuffle`."""
     x = check_tensor(input, "pixel_unshuffle")
-    r = int(downscale_factor)
-    if x.ndim < 3 or r < 1 or x.shape[-2] % r or x.shape[-1] % r:
+    r = _c.size(downscale_factor, "pixel_unshuffle", "downscale_factor", 1)
+    if x.ndim < 3 or x.shape[-2] % r or x.shape[-1] % r:
         raise ShapeError(f"pixel_unshuffle: input {fmt_shape(x.shape)} needs at least 3 dims and H, W divisible "
                          f"by downscale_factor = {r}")
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
@@ -176,7 +177,8 @@ register("pixel_unshuffle", samples=_unshuffle_samples, namespace=NS, formula="d
 def channel_shuffle(input, groups):
     """``(N, g*c, *) -> (N, c*g, *)``: interleave the channels of ``groups`` groups (ShuffleNet)."""
     x = check_tensor(input, "channel_shuffle")
-    if x.ndim < 3 or groups < 1 or x.shape[1] % groups:
+    groups = _c.size(groups, "channel_shuffle", "groups", 1)
+    if x.ndim < 3 or x.shape[1] % groups:
         raise ShapeError(f"channel_shuffle: groups={groups} must divide the channels (dim 1) of a 3-D or higher "
                          f"input, got {fmt_shape(x.shape)}")
     n, c = x.shape[0], x.shape[1]

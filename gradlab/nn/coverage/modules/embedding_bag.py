@@ -8,6 +8,7 @@ from ... import init
 from ...module import Module
 from ...parameter import Parameter
 from ...modules._util import new_param
+from .... import checks as _c
 
 
 class EmbeddingBag(Module):
@@ -23,8 +24,10 @@ class EmbeddingBag(Module):
         super().__init__()
         if mode not in ("sum", "mean", "max"):
             raise ArgumentError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = _c.size(num_embeddings, "EmbeddingBag", "num_embeddings")
+        self.embedding_dim = _c.size(embedding_dim, "EmbeddingBag", "embedding_dim")
         if padding_idx is not None:
+            padding_idx = _c.size(padding_idx, "EmbeddingBag", "padding_idx", None)
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
                 raise ArgumentError(f"EmbeddingBag: padding_idx {padding_idx} must be within num_embeddings "
                                     f"{self.num_embeddings}")

@@ -16,7 +16,7 @@ class _LPPool(Module):
         self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
 
     def forward(self, input):
-        return getattr(F, self._fn)(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+        return getattr(F, self._fn)(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self):
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
