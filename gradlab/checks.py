@@ -276,6 +276,19 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
                                              "integers silently",
 }
 
+_BUILT_NUMBERS = ("a layer or loss module checks its number arguments (a slope, eps, momentum, a margin, p, a size, "
+                  "the reduction) when it is built, so the mistake is reported on the line that made it; PyTorch "
+                  "stores most of them and fails only at the first forward")
+for _cls in ("ELU", "CELU", "LeakyReLU", "Softplus", "Hardshrink", "Softshrink", "Threshold", "RReLU", "PReLU",
+             "BatchNorm*", "InstanceNorm*", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+             "*Loss"):
+    STRICTER_THAN_PYTORCH[(_cls, "arg *")] = _BUILT_NUMBERS
+    for _kw in ("alpha", "negative_slope", "beta", "threshold", "value", "lambd", "lower", "upper", "init",
+                "num_parameters", "eps", "momentum", "num_groups", "num_channels", "num_features", "size", "k",
+                "margin", "p", "delta", "ignore_index", "label_smoothing", "blank", "reduction"):
+        STRICTER_THAN_PYTORCH.setdefault((_cls, f"{_kw} -> *"), _BUILT_NUMBERS)
+del _cls, _kw
+
 
 def stricter_reason(fn: str, what: str):
     """The reason gradlab deliberately refuses ``fn`` called with ``what``, or None if it does not."""

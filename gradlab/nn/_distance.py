@@ -23,7 +23,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     a, b = check_tensor(x1, "cosine_similarity", "x1"), check_tensor(x2, "cosine_similarity", "x2")
     # one integer tensor is promoted to the other's floating dtype (as PyTorch); two are refused
     dt = _c.common_floating("cosine_similarity", x1=a, x2=b)
-    eps = _c.arguments("cosine_similarity", eps=(eps, "number"))
+    eps = _c.arguments("cosine_similarity", eps=(eps, "nonnegative"))
     a, b = (t if t.dtype == dt else O.to(t, dt) for t in (a, b))
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)

@@ -83,7 +83,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                 raise ShapeError(f"layer_norm: {arg} has shape {fmt_shape(t.shape)} but normalized_shape is "
                                  f"{fmt_shape(ns)}; they must be equal")
         affine.append(t)
-    return LayerNorm.apply(x, affine[0], affine[1], k, float(eps))
+    y = LayerNorm.apply(x, affine[0], affine[1], k, float(eps))
+    return y if y.dtype == x.dtype else O.to(y, x.dtype)  # a 16-bit input with float32 parameters (as PyTorch)
 
 
 # ------------------------------------------------------ batch / instance / group
@@ -102,12 +103,15 @@ def _channel_args(op, input, weight, bias):
     return x, (1, c) + (1,) * (x.ndim - 2)
 
 
-def _affine(y, weight, bias, shape):
+def _affine(y, weight, bias, shape, dt=None):
+    """``y * weight + bias`` (per channel), in ``dt`` (the input's dtype: float32 parameters or running
+    statistics of a 16-bit input give a 16-bit result, as PyTorch)."""
+    dt = y.dtype if dt is None else dt
     if weight is not None:
         y = y * O.reshape(weight, shape)
     if bias is not None:
         y = y + O.reshape(bias, shape)
-    return y
+    return y if y.dtype == dt else O.to(y, dt)  # float32 parameters of a 16-bit input: the input's dtype
 
 
 def _update_running(op, running, value, momentum):
@@ -172,7 +176,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                                 "gathered in training); pass them, or training=True to use the batch's own")
         rm, rv = check_tensor(running_mean, op, "running_mean"), check_tensor(running_var, op, "running_var")
         y = (x - O.reshape(rm, shape)) / O.sqrt(O.reshape(rv, shape) + eps)
-    return _affine(y, weight, bias, shape)
+    return _affine(y, weight, bias, shape, x.dtype)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -187,7 +191,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: use_input_stats=False needs running_mean and running_var")
         y = (x - O.reshape(running_mean, shape)) / O.sqrt(O.reshape(running_var, shape) + eps)
-        return _affine(y, weight, bias, shape)
+        return _affine(y, weight, bias, shape, x.dtype)
     n = max(int(np.prod(x.shape[2:])), 1)
     if n <= 1:
         raise ShapeError(f"{op}: expected more than 1 spatial element per channel, got input {fmt_shape(x.shape)}")
@@ -196,7 +200,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         a = x.data
         _update_running(op, running_mean, a.mean(axis=dims).mean(axis=0), momentum)
         _update_running(op, running_var, (a.var(axis=dims) * n / (n - 1)).mean(axis=0), momentum)
-    return _affine(y, weight, bias, shape)
+    return _affine(y, weight, bias, shape, x.dtype)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -210,7 +214,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise ShapeError(f"{op}: num_groups={num_groups} must divide the {c} channels of input {fmt_shape(x.shape)}")
     g = O.reshape(x, (x.shape[0], num_groups, -1))
     y = O.reshape(_standardize(g, (2,), eps), x.shape)
-    return _affine(y, weight, bias, shape)
+    return _affine(y, weight, bias, shape, x.dtype)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

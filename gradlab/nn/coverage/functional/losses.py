@@ -129,7 +129,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     also predicts its own uncertainty ``var`` (same shape as input, or one per sample)."""
     op = "gaussian_nll_loss"
     x = check_tensor(input, op)
-    eps = _c.arguments(op, target=(target, "tensor"), eps=(eps, "number"))[1]
+    eps = _c.arguments(op, target=(target, "tensor"), eps=(eps, "number?"))[1]
+    if eps is None:  # (PyTorch: "torch.clamp: At least one of 'min' or 'max' must not be None", a RuntimeError)
+        raise ArgumentError(f"{op}: eps must be a number (the smallest variance used), got None")
     if not isinstance(var, Tensor):
         var = O.full_like(x, float(_c.number(var, op, "var", tensor_ok=False)))
     _c.floating(var, op, "var")  # PyTorch: "result type Float can't be cast to the desired output type long"
