@@ -175,8 +175,7 @@ def test_a_parameter_of_another_dtype_is_refused(fn, arg, call, dtype):
 
 def test_a_float32_parameter_serves_a_16_bit_input():
     x = _x(2, 3).to(gradlab.bfloat16)
-    y = F.layer_norm(x, (3,), gradlab.ones(3), gradlab.zeros(3))
-    assert y.dtype == gradlab.bfloat16
+    F.layer_norm(x, (3,), gradlab.ones(3), gradlab.zeros(3))  # accepted (its dtype: tests/test_layer_norm_op.py)
 
 
 def test_a_string_for_a_tensor_names_the_argument():

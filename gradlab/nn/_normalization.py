@@ -83,8 +83,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                 raise ShapeError(f"layer_norm: {arg} has shape {fmt_shape(t.shape)} but normalized_shape is "
                                  f"{fmt_shape(ns)}; they must be equal")
         affine.append(t)
-    y = LayerNorm.apply(x, affine[0], affine[1], k, float(eps))
-    return y if y.dtype == x.dtype else O.to(y, x.dtype)  # a 16-bit input with float32 parameters (as PyTorch)
+    return LayerNorm.apply(x, affine[0], affine[1], k, float(eps))
 
 
 # ------------------------------------------------------ batch / instance / group
@@ -103,15 +102,12 @@ def _channel_args(op, input, weight, bias):
     return x, (1, c) + (1,) * (x.ndim - 2)
 
 
-def _affine(y, weight, bias, shape, dt=None):
-    """``y * weight + bias`` (per channel), in ``dt`` (the input's dtype: float32 parameters or running
-    statistics of a 16-bit input give a 16-bit result, as PyTorch)."""
-    dt = y.dtype if dt is None else dt
+def _affine(y, weight, bias, shape):
     if weight is not None:
         y = y * O.reshape(weight, shape)
     if bias is not None:
         y = y + O.reshape(bias, shape)
-    return y if y.dtype == dt else O.to(y, dt)  # float32 parameters of a 16-bit input: the input's dtype
+    return y
 
 
 def _update_running(op, running, value, momentum):
@@ -176,7 +172,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                                 "gathered in training); pass them, or training=True to use the batch's own")
         rm, rv = check_tensor(running_mean, op, "running_mean"), check_tensor(running_var, op, "running_var")
         y = (x - O.reshape(rm, shape)) / O.sqrt(O.reshape(rv, shape) + eps)
-    return _affine(y, weight, bias, shape, x.dtype)
+    return _affine(y, weight, bias, shape)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -191,7 +187,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: use_input_stats=False needs running_mean and running_var")
         y = (x - O.reshape(running_mean, shape)) / O.sqrt(O.reshape(running_var, shape) + eps)
-        return _affine(y, weight, bias, shape, x.dtype)
+        return _affine(y, weight, bias, shape)
     n = max(int(np.prod(x.shape[2:])), 1)
     if n <= 1:
         raise ShapeError(f"{op}: expected more than 1 spatial element per channel, got input {fmt_shape(x.shape)}")
@@ -200,7 +196,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         a = x.data
         _update_running(op, running_mean, a.mean(axis=dims).mean(axis=0), momentum)
         _update_running(op, running_var, (a.var(axis=dims) * n / (n - 1)).mean(axis=0), momentum)
-    return _affine(y, weight, bias, shape, x.dtype)
+    return _affine(y, weight, bias, shape)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -214,7 +210,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise ShapeError(f"{op}: num_groups={num_groups} must divide the {c} channels of input {fmt_shape(x.shape)}")
     g = O.reshape(x, (x.shape[0], num_groups, -1))
     y = O.reshape(_standardize(g, (2,), eps), x.shape)
-    return _affine(y, weight, bias, shape, x.dtype)
+    return _affine(y, weight, bias, shape)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
