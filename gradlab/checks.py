@@ -34,6 +34,11 @@ check                             accepts
                                   int or None (keep that size); a float/str/bool is a TypeError
 ``same_dtype(fn, **tensors)``     tensors sharing one dtype (a convolution's input, weight, bias)
 ``integer_tensor(t, fn, arg)``    a tensor of integer dtype (indices, offsets; ``int64_only=True``)
+``param_dtype(t, like, fn, arg)`` a weight/bias/running statistic: floating, of the input's dtype
+                                  (float32 for a 16-bit input), or None
+``common_floating(fn, **ts)``     tensors/numbers whose promoted dtype is floating; returns it
+``arguments(fn, **given)``        several of the above at once: ``arg=(value, "positive")``, a rule
+                                  ending in ``?`` allows None (the nn functions' declarative check)
 ================================  ==================================================================
 
 Messages also name the right function when the error comes from an op that the called function
@@ -249,6 +254,9 @@ _FLOAT_ONLY = ("pooling and losses are defined on floating tensors here (they ex
                "PyTorch also runs them on integer tensors")
 _UNPOOL_INTS = ("max_unpool's kernel_size, stride and padding are sizes, so ints; PyTorch's Python code does "
                 "arithmetic with a float one and only fails when it needs the default output size")
+_NEG_SMOOTHING = ("label_smoothing mixes the one-hot target with the uniform one and must be in [0, 1]; PyTorch "
+                  "checks only the upper bound, and a negative weight on the uniform part makes the loss unbounded "
+                  "below (it falls to -inf as the wrong classes' logits do)")
 STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     ("Conv*", "stride -> *"): _BUILT, ("Conv*", "padding -> *"): _BUILT, ("Conv*", "dilation -> *"): _BUILT,
     ("ConvTranspose*", "*"): _BUILT, ("*Pool*", "arg 0 -> *"): _BUILT, ("*Pad*", "arg 0 -> *"): _BUILT,
@@ -264,10 +272,31 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     ("fake_quantize_per_tensor_affine", "arg 1 -> -*"): "a scale <= 0 does not define a quantization grid; "
                                                          "PyTorch accepts it and returns a mirrored or nan grid",
     ("SGD", "dampening -> *"): "dampening is checked to be a number; PyTorch accepts any object until step()",
+    ("hinge_embedding_loss", "arg 0 -> int tensor"): "a loss scores floating predictions; on an integer input "
+                                                      "PyTorch computes in integers (the margin truncated) for "
+                                                      "reduction='none'/'sum' and refuses 'mean'",
+    ("local_response_norm", "arg 0 -> int tensor"): "PyTorch averages the integer squares with integer (truncating) "
+                                                     "division, a different normalization from the float one; "
+                                                     "convert the input with .float()",
+    ("cross_entropy", "label_smoothing -> -*"): _NEG_SMOOTHING, ("CrossEntropyLoss", "label_smoothing -> -*"):
+        _NEG_SMOOTHING,
     ("fused_*_cell", "arg * -> int tensor"): "the fused recurrent cells take float gate pre-activations (what "
                                              "nn.LSTM/nn.GRU give them); PyTorch's composite reference promotes "
                                              "integers silently",
 }
+
+_BUILT_NUMBERS = ("a layer or loss module checks its number arguments (a slope, eps, momentum, a margin, p, a size, "
+                  "the reduction) when it is built, so the mistake is reported on the line that made it; PyTorch "
+                  "stores most of them and fails only at the first forward")
+for _cls in ("ELU", "CELU", "LeakyReLU", "Softplus", "Hardshrink", "Softshrink", "Threshold", "RReLU", "PReLU",
+             "BatchNorm*", "InstanceNorm*", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+             "*Loss"):
+    STRICTER_THAN_PYTORCH[(_cls, "arg *")] = _BUILT_NUMBERS
+    for _kw in ("alpha", "negative_slope", "beta", "threshold", "value", "lambd", "lower", "upper", "init",
+                "num_parameters", "eps", "momentum", "num_groups", "num_channels", "num_features", "size", "k",
+                "margin", "p", "delta", "ignore_index", "label_smoothing", "blank", "reduction"):
+        STRICTER_THAN_PYTORCH.setdefault((_cls, f"{_kw} -> *"), _BUILT_NUMBERS)
+del _cls, _kw
 
 
 def stricter_reason(fn: str, what: str):
@@ -345,3 +374,70 @@ def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
         raise DTypeError(f"{fn}: {arg} must have {want}, got {_dt.dtype_name(dt) if dt is not None else _kind(t)}; "
                          f"convert with .long()")
     return t
+# ---------------------------------------------------------------- tensor arguments of the nn functions
+def _tensor_arg(t, fn: str, arg: str):
+    """``t`` if it is a tensor (anything with a dtype and a shape); else the wrong-kind error."""
+    if getattr(t, "dtype", None) is None or not hasattr(t, "shape"):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a Tensor, got {_kind(t)} {t!r}; wrap data with "
+                                f"gradlab.tensor(...)")
+    return t
+
+
+def param_dtype(t, like, fn: str, arg: str):
+    """A parameter tensor of a normalization or a loss (``weight``, ``bias``, running statistics) used with
+    the input ``like``: floating, and of ``like``'s dtype, as PyTorch's CPU kernels require
+    ("expected scalar type Double but found Float"); a float32 parameter may serve a 16-bit input (PyTorch's
+    mixed-precision rule). ``None`` passes (the parameter is optional)."""
+    if t is None:
+        return t
+    from .backend import dtypes as _dt
+    _tensor_arg(t, fn, arg)
+    want = like.dtype
+    ok = t.dtype == want or (_dt.is_floating(want) and want.itemsize == 2 and t.dtype == _dt.float32)
+    if not _dt.is_floating(t.dtype) or not ok:
+        raise DTypeError(f"{fn}: {arg} has dtype {_dt.dtype_name(t.dtype)} but the input has dtype "
+                         f"{_dt.dtype_name(want)}; they must match: convert with {arg}.to(input.dtype)")
+    return t
+
+
+def common_floating(fn: str, **tensors):
+    """The dtype two or more tensors (or numbers) promote to, which must be floating: PyTorch's "expected
+    common dtype to be floating point" (``l1_loss(int_input, float_target)`` is fine, both int is not).
+    ``common_floating("l1_loss", input=x, target=t)`` returns the dtype to compute in."""
+    from .backend import dtypes as _dt
+    dt = _dt.result_type(*tensors.values())
+    if not _dt.is_floating(dt):
+        named = ", ".join(f"{k} {_dt.dtype_name(getattr(v, 'dtype', type(v)))}" for k, v in tensors.items())
+        raise DTypeError(f"{fn}: {named} promote to {_dt.dtype_name(dt)}, but it needs a floating dtype; "
+                         f"convert one with .float()")
+    return dt
+
+
+#: The rules :func:`arguments` knows: a name, and the check it runs as ``check(value, fn, arg)``.
+_RULES = {
+    "number": number, "nonnegative": nonnegative, "positive": positive, "probability": probability,
+    "int": lambda v, fn, arg: size(v, fn, arg, None), "size": size,
+    "count": lambda v, fn, arg: size(v, fn, arg, 1),
+    "tensor": _tensor_arg, "floating": lambda v, fn, arg: floating(_tensor_arg(v, fn, arg), fn, arg),
+}
+
+
+def arguments(fn: str, **given):
+    """Check several arguments of ``fn`` at once, declaratively, at the top of a public function::
+
+        checks.arguments("huber_loss", input=(input, "floating"), delta=(delta, "positive"))
+
+    Each keyword is an argument's name and ``(value, rule)``; a rule is a name of :data:`_RULES`
+    (``number``, ``nonnegative``, ``positive``, ``probability``, ``int``, ``size`` (>= 0), ``count``
+    (>= 1), ``tensor``, ``floating``), ending in ``?`` where ``None`` is allowed too (``"floating?"``
+    for an optional weight). Returns the checked values, in order (one value alone when one is given).
+    """
+    out = []
+    for arg, (value, rule) in given.items():
+        if rule.endswith("?"):
+            if value is None:
+                out.append(None)
+                continue
+            rule = rule[:-1]
+        out.append(_RULES[rule](value, fn, arg))
+    return out[0] if len(out) == 1 else tuple(out)

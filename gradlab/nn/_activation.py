@@ -20,7 +20,8 @@ from __future__ import annotations
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import generator, xp_of
-from ..errors import ArgumentError, ShapeError, fmt_shape
+from ..backend import dtypes as _dt
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor, floating_input, one_dim
 from ..ops.registry import Sample, register
 from ..ops.samples import unary_samples
@@ -64,7 +65,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def logsigmoid(input):
     """``log(sigmoid(x)) = -log(1 + exp(-x))``, finite for any ``x``."""
-    return -log1p_exp(-check_tensor(input, "logsigmoid"))
+    return -log1p_exp(-floating_input(input, "logsigmoid"))
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -76,7 +77,10 @@ def elu(input, alpha=1.0, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    x = check_tensor(input, "celu")
+    x = floating_input(input, "celu")
+    alpha = _c.arguments("celu", alpha=(alpha, "number"))
+    if alpha == 0:
+        raise ArgumentError("celu: alpha cannot be 0 (the negative side is alpha * (exp(x / alpha) - 1))")
     return O.where(x > 0, x, alpha * (O.exp(O.clamp(x, max=0.0) / alpha) - 1))
 
 
@@ -107,19 +111,19 @@ def relu6(input, inplace=False):
 
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``: a piecewise-linear sigmoid (slope 1/6 strictly between -3 and 3)."""
-    return _strict_clamp(check_tensor(input, "hardsigmoid") + 3, 0.0, 6.0) / 6
+    return _strict_clamp(floating_input(input, "hardsigmoid") + 3, 0.0, 6.0) / 6
 
 
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``; as in PyTorch the slope is 0 at x = -3 and 1 at x = 3."""
-    x = check_tensor(input, "hardswish")
+    x = floating_input(input, "hardswish")
     mid = x * (x + 3) / 6
     return O.where(x <= -3, O.zeros_like(mid), O.where(x >= 3, x + mid * 0, mid))
 
 
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
-    x = check_tensor(input, "mish")
+    x = floating_input(input, "mish")
     return x * O.tanh(log1p_exp(x))
 
 
@@ -134,12 +138,13 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     x = check_tensor(input, "softmin")
     if dtype is not None:
         x = x.to(dtype)
+    _c.floating(x, "softmin")
     return softmax(-x, dim)
 
 
 def glu(input, dim=-1):
     """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim``; return ``a * sigmoid(b)``."""
-    x = check_tensor(input, "glu")
+    x = floating_input(input, "glu")
     if x.ndim == 0:
         raise ShapeError("glu: the input is a 0-d tensor; glu halves a dimension, so it needs at least one")
     d = one_dim(dim, x.ndim, "glu")
@@ -153,7 +158,11 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """``x`` if ``x > 0`` else ``weight * x``, with a learned slope per channel (dim 1) or one shared slope."""
-    x, w = check_tensor(input, "prelu"), check_tensor(weight, "prelu", "weight")
+    x = floating_input(input, "prelu")
+    w = floating_input(weight, "prelu", "weight")
+    if w.dtype != x.dtype:  # PyTorch: "prelu: Type promoting not supported"
+        raise DTypeError(f"prelu: weight has dtype {_dt.dtype_name(w.dtype)} but input has dtype "
+                         f"{_dt.dtype_name(x.dtype)}; they must match: convert with weight.to(input.dtype)")
     if w.ndim != 1 or (w.shape[0] != 1 and (x.ndim < 2 or w.shape[0] != x.shape[1])):
         raise ShapeError(f"prelu: weight {fmt_shape(w.shape)} must hold 1 slope or one per channel (dim 1 of "
                          f"input {fmt_shape(x.shape)})")
@@ -167,12 +176,14 @@ def prelu(input, weight):
 def threshold(input, threshold, value, inplace=False):
     """``x`` where ``x > threshold``, else ``value``."""
     x = check_tensor(input, "threshold")
+    threshold, value = _c.arguments("threshold", threshold=(threshold, "number"), value=(value, "number"))
     return O.where(x > threshold, x, float(value))
 
 
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, else 0."""
-    x = check_tensor(input, "hardshrink")
+    x = floating_input(input, "hardshrink")
+    lambd = _c.arguments("hardshrink", lambd=(lambd, "number"))
     return O.where(O.abs(x) > lambd, x, 0.0)
 
 
@@ -191,7 +202,11 @@ def tanhshrink(input):
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky relu: slope ``U(lower, upper)`` per negative element in training, else the mean slope."""
-    x = check_tensor(input, "rrelu")
+    x = floating_input(input, "rrelu")
+    lower, upper = _c.arguments("rrelu", lower=(lower, "number"), upper=(upper, "number"))
+    if lower > upper:  # PyTorch: "Lower bound should be less than or equal to the upper bound"
+        raise ArgumentError(f"rrelu: lower ({lower}) must be <= upper ({upper}); the slope is drawn from "
+                            f"U(lower, upper)")
     if not training:
         return O.leaky_relu(x, (lower + upper) / 2)
     xp = xp_of(x.data)

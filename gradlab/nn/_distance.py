@@ -15,11 +15,16 @@ from ..ops._util import check_tensor
 from ..ops.registry import Sample
 from ._normalization import _vec_samples
 from ._register import register_table
+from .. import checks as _c
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``<x1, x2> / (||x1|| * ||x2||)`` along ``dim`` (each norm at least ``eps``); the inputs broadcast."""
     a, b = check_tensor(x1, "cosine_similarity", "x1"), check_tensor(x2, "cosine_similarity", "x2")
+    # one integer tensor is promoted to the other's floating dtype (as PyTorch); two are refused
+    dt = _c.common_floating("cosine_similarity", x1=a, x2=b)
+    eps = _c.arguments("cosine_similarity", eps=(eps, "nonnegative"))
+    a, b = (t if t.dtype == dt else O.to(t, dt) for t in (a, b))
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:

@@ -46,8 +46,7 @@ def _channel_dropout(name, k, input, p, training):
     if x.ndim not in (k + 1, k + 2):
         raise ShapeError(f"{name}: input must be (N, C, {k} spatial dims) or unbatched (C, ...), got "
                          f"{fmt_shape(x.shape)}")
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"{name}: p must be in [0, 1], got {p}")
+    p = _c.arguments(name, p=(p, "probability"))
     if not training or p == 0:
         return x
     xp = xp_of(x.data)
@@ -78,8 +77,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout for SELU networks: dropped units are set to SELU's negative saturation value and the result
     is scaled and shifted so inputs of mean 0, variance 1 keep them. The identity unless ``training``."""
     x = check_tensor(input, "alpha_dropout")
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"alpha_dropout: probability p has to be between 0 and 1, but got {p}")
+    p = _c.arguments("alpha_dropout", p=(p, "probability"))
     if not training or p == 0:
         return x
     if p == 1:
@@ -95,8 +93,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """``alpha_dropout`` that drops whole channels (one draw per sample and channel, dim 1)."""
     x = check_tensor(input, "feature_alpha_dropout")
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"feature_alpha_dropout: probability p has to be between 0 and 1, but got {p}")
+    p = _c.arguments("feature_alpha_dropout", p=(p, "probability"))
     if not training or p == 0:
         return x
     if p == 1:

@@ -41,6 +41,7 @@ from ..ops.softmax import log_softmax
 from ..ops.activations import log1p_exp
 from ..ops.loss import NLLLoss
 from ._register import NS, register_table
+from .. import checks as _c
 
 
 
@@ -70,14 +71,15 @@ def _class_dim(op, x):
     return 0 if x.ndim == 1 else 1
 
 
-def _check_weight(op, weight, n_classes, dtype):
+def _check_weight(op, weight, n_classes, x):
+    """The per-class ``weight``: floating, of the input's dtype (as PyTorch), one entry per class."""
     if weight is None:
         return None
-    w = check_tensor(weight, op, "weight")
+    w = _c.param_dtype(check_tensor(weight, op, "weight"), x, op, "weight")
     if w.shape != (n_classes,):
         raise ShapeError(f"{op}: weight has shape {fmt_shape(w.shape)} but input has {n_classes} classes; "
                          f"weight needs one entry per class: shape ({n_classes},)")
-    return w.data.astype(dtype, copy=False)
+    return w.data
 
 
 def _check_index_target(op, x, target, cdim, ignore_index):
@@ -109,6 +111,14 @@ def _check_index_target(op, x, target, cdim, ignore_index):
     return data
 
 
+def _float_target_pair(op, input, target):
+    """``input`` and ``target`` of a regression loss: tensors whose common dtype is floating (PyTorch promotes
+    an integer input with a float target, and refuses two integer tensors)."""
+    x = check_tensor(input, op)
+    _c.common_floating(op, input=x, target=check_tensor(target, op, "target"))
+    return x
+
+
 def _float_input(op, input):
     x = check_tensor(input, op)
     if not _dt.is_floating(x.dtype):
@@ -124,10 +134,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     count for nothing; ``mean`` divides by the sum of the weights used.
     """
     x = _float_input("nll_loss", input)
+    ignore_index = _c.arguments("nll_loss", ignore_index=(ignore_index, "int"))
     red = _reduction("nll_loss", reduction, size_average, reduce)
     cdim = _class_dim("nll_loss", x)
     t = _check_index_target("nll_loss", x, target, cdim, ignore_index)
-    w = _check_weight("nll_loss", weight, x.shape[cdim], x.dtype)
+    w = _check_weight("nll_loss", weight, x.shape[cdim], x)
     return NLLLoss.apply(x, t, w, int(ignore_index), red, cdim)
 
 
@@ -144,12 +155,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if _amp.enabled:
         input, target = _autocast_args(op, input, target)
     x = _float_input(op, input)
+    ignore_index, label_smoothing = _c.arguments(op, ignore_index=(ignore_index, "int"),
+                                                 label_smoothing=(label_smoothing, "probability"))
     red = _reduction(op, reduction, size_average, reduce)
     cdim = _class_dim(op, x)
     c = x.shape[cdim]
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ArgumentError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
-    w = _check_weight(op, weight, c, x.dtype)
+    w = _check_weight(op, weight, c, x)
     wshape = tuple(c if i == cdim else 1 for i in range(x.ndim))
     tt = target if isinstance(target, Tensor) else check_tensor(target, op, "target")
     logp = log_softmax(x, cdim)
@@ -212,7 +223,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     op = "mse_loss"
     if _amp.enabled:
         input, target = _autocast_args(op, input, target)
-    x = _float_input(op, input)
+    x = _float_target_pair(op, input, target)
     red = _reduction(op, reduction, size_average, reduce)
     _warn_broadcast(op, x, target)
     d = x - target
@@ -242,6 +253,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """
     op = "binary_cross_entropy_with_logits"
     x = _float_input(op, input)
+    _c.arguments(op, weight=(weight, "tensor?"), pos_weight=(pos_weight, "tensor?"))
     red = _reduction(op, reduction, size_average, reduce)
     t = check_tensor(target, op, "target")
     if not _dt.is_floating(t.dtype):  # PyTorch refuses integer and bool targets here too
@@ -262,8 +274,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, red)
 
 
-def _diff(op, input, target, reduction, size_average, reduce):
-    x = _float_input(op, input)
+def _diff(op, input, target, reduction, size_average, reduce, promote=True):
+    """``input - target`` and the reduction; ``promote``: an integer input with a float target is promoted
+    (l1, smooth_l1), else the input itself must be floating (huber_loss, as PyTorch)."""
+    x = _float_target_pair(op, input, target) if promote else _float_input(op, input)
     red = _reduction(op, reduction, size_average, reduce)
     _warn_broadcast(op, x, target, stacklevel=4)
     return x - target, red
@@ -271,6 +285,7 @@ def _diff(op, input, target, reduction, size_average, reduce):
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|`` (``weight`` multiplies each term; mean then divides by its sum)."""
+    _c.arguments("l1_loss", weight=(weight, "tensor?"))
     d, red = _diff("l1_loss", input, target, reduction, size_average, reduce)
     loss = O.abs(d)
     if weight is not None:
@@ -282,9 +297,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` if ``|d| < beta`` else ``|d| - 0.5 beta`` (``d = input - target``); beta=0 is L1."""
+    beta = _c.arguments("smooth_l1_loss", beta=(beta, "nonnegative"))
     d, red = _diff("smooth_l1_loss", input, target, reduction, size_average, reduce)
-    if beta < 0:
-        raise ArgumentError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     a = O.abs(d)
     if beta == 0:
         return _reduce(a, red)
@@ -293,9 +307,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` if ``|d| < delta`` else ``delta * (|d| - 0.5 delta)``."""
-    d, red = _diff("huber_loss", input, target, reduction, None, None)
-    if delta <= 0:
-        raise ArgumentError(f"huber_loss: delta must be > 0, got {delta}")
+    delta = _c.arguments("huber_loss", delta=(delta, "positive"), weight=(weight, "tensor?"))[0]
+    d, red = _diff("huber_loss", input, target, reduction, None, None, promote=False)
     a = O.abs(d)
     loss = O.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
     if weight is not None:
@@ -307,6 +320,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """``-(t * log(p) + (1 - t) * log(1 - p))`` for probabilities ``p`` in [0, 1], each log clamped at -100."""
     op = "binary_cross_entropy"
     p = _float_input(op, input)
+    _c.arguments(op, weight=(weight, "tensor?"))
     red = _reduction(op, reduction, size_average, reduce)
     t = check_tensor(target, op, "target")
     if t.dtype != p.dtype:  # PyTorch: "Found dtype Long but expected Float"
@@ -342,12 +356,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         reduction = _reduction(op, "mean", size_average, reduce)
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise ArgumentError(f"{op}: reduction must be 'none', 'batchmean', 'mean' or 'sum', got {reduction!r}")
-    t = check_tensor(target, op, "target")
+    t = _c.arguments(op, target=(target, "floating"))  # PyTorch: "kl_div: Integral inputs not supported"
     if log_target:
         loss = O.exp(t) * (t - x)
-    else:
-        pos = t > 0
-        loss = O.where(pos, t * O.log(O.where(pos, t, 1.0)), 0.0) - t * x
+    else:  # xlogy(t, t) - t * x, as PyTorch: 0 where t is 0, nan where t < 0 (not a probability)
+        loss = O.xlogy(t, t) - t * x
     if reduction == "batchmean":
         return O.sum(loss) / (x.shape[0] if x.ndim else 1)
     return _reduce(loss, reduction)

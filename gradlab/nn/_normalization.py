@@ -45,6 +45,7 @@ from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
 from ..ops.normalization import BatchNorm, LayerNorm
 from ._register import NS, register_table
+from .. import checks as _c
 
 
 def _standardize(x, dims, eps, with_stats=False):
@@ -66,7 +67,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     x = check_tensor(input, "layer_norm")
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"layer_norm: input has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor")
-    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    eps = _c.arguments("layer_norm", eps=(eps, "number"))
+    ns = _c.shape(normalized_shape, "layer_norm", "normalized_shape")
     k = len(ns)
     if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
         raise ShapeError(
@@ -76,7 +78,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     affine = []
     for arg, t in (("weight", weight), ("bias", bias)):
         if t is not None:
-            t = check_tensor(t, "layer_norm", arg)
+            t = _c.param_dtype(check_tensor(t, "layer_norm", arg), x, "layer_norm", arg)
             if tuple(t.shape) != ns:
                 raise ShapeError(f"layer_norm: {arg} has shape {fmt_shape(t.shape)} but normalized_shape is "
                                  f"{fmt_shape(ns)}; they must be equal")
@@ -93,6 +95,7 @@ def _channel_args(op, input, weight, bias):
         raise ShapeError(f"{op}: input must be (N, C, ...) with at least 2 dims, got {fmt_shape(x.shape)}")
     c = x.shape[1]
     for arg, t in (("weight", weight), ("bias", bias)):
+        _c.param_dtype(t, x, op, arg)  # as PyTorch: "expected scalar type Double but found Float"
         if t is not None and tuple(check_tensor(t, op, arg).shape) != (c,):
             raise ShapeError(f"{op}: {arg} has shape {fmt_shape(t.shape)}; it needs one value per channel: "
                              f"({c},) for input {fmt_shape(x.shape)}")
@@ -136,6 +139,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     op = "batch_norm"
     x, shape = _channel_args(op, input, weight, bias)
+    momentum, eps = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "nonnegative"))
+    if training and not eps > 0:  # PyTorch: "batch_norm eps must be positive during training"
+        raise ArgumentError(f"{op}: eps must be > 0 when training, got {eps!r} (it keeps the division by "
+                            f"sqrt(var + eps) finite for a constant channel)")
+    for arg, t in (("running_mean", running_mean), ("running_var", running_var)):
+        _c.param_dtype(t, x, op, arg)
     dims = (0,) + tuple(range(2, x.ndim))
     n = x.numel() // max(x.shape[1], 1)
     if training:
@@ -171,6 +180,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """Normalize each (sample, channel) over its own spatial dims (dims 2, 3, ...)."""
     op = "instance_norm"
     x, shape = _channel_args(op, input, weight, bias)
+    momentum, eps = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "number"),
+                                 running_mean=(running_mean, "tensor?"), running_var=(running_var, "tensor?"))[:2]
     dims = tuple(range(2, x.ndim))
     if not use_input_stats:
         if running_mean is None or running_var is None:
@@ -193,6 +204,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     spatial dims, then apply a per-channel ``weight`` and ``bias``."""
     op = "group_norm"
     x, shape = _channel_args(op, input, weight, bias)
+    num_groups, eps = _c.arguments(op, num_groups=(num_groups, "int"), eps=(eps, "number"))
     c = x.shape[1]
     if num_groups < 1 or c % num_groups:
         raise ShapeError(f"{op}: num_groups={num_groups} must divide the {c} channels of input {fmt_shape(x.shape)}")
@@ -204,8 +216,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last dims (no centering, no bias); eps defaults to the
     dtype's machine epsilon, as PyTorch."""
-    x = check_tensor(input, "rms_norm")
-    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    x = _c.floating(check_tensor(input, "rms_norm"), "rms_norm")
+    eps = _c.arguments("rms_norm", weight=(weight, "tensor?"), eps=(eps, "number?"))[1]
+    ns = _c.shape(normalized_shape, "rms_norm", "normalized_shape")
     k = len(ns)
     if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
         raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(ns)} must match the last {k} dim(s) of input "
@@ -222,6 +235,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``x / max(||x||_p, eps)`` along ``dim``: unit vectors (a zero vector stays zero)."""
     x = check_tensor(input, "normalize")
+    _c.arguments("normalize", eps=(eps, "number"))  # (a bad p is refused by norm, a RuntimeError as PyTorch)
     return x / O.clamp(O.norm(x, p, dim=dim, keepdim=True), min=eps)
 
 

@@ -95,6 +95,7 @@ class LeakyReLU(Module):
 
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
         super().__init__()
+        _c.number(negative_slope, "LeakyReLU", "negative_slope")
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, input):
@@ -109,6 +110,7 @@ class ELU(Module):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
+        _c.number(alpha, type(self).__name__, "alpha")
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):
@@ -198,6 +200,7 @@ class Softplus(Module):
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
+        _c.arguments("Softplus", beta=(beta, "number"), threshold=(threshold, "number"))
         self.beta, self.threshold = beta, threshold
 
     def forward(self, input):
@@ -234,6 +237,7 @@ class _Shrink(Module):
 
     def __init__(self, lambd: float = 0.5):
         super().__init__()
+        _c.number(lambd, type(self).__name__, "lambd")
         self.lambd = lambd
 
     def forward(self, input):
@@ -258,6 +262,7 @@ class Threshold(Module):
 
     def __init__(self, threshold: float, value: float, inplace: bool = False):
         super().__init__()
+        _c.arguments("Threshold", threshold=(threshold, "number"), value=(value, "number"))
         self.threshold, self.value, self.inplace = threshold, value, inplace
 
     def forward(self, input):
@@ -313,7 +318,8 @@ class PReLU(Module):
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
-        self.num_parameters, self.init = int(num_parameters), init
+        self.num_parameters, self.init = _c.arguments("PReLU", num_parameters=(num_parameters, "count"),
+                                                      init=(init, "number"))
         self.weight = new_param(self.num_parameters, dtype=dtype, device=device)
         self.reset_parameters()
 
@@ -332,6 +338,10 @@ class RReLU(Module):
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
+        _c.arguments("RReLU", lower=(lower, "number"), upper=(upper, "number"))
+        if lower > upper:
+            raise ArgumentError(f"RReLU: lower ({lower}) must be <= upper ({upper}); the slope is drawn from "
+                                f"U(lower, upper)")
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, input):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module
+from ... import checks as _c
 
 
 class CrossEntropyLoss(Module):
@@ -20,8 +21,9 @@ class CrossEntropyLoss(Module):
                  label_smoothing=0.0):
         super().__init__()
         self.register_buffer("weight", weight)  # a buffer, as in PyTorch: .to(device) and .double() carry it
-        self.ignore_index = ignore_index
-        self.reduction, self.label_smoothing = reduction, label_smoothing
+        self.ignore_index, self.label_smoothing = _c.arguments(
+            "CrossEntropyLoss", ignore_index=(ignore_index, "int"), label_smoothing=(label_smoothing, "probability"))
+        self.reduction = reduction
 
     def forward(self, input, target):
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
@@ -99,7 +101,7 @@ class SmoothL1Loss(_Loss):
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
         super().__init__(size_average, reduce, reduction)
-        self.beta = beta
+        self.beta = _c.nonnegative(beta, "SmoothL1Loss", "beta")
 
     def forward(self, input, target):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
@@ -110,7 +112,7 @@ class HuberLoss(_Loss):
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
         super().__init__(reduction=reduction)
-        self.delta = delta
+        self.delta = _c.positive(delta, "HuberLoss", "delta")
 
     def forward(self, input, target):
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)

@@ -58,6 +58,8 @@ class _NormBase(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None, *, bias=True):
         super().__init__()
+        _c.arguments(type(self).__name__, num_features=(num_features, "size"), eps=(eps, "number"),
+                     momentum=(momentum, "number?"))
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats, self._has_bias = affine, track_running_stats, affine and bias
         _affine_params(self, (num_features,), affine, bias, dtype, device)
@@ -167,7 +169,7 @@ class LayerNorm(Module):
                  device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _c.shape(normalized_shape, type(self).__name__, "normalized_shape")
-        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.eps, self.elementwise_affine = _c.number(eps, type(self).__name__, "eps"), elementwise_affine
         _affine_params(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
 
@@ -192,7 +194,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True):
         super().__init__()
-        _c.size(num_groups, "GroupNorm", "num_groups", 1), _c.size(num_channels, "GroupNorm", "num_channels")
+        _c.arguments("GroupNorm", num_groups=(num_groups, "count"), num_channels=(num_channels, "size"),
+                     eps=(eps, "number"))
         if num_channels % num_groups:
             raise ArgumentError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                                 f"({num_groups})")
@@ -220,7 +223,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _c.shape(normalized_shape, type(self).__name__, "normalized_shape")
-        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.eps, self.elementwise_affine = _c.arguments("RMSNorm", eps=(eps, "number?")), elementwise_affine
         _affine_params(self, self.normalized_shape, elementwise_affine, None, dtype, device)
         self.reset_parameters()
 

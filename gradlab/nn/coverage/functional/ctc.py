@@ -27,6 +27,7 @@ from ....backend.device import to_host
 from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
+from .... import checks as _c
 
 
 _NEG = -1e30  # "log 0" that stays finite
@@ -45,7 +46,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ``reduction='mean'`` divides each loss by its target length, then averages over the batch (PyTorch's rule).
     """
     op = "ctc_loss"
-    lp = check_tensor(log_probs, op, "log_probs")
+    lp = _c.floating(check_tensor(log_probs, op, "log_probs"), op, "log_probs")
+    blank = _c.arguments(op, blank=(blank, "size"))
     if lp.ndim not in (2, 3):
         raise ShapeError(f"{op}: log_probs must be (T, N, C) or unbatched (T, C), got {fmt_shape(lp.shape)}")
     if reduction not in ("none", "mean", "sum"):
@@ -54,6 +56,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if unbatched:
         lp = O.unsqueeze(lp, 1)
     T, N, C = lp.shape
+    if blank >= C:
+        raise ArgumentError(f"{op}: blank={blank} must be a class of log_probs {fmt_shape(log_probs.shape)}, in "
+                            f"[0, {C})")
     tgt = _ints(targets, "targets")
     in_len, tl = _ints(input_lengths, "input_lengths"), _ints(target_lengths, "target_lengths")
     if len(in_len) != N or len(tl) != N:
@@ -61,7 +66,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                          f"sample ({N}, from log_probs {fmt_shape(log_probs.shape)})")
     if in_len.max(initial=0) > T or in_len.min(initial=1) < 1:
         raise ArgumentError(f"{op}: input_lengths {in_len.tolist()} must be between 1 and T = {T}")
+    if tl.min(initial=0) < 0:
+        raise ArgumentError(f"{op}: target_lengths {tl.tolist()} must be >= 0")
     t2 = np.asarray(to_host(targets.data) if isinstance(targets, Tensor) else targets)
+    if t2.ndim == 2 and tl.max(initial=0) > t2.shape[1]:
+        raise ShapeError(f"{op}: target_lengths {tl.tolist()} ask for up to {tl.max()} labels, but the padded "
+                         f"targets {fmt_shape(t2.shape)} hold {t2.shape[1]} per sample; a length cannot exceed "
+                         f"the targets' width")
     if t2.ndim == 2:
         rows = [t2[n, :tl[n]] for n in range(N)]
     else:

@@ -18,7 +18,7 @@ from .... import ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
 from ....backend.device import to_host
-from ....errors import ArgumentError, ShapeError, fmt_shape
+from ....errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ....factories import tensor as _tensor
 from ....ops._util import check_tensor
 from ....ops.registry import Sample
@@ -27,19 +27,33 @@ from ..._pooling import _on
 from ..._loss import _REDUCTIONS, _float_input, _reduce, _reduction
 from ....ops.activations import log1p_exp
 from ..._register import register_table
+from .... import checks as _c
 
+
+
+def _index_target(op, target):
+    """A class-index target: an int64 tensor (PyTorch: "expected scalar type Long but found Double")."""
+    from ....backend import dtypes as _dt
+    if target.dtype != _dt.int64:
+        raise DTypeError(f"{op}: target has dtype {_dt.dtype_name(target.dtype)} but holds class indices, which "
+                         f"must be int64 (long); convert with target.long()")
+    return target
 
 
 # ------------------------------------------------------------ margin losses
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``: ``target = 1`` wants ``input1`` ranked higher."""
-    red = _reduction("margin_ranking_loss", reduction, size_average, reduce)
+    op = "margin_ranking_loss"
+    input1, input2, target, margin = _c.arguments(op, input1=(input1, "tensor"), input2=(input2, "tensor"),
+                                                  target=(target, "tensor"), margin=(margin, "number"))
+    red = _reduction(op, reduction, size_average, reduce)
     return _reduce(O.relu(-target * (input1 - input2) + margin), red)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``."""
     x = _float_input("hinge_embedding_loss", input)
+    margin = _c.arguments("hinge_embedding_loss", margin=(margin, "number"))
     red = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
     t = check_tensor(target, "hinge_embedding_loss", "target")
     loss = O.where(t != 1, O.relu(margin - x), 0.0) + O.where(t != -1, x, 0.0)
@@ -49,6 +63,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))`` for targets +-1 (the logistic loss)."""
     x = _float_input("soft_margin_loss", input)
+    target = _c.arguments("soft_margin_loss", target=(target, "tensor"))
     red = _reduction("soft_margin_loss", reduction, size_average, reduce)
     return _reduce(log1p_exp(-target * x), red)
 
@@ -56,6 +71,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross-entropy from logits for each of C labels, averaged over the labels (last dim)."""
     x = _float_input("multilabel_soft_margin_loss", input)
+    _c.arguments("multilabel_soft_margin_loss", target=(target, "tensor"), weight=(weight, "tensor?"))
     red = _reduction("multilabel_soft_margin_loss", reduction, size_average, reduce)
     loss = -(target * -log1p_exp(-x) + (1 - target) * -log1p_exp(x))
     if weight is not None:
@@ -65,6 +81,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """``1 - cos(x1, x2)`` where ``target == 1``; ``max(0, cos(x1, x2) - margin)`` where ``target == -1``."""
+    margin = _c.arguments("cosine_embedding_loss", margin=(margin, "number"))
     red = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
     a = check_tensor(input1, "cosine_embedding_loss", "input1")
     b = check_tensor(input2, "cosine_embedding_loss", "input2")
@@ -79,7 +96,10 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with ``d`` the pairwise p-distance."""
-    red = _reduction("triplet_margin_loss", reduction, size_average, reduce)
+    op = "triplet_margin_loss"
+    _c.arguments(op, anchor=(anchor, "tensor"), positive=(positive, "tensor"), negative=(negative, "tensor"),
+                 margin=(margin, "positive"), p=(p, "number"), eps=(eps, "number"))
+    red = _reduction(op, reduction, size_average, reduce)
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -91,9 +111,11 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduction="mean"):
     """Poisson negative log-likelihood: ``exp(x) - t * x`` for a log-rate ``x`` (``log_input=True``), else
     ``x - t * log(x + eps)``; ``full`` adds Stirling's term ``t log t - t + log(2 pi t) / 2`` (for t > 1)."""
-    x = _float_input("poisson_nll_loss", input)
-    red = _reduction("poisson_nll_loss", reduction, size_average, reduce)
-    t = check_tensor(target, "poisson_nll_loss", "target")
+    op = "poisson_nll_loss"
+    # an integer input is promoted (as PyTorch: exp of an integer tensor is a float tensor)
+    x, t, _ = _c.arguments(op, input=(input, "tensor"), target=(target, "tensor"), eps=(eps, "number"))
+    x, t = check_tensor(x, op), check_tensor(t, op, "target")
+    red = _reduction(op, reduction, size_average, reduce)
     loss = O.exp(x) - t * x if log_input else x - t * O.log(x + eps)
     if full:
         big = t > 1
@@ -107,8 +129,12 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     also predicts its own uncertainty ``var`` (same shape as input, or one per sample)."""
     op = "gaussian_nll_loss"
     x = check_tensor(input, op)
+    eps = _c.arguments(op, target=(target, "tensor"), eps=(eps, "number?"))[1]
+    if eps is None:  # (PyTorch: "torch.clamp: At least one of 'min' or 'max' must not be None", a RuntimeError)
+        raise ArgumentError(f"{op}: eps must be a number (the smallest variance used), got None")
     if not isinstance(var, Tensor):
-        var = O.full_like(x, float(var))
+        var = O.full_like(x, float(_c.number(var, op, "var", tensor_ok=False)))
+    _c.floating(var, op, "var")  # PyTorch: "result type Float can't be cast to the desired output type long"
     if tuple(var.shape) != tuple(x.shape):
         if tuple(x.shape[:-1]) == tuple(var.shape):
             var = O.unsqueeze(var, -1)
@@ -131,10 +157,14 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     """Multi-class hinge loss: ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` per sample (times
     ``weight[y]``), ``p`` 1 or 2. The correct class must win by ``margin`` to cost nothing."""
     op = "multi_margin_loss"
-    x = check_tensor(input, op)
+    x, target, p, margin = _c.arguments(op, input=(input, "floating"), target=(target, "tensor"), p=(p, "int"),
+                                        margin=(margin, "number"))
+    x = check_tensor(x, op)
+    _c.param_dtype(weight, x, op, "weight")
     red = _reduction(op, reduction, size_average, reduce)
     if p not in (1, 2):
         raise ArgumentError(f"{op}: only p == 1 and p == 2 are supported, got {p}")
+    _index_target(op, target)
     unbatched = x.ndim == 1
     if unbatched:
         x = O.unsqueeze(x, 0)
@@ -166,7 +196,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Multi-label hinge loss: every labelled class ``j`` should beat every other class ``i`` by 1;
     ``sum max(0, 1 - (x[j] - x[i])) / C``. ``target`` lists the labels, ended by -1 (as PyTorch)."""
     op = "multilabel_margin_loss"
-    x = check_tensor(input, op)
+    x = check_tensor(_c.arguments(op, input=(input, "floating")), op)
+    _index_target(op, _c.arguments(op, target=(target, "tensor")))
     red = _reduction(op, reduction, size_average, reduce)
     t = (to_host(target.data) if isinstance(target, Tensor) else np.asarray(target)).astype(np.int64)
     if t.shape != tuple(x.shape) or x.ndim not in (1, 2):
@@ -194,8 +225,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with any ``distance_function`` (default ``pairwise_distance``)."""
     op = "triplet_margin_with_distance_loss"
-    if margin <= 0:
-        raise ArgumentError(f"{op}: margin must be greater than 0, got {margin}")
+    _c.arguments(op, anchor=(anchor, "tensor"), positive=(positive, "tensor"), negative=(negative, "tensor"),
+                 margin=(margin, "positive"))
     if reduction not in _REDUCTIONS:
         raise ArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
     d = distance_function if distance_function is not None else pairwise_distance

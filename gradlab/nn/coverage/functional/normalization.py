@@ -8,11 +8,15 @@ from ....ops._util import check_tensor
 from ....ops.pad import pad as _pad
 from ....ops.registry import Sample
 from ..._register import register_table
+from .... import checks as _c
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """``x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta`` (channels are dim 1)."""
-    x = check_tensor(input, "local_response_norm")
+    op = "local_response_norm"
+    x = _c.floating(check_tensor(input, op), op)  # PyTorch averages integer squares with truncation: refused
+    size, alpha, beta, k = _c.arguments(op, size=(size, "count"), alpha=(alpha, "number"), beta=(beta, "number"),
+                                        k=(k, "number"))
     if x.ndim < 3:
         raise ShapeError(f"local_response_norm: expected a 3-D or higher input (N, C, ...), got {fmt_shape(x.shape)}")
     if x.numel() == 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ....errors import ArgumentError
 from ... import functional as F
 from ...modules.loss import _Loss, _WeightedLoss
+from .... import checks as _c
 
 
 class MarginRankingLoss(_Loss):
@@ -15,7 +16,7 @@ class MarginRankingLoss(_Loss):
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+        self.margin = _c.number(margin, "MarginRankingLoss", "margin")
 
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
@@ -26,7 +27,7 @@ class HingeEmbeddingLoss(_Loss):
 
     def __init__(self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+        self.margin = _c.number(margin, "HingeEmbeddingLoss", "margin")
 
     def forward(self, input, target):
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
@@ -51,7 +52,7 @@ class CosineEmbeddingLoss(_Loss):
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+        self.margin = _c.number(margin, "CosineEmbeddingLoss", "margin")
 
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
@@ -63,8 +64,7 @@ class TripletMarginLoss(_Loss):
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
                  size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        if margin <= 0:
-            raise ArgumentError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
+        _c.arguments("TripletMarginLoss", margin=(margin, "positive"), p=(p, "number"), eps=(eps, "number"))
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor, positive, negative):
@@ -78,7 +78,7 @@ class PoissonNLLLoss(_Loss):
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8,
                  reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.log_input, self.full, self.eps = log_input, full, eps
+        self.log_input, self.full, self.eps = log_input, full, _c.number(eps, "PoissonNLLLoss", "eps")
 
     def forward(self, log_input, target):
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
@@ -93,7 +93,7 @@ class GaussianNLLLoss(_Loss):
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
         super().__init__(reduction=reduction)
-        self.full, self.eps = full, eps
+        self.full, self.eps = full, _c.number(eps, "GaussianNLLLoss", "eps")
 
     def forward(self, input, target, var):
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
@@ -104,6 +104,7 @@ class MultiMarginLoss(_WeightedLoss):
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                  reduction: str = "mean"):
+        _c.arguments("MultiMarginLoss", p=(p, "int"), margin=(margin, "number"))
         if p not in (1, 2):
             raise ArgumentError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got {p}")
         super().__init__(weight, size_average, reduce, reduction)
@@ -126,8 +127,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 
     def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False, reduction: str = "mean"):
         super().__init__(reduction=reduction)
-        if margin <= 0:
-            raise ArgumentError(f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}")
+        _c.positive(margin, "TripletMarginWithDistanceLoss", "margin")
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
 
     def forward(self, anchor, positive, negative):
@@ -145,7 +145,7 @@ class CTCLoss(_Loss):
 
     def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
         super().__init__(reduction=reduction)
-        self.blank, self.zero_infinity = blank, zero_infinity
+        self.blank, self.zero_infinity = _c.size(blank, "CTCLoss", "blank"), zero_infinity
 
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,

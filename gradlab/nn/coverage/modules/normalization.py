@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ... import functional as F
 from ...module import Module
+from .... import checks as _c
 
 
 class LocalResponseNorm(Module):
@@ -11,6 +12,8 @@ class LocalResponseNorm(Module):
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
         super().__init__()
+        _c.arguments("LocalResponseNorm", size=(size, "count"), alpha=(alpha, "number"), beta=(beta, "number"),
+                     k=(k, "number"))
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input):
