@@ -17,6 +17,8 @@ with tracemalloc, which NumPy reports its array allocations to.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import tracemalloc
 
@@ -24,6 +26,9 @@ import numpy as np
 
 import gradlab as G
 from gradlab.compile import kernels
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402
 
 
 def block(x, b):
@@ -59,6 +64,8 @@ def main():
     a = ap.parse_args()
     if a.chunk:
         kernels.CHUNK = a.chunk
+    _setups.configure()
+    print(_setups.describe())
     G.manual_seed(0)
     x = G.randn(a.rows, a.cols, requires_grad=True)
     b = G.randn(a.cols, requires_grad=True)
@@ -100,4 +107,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

@@ -11,6 +11,8 @@ Run: python benchmarks/bench_conv.py
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import numpy as np
@@ -18,6 +20,9 @@ import numpy as np
 import gradlab
 import gradlab.nn.functional as F
 from gradlab.ops.conv import col2im, conv2d_naive, im2col
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402
 
 try:
     import torch
@@ -37,6 +42,8 @@ def _best(fn, repeats):
 
 
 def main():
+    _setups.configure(torch)
+    print(_setups.describe(torch))
     rng = np.random.default_rng(0)
     xa = rng.standard_normal((N, CIN, H, H)).astype(np.float32)
     wa = rng.standard_normal((COUT, CIN, K, K)).astype(np.float32)
@@ -93,4 +100,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

@@ -10,12 +10,17 @@ Run: python benchmarks/bench_cross_entropy.py
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import numpy as np
 
 import gradlab
 import gradlab.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402
 
 try:
     import torch
@@ -46,6 +51,8 @@ def np_softmax(z):
 
 
 def main():
+    _setups.configure(torch)
+    print(_setups.describe(torch))
     rng = np.random.default_rng(0)
     za = (rng.standard_normal((B, T, V)) * 3).astype(np.float32)
     ya = rng.integers(0, V, size=(B, T))
@@ -95,4 +102,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

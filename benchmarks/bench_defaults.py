@@ -27,24 +27,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SETUPS = {"noscipy": "default threads, SciPy hidden (pip install gradlab)",
-          "default": "default threads, SciPy importable",
-          "one": "both libraries forced to 1 thread"}
+sys.path.insert(0, HERE)
+import _setups  # noqa: E402  (the three set-ups and their subprocesses: one home, shared by every benchmark)
 
-BLOCK_SCIPY = """
-import sys
-class _NoSciPy:
-    def find_spec(self, name, path=None, target=None):
-        if name == "scipy" or name.startswith("scipy."):
-            raise ImportError("scipy is blocked for this benchmark (a plain pip install gradlab has none)")
-        return None
-sys.meta_path.insert(0, _NoSciPy())
-"""
+SETUPS = _setups.SETUPS
 
 
 def gpt_program(lib, rng, n_layer=4, n_head=4, C=128, T=64, B=32, V=65):
@@ -113,38 +103,37 @@ def child(setup, names, steps):
     import torch
 
     import gradlab
-    if setup == "one":
-        torch.set_num_threads(1)
-        if hasattr(gradlab, "set_num_threads"):  # (older gradlab: one thread anyway)
-            gradlab.set_num_threads(1)
+    _setups.configure(torch)
     res = {"setup": setup, "load": os.getloadavg()[0], "torch_threads": torch.get_num_threads(),
-           "gradlab_threads": getattr(gradlab, "get_num_threads", lambda: 1)(), "scipy": "scipy" in sys.modules or _has_scipy(),
+           "gradlab_threads": gradlab.get_num_threads(), "scipy": "scipy" in sys.modules or _has_scipy(),
            "programs": {}}
     for name in names:
         g = PROGRAMS[name](gradlab, np.random.default_rng(0))
         t = PROGRAMS[name](torch, np.random.default_rng(0))
         n = steps if name == "gpt" else steps * 10
-        tg, tt = [], []
+        tg, tt, cg, ct = [], [], [], []
         for i in range(n + 3):
-            s = time.perf_counter()
+            s, cs = time.perf_counter(), time.process_time()
             g()
-            e = time.perf_counter()
+            e, ce = time.perf_counter(), time.process_time()
             t()
-            f = time.perf_counter()
+            f, cf = time.perf_counter(), time.process_time()
             if i >= 3:
                 tg.append(e - s)
                 tt.append(f - e)
-        res["programs"][name] = (statistics.median(tg) * 1e3, statistics.median(tt) * 1e3)
+                cg.append(ce - cs)
+                ct.append(cf - ce)
+        res["programs"][name] = [statistics.median(v) * 1e3 for v in (tg, tt, cg, ct)]
+    res["load_end"] = os.getloadavg()[0]
     res["scipy_loaded"] = "scipy" in sys.modules
     print("RESULT " + json.dumps(res))
 
 
 def _has_scipy():
-    try:
-        import scipy  # noqa: F401
-        return True
-    except ImportError:
+    if _setups.current() == "noscipy":
         return False
+    import importlib.util
+    return importlib.util.find_spec("scipy") is not None
 
 
 def main(argv=None):
@@ -152,6 +141,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=10, help="GPT steps per set-up (recurrent programs: 10x)")
     ap.add_argument("--only", nargs="*", default=list(PROGRAMS), choices=list(PROGRAMS))
     ap.add_argument("--setups", nargs="*", default=list(SETUPS), choices=list(SETUPS))
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the set-ups round-robin this many times (load on a shared machine changes within minutes)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -159,27 +150,31 @@ def main(argv=None):
         return
     print(f"gradlab vs PyTorch, medians of interleaved steps; machine: {os.cpu_count()} CPUs")
     rows = []
-    for setup in args.setups:
-        env = dict(os.environ)
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GRADLAB_NUM_THREADS"):
-            env.pop(var, None)
-            if setup == "one":
-                env[var] = "1"
-        code = (BLOCK_SCIPY if setup == "noscipy" else "") + (
-            f"import sys; sys.argv = {[__file__, '--child', setup, '--steps', str(args.steps), '--only', *args.only]!r}\n"
-            f"import runpy; runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
-        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if line is None:
-            print(f"{setup}: failed\n{out.stdout}\n{out.stderr}")
-            continue
-        res = json.loads(line[7:])
-        rows.append(res)
-        print(f"\n[{setup}] {SETUPS[setup]}: gradlab {res['gradlab_threads']} thread(s), PyTorch "
-              f"{res['torch_threads']}, SciPy {'loaded' if res['scipy_loaded'] else 'not loaded'}"
-              f"{'' if res['scipy'] else ' (not importable)'}; load average {res['load']:.2f}")
-        for name, (g, t) in res["programs"].items():
-            print(f"  {name:5s} gradlab {g:8.2f} ms   PyTorch {t:8.2f} ms   ratio {g / t:5.2f}x")
+    for r in range(args.rounds):
+        for setup in args.setups:
+            out = _setups.run(__file__, ["--child", setup, "--steps", str(args.steps), "--only", *args.only],
+                              setup, capture=True)
+            line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+            if line is None:
+                print(f"{setup}: failed\n{out.stdout}\n{out.stderr}")
+                continue
+            res = json.loads(line[7:])
+            rows.append(res)
+            print(f"\n[{setup}{f' round {r + 1}' if args.rounds > 1 else ''}] {SETUPS[setup]}: gradlab "
+                  f"{res['gradlab_threads']} thread(s), PyTorch {res['torch_threads']}, SciPy "
+                  f"{'loaded' if res['scipy_loaded'] else 'not loaded'}{'' if res['scipy'] else ' (not importable)'}; "
+                  f"load average {res['load']:.2f} -> {res['load_end']:.2f}")
+            for name, (g, t, cg, ct) in res["programs"].items():
+                print(f"  {name:5s} gradlab {g:8.2f} ms   PyTorch {t:8.2f} ms   ratio {g / t:5.2f}x   "
+                      f"(CPU time {cg:8.2f} vs {ct:8.2f} ms: {cg / ct:5.2f}x)")
+    if args.rounds > 1:
+        print("\nmedian ratio over the rounds (wall):")
+        for setup in args.setups:
+            for name in args.only:
+                rs = [r["programs"][name][0] / r["programs"][name][1] for r in rows if r["setup"] == setup]
+                if rs:
+                    print(f"  {setup:8s} {name:5s} {statistics.median(rs):5.2f}x  (rounds: "
+                          f"{', '.join(f'{x:.2f}' for x in rs)})")
 
 
 if __name__ == "__main__":

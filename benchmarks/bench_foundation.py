@@ -29,9 +29,10 @@ def _import_gradlab():
 
 try:
     import torch
-    torch.set_num_threads(1)
 except ImportError:  # pragma: no cover
     torch = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402
 
 N_OPS = 200
 
@@ -143,7 +144,9 @@ def bench_matmul(n=1024, rounds=3, repeats=3):
     return ratio
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and not _setups.dispatch(__file__):  # each set-up in its own process
     _import_gradlab()
+    _setups.configure(torch)
+    print(_setups.describe(torch))
     bench_chain()
     bench_matmul()

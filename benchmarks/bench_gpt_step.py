@@ -1,11 +1,11 @@
 """One GPT training step (forward, backward, AdamW step): gradlab vs the same model in PyTorch CPU.
 
-    python benchmarks/bench_gpt_step.py [--steps N] [--threads T] [--profile] [--separate] [--system-malloc]
+    python benchmarks/bench_gpt_step.py [--steps N] [--setups noscipy default one] [--profile] [--separate] [--system-malloc]
 
 Model: 4 layers, 4 heads, width 128, context 64, batch 32, vocab 65, float32,
 pre-norm blocks with GPT-2's tanh GELU, tied head, AdamW. Both libraries get
 the same weights (copied from gradlab into torch) and the same batches, and run
-with the same number of BLAS/intra-op threads. Prints the median step time of
+with the same number of BLAS/intra-op threads, once per set-up of ``benchmarks/_setups.py``. Prints the median step time of
 each, the ratio, and (with --profile) where gradlab's time goes.
 """
 from __future__ import annotations
@@ -15,6 +15,9 @@ import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402  (the set-ups: thread counts and SciPy are set up per subprocess)
 
 
 def build_torch_gpt(torch, vocab, block, n_layer, n_head, n_embd):
@@ -66,7 +69,6 @@ def build_torch_gpt(torch, vocab, block, n_layer, n_head, n_embd):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=15)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--separate", action="store_true",
                     help="time all gradlab steps, then all PyTorch steps (default: one step of each in turn)")
@@ -79,8 +81,6 @@ def main(argv=None):
     import _malloc
     _malloc.add_flag(ap)
     args = ap.parse_args(argv)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(args.threads))
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     print(_malloc.apply(args))
@@ -104,16 +104,16 @@ def main(argv=None):
         return loss.item()
 
     print(f"GPT step: {args.layers} layers, {args.heads} heads, width {args.width}, context {T}, batch {B}, "
-          f"vocab {V}, {model.num_parameters():,} parameters, float32, {args.threads} thread(s); "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"vocab {V}, {model.num_parameters():,} parameters, float32")
     steps = {"gradlab": gl_step}
     try:
         import torch
     except ImportError:
         print("PyTorch is not installed: no side-by-side comparison (pip install 'gradlab[oracle]')")
         torch = None
+    _setups.configure(torch)
+    print(_setups.describe(torch))
     if torch is not None:
-        torch.set_num_threads(args.threads)
         tm = build_torch_gpt(torch, V, T, args.layers, args.heads, args.width)
         gradlab.manual_seed(0)
         fresh = nn.GPT(V, T, n_layer=args.layers, n_head=args.heads, n_embd=args.width)
@@ -175,4 +175,5 @@ def _time_interleaved(steps, batches):
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

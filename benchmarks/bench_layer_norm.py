@@ -19,6 +19,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402
 
 import gradlab  # noqa: E402
 import gradlab.nn.functional as F  # noqa: E402
@@ -38,9 +40,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         import torch
-        torch.set_num_threads(1)
     except ImportError:
         torch = None
+    _setups.configure(torch)
+    print(_setups.describe(torch))
     rng = np.random.default_rng(0)
     xa, ga = (rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2))
     wa, ba = (rng.standard_normal(SHAPE[-1:]).astype(np.float32) for _ in range(2))
@@ -87,4 +90,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

@@ -1,6 +1,6 @@
 """Small and medium training programs: gradlab vs PyTorch CPU, one step of each in turn.
 
-    python benchmarks/bench_small_programs.py [--steps N] [--threads T] [--only NAME ...] [--profile NAME]
+    python benchmarks/bench_small_programs.py [--steps N] [--setups noscipy default one] [--only NAME ...] [--profile NAME]
 
 Each program is written once against the shared API (``lib.nn``, ``lib.optim``,
 ``lib.nn.functional``) and built twice, once with gradlab and once with
@@ -8,7 +8,8 @@ PyTorch; both get the same input arrays. Steps are interleaved (one gradlab
 step, then one PyTorch step) so both see the same machine load. Prints the
 best and the median step time of each and the ratio gradlab / PyTorch
 (below 1.0: gradlab is faster). ``--profile NAME`` runs gradlab's steps of one
-program under cProfile and prints where the time goes.
+program under cProfile and prints where the time goes. Runs once per set-up of
+``benchmarks/_setups.py`` (default threads without and with SciPy, both at one thread).
 """
 from __future__ import annotations
 
@@ -18,21 +19,10 @@ import statistics
 import sys
 import time
 
+import numpy as np
 
-def _threads_from_argv(argv) -> str:
-    for i, a in enumerate(argv):
-        if a == "--threads" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-    return "1"
-
-
-# BLAS reads these once, when NumPy is imported: set them first (both libraries then use T threads)
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, _threads_from_argv(sys.argv))
-
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _setups  # noqa: E402  (the set-ups: thread counts and SciPy are set up per subprocess)
 
 
 # ---------------------------------------------------------------- programs
@@ -215,7 +205,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", nargs="*", help="substrings of program names to run")
     ap.add_argument("--profile", metavar="NAME", help="cProfile gradlab's steps of the first program matching NAME")
     args = ap.parse_args(argv)
@@ -225,9 +214,8 @@ def main(argv=None):
         import torch
     except ImportError:
         torch = None
-    if torch is not None:
-        torch.set_num_threads(args.threads)
-    print(f"threads={args.threads}; steps={args.steps} (interleaved)")
+    _setups.configure(torch)
+    print(f"{_setups.describe(torch)}; steps={args.steps} (interleaved)")
 
     names = [n for n in PROGRAMS if not args.only or any(s in n for s in args.only)]
     if args.profile:
@@ -273,4 +261,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
+        main()

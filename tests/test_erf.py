@@ -108,3 +108,58 @@ def test_exact_gelu_costs_at_most_3x_tanh_gelu_without_scipy():
     assert out.returncode == 0, out.stderr
     ratio, exact, tanh = map(float, out.stdout.split())
     assert ratio <= 3.0, f"GELU(exact) {exact * 1e3:.1f} ms vs GELU(tanh) {tanh * 1e3:.1f} ms: {ratio:.2f}x"
+
+
+def _erfc_points():
+    edges = [0.84375, 1.25, 1 / 0.35, 6.0, 26.0, 27.0, 28.0]
+    near = np.concatenate([np.atleast_1d(np.nextafter(e, d)) for e in edges for d in (0, 40)] + [np.array(edges)])
+    return np.concatenate([np.linspace(-8, 28, 36001), np.random.default_rng(2).standard_normal(20000) * 3,
+                           near, -near, [0.0, -0.0, 1e-300, 1e-9, -1e-9, 40.0, -40.0]])
+
+
+def test_erfc_float64_keeps_relative_precision_in_the_tail():
+    """erfc is not 1 - erf: erfc(5) = 1.5e-12 and erfc(26) = 5.7e-296 to 1e-15 relative (math.erfc's)."""
+    from gradlab.backend.special import erfc
+    xs = _erfc_points()
+    ref = np.array([math.erfc(v) for v in xs])
+    got = erfc(xs)
+    assert got.dtype == np.float64
+    normal = ref > 2.3e-308  # (beyond x = 26.55 the value is subnormal: then absolute 1e-320)
+    np.testing.assert_allclose(got[normal], ref[normal], rtol=1e-15, atol=0)
+    np.testing.assert_allclose(got[~normal], ref[~normal], rtol=0, atol=1e-320)
+    assert erfc(np.array([np.inf]))[0] == 0.0 and erfc(np.array([-np.inf]))[0] == 2.0
+    assert np.isnan(erfc(np.array([np.nan])))[0]
+
+
+def test_erfc_float32_and_the_op():
+    import gradlab
+    from gradlab.backend.special import erfc
+    xs = _erfc_points().astype(np.float32)
+    ref = np.array([math.erfc(float(v)) for v in xs])
+    got = erfc(xs)
+    assert got.dtype == np.float32
+    normal = ref > 1e-37
+    np.testing.assert_allclose(got[normal].astype(np.float64), ref[normal], rtol=6e-7, atol=0)
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=0, atol=2.5e-7)
+    # the op: values and gradient (-2/sqrt(pi) exp(-x^2)) in the tail, where 1 - erf would give 0
+    x = gradlab.tensor([5.0, 9.0, -3.0], dtype=gradlab.float64, requires_grad=True)
+    y = gradlab.erfc(x)
+    y.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), [math.erfc(5.0), math.erfc(9.0), math.erfc(-3.0)], rtol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), [-2 / math.sqrt(math.pi) * math.exp(-v * v) for v in (5.0, 9.0, -3.0)],
+                               rtol=1e-14)
+
+
+def test_erfc_threads_give_the_same_bits():
+    import gradlab
+    from gradlab.backend.special import erfc
+    x = np.random.default_rng(3).standard_normal(1 << 19) * 4
+    old = gradlab.get_num_threads()
+    try:
+        gradlab.set_num_threads(1)
+        one = erfc(x), erfc(x.astype(np.float32))
+        gradlab.set_num_threads(4)
+        four = erfc(x), erfc(x.astype(np.float32))
+    finally:
+        gradlab.set_num_threads(old)
+    assert all(np.array_equal(a, b) for a, b in zip(one, four))

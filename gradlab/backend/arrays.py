@@ -54,6 +54,17 @@ def erf(a):
     return _erf(a).astype(a.dtype, copy=False)  # pragma: no cover
 
 
+def erfc(a):
+    """``1 - erf`` elementwise, computed as itself (relative precision in the tail), on ``a``'s device and dtype."""
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        from .special import erfc as _erfc
+        return _erfc(a)
+    if isinstance(a, SimArray):
+        return erfc(host_view(a)).view(SimArray)
+    from cupyx.scipy.special import erfc as _erfc  # pragma: no cover - GPU only
+    return _erfc(a).astype(a.dtype, copy=False)  # pragma: no cover
+
+
 def as_array(v, dtype=None):
     """``np.asarray(v, dtype)`` that keeps a device array on its device.
 

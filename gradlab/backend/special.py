@@ -1,4 +1,4 @@
-"""Special functions on arrays with NumPy alone: ``erf``, fast and to the input's precision.
+"""Special functions on arrays with NumPy alone: ``erf`` and ``erfc``, fast and to the input's precision.
 
 SciPy is not a dependency (``pip install gradlab`` brings none), and these kernels are faster
 than SciPy's anyway: measured on 4M elements, 2-core machine, one thread, SciPy 1.17
@@ -18,7 +18,14 @@ in cache-sized chunks (and across threads, ``backend.parallel``).
   ``|x| < 0.5`` and below 4.5e-7 (4 float32 eps, 7 ulp near erf = 1) everywhere. Evaluating it in
   float64 would bring the error to 1e-7 at 4x the cost, which would make exact GELU 4-5x the tanh
   form instead of under 3x; PyTorch's own float32 ``erf`` is a float32 evaluation too.
-* NaN stays NaN, ``erf(+-inf) = +-1``; the result has the input's dtype.
+* ``erfc``: computed as itself, not ``1 - erf`` (which keeps no relative precision once
+  ``erf`` rounds to 1: ``erfc(5) = 1.5e-12``, ``erfc(10) = 2e-45``). float64: fdlibm's ``erfc``
+  (the same fits; ``exp(-x^2)`` as ``exp(-z^2) exp((z - x)(z + x))`` with ``z`` = ``x`` cut to 21 bits, so
+  ``x^2`` is not rounded), relative error below 1e-15 up to x = 26 and 0 beyond 27.3 (underflow);
+  float32: ``t exp(-x^2 + S(t))``, ``t = 1 / (1 + x/2)`` (the Chebyshev fit of Numerical Recipes'
+  ``erfcc``, relative error 1.2e-7) for ``|x| >= 0.5``, ``1 - erf`` below (erfc is 0.48-1.52 there),
+  ``erfc(-x) = 2 - erfc(x)``, ``exp(-x^2)`` split as in float64 (``z`` 12 bits): relative error below 6e-7 (abs 2.5e-7).
+* NaN stays NaN, ``erf(+-inf) = +-1``, ``erfc(+inf) = 0``, ``erfc(-inf) = 2``; the result has the input's dtype.
 """
 from __future__ import annotations
 
@@ -143,6 +150,91 @@ def erf_block(x):
         _erf64(x, out)
         return out
     return _erf32(x)
+
+
+# float32 erfc tail: Numerical Recipes' erfcc, erfc(x) = t exp(-x^2 + S(t)), t = 1 / (1 + x/2), x >= 0
+_NR = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+       -0.82215223, 0.17087277)
+_NRF = tuple(np.float32(c) for c in _NR)
+
+
+def _erfc64(x, out):
+    """fdlibm's erfc of the float64 1-D block ``x`` into ``out``."""
+    ax = np.abs(x)
+    res = np.empty_like(x)
+    small = ax < 0.84375
+    i = np.flatnonzero(small)
+    if i.size:
+        xs = x[i]
+        r = np.empty_like(xs)
+        _erf64(xs, r)
+        res[i] = 1.0 - r                                    # erfc is 0.23-1.77 here: no digits lost
+    mid = (ax >= 0.84375) & (ax < 1.25)
+    i = np.flatnonzero(mid)
+    if i.size:
+        s = ax[i] - 1
+        p = _horner(s, _PA)
+        p /= _horner(s, _QA)
+        res[i] = np.where(x[i] > 0, (1 - _ERX) - p, (1 + _ERX) + p)
+    for lo, hi, rc, sc in ((1.25, 1 / 0.35, _RA, _SA), (1 / 0.35, np.inf, _RB, _SB)):
+        m = ax >= lo
+        m &= ax < hi if hi != np.inf else True
+        i = np.flatnonzero(m)
+        if i.size:
+            a = np.minimum(ax[i], 28.0)                     # erfc(28) underflows to 0 (and 2 - it is 2)
+            s = np.reciprocal(a * a)
+            r = _horner(s, rc)
+            r /= _horner(s, sc)
+            z = (a.view(np.int64) & ~np.int64(0xFFFFFFFF)).view(np.float64)   # a cut to 21 bits: z*z exact
+            with np.errstate(under="ignore"):
+                r += (z - a) * (z + a)
+                np.exp(r, out=r)
+                r *= np.exp(-z * z - 0.5625)
+                r /= a
+            res[i] = np.where(x[i] > 0, r, 2.0 - r)
+    nan = np.isnan(x)
+    if nan.any():
+        res[nan] = np.nan
+    out[...] = res
+
+
+def _erfc32(x):
+    """erfc of the float32 1-D block ``x``, in float32 (a fresh array)."""
+    a = np.minimum(np.abs(x), np.float32(11))                # erfc(11) underflows to 0 in float32 (NaN stays)
+    t = a * np.float32(0.5)
+    t += np.float32(1)
+    np.reciprocal(t, out=t)
+    r = _horner(t, _NRF)
+    z = (a.view(np.int32) & np.int32(~0xFFF)).view(np.float32)   # a cut to 12 bits: z*z is exact
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        r += (z - a) * (z + a)                              # exp(-a^2) = exp(-z^2) exp((z - a)(z + a))
+        np.exp(r, out=r)
+        r *= np.exp(-(z * z))
+        r *= t
+    neg = x < 0
+    np.subtract(np.float32(2), r, out=r, where=neg)
+    small = a < np.float32(0.5)
+    if small.any():
+        r[small] = np.float32(1) - _erf32(x[small])
+    return r
+
+
+def erfc_block(x):
+    """erfc of a contiguous 1-D block (as :func:`erf_block`)."""
+    if x.dtype == np.float64:
+        out = np.empty_like(x)
+        _erfc64(x, out)
+        return out
+    return _erfc32(x)
+
+
+def erfc(a):
+    """``erfc = 1 - erf`` of a NumPy array, computed as itself (relative precision in the tail, see the module doc)."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
+        a = a.astype(np.float64)
+    work = np.float64 if a.dtype == np.float64 else np.float32
+    return parallel.map_blocks(lambda b: erfc_block(b.astype(work, copy=False)), a, dtype=a.dtype)
 
 
 def erf(a):
