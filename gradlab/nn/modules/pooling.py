@@ -1,6 +1,7 @@
 """Pooling layers, one base per kind with ``_fn`` naming the ``F`` function of each dimension:
 ``MaxPool1d/2d/3d`` (``_MaxPoolNd``), ``AvgPool1d/2d/3d`` (``_AvgPoolNd``),
-``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``).
+``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``);
+the rarer ``LPPool*`` (``_LPPoolNd``) and ``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling.py``.
 
 A pool has no parameters: it summarises each window (its maximum or mean); the adaptive ones pick
 the windows so the output has a fixed size whatever the input's.
@@ -50,7 +51,7 @@ class MaxPool3d(_MaxPoolNd):
 
 class _AvgPoolNd(Module):
     """The mean over each ``kernel_size`` window (stride defaults to the kernel size); ``_fn`` names the
-    functional of each dimension (``avg_pool2d``, ``avg_pool3d``)."""
+    functional of each dimension (``avg_pool1d``, ``avg_pool2d``, ``avg_pool3d``)."""
     _fn = "avg_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -62,27 +63,26 @@ class _AvgPoolNd(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                                    self.count_include_pad, self.divisor_override)
+        args = (self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+        if self.divisor_override is not None:  # avg_pool1d takes no divisor_override
+            args += (self.divisor_override,)
+        return getattr(F, self._fn)(input, *args)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(_AvgPoolNd):
-    """The mean over each ``kernel_size`` window along the last dim (stride defaults to the kernel size)."""
+    """The mean over each ``kernel_size`` window along the last dim (stride defaults to the kernel size).
+    As in PyTorch, it takes no ``divisor_override`` and keeps its sizes as 1-tuples."""
     _fn = "avg_pool1d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        Module.__init__(self)
-        self.kernel_size = ntuple(kernel_size, 1, "AvgPool1d", "kernel_size")
-        self.stride = ntuple(stride if stride is not None else kernel_size, 1, "AvgPool1d", "stride")
-        self.padding = ntuple(padding, 1, "AvgPool1d", "padding")
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input):
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+        def single(value, arg):
+            return ntuple(value, 1, "AvgPool1d", arg)
+        super().__init__(single(kernel_size, "kernel_size"),
+                         single(stride if stride is not None else kernel_size, "stride"),
+                         single(padding, "padding"), ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):
@@ -126,6 +126,7 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 
 
 class _AdaptiveMaxPoolNd(Module):
+    """Max-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
     _fn = "adaptive_max_pool2d"
 
     def __init__(self, output_size, return_indices: bool = False):
