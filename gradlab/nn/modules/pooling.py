@@ -1,7 +1,8 @@
 """Pooling layers, one base per kind with ``_fn`` naming the ``F`` function of each dimension:
 ``MaxPool1d/2d/3d`` (``_MaxPoolNd``), ``AvgPool1d/2d/3d`` (``_AvgPoolNd``),
-``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``);
-the rarer ``LPPool*`` (``_LPPoolNd``) and ``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling.py``.
+``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``),
+whose bases share ``_AdaptivePoolNd`` (``output_size`` and the repr). The rarer ``LPPool*`` (``_LPPoolNd``) and
+``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling.py``.
 
 A pool has no parameters: it summarises each window (its maximum or mean); the adaptive ones pick
 the windows so the output has a fixed size whatever the input's.
@@ -95,19 +96,23 @@ class AvgPool3d(_AvgPoolNd):
     _fn = "avg_pool3d"
 
 
-class _AdaptiveAvgPoolNd(Module):
-    """Average-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
-    _fn = "adaptive_avg_pool2d"
+class _AdaptivePoolNd(Module):
+    """What the adaptive pools share: a fixed ``output_size`` whatever the input's size, and its repr."""
 
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
-    def forward(self, input):
-        return getattr(F, self._fn)(input, self.output_size)
-
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class _AdaptiveAvgPoolNd(_AdaptivePoolNd):
+    """Average-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
+    _fn = "adaptive_avg_pool2d"
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.output_size)
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
@@ -125,19 +130,16 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     _fn = "adaptive_avg_pool3d"
 
 
-class _AdaptiveMaxPoolNd(Module):
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
     """Max-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
     _fn = "adaptive_max_pool2d"
 
     def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
+        super().__init__(output_size)
+        self.return_indices = return_indices
 
     def forward(self, input):
         return getattr(F, self._fn)(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
