@@ -2,7 +2,7 @@
 
 Holds ``table(results)`` (a row per exercise: mutants, killed, survived, equivalent, score),
 ``survivor_lines(result)`` (one line per survivor: where, before -> after) and ``to_json(results)``;
-``results`` are ``mutants.ExerciseResult``\ s.
+``results`` are ``mutants.ExerciseResult`` objects.
 """
 from __future__ import annotations
 
