@@ -95,6 +95,12 @@ def sum_to_array(a, shape):
     return a.sum(axis=axes).reshape(shape)
 
 
+def sum_to_in(ns, g, shape):
+    """``sum_to`` in a ``OneRule``'s namespace: ``O.sum_to`` (a graph, differentiable again) when ``ns``
+    is ``O``, else ``sum_to_array``. The VJP of anything that broadcasts sums the gradient back this way."""
+    return O.sum_to(g, shape) if ns is O else sum_to_array(g, shape)
+
+
 def _keep(keepdim, keepdims):
     """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it."""
     return keepdim if keepdims is None else keepdims

@@ -22,9 +22,9 @@ from ..autograd.function import Op
 from ..backend.arrays import as_strided as _as_strided
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, IndexOutOfRange, ShapeError
-from ._util import check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
+from ._util import check_tensor, method_spelling, norm_dim, one_dim, OneRule, sizes_arg, view_of
 from .indexing import Index, index_add_zeros, IndexAddZeros
-from .reduce import sum_to_array
+from .reduce import sum_to_in
 from .registry import register, Sample
 from .. import checks as _c
 narrow = method_spelling("narrow", "``length`` entries along ``dim`` from ``start`` (``x.narrow(...)``).")
@@ -257,7 +257,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(x, x.shape[:a] + (int(np.prod(x.shape[a:b + 1])),) + x.shape[b + 1:])
 
 
-class BroadcastTo(Op):
+class BroadcastTo(OneRule, Op):
     name = "broadcast_to"
     formula = "dX = sum_to(dY, X.shape)   (sum over the expanded dims)"
 
@@ -266,11 +266,8 @@ class BroadcastTo(Op):
         ctx.in_shape = x.shape
         return np.broadcast_to(x.data, shape)
 
-    def vjp(self, g):
-        return O.sum_to(g, self.in_shape), None
-
-    def vjp_arrays(self, g):
-        return sum_to_array(g, self.in_shape), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return sum_to_in(ns, g, self.in_shape), None
 
     def jvp(self, t, _):
         return O.broadcast_to(t, self.out.shape)

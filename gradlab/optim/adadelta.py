@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 
 
 def _nonneg(name, **values):
@@ -31,23 +31,15 @@ class Adadelta(Optimizer):
             raise ArgumentError(f"Adadelta: invalid rho {rho} (must be in [0, 1])")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
+    def _init_state(self, p, group):
+        return {"square_avg": _state_tensor(p), "acc_delta": _state_tensor(p)}
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["square_avg"] = _state_tensor(p)
-                    state["acc_delta"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
-                if wd != 0:
-                    g = g + wd * p.data
+            lr, rho, eps = group["lr"], group["rho"], group["eps"]
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 v, u = state["square_avg"].data, state["acc_delta"].data
                 v *= rho
                 v += (1 - rho) * (g * g)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _step_tensor, _update_param
 from .. import checks as _c
 
 
@@ -29,26 +29,18 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value, maximize=maximize))
         for group in self.param_groups:  # as PyTorch, the state exists from the start
             for p in group["params"]:
-                self.state[p] = {"step": _step_tensor(0.0),
-                                 "sum": _state_tensor(p, group["initial_accumulator_value"])}
+                self.state[p] = {"step": _step_tensor(0.0), **self._init_state(p, group)}
+
+    def _init_state(self, p, group):
+        return {"sum": _state_tensor(p, group["initial_accumulator_value"])}
 
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, lr_decay, wd, eps = group["lr"], group["lr_decay"], group["weight_decay"], group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:  # a parameter group added later
-                    state["step"] = _step_tensor(0.0)
-                    state["sum"] = _state_tensor(p, group["initial_accumulator_value"])
-                state["step"].data = state["step"].data + 1
+            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 step = float(state["step"].data)
-                if wd != 0:
-                    g = g + wd * p.data
                 clr = lr / (1 + (step - 1) * lr_decay)
                 acc = state["sum"].data
                 acc += g * g

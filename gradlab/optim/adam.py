@@ -21,7 +21,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError, ArgumentTypeError
 from ..ops._util import as_weak
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 from .. import checks as _c
 
 
@@ -39,7 +39,6 @@ def _check(name, lr, betas, eps, weight_decay):
 
 
 class Adam(Optimizer):
-    _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None,
@@ -50,32 +49,19 @@ class Adam(Optimizer):
         if decoupled_weight_decay:
             self._decoupled = True
 
+    def _init_state(self, p, group):
+        state = {"exp_avg": _state_tensor(p), "exp_avg_sq": _state_tensor(p)}
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _state_tensor(p)
+        return state
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, maximize)
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {}
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["exp_avg"] = _state_tensor(p)
-                    state["exp_avg_sq"] = _state_tensor(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
+            lr, (beta1, beta2), eps, amsgrad = group["lr"], group["betas"], group["eps"], group["amsgrad"]
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 step = float(state["step"].data)
-                if wd != 0:
-                    if self._decoupled:
-                        p.data *= 1 - lr * wd
-                    else:
-                        g = g + wd * p.data
                 m, v = state["exp_avg"].data, state["exp_avg_sq"].data
                 # the formulas above, computed in place so each step makes 4 temporary arrays, not 9
                 # (same operations in the same order: the results are bit-identical)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from .adam import _check
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 
 
 class Adamax(Optimizer):
@@ -22,24 +22,16 @@ class Adamax(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       maximize=maximize))
 
+    def _init_state(self, p, group):
+        return {"exp_avg": _state_tensor(p), "exp_inf": _state_tensor(p)}
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["exp_avg"] = _state_tensor(p)
-                    state["exp_inf"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 step = float(state["step"].data)
-                if wd != 0:
-                    g = g + wd * p.data
                 m, u = state["exp_avg"].data, state["exp_inf"].data
                 m += (g - m) * (1 - beta1)          # m.lerp_(g, 1 - beta1)
                 u *= beta2

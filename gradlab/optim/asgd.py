@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _step_tensor, _update_param
 
 
 class ASGD(Optimizer):
@@ -24,25 +24,17 @@ class ASGD(Optimizer):
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
                                       maximize=maximize))
 
+    def _init_state(self, p, group):
+        return {"eta": _step_tensor(group["lr"]),   # float32 scalars, as PyTorch keeps them
+                "mu": _step_tensor(1.0), "ax": _state_tensor(p)}
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, lambd, alpha, t0, wd = (group[k] for k in ("lr", "lambd", "alpha", "t0", "weight_decay"))
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["eta"] = _step_tensor(lr)      # float32 scalars, as PyTorch keeps them
-                    state["mu"] = _step_tensor(1.0)
-                    state["ax"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
+            lr, lambd, alpha, t0 = (group[k] for k in ("lr", "lambd", "alpha", "t0"))
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 step = float(state["step"].data)
-                if wd != 0:
-                    g = g + wd * p.data
                 eta = float(state["eta"].data)
                 p.data *= 1 - lambd * eta
                 _update_param(p, eta * g)

@@ -14,7 +14,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from .adam import _check
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _step_tensor, _update_param
 
 
 class NAdam(Optimizer):
@@ -28,30 +28,19 @@ class NAdam(Optimizer):
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                                       maximize=maximize))
 
+    def _init_state(self, p, group):
+        return {"mu_product": _step_tensor(1.0),   # a float32 scalar, as PyTorch keeps it
+                "exp_avg": _state_tensor(p), "exp_avg_sq": _state_tensor(p)}
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             psi = group["momentum_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["mu_product"] = _step_tensor(1.0)   # a float32 scalar, as PyTorch keeps it
-                    state["exp_avg"] = _state_tensor(p)
-                    state["exp_avg_sq"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 step = float(state["step"].data)
                 bc2 = 1 - beta2 ** step
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.data *= 1 - lr * wd
-                    else:
-                        g = g + wd * p.data
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
                 state["mu_product"].data = (state["mu_product"].data * np.float32(mu)).astype(np.float32)

@@ -96,6 +96,44 @@ class Optimizer:
         with enable_grad():
             return closure()
 
+    #: subclasses: ``_init_state(p, group)`` -> the buffers a parameter's state starts with (besides its
+    #: ``"step"`` count); ``None`` (SGD) leaves the state to the subclass
+    _init_state = None
+    #: decoupled weight decay (AdamW) for every group; a group's ``decoupled_weight_decay`` asks for it too
+    _decoupled = False
+
+    def _params_with_grad(self, group):
+        """The loop every ``step`` shares, so each algorithm's ``step`` is its update rule only.
+
+        For each parameter of ``group`` that has a gradient, in order, yields ``(p, g, state)``:
+
+        * ``g``: the gradient as an array of ``p``'s dtype, negated under ``maximize``, plus
+          ``weight_decay * p`` (coupled decay); with decoupled decay ``p`` is shrunk by
+          ``1 - lr * weight_decay`` instead and ``g`` left alone;
+        * ``state``: the parameter's state dict, started on its first step as ``{"step": 0,
+          **self._init_state(p, group)}``, with ``state["step"]`` already counted up for this step
+          (``None`` when the class has no ``_init_state``).
+        """
+        maximize, wd = group.get("maximize", False), group.get("weight_decay", 0)
+        decoupled = self._decoupled or group.get("decoupled_weight_decay", False)
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            g = _grad_array(p, maximize)
+            state = None
+            if self._init_state is not None:
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = _step_tensor(0.0)
+                    state.update(self._init_state(p, group))
+                state["step"].data = state["step"].data + 1
+            if wd != 0:
+                if decoupled:
+                    p.data *= 1 - group["lr"] * wd
+                else:
+                    g = g + wd * p.data
+            yield p, g, state
+
     def __init_subclass__(cls, **kwargs):
         """Every subclass's ``step`` first moves optimizer state to its parameter's device.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 from .. import checks as _c
 
 
@@ -24,27 +24,21 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
+    def _init_state(self, p, group):
+        state = {"square_avg": _state_tensor(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _state_tensor(p)
+        if group["centered"]:
+            state["grad_avg"] = _state_tensor(p)
+        return state
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, alpha, eps, wd = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
-            mom, centered, maximize = group["momentum"], group["centered"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g = _grad_array(p, maximize)
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["square_avg"] = _state_tensor(p)
-                    if mom > 0:
-                        state["momentum_buffer"] = _state_tensor(p)
-                    if centered:
-                        state["grad_avg"] = _state_tensor(p)
-                state["step"].data = state["step"].data + 1
-                if wd != 0:
-                    g = g + wd * p.data
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            mom, centered = group["momentum"], group["centered"]
+            for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
                 v = state["square_avg"].data
                 v *= alpha
                 v += (1 - alpha) * g * g

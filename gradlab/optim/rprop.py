@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
-from .optimizer import Optimizer, _grad_array, _state_tensor, _step_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 
 
 class Rprop(Optimizer):
@@ -24,21 +24,15 @@ class Rprop(Optimizer):
             raise ArgumentError(f"Rprop: invalid eta values {tuple(etas)} (need 0 < etaminus < 1 < etaplus)")
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize))
 
+    def _init_state(self, p, group):
+        return {"prev": _state_tensor(p), "step_size": _state_tensor(p, group["lr"])}
+
     @no_grad()
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
             (etaminus, etaplus), (smin, smax) = group["etas"], group["step_sizes"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                g = _grad_array(p, group["maximize"])
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state["prev"] = _state_tensor(p)
-                    state["step_size"] = _state_tensor(p, group["lr"])
-                state["step"].data = state["step"].data + 1
+            for p, g, state in self._params_with_grad(group):  # g (no weight decay here), state["step"] counted
                 prev, size = state["prev"].data, state["step_size"].data
                 s = np.sign(g * prev)
                 factor = np.where(s > 0, etaplus, np.where(s < 0, etaminus, 1.0)).astype(size.dtype)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from ..ops._util import as_weak
-from .optimizer import Optimizer, _grad_array, _state_tensor, _update_param
+from .optimizer import Optimizer, _state_tensor, _update_param
 from .. import checks as _c
 
 
@@ -43,14 +43,8 @@ class SGD(Optimizer):
     def step(self, closure=None):
         loss = self._loss_of(closure)
         for group in self.param_groups:
-            lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
-            wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = _grad_array(p, maximize)
-                if wd != 0:
-                    d = d + wd * p.data
+            lr, mom, damp, nesterov = group["lr"], group["momentum"], group["dampening"], group["nesterov"]
+            for p, d, _ in self._params_with_grad(group):  # d: the gradient, with weight decay
                 if mom != 0:
                     state = self.state.setdefault(p, {})
                     buf = state.get("momentum_buffer")

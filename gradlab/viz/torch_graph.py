@@ -29,211 +29,26 @@ What is read, and from where:
 ran the nodes, the gradients in and out of each, and the leaves' ``.grad``
 before and after, as :class:`gradlab.viz.record.BackwardStep` s.
 
-Importing this module never imports torch: detection goes by the type's module
+Three files: ``torch_nodes.py`` reads one node (detection, conversions, saved tensors, the walk), this
+file builds the :class:`GraphModel` (``build_torch_model``, ``track_modules``), ``torch_record.py``
+records the real backward (``record_backward``). Every name of the three is importable from here.
+
+Importing these modules never imports torch: detection goes by the type's module
 name; torch is imported only when one of these functions is handed a torch
 tensor (and then it is already imported, by whoever made the tensor).
 """
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 
-
-from ..ops.registry import REGISTRY, formula_of
-from .graph_base import FrameNames, GraphBuilder, collect_nodes
+from .graph_base import FrameNames, GraphBuilder
 from .nodes import GraphModel, OpNode, SavedInfo, TensorNode, grad_summary
-
-# ------------------------------------------------------------------ detection (no torch import)
-def is_torch_tensor(x) -> bool:
-    """Is ``x`` a ``torch.Tensor`` (or a subclass, e.g. ``nn.Parameter``)? Never imports torch."""
-    mods = sys.modules
-    if "torch" not in mods:
-        return False
-    for c in type(x).__mro__:
-        if (c.__name__ == "Tensor" and c.__module__ == "torch") or \
-                (c.__name__ == "TensorBase" and c.__module__ == "torch._C"):
-            return True
-    return False
-
-
-def is_torch_module(x) -> bool:
-    """Is ``x`` a ``torch.nn.Module``?"""
-    if "torch" not in sys.modules:
-        return False
-    return any(c.__name__ == "Module" and c.__module__ == "torch.nn.modules.module" for c in type(x).__mro__)
-
-
-def is_torch_node(n) -> bool:
-    """A PyTorch autograd node (``grad_fn``, ``AccumulateGrad``)."""
-    return hasattr(n, "next_functions") and hasattr(n, "_sequence_nr") and hasattr(n, "register_prehook")
-
-
-def is_accumulate(n) -> bool:
-    return type(n).__name__ == "AccumulateGrad" and hasattr(n, "variable")
-
-
-def _torch():
-    import torch  # only reached with a torch tensor in hand: torch is already imported
-    return torch
-
-
-# ------------------------------------------------------------------ small conversions
-def dtype_name(dt) -> str:
-    s = str(dt)
-    return s[6:] if s.startswith("torch.") else s
-
-
-def to_numpy(t):
-    """The values of a torch tensor as a NumPy array (bfloat16 -> float32; on the host)."""
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype not in (_torch().float16, _torch().float32, _torch().float64) and t.is_floating_point():
-        t = t.float()
-    if t.is_complex():
-        return t.resolve_conj().numpy()
-    return t.numpy()
-
-
-def nbytes(t) -> int:
-    return int(t.numel()) * int(t.element_size())
-
-
-def safe_grad(t):
-    """``t.grad`` without PyTorch's warning for a non-leaf (None unless a leaf or ``retain_grad()``)."""
-    if t.is_leaf or getattr(t, "retains_grad", False):
-        return t.grad
-    return None
-
-
-def node_name(n) -> str:
-    s = n.name()
-    return s.rsplit("::", 1)[-1]
-
-
-def storage_key(t):
-    """What identifies the memory of a saved tensor: two nodes saving one array count it once."""
-    try:
-        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
-    except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse): count it by identity
-        return ("id", id(t))
-
-
-# ------------------------------------------------------------------ op names -> gradlab's registry
-_ALIASES = {
-    "mm": "matmul", "bmm": "bmm", "addmm": "addmm", "mv": "mv", "dot": "matmul", "t": "transpose",
-    "unsafeview": "reshape", "view": "reshape", "reshapealias": "reshape", "expand": "broadcast_to",
-    "rsub": "sub", "addcmul": "mul", "select": "getitem", "slice": "getitem", "index": "getitem",
-    "maxpool2dwithindices": None, "nativelayernorm": None, "gelu": "gelu", "logsoftmax": "log_softmax",
-    "clampmin": "clamp_min", "clampmax": "clamp_max", "maskedfill": "masked_fill", "indexselect": "index_select",
-    "squeezedim": "squeeze", "unsqueeze": "unsqueeze", "softplus": "softplus", "leakyrelu": "leaky_relu",
-    "tobackward": "to", "todtype": "to", "tocopy": "to", "logsumexp": "logsumexp", "nllloss": None,
-}
-
-
-def gradlab_op_for(name: str):
-    """The registry name of the gradlab op a PyTorch node corresponds to (``MmBackward0`` -> ``matmul``), or None."""
-    base = re.sub(r"Backward\d*$", "", name)
-    key = re.sub(r"(Tensor|Scalar)$", "", base).lower()
-    if key in _ALIASES:
-        return _ALIASES[key]
-    if key in REGISTRY:
-        return key
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
-    return snake if snake in REGISTRY else None
-
-
-def formula_for(name: str) -> str:
-    op = gradlab_op_for(name)
-    return formula_of(op) if op else ""
-
-
-def elementwise(name: str) -> bool:
-    op = gradlab_op_for(name)
-    info = REGISTRY.get(op) if op else None
-    return bool(info is not None and (info.elementwise or op == "broadcast_to"))
-
-
-# ------------------------------------------------------------------ saved tensors
-_SAVED_ATTRS = {}
-
-
-def _saved_attrs(node):
-    tp = type(node)
-    names = _SAVED_ATTRS.get(tp)
-    if names is None:
-        names = _SAVED_ATTRS[tp] = [a for a in dir(node) if a.startswith("_saved_")]
-    return names
-
-
-def saved_tensors(node):
-    """``[(name, tensor)]``: the tensors ``node`` saved for backward (its ``_saved_*`` attributes).
-
-    Raises ``RuntimeError`` (PyTorch's) when backward already freed them.
-    """
-    torch = _torch()
-    out = []
-    for a in _saved_attrs(node):
-        v = getattr(node, a)
-        name = a[len("_saved_"):]
-        if isinstance(v, torch.Tensor):
-            out.append((name, v))
-        elif isinstance(v, (list, tuple)):
-            out += [(f"{name}[{i}]", x) for i, x in enumerate(v) if isinstance(x, torch.Tensor)]
-    return out
-
-
-def saved_or_freed(node):
-    """``(saved list, freed?)``; freed when PyTorch refuses to unpack them (backward ran without retain_graph)."""
-    try:
-        return saved_tensors(node), False
-    except RuntimeError:
-        return [], True
-
-
-def is_released(node) -> bool:
-    return saved_or_freed(node)[1]
-
-
-# ------------------------------------------------------------------ the graph walk
-def collect(root_fn):
-    """Every node behind ``root_fn``: ``(ops sorted by creation, AccumulateGrad nodes in order of first use)``."""
-    return collect_nodes(root_fn, is_accumulate, lambda n: [src for src, _nr in n.next_functions if src is not None],
-                         lambda n: n._sequence_nr())
-
-
-class NodeIds:
-    """``model.node_ids`` for a PyTorch graph: node -> id (PyTorch nodes take no weak references).
-
-    Keyed by ``id(node)``; it keeps only the ``AccumulateGrad`` nodes alive (their
-    leaves, for the inspector), never the ops and what they saved.
-    """
-
-    def __init__(self):
-        self._ids = {}
-        self._leaves = {}
-
-    def __setitem__(self, node, nid):
-        self._ids[id(node)] = nid
-        if is_accumulate(node):
-            self._leaves[id(node)] = node
-
-    def get(self, node, default=None):
-        return self._ids.get(id(node), default)
-
-    def __getitem__(self, node):
-        return self._ids[id(node)]
-
-    def __contains__(self, node):
-        return id(node) in self._ids
-
-    def __len__(self):
-        return len(self._ids)
-
-    def items(self):
-        """``(AccumulateGrad node, id)`` for the leaves (ops are not kept)."""
-        return [(n, self._ids[k]) for k, n in self._leaves.items()]
+from .torch_nodes import (  # noqa: F401 - re-exported: gradlab.viz.torch_graph is the adapter's public path
+    NodeIds, _torch, collect, dtype_name, elementwise, formula_for, gradlab_op_for, is_accumulate, is_released,
+    is_torch_module, is_torch_node, is_torch_tensor, nbytes, node_name, safe_grad, saved_or_freed, saved_tensors,
+    shape_of_meta, storage_key, to_numpy)
+from .torch_record import TorchBackwardRecorder, record_backward  # noqa: F401 - re-exported
 
 
 # ------------------------------------------------------------------ names from the caller's frames
@@ -336,12 +151,6 @@ class track_modules(contextlib.ContextDecorator):
 
 
 # ------------------------------------------------------------------ the model
-def _shape_of_meta(n, nr):
-    try:
-        im = n._input_metadata[nr]
-        return tuple(im.shape), dtype_name(im.dtype), str(im.device)
-    except Exception:  # noqa: BLE001 - a node without metadata for this output
-        return None, None, None
 
 
 def build_torch_model(root, view="forward", params=None, caller=None) -> GraphModel:
@@ -394,7 +203,7 @@ class _TorchBuilder(GraphBuilder):
         return t.output_nr
 
     def _out_meta(self, n, nr):
-        return _shape_of_meta(n, nr)[:2]
+        return shape_of_meta(n, nr)[:2]
 
     def _single_node_start(self, t):
         self.backward_ran = safe_grad(t) is not None
@@ -453,7 +262,7 @@ class _TorchBuilder(GraphBuilder):
             saved = [SavedInfo(sn, tuple(t.shape), dtype_name(t.dtype), nbytes(t), sn.startswith("result"))
                      for sn, t in raw]
             self.saved_keys[nid] = [(storage_key(t), nbytes(t)) for _sn, t in raw]
-            outs = [_shape_of_meta(n, k) for k in range(len(n._input_metadata))]
+            outs = [shape_of_meta(n, k) for k in range(len(n._input_metadata))]
             md = n.metadata
             module = md.get("module") if isinstance(md, dict) else None
             mtype = (md.get("module_type") or types.get(module)) if module is not None else None
@@ -478,7 +287,7 @@ class _TorchBuilder(GraphBuilder):
                         order += 1
                         self._edge(cid, nid, i, shape, cdt if shape is not None else None)
                     continue
-                shape, dt, _dev = _shape_of_meta(src, nr)
+                shape, dt, _dev = shape_of_meta(src, nr)
                 if is_accumulate(src):
                     lid = self.leaf_of.get(src)
                     if lid is None:
@@ -527,115 +336,6 @@ class _TorchBuilder(GraphBuilder):
         super().finish()
         self.model.source = "torch"
         self.model.saved_keys = self.saved_keys
-
-
-# ------------------------------------------------------------------ the real backward, recorded
-def _value(t, limit):
-    from .record import Value
-    if t is None:
-        return None
-    return Value.of(to_numpy(t), limit)
-
-
-class TorchBackwardRecorder:
-    """What PyTorch's engine did in one ``backward()``, seen through node hooks (see :func:`record_backward`).
-
-    ``steps``: :class:`gradlab.viz.record.BackwardStep` s in the order PyTorch ran the
-    nodes (its pre-hooks fire as each node starts); ``start_bytes``: saved bytes
-    before the backward. A node's saved tensors count as freed once PyTorch
-    refuses to unpack them (it frees them right after the node's post-hooks).
-    """
-
-    def __init__(self, root, preview_limit=256):
-        self.root, self.limit = root, preview_limit
-        self.steps = []
-        self.nodes = []
-        from .record import _SavedLedger
-        self._ledger = _SavedLedger()
-        self._held = {}
-        self._contrib = {}
-        self._pending = None
-        self._handles = []
-        self.start_bytes = 0
-
-    def install(self):
-        from .record import BackwardStep, GradOut, summed_axes
-        self._Step, self._GradOut, self._summed = BackwardStep, GradOut, summed_axes
-        fn = self.root.grad_fn
-        ops, accs = collect(fn)
-        self.nodes = ops + accs
-        for n in ops:
-            raw, _freed = saved_or_freed(n)
-            keys = [(storage_key(t), nbytes(t)) for _s, t in raw]
-            self._held[id(n)] = keys
-            self._ledger.add_keys(keys)
-        self.start_bytes = self._ledger.bytes
-        self._contrib[id(fn)] = [(None, 0)]
-        for n in self.nodes:
-            self._handles.append(n.register_prehook(self._pre(n)))
-            self._handles.append(n.register_hook(self._post(n)))
-
-    def remove(self):
-        self._settle()
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-
-    def _pre(self, node):
-        def hook(grad_outputs):
-            self._settle()
-            name = node_name(node)
-            step = self._Step(index=len(self.steps), node=node, name=name, formula=formula_for(name),
-                              grads_in=[_value(g, self.limit) for g in grad_outputs], grads_out=[],
-                              contributions=self._contrib.pop(id(node), []))
-            if is_accumulate(node):
-                step.leaf_before = _value(node.variable.grad, self.limit)
-            self.steps.append(step)
-        return hook
-
-    def _post(self, node):
-        def hook(grad_inputs, grad_outputs):
-            step = self.steps[-1]
-            if is_accumulate(node):
-                step.leaf_after = _value(node.variable.grad, self.limit)
-            ew = elementwise(step.name)
-            out_shape = _shape_of_meta(node, 0)[0] if ew else None
-            for i, (src, nr) in enumerate(node.next_functions):
-                if src is None or i >= len(grad_inputs) or grad_inputs[i] is None:
-                    continue
-                g = grad_inputs[i]
-                axes = None
-                if ew and out_shape is not None:
-                    in_shape = _shape_of_meta(src, nr)[0]
-                    if in_shape is None and is_accumulate(src):
-                        in_shape = tuple(src.variable.shape)
-                    if in_shape is not None:
-                        axes = self._summed(out_shape, in_shape)
-                step.grads_out.append(self._GradOut(i, src, _value(g, self.limit), axes))
-                self._contrib.setdefault(id(src), []).append((node, i))
-            self._pending = (step, node)
-        return hook
-
-    def _settle(self):
-        if self._pending is None:
-            return
-        step, node = self._pending
-        self._pending = None
-        keys = self._held.get(id(node))
-        if keys and is_released(node):
-            step.saved_freed = self._ledger.drop(self._held.pop(id(node)))
-        step.saved_bytes = self._ledger.bytes
-
-
-def record_backward(loss, gradient=None, retain_graph=None, preview_limit=256) -> TorchBackwardRecorder:
-    """Run ``loss.backward(gradient, retain_graph=...)`` (PyTorch's own) and return the recording."""
-    rec = TorchBackwardRecorder(loss, preview_limit)
-    rec.install()
-    try:
-        loss.backward(gradient, retain_graph=retain_graph)
-    finally:
-        rec.remove()
-    return rec
 
 
 __all__ = ["is_torch_tensor", "is_torch_module", "build_torch_model", "record_backward", "track_modules",

@@ -1,6 +1,8 @@
 """Pooling layers, one base per kind with ``_fn`` naming the ``F`` function of each dimension:
 ``MaxPool1d/2d/3d`` (``_MaxPoolNd``), ``AvgPool1d/2d/3d`` (``_AvgPoolNd``),
-``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``).
+``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``),
+whose bases share ``_AdaptivePoolNd`` (``output_size`` and the repr). The rarer ``LPPool*`` (``_LPPoolNd``) and
+``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling.py``.
 
 A pool has no parameters: it summarises each window (its maximum or mean); the adaptive ones pick
 the windows so the output has a fixed size whatever the input's.
@@ -50,7 +52,7 @@ class MaxPool3d(_MaxPoolNd):
 
 class _AvgPoolNd(Module):
     """The mean over each ``kernel_size`` window (stride defaults to the kernel size); ``_fn`` names the
-    functional of each dimension (``avg_pool2d``, ``avg_pool3d``)."""
+    functional of each dimension (``avg_pool1d``, ``avg_pool2d``, ``avg_pool3d``)."""
     _fn = "avg_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -62,27 +64,26 @@ class _AvgPoolNd(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                                    self.count_include_pad, self.divisor_override)
+        args = (self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+        if self.divisor_override is not None:  # avg_pool1d takes no divisor_override
+            args += (self.divisor_override,)
+        return getattr(F, self._fn)(input, *args)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(_AvgPoolNd):
-    """The mean over each ``kernel_size`` window along the last dim (stride defaults to the kernel size)."""
+    """The mean over each ``kernel_size`` window along the last dim (stride defaults to the kernel size).
+    As in PyTorch, it takes no ``divisor_override`` and keeps its sizes as 1-tuples."""
     _fn = "avg_pool1d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        Module.__init__(self)
-        self.kernel_size = ntuple(kernel_size, 1, "AvgPool1d", "kernel_size")
-        self.stride = ntuple(stride if stride is not None else kernel_size, 1, "AvgPool1d", "stride")
-        self.padding = ntuple(padding, 1, "AvgPool1d", "padding")
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input):
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+        def single(value, arg):
+            return ntuple(value, 1, "AvgPool1d", arg)
+        super().__init__(single(kernel_size, "kernel_size"),
+                         single(stride if stride is not None else kernel_size, "stride"),
+                         single(padding, "padding"), ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):
@@ -95,19 +96,23 @@ class AvgPool3d(_AvgPoolNd):
     _fn = "avg_pool3d"
 
 
-class _AdaptiveAvgPoolNd(Module):
-    """Average-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
-    _fn = "adaptive_avg_pool2d"
+class _AdaptivePoolNd(Module):
+    """What the adaptive pools share: a fixed ``output_size`` whatever the input's size, and its repr."""
 
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
-    def forward(self, input):
-        return getattr(F, self._fn)(input, self.output_size)
-
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class _AdaptiveAvgPoolNd(_AdaptivePoolNd):
+    """Average-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
+    _fn = "adaptive_avg_pool2d"
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.output_size)
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
@@ -125,18 +130,16 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     _fn = "adaptive_avg_pool3d"
 
 
-class _AdaptiveMaxPoolNd(Module):
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    """Max-pool to a fixed ``output_size`` whatever the input's size; ``_fn`` names the functional."""
     _fn = "adaptive_max_pool2d"
 
     def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
+        super().__init__(output_size)
+        self.return_indices = return_indices
 
     def forward(self, input):
         return getattr(F, self._fn)(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):

@@ -1,5 +1,6 @@
 """The rarer pooling layers: ``LPPool1d/2d/3d`` (``(sum of x^p over each window)^(1/p)``) and
-``MaxUnpool1d/2d`` (undo a max pool with its indices).
+``MaxUnpool1d/2d`` (undo a max pool with its indices): one base per family, ``_LPPoolNd`` and
+``_MaxUnpoolNd``.
 """
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from ....checks import sizes as ntuple
 from ...module import Module
 
 
-class _LPPool(Module):
+class _LPPoolNd(Module):
+    """``(sum over each window of x^p)^(1/p)``; ``_fn`` names the functional of each dimension."""
     _fn = "lp_pool2d"
 
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -23,22 +25,23 @@ class _LPPool(Module):
                 f"ceil_mode={self.ceil_mode}")
 
 
-class LPPool1d(_LPPool):
+class LPPool1d(_LPPoolNd):
     """``(sum over each window of x^p)^(1/p)`` along the last dim (``norm_type`` = p)."""
     _fn = "lp_pool1d"
 
 
-class LPPool2d(_LPPool):
+class LPPool2d(_LPPoolNd):
     """``(sum over each window of x^p)^(1/p)`` over the last two dims (``norm_type`` = p)."""
     _fn = "lp_pool2d"
 
 
-class LPPool3d(_LPPool):
+class LPPool3d(_LPPoolNd):
     """``(sum over each window of x^p)^(1/p)`` over the last three dims (``norm_type`` = p)."""
     _fn = "lp_pool3d"
 
 
-class _MaxUnpool(Module):
+class _MaxUnpoolNd(Module):
+    """Undo a max pool of ``_n`` dims with its indices; ``_fn`` names the functional."""
     _n, _fn = 1, "max_unpool1d"
 
     def __init__(self, kernel_size, stride=None, padding=0):
@@ -55,11 +58,11 @@ class _MaxUnpool(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxUnpool1d(_MaxUnpool):
+class MaxUnpool1d(_MaxUnpoolNd):
     """Undo ``MaxPool1d(return_indices=True)``: each value goes back to its index, zeros elsewhere."""
     _n, _fn = 1, "max_unpool1d"
 
 
-class MaxUnpool2d(_MaxUnpool):
+class MaxUnpool2d(_MaxUnpoolNd):
     """Undo ``MaxPool2d(return_indices=True)``: each value goes back to its index, zeros elsewhere."""
     _n, _fn = 2, "max_unpool2d"
