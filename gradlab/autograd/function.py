@@ -189,7 +189,7 @@ class Function:
         recording = False
         if _grad_state.enabled:
             for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
+                if isinstance(a, Tensor) and a._requires_grad:
                     recording = ctx._recording = True
                     break
         if cls.tensor_forward:
@@ -244,7 +244,7 @@ class Op(Function):
         ctx = object.__new__(cls)
         if _grad_state.enabled:
             for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
+                if isinstance(a, Tensor) and a._requires_grad:
                     ctx._recording = True
                     out = cls.forward(ctx, *args, **kwargs)
                     if type(out) is not _ndarray and isinstance(out, _np.generic):
@@ -273,7 +273,7 @@ def _method_from_static(f):
 
 def _run_tensor_forward(ctx, args, kwargs):
     """A user Function: forward on tensors under no_grad; return its arrays."""
-    ctx._needs = tuple(isinstance(a, Tensor) and a.requires_grad and ctx._recording for a in args)
+    ctx._needs = tuple(isinstance(a, Tensor) and a._requires_grad and ctx._recording for a in args)
     prev = _grad_state.enabled
     _grad_state.enabled = False
     try:
@@ -303,7 +303,7 @@ def _run_tensor_forward(ctx, args, kwargs):
 
 def _edge(a):
     """Where the gradient for input ``a`` goes: its grad_fn, its accumulator, or nowhere."""
-    if not isinstance(a, Tensor) or not a.requires_grad:
+    if not isinstance(a, Tensor) or not a._requires_grad:
         return None
     fn = a.grad_fn
     if fn is not None:
@@ -334,7 +334,7 @@ def _record(ctx, args, out):
         if isinstance(a, Tensor):
             d = a.data
             metas.append((d.shape, d.dtype))
-            if a.requires_grad:
+            if a._requires_grad:
                 if a._view_base is not None and a._vcounter.value != a._view_version:
                     from .views import refresh_view  # (rare: a view whose base changed in place since)
                     refresh_view(a)
@@ -355,7 +355,7 @@ def _record(ctx, args, out):
         ret = _new_tensor(Tensor)
         ret.data = out
         if dt in _FLOATING and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
-            ret.requires_grad = True
+            ret._requires_grad = True
             ret.grad_fn = ctx
     if ctx._to_save is not None or ctx._to_save_out is not None:
         _keep_saved(ctx, out, ret)

@@ -127,8 +127,8 @@ class Mul(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         # each input's gradient needs the *other* input: save only what a gradient will need
-        ctx.save_for_backward(a if isinstance(b, Tensor) and b.requires_grad else None,
-                              b if isinstance(a, Tensor) and a.requires_grad else None)
+        ctx.save_for_backward(a if isinstance(b, Tensor) and b._requires_grad else None,
+                              b if isinstance(a, Tensor) and a._requires_grad else None)
         return ctx._compute(a, b, np.multiply)
 
     def vjp(self, g):

@@ -115,7 +115,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     a = np.asarray(x.cpu().data)
     if dim is None:
         vals, first, inv, counts = np.unique(a.reshape(-1), return_index=True, return_inverse=True, return_counts=True)
-        out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x.requires_grad \
+        out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x._requires_grad \
             else Tensor._make(xp_of(x.data).asarray(vals))
         inv = inv.reshape(a.shape)
     else:
