@@ -30,6 +30,8 @@ check                             accepts
 ``choice(v, options, fn, arg)``   one of a fixed set of strings (``reduction``, ``mode``...)
 ``floating(t, fn, arg)``          a tensor whose dtype is floating (the dtype-category checks)
 ``device(d, fn)``                 ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (the message lists them)
+``same_dtype(fn, **tensors)``     tensors of one dtype, for the ops PyTorch does not promote in
+                                  (matrix products, scatter/index writes, meshgrid, isclose, lerp...)
 ================================  ==================================================================
 
 Messages also name the right function when the error comes from an op that the called function
@@ -268,3 +270,33 @@ def stricter_reason(fn: str, what: str):
         if fnmatch.fnmatchcase(fn, f) and fnmatch.fnmatchcase(what, w):
             return reason
     return None
+
+
+# ---------------------------------------------------------------- one dtype where PyTorch does not promote
+def same_dtype(fn: str, /, *, hint: str = "", **tensors):
+    """Tensors that must share one dtype: ``same_dtype("addmm", input=i, mat1=a, mat2=b)``.
+
+    PyTorch promotes in elementwise arithmetic (``int + float`` is float), but a family of ops takes
+    its operands as they are and refuses a mix: the matrix products (``matmul``, ``mm``, ``addmm``,
+    ``linear``, ``bilinear``, ``einsum``, ``tensordot``...), the ops that write one tensor's values into
+    another (``index_add``, ``index_copy``, ``index_put``, ``scatter``, ``masked_scatter``...) and a few
+    others (``meshgrid``, ``isclose``, ``lerp``, ``cross``...). Arguments given as None (an optional bias)
+    are skipped; anything else without a dtype is left to the op's other checks. ``hint`` replaces the
+    message's advice on what to convert. Returns the dtype (None if no argument has one).
+    """
+    first_name, first = None, None
+    for name, t in tensors.items():
+        dt = getattr(t, "dtype", None)
+        if dt is None:
+            continue
+        if first is None:
+            first_name, first = name, t
+        elif dt != first.dtype:
+            from .backend import dtypes as _dt
+            from .errors import DTypeError, fmt_shape
+            a, b = _dt.dtype_name(first.dtype), _dt.dtype_name(dt)
+            raise DTypeError(
+                f"{fn}: {first_name} {fmt_shape(first.shape)} has dtype {a} but {name} {fmt_shape(t.shape)} "
+                f"has dtype {b}; {fn} does not promote dtypes (unlike + and *): " + (hint or
+                f"give it one dtype, e.g. {name}.to(gradlab.{a}) (NumPy data is float64: x.float() makes float32)"))
+    return None if first is None else first.dtype

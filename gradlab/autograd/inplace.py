@@ -378,6 +378,20 @@ def _assign(arr, index, value):
         arr[split[0]][split[1]] = value  # arr[ints] is a view: the write lands in arr
 
 
+def _check_index_put_dtype(self, idx, value):
+    """PyTorch converts a value of another dtype in ``x[1:3] = v`` (a copy into a view) but not through index
+    tensors (``x[idx] = v`` is ``index_put_``: "Index put requires the source and destination dtypes match"),
+    except a one-element value under boolean masks (a ``masked_fill``)."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [i for i in parts if hasattr(i, "dtype") and hasattr(i, "ndim") and (i.ndim > 0 or i.dtype == np.bool_)]
+    if not arrays or (value.numel() == 1 and all(i.dtype == np.bool_ for i in arrays)):
+        return
+    from .. import checks as _c
+    _c.same_dtype("setitem", input=self, value=value,
+                  hint=f"an assignment through index tensors (x[idx] = v) does not convert v (a slice, x[1:3] = v, "
+                       f"does); write x[idx] = v.to(gradlab.{_dt.dtype_name(self.dtype)})")
+
+
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
     from ..ops.indexing import _norm_index
@@ -386,6 +400,8 @@ def setitem(self, index, value):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
     from ..errors import GradlabError, IndexOutOfRange
+    if isinstance(value, Tensor) and value.dtype != self.dtype:
+        _check_index_put_dtype(self, idx, value)
     _dt.check_fits(value, self.dtype, "setitem")
     try:
         dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
@@ -420,8 +421,13 @@ def _pairs(src):
           formula="dA = dY (1 - W) ; dB = dY W", elementwise=True,
           torch=lambda torch, a, b, w: torch.lerp(a, b, w))
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1)."""
-    return check_tensor(input, "lerp") + weight * (end - input)
+    """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1).
+
+    As PyTorch, ``input`` and ``end`` (and a ``weight`` tensor with dims) must share one floating dtype."""
+    a, b = check_tensor(input, "lerp"), check_tensor(end, "lerp", "end")
+    _c.same_dtype("lerp", input=a, end=b, weight=weight if isinstance(weight, Tensor) and weight.ndim else None)
+    _c.floating(a, "lerp")
+    return a + weight * (b - a)
 
 
 @register(samples=_pairs, formula="dA = dY sigmoid(A - B) ; dB = dY sigmoid(B - A)", elementwise=True,

@@ -20,6 +20,7 @@ import string
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
@@ -250,4 +251,21 @@ def einsum(equation, *operands):
     if not operands:
         raise ArgumentError("einsum: give at least one operand")
     xs = [check_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands)]
+    if len(xs) > 1 and any(x.dtype != xs[0].dtype for x in xs):
+        _check_dtypes(equation, xs)
     return Einsum.apply(equation, *xs)
+
+
+def _check_dtypes(equation, xs):
+    """PyTorch's rule for mixed dtypes in einsum: it works through the operands left to right, and a step
+    that sums over a letter shared by the two sides (a matrix product) needs one dtype; a step that only
+    multiplies (``'i,j->ij'``, ``'i,i->i'``) promotes, as ``*`` does."""
+    labels, out, _ = _parse(equation, tuple(x.shape for x in xs))
+    have, dt, src = set(labels[0]), xs[0].dtype, 0
+    for k in range(1, len(xs)):
+        keep = set(out).union(*(set(t) for t in labels[k + 1:]))  # letters still needed after this step
+        if (have & set(labels[k])) - keep and xs[k].dtype != dt:
+            _c.same_dtype("einsum", **{f"operand {src}": xs[src], f"operand {k}": xs[k]})
+        if xs[k].dtype != dt:
+            dt, src = _dt._promote_two(dt, xs[k].dtype), k
+        have = (have | set(labels[k])) & keep

@@ -634,6 +634,7 @@ def meshgrid(*tensors, indexing=None):
     for i, t in enumerate(xs):
         if t.ndim > 1:
             raise ShapeError(f"meshgrid: expects 0-D or 1-D tensors, but tensors[{i}] has shape {fmt_shape(t.shape)}")
+    _c.same_dtype("meshgrid", **{f"tensors[{i}]": t for i, t in enumerate(xs)})
     xs = [atleast_1d(t) for t in xs]
     swap = indexing == "xy" and len(xs) >= 2
     if swap:
