@@ -508,6 +508,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     x = check_tensor(input, "diff")
     if x.ndim == 0:
         raise ShapeError("diff: expects input to be at least one-dimensional, got a 0-d tensor")
+    if isinstance(n, bool):
+        raise ArgumentTypeError(f"diff: n must be an int, got bool {n!r}")
+    n = _c.size(n, "diff", "n", None)
+    if n < 0:
+        raise ArgumentError(f"diff: n (the order of the difference) must be >= 0, got {n}")
     d = one_dim(dim, x.ndim, "diff")
     parts = [check_tensor(p, "diff", nm) for p, nm in ((prepend, "prepend"), (x, "input"), (append, "append"))
              if p is not None]

@@ -287,7 +287,8 @@ def _broadcast_samples(src):
 def broadcast_to(input, shape):
     """A read-only view of ``input`` repeated (without copying) to ``shape``."""
     x = check_tensor(input, "broadcast_to")
-    shape = tuple(int(s) for s in shape)
+    if type(shape) is not tuple or not all(type(s) is int for s in shape):
+        shape = _c.shape(shape, "broadcast_to", "size", infer=None)  # ints (a float inside is a TypeError)
     if shape == x.shape:
         return x
     try:
