@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from . import function as _fn
@@ -260,6 +261,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if hasattr(o, "begin"):
             o.begin(roots)
     st = _Pass(arrays, create_graph, retain_graph, accumulate, targets, capture, captured, needed, observers, handed)
+    quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off for the whole pass (inf/nan, as PyTorch)
     try:
         if arrays and not capture and needed is None and not observers:
             _run_plain(order, buffers, st)
@@ -275,6 +277,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if accumulate and targets is not None:
             _accumulate_non_leaves(targets, captured, create_graph)
     finally:
+        _fp_restore(quiet)
         _grad_state.enabled = prev_mode
         _fn._current_root[0] = None
         for o in observers:

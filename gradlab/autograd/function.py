@@ -26,6 +26,7 @@ import weakref
 import numpy as _np
 
 from ..backend import dtypes as _dt
+from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
 from ..errors import GradError
 from .._tensor import Tensor
 from .grad_mode import state as _grad_state
@@ -192,14 +193,18 @@ class Function:
                 if isinstance(a, Tensor) and a._requires_grad:
                     recording = ctx._recording = True
                     break
-        if cls.tensor_forward:
-            out = _run_tensor_forward(ctx, args, kwargs)
-        else:
-            out = cls.forward(ctx, *args, **kwargs)
-        if type(out) is not _ndarray and isinstance(out, _np.generic):
-            out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
-        if forward_ad_hook[0] is not None:
-            return _finish_forward_ad(ctx, cls, args, out, recording)
+        quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off while the op computes
+        try:
+            if cls.tensor_forward:
+                out = _run_tensor_forward(ctx, args, kwargs)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+            if type(out) is not _ndarray and isinstance(out, _np.generic):
+                out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
+            if forward_ad_hook[0] is not None:
+                return _finish_forward_ad(ctx, cls, args, out, recording)
+        finally:
+            _fp_restore(quiet)
         if not recording:
             if type(out) is tuple:
                 return tuple(Tensor._make(o) for o in out)
@@ -242,15 +247,19 @@ class Op(Function):
         if op_observers or forward_ad_hook[0] is not None:
             return Function.apply.__func__(cls, *args, **kwargs)
         ctx = object.__new__(cls)
-        if _grad_state.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
-                    ctx._recording = True
-                    out = cls.forward(ctx, *args, **kwargs)
-                    if type(out) is not _ndarray and isinstance(out, _np.generic):
-                        out = _np.asarray(out)
-                    return _record(ctx, args, out)
-        out = cls.forward(ctx, *args, **kwargs)
+        quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off while the op computes (as PyTorch)
+        try:
+            if _grad_state.enabled:
+                for a in args:
+                    if isinstance(a, Tensor) and a._requires_grad:
+                        ctx._recording = True
+                        out = cls.forward(ctx, *args, **kwargs)
+                        if type(out) is not _ndarray and isinstance(out, _np.generic):
+                            out = _np.asarray(out)
+                        return _record(ctx, args, out)
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _fp_restore(quiet)
         if type(out) is _ndarray:
             t = _new_tensor(Tensor)
             t.data = out

@@ -20,6 +20,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
+from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
     _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, operand, weak_float, WEAK_FLOATS,
@@ -466,7 +467,7 @@ def _int_safe(name, fn):
             from ..errors import ArgumentError
             raise ArgumentError(f"{name}: integer division by zero (the divisor holds a 0); "
                                 f"use a float tensor (x.float()) to get inf/nan instead")
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with _fp_quiet():  # (a public function's own arrays, outside any op)
             return fn(x, y)
     return f
 
