@@ -27,7 +27,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError
 from ._util import check_tensor
 from .indexing import index_add_zeros, IndexAddZeros
 from .registry import register, Sample
@@ -261,11 +261,15 @@ def _check_dtypes(equation, xs):
     that sums over a letter shared by the two sides (a matrix product) needs one dtype; a step that only
     multiplies (``'i,j->ij'``, ``'i,i->i'``) promotes, as ``*`` does."""
     labels, out, _ = _parse(equation, tuple(x.shape for x in xs))
-    have, dt, src = set(labels[0]), xs[0].dtype, 0
+    have, dt = set(labels[0]), xs[0].dtype
     for k in range(1, len(xs)):
         keep = set(out).union(*(set(t) for t in labels[k + 1:]))  # letters still needed after this step
         if (have & set(labels[k])) - keep and xs[k].dtype != dt:
-            _c.same_dtype("einsum", **{f"operand {src}": xs[src], f"operand {k}": xs[k]})
-        if xs[k].dtype != dt:
-            dt, src = _dt._promote_two(dt, xs[k].dtype), k
+            src = next((j for j in range(k) if xs[j].dtype == dt), None)
+            if src is not None:
+                _c.same_dtype("einsum", **{f"operand {src}": xs[src], f"operand {k}": xs[k]})
+            raise DTypeError(f"einsum: operands 0 to {k - 1} multiply to dtype {_dt.dtype_name(dt)} but operand {k} "
+                             f"has dtype {_dt.dtype_name(xs[k].dtype)}; a contraction needs one dtype: convert "
+                             "the operands with .to(...) first")
+        dt = _dt._promote_two(dt, xs[k].dtype)
         have = (have | set(labels[k])) & keep
