@@ -221,6 +221,9 @@ ARG_CASES = {
     "pairwise_distance(eps='a')": lambda L: L.nn.functional.pairwise_distance(L.ones(3, 2), L.ones(3, 2), eps="a"),
     "broadcast_to((2, 3.0))": lambda L: L.broadcast_to(L.ones(3), (2, 3.0)),
     "lerp(int, int)": lambda L: L.lerp(L.tensor([1, 2]), L.tensor([3, 4]), 0.5),
+    "cosine_similarity(int, float)": lambda L: L.nn.functional.cosine_similarity(L.tensor([[1, 2, 3]]),
+                                                                               L.tensor([[1.0, 0.0, 1.0]])),
+    "cosine_similarity(int, int)": lambda L: L.nn.functional.cosine_similarity(L.tensor([[1, 2]]), L.tensor([[1, 0]])),
 }
 
 

@@ -81,8 +81,6 @@ KNOWN_GAPS = {
     'conv_transpose3d[arg 2 -> int tensor]',
     "conv_transpose3d[groups -> '2']",
     'conv_transpose3d[groups -> 1.5]',
-    'cosine_similarity[arg 0 -> int tensor]',
-    'cosine_similarity[arg 1 -> int tensor]',
     'cross_entropy[label_smoothing -> -1.0]',
     'cross_entropy[label_smoothing -> str]',
     'cross_entropy[weight -> int tensor]',

@@ -10,7 +10,7 @@ import numpy as np
 from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
-from ..backend import xp_of
+from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample
@@ -21,6 +21,9 @@ from ._register import register_table
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``<x1, x2> / (||x1|| * ||x2||)`` along ``dim`` (each norm at least ``eps``); the inputs broadcast."""
     a, b = check_tensor(x1, "cosine_similarity", "x1"), check_tensor(x2, "cosine_similarity", "x2")
+    dt = _dt.result_type(a, b)  # as PyTorch: the inputs' common dtype, which must be floating
+    _c.floating(dt, "cosine_similarity", "x1 and x2", what="a floating common dtype")
+    a, b = (a if a.dtype == dt else O.to(a, dt)), (b if b.dtype == dt else O.to(b, dt))
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
