@@ -19,7 +19,7 @@ import numpy as np
 from . import _interop
 from .backend import dtypes as _dt
 from .backend.device import CPU, device_of_array
-from .errors import ArgumentTypeError
+from .errors import ArgumentError, ArgumentTypeError
 from .errors import DeviceError, DTypeError, GradError, fmt_shape
 
 # Filled in by gradlab.ops and gradlab.autograd when they are imported.
@@ -53,7 +53,8 @@ class Tensor:
     # hottest path, so this matters for speed.
     _grad = None           # the gradient, filled in by backward() (read and set through .grad)
     grad_fn = None         # the backward node of the op that made this tensor (None for leaves)
-    requires_grad = False
+    _requires_grad = False  # the flag itself; the engine reads and writes it directly (``requires_grad``
+    #                         is the checked public property over it)
     name = None            # optional label shown in graphs and error messages
     _output_nr = 0         # which output of grad_fn this tensor is
     _vcounter = None       # the version counter, created on first use (see _version)
@@ -96,7 +97,7 @@ class Tensor:
         t = object.__new__(Tensor)
         t.data = data
         if requires_grad:
-            t.requires_grad = True
+            t._requires_grad = True
             t.grad_fn = grad_fn
             if output_nr:
                 t._output_nr = output_nr
@@ -195,7 +196,7 @@ class Tensor:
         Refused for tensors that require grad: NumPy cannot record the graph,
         so anything computed from the array would silently lose its gradient.
         """
-        if self.requires_grad:
+        if self._requires_grad:
             raise GradError(
                 f"numpy(): {self._label()} requires grad, and NumPy cannot carry gradients; "
                 f"call .detach(){'.cpu()' if self.device != CPU else ''}.numpy() if you only want the values"
@@ -284,20 +285,50 @@ class Tensor:
                                   f"move it first (g.to('{self.device}'))")
         self._grad = value
 
+    @property
+    def requires_grad(self) -> bool:
+        """Should gradients flow to this tensor? Set it on leaves (``x.requires_grad = True``)."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        # PyTorch's rules for the attribute: a bool; True only on floating tensors; only leaves may change it
+        # (a computed tensor's flag says whether the graph reaches it; .detach() makes one that does not).
+        # The engine never comes through here: it sets ``_requires_grad`` on the tensors it makes.
+        if type(value) is not bool:
+            raise ArgumentError(f"requires_grad: must be set to True or False, got {type(value).__name__} {value!r}")
+        if self.grad_fn is not None:
+            raise GradError(
+                f"requires_grad: cannot set requires_grad = {value} on {self._label()}, the output of "
+                f"{self.grad_fn.name} (not a leaf); you can only change requires_grad on leaves. To use its "
+                "values outside the graph, take x.detach()")
+        if value and not _dt.is_floating(self.data.dtype):
+            raise self._int_grad_error("requires_grad")
+        self._requires_grad = value
+
+    def _int_grad_error(self, fn):
+        return DTypeError(
+            f"{fn}: {self._label()} has dtype {_dt.dtype_name(self.dtype)}; only floating tensors can "
+            "require gradients (a derivative needs continuous values). Convert first, e.g. "
+            "x.float().requires_grad_()")
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        """Mark a leaf as needing gradients (in place); returns the tensor."""
-        if requires_grad and not _dt.is_floating(self.dtype):
-            raise DTypeError(
-                f"requires_grad: {self._label()} has dtype {_dt.dtype_name(self.dtype)}; only floating "
-                "tensors can require gradients (a derivative needs continuous values). "
-                "Convert first, e.g. x.float().requires_grad_()"
-            )
+        """Mark a leaf as needing gradients (in place); returns the tensor.
+
+        As PyTorch: ``requires_grad_(True)`` on a computed tensor (which requires grad already) does
+        nothing; ``requires_grad_(False)`` on one is refused (use ``.detach()``).
+        """
+        if type(requires_grad) is not bool:
+            raise ArgumentTypeError(f"requires_grad_: requires_grad must be True or False, got "
+                                    f"{type(requires_grad).__name__} {requires_grad!r}")
+        if requires_grad and not _dt.is_floating(self.data.dtype):
+            raise self._int_grad_error("requires_grad_")
         if not requires_grad and self.grad_fn is not None:
             raise GradError(
                 f"requires_grad_(False) on {self._label()}, which is the output of {self.grad_fn.name}; "
                 "only leaves can change it. Use .detach() to get a tensor outside the graph"
             )
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = requires_grad
         return self
 
     def detach(self) -> "Tensor":
@@ -308,12 +339,12 @@ class Tensor:
 
     def detach_(self) -> "Tensor":
         """Cut this tensor out of the graph in place (a view cannot be: use ``v = v.detach()``)."""
-        if self._view_base is not None and self.requires_grad:
+        if self._view_base is not None and self._requires_grad:
             from .errors import GradError
             raise GradError(f"detach_: {self._label()} is a view of another tensor in the graph and cannot be "
                             "detached in place (as in PyTorch); use v = v.detach() instead")
         self.grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

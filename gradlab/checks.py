@@ -32,13 +32,14 @@ check                             accepts
 ``device(d, fn)``                 ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (the message lists them)
 ``output_sizes(v, n, fn, arg)``   adaptive pooling's ``output_size``: an int or ``n`` entries, each an
                                   int or None (keep that size); a float/str/bool is a TypeError
-``same_dtype(fn, **tensors)``     tensors sharing one dtype (a convolution's input, weight, bias)
 ``integer_tensor(t, fn, arg)``    a tensor of integer dtype (indices, offsets; ``int64_only=True``)
 ``param_dtype(t, like, fn, arg)`` a weight/bias/running statistic: floating, of the input's dtype
                                   (float32 for a 16-bit input), or None
 ``common_floating(fn, **ts)``     tensors/numbers whose promoted dtype is floating; returns it
 ``arguments(fn, **given)``        several of the above at once: ``arg=(value, "positive")``, a rule
                                   ending in ``?`` allows None (the nn functions' declarative check)
+``same_dtype(fn, **tensors)``     tensors of one dtype, for the ops PyTorch does not promote in
+                                  (matrix products, scatter/index writes, meshgrid, isclose, lerp...)
 ================================  ==================================================================
 
 Messages also name the right function when the error comes from an op that the called function
@@ -347,22 +348,6 @@ PARAMS_HINT = ("a layer's parameters are float32 unless made otherwise: convert 
                "the layer with .double()")
 
 
-def same_dtype(fn: str, hint: str = "", **tensors):
-    """Tensors that must share one dtype (a convolution's ``input``, ``weight`` and ``bias``, as PyTorch's
-    "Input type (double) and bias type (long int) should be the same"). ``None`` values are skipped; the
-    first one given is the reference. Raises :class:`DTypeError` naming both and how to convert."""
-    from .backend import dtypes as _dt
-    given = [(name, t) for name, t in tensors.items() if t is not None]
-    if not given:
-        return
-    ref_name, ref = given[0]
-    for name, t in given[1:]:
-        if t.dtype != ref.dtype:
-            raise DTypeError(f"{fn}: {ref_name} ({_dt.dtype_name(ref.dtype)}) and {name} "
-                             f"({_dt.dtype_name(t.dtype)}) must have the same dtype; convert one, e.g. "
-                             f"{name}.to({ref_name}.dtype)" + (f"; {hint}" if hint else ""))
-
-
 def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
     """A tensor of integer dtype (indices, offsets): ``int64`` (or, unless ``int64_only``, any integer dtype),
     never bool or floating. Raises :class:`DTypeError` naming the dtype and how to convert."""
@@ -441,3 +426,31 @@ def arguments(fn: str, **given):
             rule = rule[:-1]
         out.append(_RULES[rule](value, fn, arg))
     return out[0] if len(out) == 1 else tuple(out)
+# ---------------------------------------------------------------- one dtype where PyTorch does not promote
+def same_dtype(fn: str, /, *, hint: str = "", **tensors):
+    """Tensors that must share one dtype: ``same_dtype("addmm", input=i, mat1=a, mat2=b)``.
+
+    PyTorch promotes in elementwise arithmetic (``int + float`` is float), but a family of ops takes
+    its operands as they are and refuses a mix: the matrix products (``matmul``, ``mm``, ``addmm``,
+    ``linear``, ``bilinear``, ``einsum``, ``tensordot``...), the ops that write one tensor's values into
+    another (``index_add``, ``index_copy``, ``index_put``, ``scatter``, ``masked_scatter``...) and a few
+    others (``meshgrid``, ``isclose``, ``lerp``, ``cross``...). Arguments given as None (an optional bias)
+    are skipped; anything else without a dtype is left to the op's other checks. ``hint`` replaces the
+    message's advice on what to convert. Returns the dtype (None if no argument has one).
+    """
+    first_name, first = None, None
+    for name, t in tensors.items():
+        dt = getattr(t, "dtype", None)
+        if dt is None:
+            continue
+        if first is None:
+            first_name, first = name, t
+        elif dt != first.dtype:
+            from .backend import dtypes as _dt
+            from .errors import DTypeError, fmt_shape
+            a, b = _dt.dtype_name(first.dtype), _dt.dtype_name(dt)
+            raise DTypeError(
+                f"{fn}: {first_name} {fmt_shape(first.shape)} has dtype {a} but {name} {fmt_shape(t.shape)} "
+                f"has dtype {b}; they must have the same dtype (no promotion here, unlike + and *): " + (hint or
+                f"give it one dtype, e.g. {name}.to(gradlab.{a}) (NumPy data is float64: x.float() makes float32)"))
+    return None if first is None else first.dtype

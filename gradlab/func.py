@@ -55,7 +55,7 @@ def _check_input(x, what, i):
 
 def _prepare(x):
     """A differentiable alias of ``x``: gradients w.r.t. it flow on to ``x`` if ``x`` needs them."""
-    if x.requires_grad and _grad_state.enabled:
+    if x._requires_grad and _grad_state.enabled:
         t = _fwd._alias(x)
     else:
         t = Tensor._make(x.data, True)
@@ -73,7 +73,7 @@ def _outside(tensors, internal):
     for t in tensors:
         if isinstance(t, Tensor) and t.grad_fn is not None:
             stack.append(t.grad_fn)
-        elif isinstance(t, Tensor) and t.requires_grad and id(t) not in internal_ids:
+        elif isinstance(t, Tensor) and t._requires_grad and id(t) not in internal_ids:
             return True
     while stack:
         n = stack.pop()
@@ -104,9 +104,9 @@ def _detach(t, internal, force=False):
     if not isinstance(t, Tensor):
         return t
     tan = t._fw_grad
-    out = t.detach() if t.requires_grad else t
+    out = t.detach() if t._requires_grad else t
     if tan is not None:  # a value, but still a dual number for an enclosing jvp
-        if tan.requires_grad and (force or not _outside([tan], internal)):
+        if tan._requires_grad and (force or not _outside([tan], internal)):
             tan = tan.detach()
         if out is not t or tan is not t._fw_grad:
             _fwd._set_tangent(out, tan)
@@ -144,7 +144,7 @@ def _split_aux(res, has_aux, what):
 
 
 def _grads(outputs, inputs, cotangents, create_graph):
-    pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
+    pairs = [(o, c) for o, c in zip(outputs, cotangents) if o._requires_grad]
     if not pairs:
         return [_zeros_like(x) for x in inputs]
     gs = _engine.grad([p[0] for p in pairs], inputs, [p[1] for p in pairs], retain_graph=True,

@@ -12,9 +12,9 @@ It fails on
   function called;
 * differing values where both succeed.
 
-:data:`KNOWN_GAPS` lists the cases still failing when this suite was written (issue #24's remainder):
-each is to be deleted by the change that fixes it; the test also fails when a listed case starts
-passing, so the list only shrinks. Everything is seeded; it runs in seconds.
+Every case passes: there is no list of known gaps (the 166 the suite found when it was written were
+fixed in gradlab's checks, issue #24). A call gradlab refuses on purpose is listed, with its reason, in
+``STRICTER_THAN_PYTORCH``. Everything is seeded; it runs in seconds.
 """
 from __future__ import annotations
 
@@ -28,50 +28,6 @@ from . import fuzz_calls as fc
 
 FAILURES = ("bare", "silent", "unlisted-strict", "wrong-class", "wrong-name", "values", "warning")
 
-#: Still failing (see the module docstring): mixed-dtype ops that promote where PyTorch requires one
-#: dtype, int tensors accepted by round/interpolate/adaptive pooling, int-tensor kthvalue/topk values,
-#: diff's ``n``, requires_grad assigned on int/non-leaf tensors (needs a setter on the engine's hot
-#: attribute), mode/median with NaN, kl_div with negative targets, ctc_loss target lengths.
-KNOWN_GAPS = {
-    'addmm[arg 0 -> int tensor]',
-    'bilinear[arg 1 -> int tensor]',
-    'bilinear[arg 3 -> int tensor]',
-    "diff[n -> '2']",
-    'diff[n -> -7]',
-    'diff[n -> 1.5]',
-    'einsum[arg 1 -> int tensor]',
-    'einsum[arg 2 -> int tensor]',
-    'index_add[arg 0 -> int tensor]',
-    'index_add[arg 3 -> int tensor]',
-    'index_copy[arg 0 -> int tensor]',
-    'index_copy[arg 3 -> int tensor]',
-    'int_requires_grad[hand]',
-    'isclose[arg 0 -> int tensor]',
-    'isclose[arg 1 -> int tensor]',
-    'kthvalue[arg 0 -> int tensor]',
-    'lerp[arg 0 -> int tensor]',
-    'lerp[arg 1 -> int tensor]',
-    'linear[arg 2 -> int tensor]',
-    'median_nan[hand]',
-    'meshgrid[arg 0 -> int tensor]',
-    'meshgrid[arg 1 -> int tensor]',
-    'meshgrid[arg 2 -> int tensor]',
-    'mode_nan[hand]',
-    'nonleaf_requires_grad_false[hand]',
-    'pairwise_distance[p -> str]',
-    "pdist[p -> '2']",
-    'pdist[p -> -7]',
-    'round[arg 0 -> int tensor]',
-    'scatter[arg 0 -> int tensor]',
-    'scatter[arg 3 -> int tensor]',
-    'scatter_add[arg 0 -> int tensor]',
-    'scatter_add[arg 3 -> int tensor]',
-    'tensordot[arg 0 -> int tensor]',
-    'tensordot[arg 1 -> int tensor]',
-    'topk[arg 0 -> int tensor]',
-}
-
-
 @pytest.fixture(scope="module")
 def outcomes(torch):
     out = {}
@@ -83,15 +39,8 @@ def outcomes(torch):
 def test_fuzz_counts_and_no_new_failures(outcomes):
     counts = collections.Counter(kind for kind, _ in outcomes.values())
     print(f"\nfuzz: {len(outcomes)} wrong calls; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    new = {i: o for i, o in outcomes.items() if o[0] in FAILURES and i not in KNOWN_GAPS}
+    new = {i: o for i, o in outcomes.items() if o[0] in FAILURES}
     assert not new, "\n".join(f"{kind}: {i}: {detail}" for i, (kind, detail) in sorted(new.items()))
-
-
-def test_known_gaps_only_shrink(outcomes):
-    fixed = sorted(i for i in KNOWN_GAPS if i in outcomes and outcomes[i][0] not in FAILURES)
-    missing = sorted(i for i in KNOWN_GAPS if i not in outcomes)
-    assert not fixed, f"these now pass: delete them from KNOWN_GAPS: {fixed}"
-    assert not missing, f"KNOWN_GAPS names cases that no longer exist: {missing}"
 
 
 def test_every_public_area_is_fuzzed(outcomes):

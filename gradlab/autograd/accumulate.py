@@ -97,12 +97,12 @@ def _dtype_name(dt):
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
     """``leaf.grad += g``, out of place so no gradient array is ever aliased."""
     if not create_graph:
-        g = g.detach() if g.grad_fn is not None or g.requires_grad else g
+        g = g.detach() if g.grad_fn is not None or g._requires_grad else g
     if leaf.grad is None:
         # never store an array another tensor may own and change in place
         leaf.grad = g if create_graph else Tensor._make(g.data.copy() if _shares(g, leaf) else g.data)
     else:
-        if create_graph or leaf.grad.requires_grad:
+        if create_graph or leaf.grad._requires_grad:
             leaf.grad = leaf.grad + g
         else:
             leaf.grad = Tensor._make(leaf.grad.data + g.data)
@@ -124,7 +124,7 @@ def _accumulate_array(leaf: Tensor, g, handed: set):
     ``.grad`` in place (``clip_grad_norm_``) never changes another.
     """
     old = leaf.grad
-    if old is None or old.requires_grad:
+    if old is None or old._requires_grad:
         if id(g) in handed or g is leaf.data or getattr(g, "base", None) is not None:
             g = g.copy()
         handed.add(id(g))

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
 from . import function as _fn
@@ -107,7 +108,7 @@ def _label(t: Tensor) -> str:
 
 
 def _root_edge(t: Tensor):
-    if t._view_base is not None and t.requires_grad and t._vcounter.value != t._view_version:
+    if t._view_base is not None and t._requires_grad and t._vcounter.value != t._view_version:
         from .views import refresh_view
         refresh_view(t)
     if t.grad_fn is not None:
@@ -155,7 +156,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if grad_tensors is None or isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
     for t in tensors:
-        if not t.requires_grad:
+        if not t._requires_grad:
             raise GradError(
                 f"backward: {_label(t)} does not require grad and has no grad_fn, so there is no graph to "
                 "differentiate; did you forget requires_grad=True on the inputs, or compute it under no_grad()?"
@@ -181,12 +182,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     for t in outputs:
-        if not t.requires_grad:
+        if not t._requires_grad:
             raise GradError(f"grad: output {_label(t)} does not require grad, so it has no graph to differentiate")
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"grad: inputs[{i}] must be a Tensor, got {type(t).__name__}")
-        if not t.requires_grad:
+        if not t._requires_grad:
             raise GradError(f"grad: input {i} ({_label(t)}) does not require grad; set requires_grad=True on it")
     grads = _make_grads(outputs, grad_outputs, "grad")
     if retain_graph is None:
@@ -260,6 +261,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if hasattr(o, "begin"):
             o.begin(roots)
     st = _Pass(arrays, create_graph, retain_graph, accumulate, targets, capture, captured, needed, observers, handed)
+    quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off for the whole pass (inf/nan, as PyTorch)
     try:
         if arrays and not capture and needed is None and not observers:
             _run_plain(order, buffers, st)
@@ -275,6 +277,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if accumulate and targets is not None:
             _accumulate_non_leaves(targets, captured, create_graph)
     finally:
+        _fp_restore(quiet)
         _grad_state.enabled = prev_mode
         _fn._current_root[0] = None
         for o in observers:
@@ -293,7 +296,7 @@ def _accumulate_non_leaves(targets, captured, create_graph):
         done.add(id(t))
         if t.grad is None:  # a copy, as for retain_grad: the same array flowed on and may be a leaf's .grad
             t.grad = g if create_graph else Tensor._make(g.data.copy())
-        elif create_graph or t.grad.requires_grad:
+        elif create_graph or t.grad._requires_grad:
             t.grad = t.grad + g
         else:
             t.grad = Tensor._make(_sum(t.grad.data, g.data))

@@ -214,7 +214,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
         raise TypeError(f"make_dual: primal and tangent must be Tensors, got {type(tensor).__name__} and "
                         f"{type(tangent).__name__}")
     check_tangent("make_dual", tensor, tangent)
-    out = _alias(tensor) if tensor.requires_grad else _plain_alias(tensor)
+    out = _alias(tensor) if tensor._requires_grad else _plain_alias(tensor)
     _set_tangent(out, tangent)
     return out
 
@@ -245,7 +245,7 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
     tangent = tensor._fw_grad
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    primal = _alias(tensor) if tensor.requires_grad else _plain_alias(tensor)
+    primal = _alias(tensor) if tensor._requires_grad else _plain_alias(tensor)
     return UnpackedDualTensor(primal, tangent)
 
 

@@ -26,6 +26,7 @@ import weakref
 import numpy as _np
 
 from ..backend import dtypes as _dt
+from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
 from ..errors import GradError
 from .._tensor import Tensor
 from .grad_mode import state as _grad_state
@@ -189,17 +190,21 @@ class Function:
         recording = False
         if _grad_state.enabled:
             for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
+                if isinstance(a, Tensor) and a._requires_grad:
                     recording = ctx._recording = True
                     break
-        if cls.tensor_forward:
-            out = _run_tensor_forward(ctx, args, kwargs)
-        else:
-            out = cls.forward(ctx, *args, **kwargs)
-        if type(out) is not _ndarray and isinstance(out, _np.generic):
-            out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
-        if forward_ad_hook[0] is not None:
-            return _finish_forward_ad(ctx, cls, args, out, recording)
+        quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off while the op computes
+        try:
+            if cls.tensor_forward:
+                out = _run_tensor_forward(ctx, args, kwargs)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+            if type(out) is not _ndarray and isinstance(out, _np.generic):
+                out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
+            if forward_ad_hook[0] is not None:
+                return _finish_forward_ad(ctx, cls, args, out, recording)
+        finally:
+            _fp_restore(quiet)
         if not recording:
             if type(out) is tuple:
                 return tuple(Tensor._make(o) for o in out)
@@ -242,15 +247,19 @@ class Op(Function):
         if op_observers or forward_ad_hook[0] is not None:
             return Function.apply.__func__(cls, *args, **kwargs)
         ctx = object.__new__(cls)
-        if _grad_state.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
-                    ctx._recording = True
-                    out = cls.forward(ctx, *args, **kwargs)
-                    if type(out) is not _ndarray and isinstance(out, _np.generic):
-                        out = _np.asarray(out)
-                    return _record(ctx, args, out)
-        out = cls.forward(ctx, *args, **kwargs)
+        quiet = _fp_quiet()  # NumPy's overflow/invalid/divide warnings off while the op computes (as PyTorch)
+        try:
+            if _grad_state.enabled:
+                for a in args:
+                    if isinstance(a, Tensor) and a._requires_grad:
+                        ctx._recording = True
+                        out = cls.forward(ctx, *args, **kwargs)
+                        if type(out) is not _ndarray and isinstance(out, _np.generic):
+                            out = _np.asarray(out)
+                        return _record(ctx, args, out)
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _fp_restore(quiet)
         if type(out) is _ndarray:
             t = _new_tensor(Tensor)
             t.data = out
@@ -273,7 +282,7 @@ def _method_from_static(f):
 
 def _run_tensor_forward(ctx, args, kwargs):
     """A user Function: forward on tensors under no_grad; return its arrays."""
-    ctx._needs = tuple(isinstance(a, Tensor) and a.requires_grad and ctx._recording for a in args)
+    ctx._needs = tuple(isinstance(a, Tensor) and a._requires_grad and ctx._recording for a in args)
     prev = _grad_state.enabled
     _grad_state.enabled = False
     try:
@@ -303,7 +312,7 @@ def _run_tensor_forward(ctx, args, kwargs):
 
 def _edge(a):
     """Where the gradient for input ``a`` goes: its grad_fn, its accumulator, or nowhere."""
-    if not isinstance(a, Tensor) or not a.requires_grad:
+    if not isinstance(a, Tensor) or not a._requires_grad:
         return None
     fn = a.grad_fn
     if fn is not None:
@@ -334,7 +343,7 @@ def _record(ctx, args, out):
         if isinstance(a, Tensor):
             d = a.data
             metas.append((d.shape, d.dtype))
-            if a.requires_grad:
+            if a._requires_grad:
                 if a._view_base is not None and a._vcounter.value != a._view_version:
                     from .views import refresh_view  # (rare: a view whose base changed in place since)
                     refresh_view(a)
@@ -355,7 +364,7 @@ def _record(ctx, args, out):
         ret = _new_tensor(Tensor)
         ret.data = out
         if dt in _FLOATING and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
-            ret.requires_grad = True
+            ret._requires_grad = True
             ret.grad_fn = ctx
     if ctx._to_save is not None or ctx._to_save_out is not None:
         _keep_saved(ctx, out, ret)

@@ -62,7 +62,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
     and both values (returns False instead when ``raise_exception=False``).
     """
     inputs = _as_tuple(inputs)
-    diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     if not diff:
         raise ArgumentError("gradcheck: no input requires grad; pass tensors made with requires_grad=True")
     for i in diff:
@@ -94,7 +94,7 @@ def _check_output(fn, inputs, diff, oi, out, eps, atol, rtol, seed):
     # analytic: rows v^T J for each cotangent v
     analytic = []
     for v in cotangents:
-        if out.requires_grad:
+        if out._requires_grad:
             res = engine.grad([out], [inputs[i] for i in diff], [Tensor._make(to_device_array(v.astype(out.dtype),
                                                                                               out.device))],
                               retain_graph=True, allow_unused=True)
@@ -125,7 +125,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     each op's VJP is itself correctly differentiable.
     """
     inputs = _as_tuple(inputs)
-    diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     outs = _outputs(fn, inputs)
     rng = np.random.default_rng(seed)
     if grad_outputs is None:
@@ -138,7 +138,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     def first_derivative(*args):
         ins, vs = args[:n], args[n:]
         os = _outputs(fn, ins)
-        pairs = [(o, v) for o, v in zip(os, vs) if o.requires_grad]
+        pairs = [(o, v) for o, v in zip(os, vs) if o._requires_grad]
         if not pairs:
             return tuple(Tensor._make(to_device_array(np.zeros(ins[i].shape), ins[i].device)) for i in diff)
         gs = engine.grad([p[0] for p in pairs], [ins[i] for i in diff], [p[1] for p in pairs],

@@ -17,7 +17,7 @@ from .._tensor import Tensor
 
 def retain_grad(self) -> None:
     """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
-    if not self.requires_grad:
+    if not self._requires_grad:
         raise GradError(f"retain_grad(): {self._label()} does not require grad, so it will never get one")
     if self.grad_fn is None:
         return
@@ -39,7 +39,7 @@ def register_hook(self, hook):
     The hook may return a tensor to use instead of the gradient. Returns a
     handle whose ``.remove()`` unregisters the hook.
     """
-    if not self.requires_grad:
+    if not self._requires_grad:
         raise GradError(f"register_hook: {self._label()} does not require grad, so no gradient will reach a hook")
     if self.grad_fn is not None:
         if self.grad_fn._pre_hooks is None:

@@ -50,9 +50,9 @@ def _O():
 def _needs_graph(self, others) -> bool:
     if not _grad_state.enabled:
         return False
-    if self.requires_grad:
+    if self._requires_grad:
         return True
-    return any(isinstance(o, Tensor) and o.requires_grad for o in others)
+    return any(isinstance(o, Tensor) and o._requires_grad for o in others)
 
 
 def _label(t):
@@ -107,21 +107,21 @@ def apply_inplace(self, name, compute, others=()):
         if self._fw_grad is not None or (isinstance(result, Tensor) and result._fw_grad is not None):
             _set_tangent(self, getattr(result, "_fw_grad", None))
         return self
-    if self.requires_grad and self.grad_fn is None:
+    if self._requires_grad and self.grad_fn is None:
         _refuse_leaf(self, name)
     fn = self.grad_fn
     if fn is not None and fn.name in VIEW_NODES and getattr(self.data, "base", None) is not None:
         raise GradError(
             f"{name}: {_label(self)} is a view (made by {fn.name}) of another tensor in the graph; gradlab does not "
             f"track in-place changes through views. Compute a new tensor instead (y = x.clone(); y[...] = ...)")
-    old = Tensor._make(self.data.copy(), self.requires_grad, fn, self._output_nr)
+    old = Tensor._make(self.data.copy(), self._requires_grad, fn, self._output_nr)
     if self._fw_grad is not None:
         old._fw_grad = self._fw_grad
     result = compute(old)
     _write(self, result, name)
     # rebase: from now on this tensor is the output of the in-place node
     retained = self._retains_grad
-    self.requires_grad = result.requires_grad
+    self._requires_grad = result._requires_grad
     self.grad_fn = result.grad_fn
     self._output_nr = result._output_nr
     if self._fw_grad is not None or result._fw_grad is not None:
@@ -139,14 +139,14 @@ def _replace(value):
     """``compute`` for ops that overwrite every element: the old value gets a zero gradient."""
     def compute(s):
         O = _O()
-        if isinstance(value, Tensor) and value.requires_grad:
+        if isinstance(value, Tensor) and value._requires_grad:
             keep = Tensor._make(xp_of(s.data).zeros(s.shape, dtype=bool))
             v = value if value.dtype == s.dtype else value.to(s.dtype)
             return O.where(keep, s, v)
         v = value.data if isinstance(value, Tensor) else value
         out = xp_of(s.data).empty_like(s.data)
         out[...] = v
-        if s.requires_grad:  # still an output of the graph, with gradient 0 to the old value
+        if s._requires_grad:  # still an output of the graph, with gradient 0 to the old value
             return _Overwrite.apply(s, out)
         return Tensor._make(out)
     return compute
@@ -378,6 +378,20 @@ def _assign(arr, index, value):
         arr[split[0]][split[1]] = value  # arr[ints] is a view: the write lands in arr
 
 
+def _check_index_put_dtype(self, idx, value):
+    """PyTorch converts a value of another dtype in ``x[1:3] = v`` (a copy into a view) but not through index
+    tensors (``x[idx] = v`` is ``index_put_``: "Index put requires the source and destination dtypes match"),
+    except a one-element value under boolean masks (a ``masked_fill``)."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [i for i in parts if hasattr(i, "dtype") and hasattr(i, "ndim") and (i.ndim > 0 or i.dtype == np.bool_)]
+    if not arrays or (value.numel() == 1 and all(i.dtype == np.bool_ for i in arrays)):
+        return
+    from .. import checks as _c
+    _c.same_dtype("setitem", input=self, value=value,
+                  hint=f"an assignment through index tensors (x[idx] = v) does not convert v (a slice, x[1:3] = v, "
+                       f"does); write x[idx] = v.to(gradlab.{_dt.dtype_name(self.dtype)})")
+
+
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
     from ..ops.indexing import _norm_index
@@ -386,6 +400,8 @@ def setitem(self, index, value):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
     from ..errors import GradlabError, IndexOutOfRange
+    if isinstance(value, Tensor) and value.dtype != self.dtype:
+        _check_index_put_dtype(self, idx, value)
     _dt.check_fits(value, self.dtype, "setitem")
     try:
         dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents

@@ -39,7 +39,7 @@ class SavedTensor:
             self.packed, self.unpack = pack(t), unpack
             self.data = None
             # where ``t`` sits in the graph (not its memory), so what unpack returns can be put back there
-            self.tensor = None if output_nr is not None or not t.requires_grad else (
+            self.tensor = None if output_nr is not None or not t._requires_grad else (
                 (t.grad_fn, t._output_nr, None) if t.grad_fn is not None else (None, 0, t))  # (a leaf lives anyway)
         else:
             self.packed = self.unpack = None

@@ -48,7 +48,7 @@ def refresh_view(view):
     finally:
         _grad_state.enabled = prev
     old_fn, old_nr = view.grad_fn, view._output_nr
-    view.requires_grad = new.requires_grad
+    view._requires_grad = new._requires_grad
     view.grad_fn = new.grad_fn
     view._output_nr = new._output_nr
     if view._retains_grad and view.grad_fn is not None:  # retain_grad() moves with the tensor, as in PyTorch

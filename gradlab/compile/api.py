@@ -104,10 +104,10 @@ def _eager_vjp(entry, inputs, grads):
     fn = entry.fn
     outs = fn(*entry.rebuild(inputs))
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    wrt = [t for t in inputs if t.requires_grad]
-    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+    wrt = [t for t in inputs if t._requires_grad]
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o._requires_grad]
     got = iter(_ag.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True, allow_unused=True))
-    return tuple(next(got) if t.requires_grad else None for t in inputs)
+    return tuple(next(got) if t._requires_grad else None for t in inputs)
 
 
 class CompiledFunction:
@@ -146,8 +146,8 @@ class CompiledFunction:
         for i, a in enumerate(args):
             nm = self._argname(i)
             if isinstance(a, Tensor):
-                k = ("T", tuple(a.shape), dtype_name(a.dtype), bool(a.requires_grad), str(a.device))
-                desc[nm] = {"shape": tuple(a.shape), "dtype": dtype_name(a.dtype), "requires_grad": a.requires_grad,
+                k = ("T", tuple(a.shape), dtype_name(a.dtype), bool(a._requires_grad), str(a.device))
+                desc[nm] = {"shape": tuple(a.shape), "dtype": dtype_name(a.dtype), "requires_grad": a._requires_grad,
                             "device": str(a.device)}
             else:
                 k = ("V", _hashable(a))
@@ -214,7 +214,7 @@ class CompiledFunction:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 # trace on a copy: an in-place change inside fn must not touch the caller's tensor twice
-                t = Tensor._make(a.data.copy(), bool(a.requires_grad and need_grad))
+                t = Tensor._make(a.data.copy(), bool(a._requires_grad and need_grad))
                 t.name = a.name
                 tracer.add_input(t, _input_name(self._argname(i), tracer))
                 targs.append(t)
@@ -235,14 +235,14 @@ class CompiledFunction:
         g.outputs = [tracer.value_of(o) for o in outs]
         e.n_out = len(outs)
         e.out_meta = [(o.shape, o.dtype) for o in outs]
-        diff_outs = [o for o in outs if o.requires_grad]
-        wrt = [t for t in tin if t.requires_grad] + [t for _, t in tracer.params]
+        diff_outs = [o for o in outs if o._requires_grad]
+        wrt = [t for t in tin if t._requires_grad] + [t for _, t in tracer.params]
         e.rebuild = _rebuilder(args, len(e.params))
         if need_grad and diff_outs and wrt:
             gts = []
             for k, o in enumerate(outs):
                 gt = Tensor._make(ones_like_array(o.data))
-                if o.requires_grad:
+                if o._requires_grad:
                     tracer.add_input(gt, f"d{g.outputs[k].name}", kind="grad")
                     gts.append(gt)
             tracer.phase = "backward"
@@ -260,7 +260,7 @@ class CompiledFunction:
             e.traced_forward, e.traced_backward = fwd, bwd
             e.forward = optimize(fwd, e.report, device, fuse=self.fuse)
             e.backward = optimize(bwd, e.report, device, fuse=self.fuse)
-            e.diff_out = [k for k, o in enumerate(outs) if o.requires_grad]
+            e.diff_out = [k for k, o in enumerate(outs) if o._requires_grad]
             e.node_cls = type(f"compiled_{self.__name__}", (_CompiledNode,), {"name": f"compiled<{self.__name__}>"})
         else:
             e.traced = e.traced_forward = g

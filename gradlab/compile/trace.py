@@ -118,7 +118,7 @@ class Tracer:
             if v is not None:
                 return v
         g = self.graph
-        if t.requires_grad:
+        if t._requires_grad:
             label = t.name or f"p{len(self.params)}"
             v = g.new_value(t.shape, t.dtype, "param", ref=t, label=label)
             v.name = _unique(label, g)

@@ -52,7 +52,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     op = "conv_transpose2d"
     x, w = check_tensor(input, op), check_tensor(weight, op, "weight")
     groups = _c.size(groups, op, "groups", 1)
-    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)  # (PyTorch adds any bias to the result: its dtype is free here)
+    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)  # (PyTorch adds any bias to the result: its dtype is free here)
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) or 3-D (C, H, W), got {fmt_shape(x.shape)}")
     if w.ndim != 4:
@@ -119,7 +119,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w = check_tensor(weight, op, "weight")
     groups = _c.size(groups, op, "groups", 1)
     b = None if bias is None else check_tensor(bias, op, "bias")
-    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
     _c.same_dtype(op, input=x, bias=b)
     if w.ndim != 5:
         raise ShapeError(f"{op}: weight must be 5-D (out_channels, in_channels/groups, kd, kh, kw), got "
@@ -170,7 +170,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     w = check_tensor(weight, op, "weight")
     groups = _c.size(groups, op, "groups", 1)
     b = None if bias is None else check_tensor(bias, op, "bias")
-    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
     _c.same_dtype(op, input=x, bias=b)  # (unlike conv_transpose1d/2d, PyTorch checks the bias here)
     if w.ndim != 5 or w.shape[0] != x.shape[1]:
         raise ShapeError(f"{op}: weight must be 5-D (in_channels, out_channels/groups, kd, kh, kw) with "

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
-from ..errors import ShapeError, fmt_shape
+from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample
 from ._normalization import _vec_samples
 from ._register import register_table
-from .. import checks as _c
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -39,12 +39,15 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim (eps avoids the norm's kink at zero)."""
     a, b = check_tensor(x1, "pairwise_distance", "x1"), check_tensor(x2, "pairwise_distance", "x2")
+    _c.number(p, "pairwise_distance", "p", tensor_ok=False), _c.number(eps, "pairwise_distance", "eps", tensor_ok=False)
     return O.norm(a - b + eps, p, dim=-1, keepdim=keepdim)
 
 
 def pdist(input, p=2):
     """The ``p``-norm distance between every pair of rows ``i < j`` of ``(N, M)``: ``N*(N-1)/2`` values."""
     x = check_tensor(input, "pdist")
+    if not _c.number(p, "pdist", "p", tensor_ok=False) >= 0:
+        raise ArgumentError(f"pdist: p must be >= 0 (the p-norm of each difference), got {p!r}")
     if x.ndim != 2:
         raise ShapeError(f"pdist: input must be 2-D (N, M), got {fmt_shape(x.shape)}")
     i, j = np.triu_indices(x.shape[0], 1)

@@ -6,9 +6,10 @@
 """
 from __future__ import annotations
 
+from .. import checks as _c
 from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..errors import DTypeError, ShapeError, fmt_shape
+from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
 from ._register import NS, register_table
@@ -21,10 +22,12 @@ def linear(input, weight, bias=None):
     w = check_tensor(weight, "linear", "weight")
     if _amp.enabled:
         x, w, bias = _autocast_args("linear", x, w, bias)
-    if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype"
-        raise DTypeError(f"linear: input {fmt_shape(x.shape)} has dtype {x.dtype} but weight {fmt_shape(w.shape)} "
-                         f"has dtype {w.dtype}; convert the input with x.to({w.dtype}) (NumPy data is float64: "
-                         f"use x.float()), or the layer with .double()")
+    if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype" (and the bias too)
+        _c.same_dtype("linear", weight=w, input=x,
+                      hint=f"convert the input with x.to(gradlab.{w.dtype}) (NumPy data is float64: use x.float()), "
+                           "or the layer with .double()")
+    if bias is not None:
+        _c.same_dtype("linear", weight=w, bias=bias)
     if w.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be (out_features, in_features), got {fmt_shape(w.shape)}")
     if x.ndim == 0 or x.shape[-1] != w.shape[-1]:
@@ -63,6 +66,7 @@ def bilinear(input1, input2, weight, bias=None):
     if w.ndim != 3 or a.shape[-1] != w.shape[1] or b.shape[-1] != w.shape[2] or a.shape[:-1] != b.shape[:-1]:
         raise ShapeError(f"{op}: input1 {fmt_shape(a.shape)} and input2 {fmt_shape(b.shape)} must share their "
                          f"leading dims and match weight {fmt_shape(w.shape)} = (out, in1, in2)")
+    _c.same_dtype(op, input1=a, input2=b, weight=w, bias=bias)
     out, n1, n2 = w.shape
     t = O.matmul(a, O.reshape(O.permute(w, (1, 0, 2)), (n1, out * n2)))    # (..., out*in2)
     y = O.sum(O.reshape(t, tuple(a.shape[:-1]) + (out, n2)) * O.unsqueeze(b, -2), dim=-1)

@@ -40,6 +40,7 @@ from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
+from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
@@ -118,7 +119,7 @@ def _update_running(op, running, value, momentum):
     if r.numel() != value.size:
         raise ShapeError(f"{op}: a running statistic has shape {fmt_shape(r.shape)}, but the input has "
                          f"{value.size} channels (dim 1); make running_mean and running_var of shape ({value.size},)")
-    with no_grad():
+    with no_grad(), _fp_quiet():  # (raw arrays, outside any op: inf/nan quietly, as the ops)
         r.data[...] = (1 - momentum) * r.data + momentum * value.reshape(r.shape).astype(r.dtype)
         r._version.value += 1
 
@@ -164,8 +165,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         y = _standardize(x, dims, eps)
         if running_mean is not None or running_var is not None:
             a = x.data
-            _update_running(op, running_mean, a.mean(axis=dims), momentum)
-            _update_running(op, running_var, a.var(axis=dims) * n / (n - 1), momentum)
+            with _fp_quiet():
+                m, v = a.mean(axis=dims), a.var(axis=dims) * n / (n - 1)
+            _update_running(op, running_mean, m, momentum)
+            _update_running(op, running_var, v, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: training=False needs running_mean and running_var (the statistics "
@@ -194,8 +197,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     y = _standardize(x, dims, eps)
     if running_mean is not None or running_var is not None:
         a = x.data
-        _update_running(op, running_mean, a.mean(axis=dims).mean(axis=0), momentum)
-        _update_running(op, running_var, (a.var(axis=dims) * n / (n - 1)).mean(axis=0), momentum)
+        with _fp_quiet():
+            m, v = a.mean(axis=dims).mean(axis=0), (a.var(axis=dims) * n / (n - 1)).mean(axis=0)
+        _update_running(op, running_mean, m, momentum)
+        _update_running(op, running_var, v, momentum)
     return _affine(y, weight, bias, shape)
 
 

@@ -49,7 +49,7 @@ class Parameter(metaclass=_ParameterMeta):
                     f"Parameter: dtype {_dt.dtype_name(p.dtype)} cannot require grad; only floating "
                     "parameters can be learned. Pass requires_grad=False or convert with .float()"
                 )
-            p.requires_grad = True
+            p._requires_grad = True
         return p
 
 

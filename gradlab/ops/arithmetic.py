@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
+from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
     _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, OneRule, operand, weak_float,
@@ -123,8 +125,8 @@ class Mul(OneRule, _Binary):
     @staticmethod
     def forward(ctx, a, b):
         # each input's gradient needs the *other* input: save only what a gradient will need
-        ctx.save_for_backward(a if isinstance(b, Tensor) and b.requires_grad else None,
-                              b if isinstance(a, Tensor) and a.requires_grad else None)
+        ctx.save_for_backward(a if isinstance(b, Tensor) and b._requires_grad else None,
+                              b if isinstance(a, Tensor) and a._requires_grad else None)
         return ctx._compute(a, b, np.multiply)
 
     def rule(self, ns, g, a, b):  # the product rule, on tensors and arrays alike (OneRule)
@@ -381,8 +383,13 @@ def _pairs(src):
           formula="dA = dY (1 - W) ; dB = dY W", elementwise=True,
           torch=lambda torch, a, b, w: torch.lerp(a, b, w))
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1)."""
-    return check_tensor(input, "lerp") + weight * (end - input)
+    """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1).
+
+    As PyTorch, ``input`` and ``end`` (and a ``weight`` tensor with dims) must share one floating dtype."""
+    a, b = check_tensor(input, "lerp"), check_tensor(end, "lerp", "end")
+    _c.same_dtype("lerp", input=a, end=b, weight=weight if isinstance(weight, Tensor) and weight.ndim else None)
+    _c.floating(a, "lerp")
+    return a + weight * (b - a)
 
 
 @register(samples=_pairs, formula="dA = dY sigmoid(A - B) ; dB = dY sigmoid(B - A)", elementwise=True,
@@ -421,7 +428,7 @@ def _int_safe(name, fn):
             from ..errors import ArgumentError
             raise ArgumentError(f"{name}: integer division by zero (the divisor holds a 0); "
                                 f"use a float tensor (x.float()) to get inf/nan instead")
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with _fp_quiet():  # (a public function's own arrays, outside any op)
             return fn(x, y)
     return f
 
@@ -463,6 +470,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     x = check_tensor(input, "diff")
     if x.ndim == 0:
         raise ShapeError("diff: expects input to be at least one-dimensional, got a 0-d tensor")
+    if isinstance(n, bool):
+        raise ArgumentTypeError(f"diff: n must be an int, got bool {n!r}")
+    n = _c.size(n, "diff", "n", None)
+    if n < 0:
+        raise ArgumentError(f"diff: n (the order of the difference) must be >= 0, got {n}")
     d = one_dim(dim, x.ndim, "diff")
     parts = [check_tensor(p, "diff", nm) for p, nm in ((prepend, "prepend"), (x, "input"), (append, "append"))
              if p is not None]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .._tensor import Tensor
 from ..backend.arrays import as_array
 from ._util import arrays_for, check_broadcast, check_tensor, operand
@@ -18,6 +19,7 @@ from .samples import binary_samples, unary_samples
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|a - b| <= atol + rtol * |b|`` as a bool tensor (no gradient)."""
     a, b = check_tensor(input, "isclose"), check_tensor(other, "isclose", "other")
+    _c.same_dtype("isclose", input=a, other=b)
     check_broadcast("isclose", a, b)
     return Tensor._make(np.isclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -84,7 +86,8 @@ def equal(input, other) -> bool:
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
-    a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose")
+    a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose", "other")
+    _c.same_dtype("allclose", input=a, other=b)
     check_broadcast("allclose", a, b)
     return bool(np.allclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 

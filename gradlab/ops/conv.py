@@ -302,7 +302,7 @@ def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
     w = check_tensor(weight, op, "weight")
     _check_float(op, x)
     _check_float(op, w, "weight")
-    _c.same_dtype(op, _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be 4-D (N, C, H, W) (or 3-D (C, H, W) unbatched), got "
                          f"{fmt_shape(x.shape)}; add a batch dim with x.unsqueeze(0)")

@@ -20,13 +20,14 @@ import string
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError
 from ._util import check_tensor
 from .indexing import index_add_zeros, IndexAddZeros
 from .registry import register, Sample
@@ -250,4 +251,25 @@ def einsum(equation, *operands):
     if not operands:
         raise ArgumentError("einsum: give at least one operand")
     xs = [check_tensor(x, "einsum", f"operand {i}") for i, x in enumerate(operands)]
+    if len(xs) > 1 and any(x.dtype != xs[0].dtype for x in xs):
+        _check_dtypes(equation, xs)
     return Einsum.apply(equation, *xs)
+
+
+def _check_dtypes(equation, xs):
+    """PyTorch's rule for mixed dtypes in einsum: it works through the operands left to right, and a step
+    that sums over a letter shared by the two sides (a matrix product) needs one dtype; a step that only
+    multiplies (``'i,j->ij'``, ``'i,i->i'``) promotes, as ``*`` does."""
+    labels, out, _ = _parse(equation, tuple(x.shape for x in xs))
+    have, dt = set(labels[0]), xs[0].dtype
+    for k in range(1, len(xs)):
+        keep = set(out).union(*(set(t) for t in labels[k + 1:]))  # letters still needed after this step
+        if (have & set(labels[k])) - keep and xs[k].dtype != dt:
+            src = next((j for j in range(k) if xs[j].dtype == dt), None)
+            if src is not None:
+                _c.same_dtype("einsum", **{f"operand {src}": xs[src], f"operand {k}": xs[k]})
+            raise DTypeError(f"einsum: operands 0 to {k - 1} multiply to dtype {_dt.dtype_name(dt)} but operand {k} "
+                             f"has dtype {_dt.dtype_name(xs[k].dtype)}; a contraction needs one dtype: convert "
+                             "the operands with .to(...) first")
+        dt = _dt._promote_two(dt, xs[k].dtype)
+        have = (have | set(labels[k])) & keep

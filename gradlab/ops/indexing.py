@@ -345,6 +345,7 @@ def _slice_index_arg(op, x, dim, index):
 def _spread(op, x, d, idx, source):
     """The index repeated over the source's other dims (what scatter wants), after checking the source's shape."""
     src = check_tensor(source, op, "source")
+    _c.same_dtype(op, input=x, source=src)
     want = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
     if tuple(src.shape) != want and not (x.ndim == 0 and src.numel() == idx.shape[0]):
         raise ShapeError(f"{op}: source has shape {fmt_shape(src.shape)} but must be {fmt_shape(want)} (input "

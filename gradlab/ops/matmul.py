@@ -17,7 +17,7 @@ from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
-from ..errors import ArgumentError, broadcast_failure, DTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, broadcast_failure, fmt_shape, ShapeError
 from ._util import arrays_for, check_tensor
 from .autocast import autocast_args as _autocast_args, state as _amp
 from .einsum import _eq, _LETTERS, einsum
@@ -30,6 +30,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (what a linear layer computes, with ``input`` the bias)."""
     input = check_tensor(input, "addmm")
     _c.number(beta, "addmm", "beta"), _c.number(alpha, "addmm", "alpha")
+    _c.same_dtype("addmm", input=input, mat1=mat1, mat2=mat2)
     out = O.mm(mat1, mat2)
     out = out if alpha == 1 else out * alpha
     return out + (input if beta == 1 else input * beta)
@@ -37,7 +38,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 def mv(input, vec):
     """Matrix times vector: ``input (n, m) @ vec (m,)``."""
-    return O.matmul(check_tensor(input, "mv"), check_tensor(vec, "mv", "vec"))
+    a, v = check_tensor(input, "mv"), check_tensor(vec, "mv", "vec")
+    _c.same_dtype("mv", input=a, vec=v)
+    return O.matmul(a, v)
 
 
 register('addmm', samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2, 4)), src.tensor((4, 3))), dict(beta=0.5, alpha=2.0))],
@@ -161,9 +164,7 @@ def _mT(x):
 
 def _check(a, b, op="matmul", names=("input", "other")):
     if a.dtype != b.dtype:  # PyTorch does not promote in matrix products: "expected m1 and m2 to have the same dtype"
-        raise DTypeError(f"{op}: {names[0]} {fmt_shape(a.shape)} has dtype {a.dtype} but {names[1]} "
-                         f"{fmt_shape(b.shape)} has dtype {b.dtype}; matrix products need one dtype: convert one "
-                         f"with .to(...) (NumPy data is float64: gradlab.tensor(arr, dtype=gradlab.float32) or x.float())")
+        _c.same_dtype(op, **{names[0]: a, names[1]: b})
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got {fmt_shape(a.shape)} and "
                          f"{fmt_shape(b.shape)}; use * to multiply by a scalar")
@@ -206,6 +207,7 @@ def mm(input, mat2):
     a, b = check_tensor(input, "mm", "input"), check_tensor(mat2, "mm", "mat2")
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"mm: expects two matrices, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}; use matmul for other ranks")
+    _c.same_dtype("mm", input=a, mat2=b)
     return matmul(a, b)
 
 
@@ -243,6 +245,7 @@ def tensordot(a, b, dims=2):
     """Sum products over ``dims``: an int ``n`` pairs ``a``'s last ``n`` dims with ``b``'s first ``n``;
     a pair of lists ``([1, 2], [2, 0])`` names them. The result keeps the rest of ``a``, then of ``b``."""
     a, b = check_tensor(a, "tensordot", "a"), check_tensor(b, "tensordot", "b")
+    _c.same_dtype("tensordot", a=a, b=b)
     if isinstance(dims, (int, np.integer)):
         if dims < 0 or dims > min(a.ndim, b.ndim):
             raise ArgumentError(f"tensordot: dims={dims} is out of range for a {fmt_shape(a.shape)} and "
@@ -291,6 +294,7 @@ def bmm(input, mat2):
     if a.shape[0] != b.shape[0]:
         raise ShapeError(f"bmm: batch sizes differ: input {fmt_shape(a.shape)} and mat2 {fmt_shape(b.shape)}; "
                          "bmm does not broadcast (matmul does)")
+    _c.same_dtype("bmm", input=a, mat2=b)
     if a.shape[2] != b.shape[1]:
         raise ShapeError(f"bmm: cannot multiply {fmt_shape(a.shape)} by {fmt_shape(b.shape)}: inner dimensions "
                          f"{a.shape[2]} and {b.shape[1]} differ")

@@ -189,6 +189,7 @@ def _masked_scatter(self, mask, source):
     from ..backend import xp_of
     mask = check_tensor(mask, "masked_scatter", "mask")
     source = check_tensor(source, "masked_scatter", "source")
+    _c.same_dtype("masked_scatter", input=self, source=source)
     if mask.dtype != np.bool_:
         raise DTypeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}; compare first (x > 0)")
     m = O.broadcast_to(mask, self.shape)

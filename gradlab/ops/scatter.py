@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
@@ -110,7 +111,8 @@ def _check_scatter(op, x, dim, index, src):
 
 def _scatter_src(op, x, src):
     if isinstance(src, Tensor):
-        return src if src.dtype == x.dtype else O.to(src, x.dtype)
+        _c.same_dtype(op, input=x, src=src)  # PyTorch: "scatter(): Expected self.dtype to be equal to src.dtype"
+        return src
     if is_scalar(src):
         return src
     raise ArgumentTypeError(f"{op}: src must be a Tensor or a number, got {type(src).__name__}")

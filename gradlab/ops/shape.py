@@ -284,10 +284,18 @@ def _broadcast_samples(src):
 def broadcast_to(input, shape):
     """A read-only view of ``input`` repeated (without copying) to ``shape``."""
     x = check_tensor(input, "broadcast_to")
-    shape = _c.shape(shape, "broadcast_to", "size", infer=None)
-    lead = len(shape) - x.ndim
-    # -1 keeps a dimension's size (as PyTorch's broadcast_to and expand), except in a new leading dim
-    shape = tuple(x.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+    if type(shape) is not tuple or not all(type(s) is int for s in shape):
+        if not isinstance(shape, (tuple, list)):  # (as PyTorch: broadcast_to(x, 3) is refused; write (3,))
+            raise ArgumentTypeError(f"broadcast_to: size must be a tuple of ints, got {type(shape).__name__} "
+                                    f"{shape!r}; write ({shape!r},) for one dimension")
+        shape = _c.shape(shape, "broadcast_to", "size", infer=None)  # ints (a float inside is a TypeError)
+    if -1 in shape:  # -1 keeps the input's size there (PyTorch's rule), but not in a new leading dim
+        lead = len(shape) - x.ndim
+        if any(s == -1 for s in shape[:max(lead, 0)]):
+            raise ShapeError(f"broadcast_to: size {shape} has -1 in a new leading dimension of input "
+                             f"{fmt_shape(x.shape)}, where there is no size to keep; give the size")
+        if lead >= 0:
+            shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
     if shape == x.shape:
         return x
     try:
@@ -634,6 +642,7 @@ def meshgrid(*tensors, indexing=None):
     for i, t in enumerate(xs):
         if t.ndim > 1:
             raise ShapeError(f"meshgrid: expects 0-D or 1-D tensors, but tensors[{i}] has shape {fmt_shape(t.shape)}")
+    _c.same_dtype("meshgrid", **{f"tensors[{i}]": t for i, t in enumerate(xs)})
     xs = [atleast_1d(t) for t in xs]
     swap = indexing == "xy" and len(xs) >= 2
     if swap:

@@ -13,11 +13,46 @@ import numpy as np
 from .. import ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
+from ..backend.device import to_host
 from ..errors import ArgumentError, fmt_shape
 from ._util import check_tensor, method_spelling, one_dim
 from .reduce import ValuesIndices
 from .registry import register, Sample
 from .. import checks as _c
+from . import _stdsort
+
+
+def _host_rows(x, d):
+    """``x``'s values with ``dim`` last, as a host array of rows ``(-1, n)``."""
+    a = np.moveaxis(np.asarray(to_host(x.data)), d, -1)
+    return a.reshape(-1, a.shape[-1])
+
+
+def _tied(rows):
+    """The rows with a repeated value or a NaN: there the index PyTorch returns depends on its algorithm."""
+    if rows.shape[-1] < 2:
+        return np.zeros(rows.shape[0], bool)
+    s = np.sort(rows, axis=-1)
+    out = (s[:, 1:] == s[:, :-1]).any(axis=-1)
+    if _dt_is_float(rows.dtype):
+        out |= np.isnan(rows).any(axis=-1)
+    return out
+
+
+def _replay(x, d, idx, which, fn):
+    """``idx`` (indices along ``d``, with ``x``'s other dims) with the rows chosen by ``which`` (a bool per
+    row) replaced by ``fn(row as a list)``: PyTorch's own choice, replayed (``_stdsort``)."""
+    pick = np.nonzero(which)[0]
+    if pick.size == 0:
+        return idx
+    rows = _host_rows(x, d)
+    ia = np.moveaxis(np.array(to_host(idx.data)), d, -1)
+    shape = ia.shape
+    ir = ia.reshape(-1, shape[-1])
+    for r in pick:
+        ir[r] = fn(rows[r].tolist())
+    out = np.ascontiguousarray(np.moveaxis(ir.reshape(shape), -1, d)).astype(np.int64)
+    return Tensor._make(out).to(x.device)
 
 
 sort = method_spelling("sort", "``(values, indices)`` of ``input`` sorted along ``dim`` (``x.sort(...)``).")
@@ -56,7 +91,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if x.ndim == 0:
         return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
     _, order = O.sort(x, d)
-    idx = O.narrow(order, d, int(k) - 1, 1)
+    idx = O.narrow(order, d, int(k) - 1, 1)  # (a stable sort: PyTorch's pick wherever values are distinct)
+    idx = _replay(x, d, idx, _tied(_host_rows(x, d)), lambda row: [_stdsort.kthvalue_row(row, int(k))])
     vals = O.gather(x, d, idx)
     if not keepdim:
         vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
@@ -76,13 +112,63 @@ def median(input, dim=None, keepdim=False):
 
     Without ``dim``: one value over all elements. With ``dim``: ``(values, indices)`` along it."""
     x = check_tensor(input, "median")
+    return _median("median", x, dim, keepdim, ignore_nan=False)
+
+
+def _median(op, x, dim, keepdim, ignore_nan):
+    """``median`` and ``nanmedian``, as PyTorch computes them.
+
+    Without ``dim``: NaN if there is a NaN (``median``) or if all are NaN (``nanmedian``), its gradient
+    shared evenly by the NaNs (as PyTorch's); else the lower middle of the sorted (non-NaN) values.
+    With ``dim``: per row, ``median`` picks the first NaN if the row has one; otherwise both pick the
+    lower middle in a stable sort (PyTorch breaks ties by index), and an all-NaN row in ``nanmedian``
+    the index PyTorch's ``nth_element`` leaves there.
+    """
+    xp = xp_of(x.data)
+    isnan = xp.isnan(x.data) if _dt_is_float(x.dtype) else None
     if dim is None:
         flat = O.flatten(x)
-        if flat.shape[0] == 0:
+        n = flat.shape[0]
+        if n == 0:
             return O.sum(flat) * float("nan")
-        return kthvalue(flat, (flat.shape[0] + 1) // 2, 0).values
-    n = x.shape[one_dim(dim, x.ndim, "median")] if x.ndim else 1
-    return kthvalue(x, (n + 1) // 2, dim, keepdim)
+        nan = None if isnan is None else isnan.reshape(-1)
+        nn = 0 if nan is None else int(nan.sum())
+        if nn and (not ignore_nan or nn == n):
+            return O.mean(O.masked_select(flat, Tensor._make(nan)))
+        order = xp.argsort(flat.data, kind="stable")  # NaNs last
+        m = (n - nn - 1) // 2
+        return O.reshape(O.gather(flat, 0, Tensor._make(order[m:m + 1].astype(np.int64))), ())
+    if x.ndim == 0:
+        return ValuesIndices(O.clone(x), Tensor._make(xp.zeros((), np.int64)))
+    d = one_dim(dim, x.ndim, op)
+    n = x.shape[d]
+    if n == 0:
+        from ..errors import IndexOutOfRange
+        raise IndexOutOfRange(f"{op}: dim {d} of input {fmt_shape(x.shape)} is empty; there is no median to take")
+    order = xp.argsort(x.data, axis=d, kind="stable")  # NaNs last
+    keep = x.shape[:d] + (1,) + x.shape[d + 1:]
+    nans = xp.zeros(keep, np.int64) if isnan is None else xp.sum(isnan, axis=d, keepdims=True)
+    if ignore_nan:
+        k = xp.maximum((n - nans - 1) // 2, 0)
+    else:
+        k = xp.where(nans > 0, 0, (n - 1) // 2)
+    idx = xp.take_along_axis(order, k, axis=d).astype(np.int64)
+    if not ignore_nan and bool(nans.any()):  # a row with a NaN: its first NaN
+        first = xp.argmax(isnan, axis=d).reshape(keep).astype(np.int64)
+        idx = xp.where(nans > 0, first, idx)
+    idx = Tensor._make(idx)
+    if ignore_nan and bool((nans == n).any()):
+        idx = _replay(x, d, idx, (to_host(nans) == n).reshape(-1),
+                      lambda row: [_stdsort.all_nan_median_index(len(row))])
+    vals = O.gather(x, d, idx)
+    if not keepdim:
+        vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
+    return ValuesIndices(vals, idx)
+
+
+def _dt_is_float(dt):
+    from ..backend import dtypes as _dt
+    return _dt.is_floating(dt)
 
 
 @register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 0.5]])), 1))],
@@ -97,10 +183,8 @@ def mode(input, dim=-1, keepdim=False):
     a = np.moveaxis(np.asarray(x.cpu().data), d, -1)
     rows = a.reshape(-1, a.shape[-1])
     idx = np.zeros(rows.shape[0], np.int64)
-    for r, row in enumerate(rows):
-        vals, counts = np.unique(row, return_counts=True)
-        v = vals[np.argmax(counts)]
-        idx[r] = np.nonzero(row == v)[0][-1]
+    for r, row in enumerate(rows):  # PyTorch's kernel, replayed: std::sort by value, the first longest run
+        idx[r] = _stdsort.mode_row(row.tolist())
     idx = Tensor._make(np.moveaxis(idx.reshape(a.shape[:-1] + (1,)), -1, d)).to(x.device)
     vals = O.gather(x, d, idx)
     if not keepdim:
@@ -115,7 +199,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     a = np.asarray(x.cpu().data)
     if dim is None:
         vals, first, inv, counts = np.unique(a.reshape(-1), return_index=True, return_inverse=True, return_counts=True)
-        out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x.requires_grad \
+        out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x._requires_grad \
             else Tensor._make(xp_of(x.data).asarray(vals))
         inv = inv.reshape(a.shape)
     else:
@@ -195,6 +279,10 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
         raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
     _, idx = _sort(self, d, descending=largest)
     idx = idx[(slice(None),) * d + (slice(0, int(k)),)] if self.ndim else idx
+    if self.ndim and k:  # ties, NaNs (or sorted=False, PyTorch's nth_element order): PyTorch's pick, replayed
+        rows = _host_rows(self, d)
+        which = _tied(rows) if sorted else np.ones(rows.shape[0], bool)
+        idx = _replay(self, d, idx, which, lambda row: _stdsort.topk_row(row, int(k), largest, bool(sorted)))
     return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
 
 
@@ -216,23 +304,4 @@ def _nanmedian_samples(src):
 def nanmedian(input, dim=None, keepdim=False):
     """``median`` ignoring NaNs (the lower middle of the values that are not NaN; NaN where all are)."""
     x = check_tensor(input, "nanmedian")
-    xp = xp_of(x.data)
-    nan = xp.isnan(x.data)
-    if dim is None:
-        flat = O.flatten(x)
-        if not bool(nan.any()):
-            return median(x)
-        vals = O.masked_select(flat, Tensor._make(~nan.reshape(-1)))
-        if vals.shape[0] == 0:
-            return O.sum(flat) * float("nan")
-        return kthvalue(vals, (vals.shape[0] + 1) // 2, 0).values
-    if x.ndim == 0:
-        return ValuesIndices(O.clone(x), Tensor._make(xp.zeros((), np.int64)))
-    d = one_dim(dim, x.ndim, "nanmedian")
-    order = xp.argsort(xp.where(nan, xp.inf, x.data), axis=d, kind="stable")
-    k = xp.maximum((xp.sum(~nan, axis=d, keepdims=True) - 1) // 2, 0)
-    idx = Tensor._make(xp.take_along_axis(order, k, axis=d).astype(np.int64))
-    vals = O.gather(x, d, idx)
-    if not keepdim:
-        vals, idx = O.squeeze(vals, d), O.squeeze(idx, d)
-    return ValuesIndices(vals, idx)
+    return _median("nanmedian", x, dim, keepdim, ignore_nan=True)

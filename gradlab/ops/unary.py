@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .. import checks as _c
 from .. import ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
@@ -324,17 +325,25 @@ def _round_samples(src):
 
 
 @register(op=Round, samples=_round_samples, elementwise=True,
-          torch=lambda torch, x, decimals=0: torch.round(x, decimals=decimals))
-def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
+          torch=lambda torch, x, **kw: torch.round(x, **kw))
+def round(input, *, decimals=None):  # noqa: A001 - PyTorch's name
     """Round to ``decimals`` places, halves to even (``round(2.5) == 2``), as PyTorch.
 
     The gradient is zero: rounding is a step function. (Quantization-aware
     training gets a gradient through it with a straight-through estimator.)
     """
     x = check_tensor(input, "round")
-    if _dt.category(x.dtype) < 2 and decimals == 0:
+    if decimals is not None:
+        decimals = _c.size(decimals, "round", "decimals", None)
+    if x.dtype == np.bool_ or (decimals is not None and _dt.category(x.dtype) < 2):
+        # PyTorch: round(int_tensor) is the tensor itself, but with decimals= (even 0), or on bools, refused
+        raise DTypeError(f"round: {'decimals= needs' if x.dtype != np.bool_ else 'needs'} a floating tensor, got "
+                         f"dtype {_dt.dtype_name(x.dtype)}" + ("" if x.dtype == np.bool_ else
+                                                               " (an integer tensor is already rounded)")
+                         + "; convert with x.float()")
+    if _dt.category(x.dtype) < 2:
         return x
-    return Round.apply(x, int(decimals))
+    return Round.apply(x, decimals or 0)
 
 
 @_unary("asinh", "dX = dY / sqrt(X^2 + 1)")

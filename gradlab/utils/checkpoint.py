@@ -91,7 +91,7 @@ def _alias(a):
     if not isinstance(a, Tensor):
         return a
     t = a.detach()
-    if a.requires_grad:
+    if a._requires_grad:
         t.requires_grad_(True)
     return t
 

@@ -24,6 +24,7 @@ from .... import ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
 from ....backend.device import to_host
+from ....backend.fperr import quiet as _fp_quiet
 from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
@@ -94,12 +95,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     xp = xp_of(lp.data)
     idx = Tensor._make(xp.asarray(np.broadcast_to(ext, (T, N, S)).copy()))
     emit = O.gather(lp, 2, idx)                              # (T, N, S): log p_t of each state's label
-    neg = Tensor._make(xp.full((N, 1), _NEG, dtype=lp.dtype))
-    neg2 = Tensor._make(xp.full((N, 2), _NEG, dtype=lp.dtype))
+    with _fp_quiet():  # (-1e30 is -inf in float16, quietly)
+        neg = Tensor._make(xp.full((N, 1), _NEG, dtype=lp.dtype))
+        neg2 = Tensor._make(xp.full((N, 2), _NEG, dtype=lp.dtype))
     start = np.full((N, S), _NEG)
     start[:, 0] = 0.0
     start[:, 1] = np.where(tl > 0, 0.0, _NEG) if S > 1 else 0.0
-    alpha = Tensor._make(xp.asarray(start.astype(lp.dtype))) + emit[0]
+    with _fp_quiet():  # (-1e30 is -inf in float16, quietly)
+        alpha = Tensor._make(xp.asarray(start.astype(lp.dtype))) + emit[0]
     skip_t = Tensor._make(xp.asarray(skip))
     for t in range(1, T):
         s1 = O.cat([neg, alpha[:, :-1]], 1)
@@ -112,7 +115,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ends = O.gather(alpha, 1, Tensor._make(xp.asarray(last)))
     ends = O.where(Tensor._make(xp.asarray(np.stack([tl >= 0, tl > 0], 1))), ends, _NEG)
     loss = -O.logsumexp(ends, dim=1)                         # (N,)
-    impossible = Tensor._make(xp.asarray(to_host(loss.data) > -_NEG / 2))
+    with _fp_quiet():
+        impossible = Tensor._make(xp.asarray(to_host(loss.data) > -_NEG / 2))
     if zero_infinity:
         loss = O.where(impossible, 0.0, loss)
     else:
