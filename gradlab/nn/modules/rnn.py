@@ -19,7 +19,10 @@ Equations (PyTorch's, with its gate order; ``W_i*`` act on the input ``x_t``, ``
 
 The LSTM and GRU steps hand the gate pre-activations to one fused op each
 (``fused_lstm_cell``, ``fused_gru_cell`` in ``gradlab/ops/recurrent.py``, PyTorch's fused cells): the
-formulas above in one node, with a closed-form backward.
+formulas above in one node, with a closed-form backward. An ``nn.LSTM`` layer direction whose
+sequences all run every step (no ``proj_size``, no packed lengths) goes further: the whole loop over time
+is one node (``fused_lstm``), with one backward loop through time, as PyTorch's sequence kernels run it;
+its result is the same as the step-by-step graph's (``tests/test_rnn.py`` compares them).
 
 Parameters: ``weight_ih`` ``(gates*hidden, input)``, ``weight_hh`` ``(gates*hidden, hidden)``,
 ``bias_ih``, ``bias_hh`` ``(gates*hidden,)``; in ``RNN``/``LSTM``/``GRU`` they are named
@@ -256,6 +259,10 @@ class RNNBase(Module):
         b_ih, b_hh = (getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)) if self.bias else (None, None)
         proj = F.linear(data, getattr(self, "weight_ih" + sfx), b_ih)  # the input part of every step at once
         n, ys = h.shape[0], [None] * len(sizes)
+        if self.mode == "LSTM" and w_hr is None and all(b == n for b in sizes):
+            # every sequence runs every step: the whole loop is one fused op (gradlab/ops/recurrent.py)
+            hs, c = O.fused_lstm(O.reshape(proj, (len(sizes), n, proj.shape[-1])), h, c, w_hh, b_hh, reverse=reverse)
+            return O.reshape(hs, (len(sizes) * n, hs.shape[-1])), hs[0 if reverse else -1], c
         for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
             b, off = sizes[t], offsets[t]
             if b == n:
