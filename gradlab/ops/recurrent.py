@@ -159,7 +159,7 @@ class FusedLSTM(Op):
             hs[t] = h
         ctx.H, ctx.reverse = H, reverse
         ctx.save_for_backward(proj, h0, c0, w_hh, b_hh, acts, tcs, h_in, c_in)
-        return hs, c
+        return hs, c.astype(P.dtype, copy=False)  # (NumPy's matmul gives float32 for bfloat16)
 
     def vjp_arrays(self, ghs, gc):
         _, _, _, W, b, acts, tcs, h_in, c_in = self.saved_arrays
@@ -352,15 +352,18 @@ def fused_lstm(proj, h0, c0, w_hh, b_hh=None, reverse=False):
     op = "fused_lstm"
     proj, h0, c0 = check_tensor(proj, op, "proj"), check_tensor(h0, op, "h0"), check_tensor(c0, op, "c0")
     w_hh = check_tensor(w_hh, op, "w_hh")
-    if proj.ndim != 3:
-        raise ShapeError(f"{op}: proj must be (steps, batch, 4 * hidden), got {fmt_shape(proj.shape)}")
-    _check(op, "proj[0]", proj[0], 4, c0)
+    for t, what in ((proj, "proj"), (h0, "h0"), (c0, "c0"), (w_hh, "w_hh")):
+        _c.floating(t, op, what)
+    if proj.ndim != 3 or c0.ndim != 2 or proj.shape[1:] != (c0.shape[0], 4 * c0.shape[1]):
+        raise ShapeError(f"{op}: proj must be (steps, batch, 4 * hidden) for a state (batch, hidden); got proj "
+                         f"{fmt_shape(proj.shape)} and c0 {fmt_shape(c0.shape)}")
     if h0.shape != c0.shape or w_hh.shape != (proj.shape[-1], c0.shape[-1]):
         raise ShapeError(f"{op}: h0 {fmt_shape(h0.shape)} and c0 {fmt_shape(c0.shape)} must match, and w_hh must be "
                          f"(4 * hidden, hidden) = {fmt_shape((proj.shape[-1], c0.shape[-1]))}, got "
                          f"{fmt_shape(w_hh.shape)}")
     if b_hh is not None:
         b_hh = check_tensor(b_hh, op, "b_hh")
+        _c.floating(b_hh, op, "b_hh")
         if b_hh.shape != (proj.shape[-1],):
             raise ShapeError(f"{op}: b_hh must be (4 * hidden,) = ({proj.shape[-1]},), got {fmt_shape(b_hh.shape)}")
     return FusedLSTM.apply(proj, h0, c0, w_hh, b_hh, reverse=bool(reverse))
