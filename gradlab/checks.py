@@ -284,6 +284,9 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     ("fused_*_cell", "arg * -> int tensor"): "the fused recurrent cells take float gate pre-activations (what "
                                              "nn.LSTM/nn.GRU give them); PyTorch's composite reference promotes "
                                              "integers silently",
+    ("fused_lstm", "arg * -> int tensor"): "the fused LSTM sequence takes float gate pre-activations, states and "
+                                           "weights (what nn.LSTM gives it); PyTorch's composite reference promotes "
+                                           "some integers silently",
 }
 
 _BUILT_NUMBERS = ("a layer or loss module checks its number arguments (a slope, eps, momentum, a margin, p, a size, "

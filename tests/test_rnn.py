@@ -180,6 +180,47 @@ def test_lstm_graph_is_drawable_and_backprops_through_time():
     assert svg is not None
 
 
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_sequence_node_equals_the_step_by_step_graph(bidirectional):
+    """nn.LSTM runs each layer direction as one fused_lstm node; it must agree with the loop of fused steps."""
+    from gradlab.nn import functional as F
+    from gradlab.nn.modules.rnn import _step
+    m = nn.LSTM(3, 4, bidirectional=bidirectional).double()
+    x = gradlab.randn(5, 2, 3, dtype=gradlab.float64, requires_grad=True)
+    out, (h, c) = m(x)
+    assert sum(n.name == "fused_lstm" for n in _nodes(out.grad_fn)) == (2 if bidirectional else 1)
+    (out.sum() + (c * c).sum()).backward()
+    got = [x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    x.grad = None
+    m.zero_grad()
+    outs, cs = [], []
+    for sfx in ["_l0", "_l0_reverse"][:2 if bidirectional else 1]:
+        w_ih, w_hh, b_ih, b_hh = (getattr(m, k + sfx) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+        hh, cc = gradlab.zeros(2, 4, dtype=gradlab.float64), gradlab.zeros(2, 4, dtype=gradlab.float64)
+        ys = [None] * 5
+        for t in (range(4, -1, -1) if sfx.endswith("reverse") else range(5)):
+            hh, cc = _step("LSTM", F.linear(x[t], w_ih, b_ih), hh, cc, w_hh, b_hh)
+            ys[t] = hh
+        outs.append(gradlab.stack(ys, 0))
+        cs.append(cc)
+    ref = outs[0] if len(outs) == 1 else gradlab.cat(outs, -1)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    (ref.sum() + sum((cc * cc).sum() for cc in cs)).backward()
+    want = [x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def _nodes(root):
+    seen, stack = set(), [root]
+    while stack:
+        n = stack.pop()
+        if n is not None and n not in seen:
+            seen.add(n)
+            stack.extend(e[0] for e in n.next_functions if e is not None)
+    return seen
+
 # ---------------------------------------------------------------------------------- transformer
 ENC = [
     {}, {"norm_first": True}, {"activation": "gelu", "batch_first": True}, {"bias": False, "norm_first": True},

@@ -10,7 +10,9 @@ from .. import checks as _c
 from .. import ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..errors import ShapeError, fmt_shape
+from ..autograd.function import op_observers as _op_observers
 from ..ops._util import check_tensor
+from ..ops.matmul import Linear as _Linear
 from ..ops.registry import Sample, register
 from ._register import NS, register_table
 
@@ -38,10 +40,15 @@ def linear(input, weight, bias=None):
     if x.ndim > 2 and w.ndim == 2:  # (B, T, in) -> (B*T, in): one large matrix product, not B small ones
         lead = x.shape[:-1]
         x = O.reshape(x, (-1, x.shape[-1]))
-    out = O.matmul(x, w.mT if w.ndim == 2 else w)
-    if bias is not None:
-        b = check_tensor(bias, "linear", "bias")
-        out = out + b
+    b = None if bias is None else check_tensor(bias, "linear", "bias")
+    if x.ndim == 2 and w.ndim == 2 and x.dtype.itemsize >= 4 and not _op_observers and (
+            b is None or (b.dtype == w.dtype and b.shape == w.shape[:1] and type(b.data) is type(w.data))):
+        out = _Linear.apply(x, w) if b is None else _Linear.apply(x, w, b)  # the everyday case: one node
+    else:  # vectors, half precision, a bias that broadcasts or promotes, or a profiler or trace_shapes watching
+        # (they show the matmul and the add, as the engine shows the ops inside each VJP then): the composite
+        out = O.matmul(x, w.mT if w.ndim == 2 else w)
+        if b is not None:
+            out = out + b
     if lead is not None:
         out = O.reshape(out, lead + (w.shape[0],))
     return out

@@ -27,7 +27,7 @@ Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where
 ``cast``, ``quant``           to/float/half/... and clone; fake quantization
 ``normalization``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
 ``dropout``, ``embedding``, ``loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
-``recurrent``      fused_lstm_cell, fused_gru_cell (one LSTM/GRU step after the matmuls; ``nn.LSTM``/``nn.GRU`` use them)
+``recurrent``      fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
 =================  ==========================================================================
 
 Around them: ``autocast`` (the autocast switch and its dtype policy, read by the ops), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
@@ -74,7 +74,7 @@ from .reduce import (  # noqa: A004
     all, amax, amin, any, argmax, argmin, bincount, count_nonzero, cummax, cummin, cumprod, cumsum, logsumexp, max,
     histc, mean, min, nanmean, nansum, prod, std, sum, sum_to, var,
 )
-from .recurrent import fused_gru_cell, fused_lstm_cell
+from .recurrent import fused_gru_cell, fused_lstm, fused_lstm_cell
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
 from .scatter import scatter, scatter_add
 from .shape import (
@@ -109,7 +109,7 @@ __all__ = [
     # activations, softmax
     "gelu", "silu", "softplus", "leaky_relu", "softmax", "log_softmax",
     # recurrent (fused cells)
-    "fused_lstm_cell", "fused_gru_cell",
+    "fused_lstm_cell", "fused_gru_cell", "fused_lstm",
     # compare, logical, where
     "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal", "equal",
     "allclose", "isclose", "isnan", "isinf", "isfinite", "isin",

@@ -95,6 +95,43 @@ class MatMul(Op):
         return out
 
 
+class Linear(Op):
+    """``x @ W^T + b`` for a matrix ``x`` ``(N, in)``, ``W`` ``(out, in)``, ``b`` ``(out,)`` or None: one node,
+    as PyTorch records ``nn.Linear`` as one ``addmm`` (``F.linear`` calls it; other shapes take the composite)."""
+    name = "linear"
+    formula = "dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over the batch)"
+
+    @staticmethod
+    def forward(ctx, x, w, b=None):
+        ctx.save_for_backward(x, w)
+        X, W, _ = arrays_for("linear", x, w, ("input", "weight"))
+        out = np.matmul(blas_ready(X), blas_ready(W).T)
+        if b is not None:
+            out += b.data
+        return out
+
+    def vjp(self, g):
+        x, w = self.saved_tensors
+        dx, dw = O.matmul(g, w), O.matmul(g.mT, x)
+        return (dx, dw, O.sum(g, 0)) if len(self.next_functions) > 2 else (dx, dw)
+
+    def vjp_arrays(self, g):
+        """``vjp`` on arrays, each gradient only when its input needs one (a transpose is a view: no copy)."""
+        x, w = self.saved_arrays
+        nf, g = self.next_functions, blas_ready(g)
+        return (np.matmul(g, blas_ready(w)) if nf[0] is not None else None,
+                np.matmul(g.T, blas_ready(x)) if nf[1] is not None else None,
+                g.sum(0) if len(nf) > 2 and nf[2] is not None else None)[:len(nf)]
+
+    def jvp(self, tx, tw, tb=None):
+        x, w = self.args[:2]
+        out = None if tx is None else O.matmul(tx, w.mT)
+        for part in ((None if tw is None else O.matmul(x, tw.mT)), tb):
+            if part is not None:
+                out = part if out is None else out + part
+        return out
+
+
 def _vjp_general(a, b, g):
     """1-D and batched cases: lift to matrices, use the 2-D rule, undo the lift."""
     if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar

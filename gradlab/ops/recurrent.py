@@ -7,6 +7,9 @@ state update) in one node instead of a dozen: PyTorch's ``_thnn_fused_lstm_cell`
 
 * ``fused_lstm_cell(gates, cx) -> (hy, cy)``: ``gates = W_ih x + b_ih + W_hh h + b_hh``, ``(B, 4H)``
   in the order ``i, f, g, o``; ``cy = sigmoid(f) cx + sigmoid(i) tanh(g)``, ``hy = sigmoid(o) tanh(cy)``.
+* ``fused_lstm(proj, h0, c0, w_hh, b_hh) -> (h_all, c_last)``: a whole sequence (one layer, one
+  direction) in one node: the step above for every ``t`` with ``gates_t = proj[t] + W_hh h + b_hh``, and one
+  backward loop through time (what ``nn.LSTM`` runs, as PyTorch runs its whole-sequence kernel).
 * ``fused_gru_cell(input_gates, hidden_gates, hx) -> hy``: ``input_gates = W_ih x + b_ih``,
   ``hidden_gates = W_hh h + b_hh``, ``(B, 3H)`` in the order ``r, z, n``;
   ``n = tanh(x_n + r h_n)``, ``hy = (1 - z) n + z hx``.
@@ -44,6 +47,58 @@ def _lstm_acts(O_, gates, H):
     return O_.sigmoid(i), O_.sigmoid(f), O_.tanh(g), O_.sigmoid(o)
 
 
+def _lstm_step_arrays(xp, G, c, H):
+    """One LSTM step on arrays: ``(act, tanh(cy), hy, cy)`` from the gate pre-activations ``G`` and ``c``."""
+    act = _sig(G)
+    act[..., 2 * H:3 * H] = xp.tanh(G[..., 2 * H:3 * H])
+    i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
+    cy = f * c
+    cy += i * g
+    tc = xp.tanh(cy)
+    return act, tc, o * tc, cy
+
+
+def _lstm_step_vjp_arrays(xp, act, tc, c, ghy, gcy, H):
+    """The step's closed-form backward on arrays: ``(dGates, dCx)`` from the saved activations."""
+    i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
+    dc = 1 - tc * tc
+    dc *= o
+    dc *= ghy
+    dc += gcy
+    d = xp.empty_like(act)
+    d[..., :H] = dc * g * i * (1 - i)
+    d[..., H:2 * H] = dc * c * f * (1 - f)
+    d[..., 2 * H:3 * H] = dc * i * (1 - g * g)
+    d[..., 3 * H:] = ghy * tc * o * (1 - o)
+    return d, dc * f
+
+
+def _lstm_step_vjp(gates, cx, ghy, gcy, H):
+    """The same backward with gradlab ops on recomputed activations (differentiable: second order)."""
+    i, f, g, o = _lstm_acts(O, gates, H)
+    tc = O.tanh(f * cx + i * g)
+    dc = gcy + ghy * o * (1 - tc * tc)
+    d = O.cat([dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g), ghy * tc * o * (1 - o)], -1)
+    return d, dc * f
+
+
+def _lstm_step_jvp(gates, cx, tg, tc_, H):
+    """The step's forward-mode rule: tangents of ``(hy, cy)`` from those of ``gates`` and ``cx`` (None = 0)."""
+    i, f, g, o = _lstm_acts(O, gates, H)
+    cy = f * cx + i * g
+    if tg is None:
+        dcy = f * tc_
+        dh = o * (1 - O.tanh(cy) ** 2) * dcy
+        return dh, dcy
+    ti, tf, tgg, to = (tg[..., k * H:(k + 1) * H] for k in range(4))
+    di, df, dg, do = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
+    dcy = df * cx + di * g + i * dg
+    if tc_ is not None:
+        dcy = dcy + f * tc_
+    t = O.tanh(cy)
+    return do * t + o * (1 - t * t) * dcy, dcy
+
+
 class FusedLSTMCell(Op):
     name = "fused_lstm_cell"
     formula = ("dC = dCy + dHy * o * (1 - tanh(Cy)^2) ; dGates = [dC g i(1-i), dC Cx f(1-f), dC i (1-g^2), "
@@ -51,60 +106,119 @@ class FusedLSTMCell(Op):
 
     @staticmethod
     def forward(ctx, gates, cx):
-        G, c = gates.data, cx.data
+        c = cx.data
         H = c.shape[-1]
-        xp = xp_of(G)
-        act = _sig(G)
-        act[..., 2 * H:3 * H] = xp.tanh(G[..., 2 * H:3 * H])
-        i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
-        cy = f * c
-        cy += i * g
-        tc = xp.tanh(cy)
-        hy = o * tc
+        act, tc, hy, cy = _lstm_step_arrays(xp_of(c), gates.data, c, H)
         ctx.H = H
         ctx.save_for_backward(gates, cx, act, tc)
         return hy, cy
 
     def vjp_arrays(self, ghy, gcy):
         _, c, act, tc = self.saved_arrays
-        H = self.H
-        xp = xp_of(act)
-        i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
-        dc = 1 - tc * tc
-        dc *= o
-        dc *= ghy
-        dc += gcy
-        d = xp.empty_like(act)
-        d[..., :H] = dc * g * i * (1 - i)
-        d[..., H:2 * H] = dc * c * f * (1 - f)
-        d[..., 2 * H:3 * H] = dc * i * (1 - g * g)
-        d[..., 3 * H:] = ghy * tc * o * (1 - o)
-        return d, dc * f
+        return _lstm_step_vjp_arrays(xp_of(act), act, tc, c, ghy, gcy, self.H)
 
     def vjp(self, ghy, gcy):
         gates, cx = self.saved_tensors[:2]
-        i, f, g, o = _lstm_acts(O, gates, self.H)
-        tc = O.tanh(f * cx + i * g)
-        dc = gcy + ghy * o * (1 - tc * tc)
-        d = O.cat([dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g), ghy * tc * o * (1 - o)], -1)
-        return d, dc * f
+        return _lstm_step_vjp(gates, cx, ghy, gcy, self.H)
 
     def jvp(self, tg, tc_):
         gates, cx = self.args
-        i, f, g, o = _lstm_acts(O, gates, self.H)
-        H = self.H
-        cy = f * cx + i * g
-        if tg is None:
-            dcy = f * tc_
-            dh = o * (1 - O.tanh(cy) ** 2) * dcy
-            return dh, dcy
-        ti, tf, tgg, to = (tg[..., k * H:(k + 1) * H] for k in range(4))
-        di, df, dg, do = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
-        dcy = df * cx + di * g + i * dg
-        if tc_ is not None:
-            dcy = dcy + f * tc_
-        t = O.tanh(cy)
-        return do * t + o * (1 - t * t) * dcy, dcy
+        return _lstm_step_jvp(gates, cx, tg, tc_, self.H)
+
+
+class FusedLSTM(Op):
+    """A whole LSTM sequence (one layer, one direction) as one node, as cuDNN's and PyTorch's CPU kernels run it.
+
+    ``proj`` ``(T, N, 4H)`` holds ``W_ih x_t + b_ih`` for every step (one large matmul before the loop);
+    the op runs ``gates_t = proj[t] + h W_hh^T + b_hh`` and the fused step for each ``t`` (from the end
+    when ``reverse``) and returns every ``h_t`` ``(T, N, H)`` and the last ``c``. Backward is one loop
+    back through time with the step's closed form, and one matmul for ``dW_hh`` over all steps.
+    """
+    name = "fused_lstm"
+    formula = ("per step, last first: dGates_t, dC_{t-1} = lstm step backward(dH_t + dH_t^next, dC_t) ; "
+               "dH_{t-1} = dGates_t W_hh ; dW_hh = sum_t dGates_t^T h_{t-1} ; db_hh = sum_t dGates_t")
+
+    @staticmethod
+    def forward(ctx, proj, h0, c0, w_hh, b_hh, reverse=False):
+        P, h, c, W = proj.data, h0.data, c0.data, w_hh.data
+        xp = xp_of(P)
+        T, H = P.shape[0], c.shape[-1]
+        acts = xp.empty(P.shape, dtype=P.dtype)
+        tcs = xp.empty((T,) + c.shape, dtype=P.dtype)
+        h_in = xp.empty((T,) + c.shape, dtype=P.dtype)  # the state each step read: h_{t-1}, c_{t-1}
+        c_in = xp.empty((T,) + c.shape, dtype=P.dtype)
+        hs = xp.empty((T,) + c.shape, dtype=P.dtype)
+        Wt, b = W.T, None if b_hh is None else b_hh.data
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            h_in[t], c_in[t] = h, c
+            G = xp.matmul(h, Wt)
+            G += P[t]
+            if b is not None:
+                G += b
+            acts[t], tcs[t], h, c = _lstm_step_arrays(xp, G, c, H)
+            hs[t] = h
+        ctx.H, ctx.reverse = H, reverse
+        ctx.save_for_backward(proj, h0, c0, w_hh, b_hh, acts, tcs, h_in, c_in)
+        return hs, c.astype(P.dtype, copy=False)  # (NumPy's matmul gives float32 for bfloat16)
+
+    def vjp_arrays(self, ghs, gc):
+        _, _, _, W, b, acts, tcs, h_in, c_in = self.saved_arrays
+        xp, H, T = xp_of(acts), self.H, acts.shape[0]
+        need_h0 = self.next_functions[1] is not None
+        dP = xp.empty_like(acts)
+        dh, dc = None, gc
+        order = range(T) if self.reverse else range(T - 1, -1, -1)
+        last = order[-1]
+        for t in order:
+            ghy = ghs[t] if dh is None else ghs[t] + dh
+            dP[t], dc = _lstm_step_vjp_arrays(xp, acts[t], tcs[t], c_in[t], ghy, dc, H)
+            if t != last or need_h0:
+                dh = xp.matmul(dP[t], W)
+        flat = dP.reshape(-1, dP.shape[-1])
+        dW = xp.matmul(flat.T, h_in.reshape(-1, H)) if self.next_functions[3] is not None else None
+        db = None if b is None or self.next_functions[4] is None else flat.sum(0)
+        return dP, (dh if need_h0 else None), dc, dW, db
+
+    def _states(self, proj, h, c, w_hh, b_hh):
+        """The forward again with gradlab ops: ``(gates_t, h_{t-1}, c_{t-1})`` of every step, in run order."""
+        steps = []
+        for t in (range(proj.shape[0] - 1, -1, -1) if self.reverse else range(proj.shape[0])):
+            gates = proj[t] + O.matmul(h, w_hh.mT)
+            if b_hh is not None:
+                gates = gates + b_hh
+            steps.append((t, gates, h, c))
+            h, c = O.fused_lstm_cell(gates, c)
+        return steps
+
+    def vjp(self, ghs, gc):
+        proj, h0, c0, w_hh, b_hh = self.saved_tensors[:5]
+        dP, dh, dc, dW, db = [None] * proj.shape[0], None, gc, None, None
+        for t, gates, h, c in reversed(self._states(proj, h0, c0, w_hh, b_hh)):
+            ghy = ghs[t] if dh is None else ghs[t] + dh
+            dP[t], dc = _lstm_step_vjp(gates, c, ghy, dc, self.H)
+            dh = O.matmul(dP[t], w_hh)
+            dWt = O.matmul(dP[t].mT, h)
+            dW = dWt if dW is None else dW + dWt
+            dbt = O.sum(dP[t], 0)
+            db = dbt if db is None else db + dbt
+        return O.stack(dP, 0), dh, dc, dW, (None if b_hh is None else db)
+
+    def jvp(self, tp, th, tc, tw, tb):
+        proj, h0, c0, w_hh, b_hh = self.args[:5]
+        ths = [None] * proj.shape[0]
+        for t, gates, h, c in self._states(proj, h0, c0, w_hh, b_hh):
+            tg = None if tp is None else tp[t]
+            for part in ((None if th is None else O.matmul(th, w_hh.mT)),
+                         (None if tw is None else O.matmul(h, tw.mT)), tb):
+                if part is not None:
+                    tg = part if tg is None else tg + part
+            if tg is None and tc is None:
+                th = tc = None
+                ths[t] = O.zeros_like(h)
+                continue
+            th, tc = _lstm_step_jvp(gates, c, tg, tc, self.H)
+            ths[t] = th
+        return O.stack(ths, 0), (O.zeros_like(c0) if tc is None else tc)
 
 
 class FusedGRUCell(Op):
@@ -198,6 +312,23 @@ def _torch_lstm(torch, gates, cx):
     return torch.sigmoid(o) * torch.tanh(cy), cy
 
 
+def _lstm_seq_samples(src):
+    for T, B, H in ((3, 2, 2), (1, 1, 3)):
+        yield Sample((src.tensor((T, B, 4 * H)), src.tensor((B, H)), src.tensor((B, H)), src.tensor((4 * H, H)),
+                      src.tensor((4 * H,))))
+    yield Sample((src.tensor((2, 2, 8)), src.tensor((2, 2)), src.tensor((2, 2)), src.tensor((8, 2)), None),
+                 dict(reverse=True), desc="reverse, no bias")
+
+
+def _torch_lstm_seq(torch, proj, h, c, w_hh, b_hh, reverse=False):
+    hs = [None] * proj.shape[0]
+    for t in (range(proj.shape[0] - 1, -1, -1) if reverse else range(proj.shape[0])):
+        gates = proj[t] + h @ w_hh.T + (0 if b_hh is None else b_hh)
+        h, c = _torch_lstm(torch, gates, c)
+        hs[t] = h
+    return torch.stack(hs, 0), c
+
+
 def _torch_gru(torch, xg, hg, hx):
     xr, xz, xn = xg.chunk(3, -1)
     hr, hz, hn = hg.chunk(3, -1)
@@ -212,6 +343,30 @@ def fused_lstm_cell(gates, cx):
     gates, cx = check_tensor(gates, "fused_lstm_cell", "gates"), check_tensor(cx, "fused_lstm_cell", "cx")
     _check("fused_lstm_cell", "gates", gates, 4, cx)
     return FusedLSTMCell.apply(gates, cx)
+
+
+@register(op=FusedLSTM, samples=_lstm_seq_samples, torch=_torch_lstm_seq)
+def fused_lstm(proj, h0, c0, w_hh, b_hh=None, reverse=False):
+    """A whole LSTM layer direction: ``(h_all, c_last)`` from ``proj`` ``(T, N, 4H)`` = ``W_ih x_t + b_ih`` for
+    every step, the initial state ``h0``, ``c0`` ``(N, H)`` and ``W_hh`` ``(4H, H)``, ``b_hh`` ``(4H,)``."""
+    op = "fused_lstm"
+    proj, h0, c0 = check_tensor(proj, op, "proj"), check_tensor(h0, op, "h0"), check_tensor(c0, op, "c0")
+    w_hh = check_tensor(w_hh, op, "w_hh")
+    for t, what in ((proj, "proj"), (h0, "h0"), (c0, "c0"), (w_hh, "w_hh")):
+        _c.floating(t, op, what)
+    if proj.ndim != 3 or c0.ndim != 2 or proj.shape[1:] != (c0.shape[0], 4 * c0.shape[1]):
+        raise ShapeError(f"{op}: proj must be (steps, batch, 4 * hidden) for a state (batch, hidden); got proj "
+                         f"{fmt_shape(proj.shape)} and c0 {fmt_shape(c0.shape)}")
+    if h0.shape != c0.shape or w_hh.shape != (proj.shape[-1], c0.shape[-1]):
+        raise ShapeError(f"{op}: h0 {fmt_shape(h0.shape)} and c0 {fmt_shape(c0.shape)} must match, and w_hh must be "
+                         f"(4 * hidden, hidden) = {fmt_shape((proj.shape[-1], c0.shape[-1]))}, got "
+                         f"{fmt_shape(w_hh.shape)}")
+    if b_hh is not None:
+        b_hh = check_tensor(b_hh, op, "b_hh")
+        _c.floating(b_hh, op, "b_hh")
+        if b_hh.shape != (proj.shape[-1],):
+            raise ShapeError(f"{op}: b_hh must be (4 * hidden,) = ({proj.shape[-1]},), got {fmt_shape(b_hh.shape)}")
+    return FusedLSTM.apply(proj, h0, c0, w_hh, b_hh, reverse=bool(reverse))
 
 
 @register(op=FusedGRUCell, samples=_gru_samples, torch=_torch_gru)

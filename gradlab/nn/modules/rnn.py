@@ -1,9 +1,10 @@
 """Recurrent layers: ``RNNCell``, ``LSTMCell``, ``GRUCell`` and the sequence layers ``RNN``, ``LSTM``, ``GRU``.
 
 A recurrent layer reads a sequence one step at a time, carrying a hidden state ``h`` from
-step to step. Everything here is built from ordinary gradlab ops (``linear``, ``sigmoid``,
-``tanh``, ``stack``), so backward is plain backpropagation *through time*: the graph of a
-10-step sequence is the cell's graph repeated 10 times, and ``show_graph`` draws it so.
+step to step. Everything here is built from gradlab ops (``linear``, ``sigmoid``, ``tanh``,
+``stack`` and the fused steps below), so backward is plain backpropagation *through time*: the
+graph of a 10-step RNN or GRU sequence is the cell's graph repeated 10 times, and ``show_graph``
+draws it so (an ``nn.LSTM`` layer is one ``fused_lstm`` node that runs that loop inside; see below).
 
 Equations (PyTorch's, with its gate order; ``W_i*`` act on the input ``x_t``, ``W_h*`` on ``h_{t-1}``):
 
@@ -19,7 +20,10 @@ Equations (PyTorch's, with its gate order; ``W_i*`` act on the input ``x_t``, ``
 
 The LSTM and GRU steps hand the gate pre-activations to one fused op each
 (``fused_lstm_cell``, ``fused_gru_cell`` in ``gradlab/ops/recurrent.py``, PyTorch's fused cells): the
-formulas above in one node, with a closed-form backward.
+formulas above in one node, with a closed-form backward. An ``nn.LSTM`` layer direction whose
+sequences all run every step (no ``proj_size``, no packed lengths) goes further: the whole loop over time
+is one node (``fused_lstm``), with one backward loop through time, as PyTorch's sequence kernels run it;
+its result is the same as the step-by-step graph's (``tests/test_rnn.py`` compares them).
 
 Parameters: ``weight_ih`` ``(gates*hidden, input)``, ``weight_hh`` ``(gates*hidden, hidden)``,
 ``bias_ih``, ``bias_hh`` ``(gates*hidden,)``; in ``RNN``/``LSTM``/``GRU`` they are named
@@ -256,6 +260,11 @@ class RNNBase(Module):
         b_ih, b_hh = (getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)) if self.bias else (None, None)
         proj = F.linear(data, getattr(self, "weight_ih" + sfx), b_ih)  # the input part of every step at once
         n, ys = h.shape[0], [None] * len(sizes)
+        if (self.mode == "LSTM" and w_hr is None and all(b == n for b in sizes) and proj.dtype.itemsize >= 4
+                and proj.dtype == w_hh.dtype == h.dtype == c.dtype):  # (not under autocast, not in half precision)
+            # every sequence runs every step: the whole loop is one fused op (gradlab/ops/recurrent.py)
+            hs, c = O.fused_lstm(O.reshape(proj, (len(sizes), n, proj.shape[-1])), h, c, w_hh, b_hh, reverse=reverse)
+            return O.reshape(hs, (len(sizes) * n, hs.shape[-1])), hs[0 if reverse else -1], c
         for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
             b, off = sizes[t], offsets[t]
             if b == n:
