@@ -24,7 +24,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402  (the set-ups: thread counts and SciPy are set up per subprocess)
 
-
 # ---------------------------------------------------------------- programs
 # each returns a zero-argument callable that runs one step with ``lib``
 

@@ -19,8 +19,7 @@ import numpy as np
 from . import _interop
 from .backend import dtypes as _dt
 from .backend.device import CPU, device_of_array
-from .errors import ArgumentError, ArgumentTypeError
-from .errors import DeviceError, DTypeError, GradError, fmt_shape
+from .errors import ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradError, fmt_shape
 
 # Filled in by gradlab.ops and gradlab.autograd when they are imported.
 _ops = None

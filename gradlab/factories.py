@@ -5,17 +5,15 @@ ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
 """
 from __future__ import annotations
 
-
 import math
 
 import numpy as np
 
-from .backend import dtypes as _dt
-from .backend import random as _random
+from . import checks as _c
+from ._tensor import Tensor
+from .backend import dtypes as _dt, random as _random
 from .backend.device import check_dtype_for, factory_device, to_device_array, xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
-from ._tensor import Tensor
-from . import checks as _c
 
 
 def _to_array(data, dtype=None, device=None):

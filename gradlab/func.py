@@ -16,15 +16,12 @@ differentiable when an enclosing transform (or ordinary autograd) needs them.
 """
 from __future__ import annotations
 
-
-from .autograd import engine as _engine
-from .autograd import forward_ad as _fwd
+from ._tensor import Tensor
+from .autograd import engine as _engine, forward_ad as _fwd
 from .autograd.function import AccumulateGrad
 from .autograd.grad_mode import state as _grad_state
-from .backend import dtypes as _dt
-from .backend import xp_of
+from .backend import dtypes as _dt, xp_of
 from .errors import ArgumentError, GradError, ShapeError, fmt_shape
-from ._tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp", "vmap"]
 

@@ -23,10 +23,9 @@ import time
 
 import numpy as np
 
-from .autograd import engine as _engine
-from .autograd import function as _fn
-from .errors import ArgumentError, GradlabError
 from ._tensor import Tensor
+from .autograd import engine as _engine, function as _fn
+from .errors import ArgumentError, GradlabError
 
 __all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg"]
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import dtypes as _dt
-from .backend import random as _random
+from . import checks as _c
+from ._tensor import Tensor
+from .backend import dtypes as _dt, random as _random
 from .backend.device import xp_for
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
-from ._tensor import Tensor
-from . import checks as _c
 
 
 def _host(t, op, arg="input"):

@@ -531,6 +531,7 @@ def classify(case, torch, strict_reason):
 
 if __name__ == "__main__":  # pragma: no cover - `python -m tests.fuzz_calls` prints every failure
     import torch
+
     from gradlab.checks import stricter_reason
     counts = {}
     for c in all_cases():

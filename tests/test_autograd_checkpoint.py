@@ -116,6 +116,7 @@ def test_checkpoint_sequential_matches():
 
 def test_double_backward_through_checkpoint_is_refused_clearly():
     import pytest
+
     from gradlab.errors import GradError
     params = _params(4)
     x = gradlab.randn(2, D, requires_grad=True)

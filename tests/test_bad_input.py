@@ -12,7 +12,13 @@ import gradlab as g
 import gradlab.nn as nn
 import gradlab.nn.functional as F
 from gradlab.errors import (
-    ArgumentError, ArgumentTypeError, DTypeError, GradError, GradlabError, IndexOutOfRange, ShapeError,
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    GradError,
+    GradlabError,
+    IndexOutOfRange,
+    ShapeError,
 )
 
 x = g.randn(2, 3, 4)

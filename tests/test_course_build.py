@@ -17,7 +17,13 @@ from gradlab.cli import main  # noqa: E402
 from gradlab.course import CourseError, build  # noqa: E402
 from gradlab.course.assemble import assemble  # noqa: E402
 from gradlab.course.notebook import (  # noqa: E402
-    check_solution_notebook, grade_id, is_solution, is_test, nbgrader_meta, read_notebook, strip_hidden,
+    check_solution_notebook,
+    grade_id,
+    is_solution,
+    is_test,
+    nbgrader_meta,
+    read_notebook,
+    strip_hidden,
     strip_solution,
 )
 

@@ -22,9 +22,7 @@ import nbformat
 import pytest
 
 from gradlab.cli import main
-from gradlab.course import inprocess as ip
-from gradlab.course import mutants as M
-
+from gradlab.course import inprocess as ip, mutants as M
 
 # --------------------------------------------------------------------------- the operators
 

@@ -6,7 +6,16 @@ import pytest
 
 import gradlab
 from gradlab.data import (
-    AdditionTask, CharDataset, DataLoader, ReversalTask, SortTask, TensorDataset, blobs, moons, spirals, stdlib_text,
+    AdditionTask,
+    CharDataset,
+    DataLoader,
+    ReversalTask,
+    SortTask,
+    TensorDataset,
+    blobs,
+    moons,
+    spirals,
+    stdlib_text,
 )
 
 

@@ -11,8 +11,15 @@ from matplotlib.figure import Figure  # noqa: E402
 import gradlab  # noqa: E402
 import gradlab.nn as nn  # noqa: E402
 import gradlab.optim as optim  # noqa: E402
-from gradlab.debug import (DebugInputError, UpdateRatioTracker, activation_stats, grad_histograms,  # noqa: E402
-                           grad_norm_bars, loss_curve, update_ratio_plot)
+from gradlab.debug import (  # noqa: E402
+    DebugInputError,
+    UpdateRatioTracker,
+    activation_stats,
+    grad_histograms,
+    grad_norm_bars,
+    loss_curve,
+    update_ratio_plot,
+)
 
 
 def _trained(steps=3):

@@ -93,8 +93,7 @@ def test_record_function_groups_its_ops():
 
 
 def test_table_columns_match_pytorch(torch):
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as tprofile
+    from torch.profiler import ProfilerActivity, profile as tprofile
     x = torch.randn(4, 4, requires_grad=True)
     with tprofile(activities=[ProfilerActivity.CPU], profile_memory=True) as tp:
         (x @ x).relu().sum().backward()

@@ -11,6 +11,7 @@ import pathlib
 import re
 
 import pytest
+
 from .dotted_names import resolves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -17,6 +17,7 @@ from gradlab.autograd import engine
 
 from .random_programs import build, steps_strategy
 
+
 class _Quiet:
     """Watches backward and does nothing: its presence sends every node through _run_node."""
 

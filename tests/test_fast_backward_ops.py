@@ -111,10 +111,15 @@ def test_activations_at_extreme_values_stay_finite_and_match_pytorch(torch, dtyp
 
 
 def test_the_gpt_steps_ops_have_array_twins():
-    from gradlab.ops import dropout as _ops_dropout, embedding as _ops_embedding, loss as _ops_loss
-    from gradlab.ops import normalization as _ops_norm
     import importlib
-    from gradlab.ops import activations
+
+    from gradlab.ops import (
+        activations,
+        dropout as _ops_dropout,
+        embedding as _ops_embedding,
+        loss as _ops_loss,
+        normalization as _ops_norm,
+    )
     softmax = importlib.import_module("gradlab.ops.softmax")  # gradlab.ops.softmax is the function
     for cls in (_ops_norm.LayerNorm, softmax.Softmax, softmax.LogSoftmax, softmax.SoftmaxBackward,
                 softmax.LogSoftmaxBackward, _ops_loss.NLLLoss, _ops_loss.NLLBackward, _ops_embedding.Embedding, _ops_dropout.Dropout,

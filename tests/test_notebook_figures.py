@@ -12,6 +12,7 @@ import re
 
 import nbformat
 import pytest
+
 from .dotted_names import resolves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

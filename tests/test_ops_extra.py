@@ -13,8 +13,7 @@ import pytest
 
 import gradlab
 from gradlab import DTypeError, GradlabError, ShapeError
-from gradlab.autograd import function as F_mod
-from gradlab.autograd import gradcheck, gradgradcheck
+from gradlab.autograd import function as F_mod, gradcheck, gradgradcheck
 
 from .oracle import assert_close
 

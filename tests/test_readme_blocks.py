@@ -15,10 +15,9 @@ A block that cannot run here is marked, visibly, on the line before its fence::
 """
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
-
-import importlib.util
 
 import pytest
 

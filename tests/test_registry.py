@@ -11,8 +11,7 @@ import inspect
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import gradlab
 import gradlab.nn.functional as F  # noqa: F401 - registers the nn.functional ops

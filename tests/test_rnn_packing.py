@@ -7,7 +7,12 @@ import pytest
 import gradlab
 from gradlab import nn
 from gradlab.nn.utils.rnn import (
-    PackedSequence, pack_padded_sequence, pack_sequence, pad_packed_sequence, pad_sequence, unpack_sequence,
+    PackedSequence,
+    pack_padded_sequence,
+    pack_sequence,
+    pad_packed_sequence,
+    pad_sequence,
+    unpack_sequence,
 )
 
 pytestmark = pytest.mark.oracle

@@ -238,7 +238,7 @@ def test_torch_nn_modules_files_import_with_pytorchs_names(torch):
                 missing.append(f"{m.name}.{n}")
     assert not missing
     from gradlab.nn.modules.batchnorm import _BatchNorm  # noqa: F401
-    from gradlab.nn.modules.loss import _Loss, CTCLoss  # noqa: F401
+    from gradlab.nn.modules.loss import CTCLoss, _Loss  # noqa: F401
     from gradlab.nn.modules.utils import _pair
     assert _pair(3) == (3, 3)
 

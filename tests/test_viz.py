@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 import gradlab
-from gradlab.autograd import engine as _engine
-from gradlab.autograd import function as _function
+from gradlab.autograd import engine as _engine, function as _function
+from gradlab.errors import fmt_shape
 from gradlab.viz import NotATensorError, build_model, plan, render_svg, show_graph, to_dot
 from gradlab.viz.model import collect
-from gradlab.errors import fmt_shape
 from gradlab.viz.render import fmt_bytes
 
 pgv = pytest.importorskip("pygraphviz")

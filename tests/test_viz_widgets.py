@@ -10,9 +10,7 @@ import pytest
 
 import gradlab
 from gradlab.autograd import engine
-from gradlab.viz.record import (
-    BackwardRecorder, observing_backward, record_backward, record_forward, summed_axes,
-)
+from gradlab.viz.record import BackwardRecorder, observing_backward, record_backward, record_forward, summed_axes
 
 
 class _Order:

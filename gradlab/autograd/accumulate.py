@@ -8,8 +8,8 @@ backward moves raw arrays (the fast path).
 """
 from __future__ import annotations
 
-from ..errors import GradError, fmt_shape
 from .._tensor import Tensor
+from ..errors import GradError, fmt_shape
 from .function import AccumulateGrad
 
 

@@ -24,8 +24,7 @@ import sys
 
 from ..backend import dtypes as _dt
 from ..errors import GradError, fmt_shape
-from . import engine as _engine
-from . import function as _fn
+from . import engine as _engine, function as _fn
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _state = {"enabled": False, "check_nan": True}

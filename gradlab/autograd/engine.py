@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import numpy as _np
 
+from .._tensor import Tensor
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
-from .._tensor import Tensor
 from . import function as _fn
 from .accumulate import _accumulate, _accumulate_array, _checked, _pre_process, _tensors
 from .function import AccumulateGrad

@@ -25,9 +25,9 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
-from .._tensor import Tensor
 from . import function as _fn
 from .function import Op
 

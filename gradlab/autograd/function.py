@@ -25,10 +25,10 @@ import weakref
 
 import numpy as _np
 
+from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
 from ..errors import GradError
-from .._tensor import Tensor
 from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
 

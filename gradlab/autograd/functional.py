@@ -8,8 +8,8 @@ require grad).
 """
 from __future__ import annotations
 
-from ..errors import ArgumentError
 from .._tensor import Tensor
+from ..errors import ArgumentError
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

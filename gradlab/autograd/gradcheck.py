@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.device import to_device_array, to_host
 from ..errors import ArgumentError, GradcheckError
-from .._tensor import Tensor
 from . import engine
 
 _MAX_ROWS = 64  # outputs with more elements are checked through random projections

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import fmt_shape
-from .._tensor import Tensor
 from . import function as _fn
 from .function import AccumulateGrad, SavedTensor
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import weakref
 
-from ..errors import GradError
 from .._tensor import Tensor
+from ..errors import GradError
 
 
 def retain_grad(self) -> None:

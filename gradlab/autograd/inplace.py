@@ -25,10 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _tensor as _tensor_mod
-from ..backend import dtypes as _dt
-from ..backend import xp_of
-from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .._tensor import Tensor
+from ..backend import dtypes as _dt, xp_of
+from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .function import Op
 from .grad_mode import state as _grad_state
 

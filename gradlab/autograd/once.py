@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import GradError
 from .._tensor import Tensor
+from ..errors import GradError
 from .function import Function, _seq
 from .grad_mode import state as _grad_state
 

@@ -10,8 +10,8 @@ recompute it) and unpack brings it back.
 """
 from __future__ import annotations
 
-from ..errors import GradError, fmt_shape
 from .._tensor import Tensor
+from ..errors import GradError, fmt_shape
 
 saved_tensor_hooks: list = []  # stack of (pack, unpack) pairs
 

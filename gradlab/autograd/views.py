@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _tensor as _tensor_mod
-from ..errors import GradError, fmt_shape
 from .._tensor import Tensor
+from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as _np
 
+from .. import _tensor as _tensor_mod
+from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.device import xp_of
 from ..errors import GradError, ShapeError, fmt_shape
-from .. import _tensor as _tensor_mod
-from .._tensor import Tensor
 from . import function as _fn
 from .accumulate import _tensors
 

@@ -21,9 +21,9 @@ from .. import autograd as _ag
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad, state as _grad_state
-from ..errors import ArgumentError, GradError
 from ..backend import xp_of
 from ..backend.dtypes import dtype_name
+from ..errors import ArgumentError, GradError
 from . import passes as P
 from .fuse import fuse_elementwise, fusible
 from .runtime import execute

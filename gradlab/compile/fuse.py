@@ -39,8 +39,8 @@ import numpy as np
 from ..ops.registry import REGISTRY
 from . import kernels as _k
 from .ir import Graph, Node, Value
-from .passes import _fmt_bytes
 from .kernels import NUMPY_RULES, _c_args, _c_rule, cuda_source, numpy_kernel
+from .passes import _fmt_bytes
 
 _ELEMENTWISE = None
 

@@ -28,9 +28,7 @@ import copy
 import os
 
 from .build import student_cell
-from .notebook import (
-    CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden,
-)
+from .notebook import CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden
 from .references import reference_seeds, student_taint, without_references
 
 PROBE_SNAPSHOT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()"

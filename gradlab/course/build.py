@@ -16,11 +16,20 @@ import copy
 import glob
 import os
 
-from .references import check_references
 from .notebook import (
-    CourseError, check_solution_notebook, exercise_name, is_solution, is_test, nbgrader_meta, read_notebook,
-    stable_cell_id, strip_hidden, strip_solution, write_notebook,
+    CourseError,
+    check_solution_notebook,
+    exercise_name,
+    is_solution,
+    is_test,
+    nbgrader_meta,
+    read_notebook,
+    stable_cell_id,
+    strip_hidden,
+    strip_solution,
+    write_notebook,
 )
+from .references import check_references
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 _KEEP_CELL_META = ("nbgrader", "tags")

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from . import checks
 from .inprocess import grade_notebook, notebook_cells, possible, score
-from .mutation_operators import Edit, mutate_code, OPERATORS
+from .mutation_operators import OPERATORS, Edit, mutate_code
 from .mutation_report import survivor_lines, table, to_json
 from .notebook import BEGIN_SOLUTION, END_SOLUTION, CourseError, _region, exercise_name, read_notebook
 

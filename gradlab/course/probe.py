@@ -51,9 +51,10 @@ def snapshot():
 
     ``gradlab grade`` calls this in the first cell of every assembled notebook.
     """
+    import importlib
+
     import numpy  # noqa: F401  (the libraries a check leans on, loaded before the student's code)
     import numpy.testing  # noqa: F401
-    import importlib
     for name in ("gradlab", "gradlab.nn", "gradlab.nn.functional", "gradlab.optim", "gradlab.autograd",
                  "gradlab.course.checks"):
         try:

@@ -154,7 +154,7 @@ class Site:
         return linecache.getline(self.filename, self.lineno).strip()
 
     def __str__(self):
-        from ..viz.record import format_site   # "cell [3], line 1" for a notebook cell
+        from ..viz.record import format_site  # "cell [3], line 1" for a notebook cell
         code = self.code
         return format_site(self.filename, self.lineno, self.function) + (f": {code}" if code else "")
 

@@ -22,8 +22,17 @@ import numpy as np
 from ..autograd import engine as _engine
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
-from ._common import (DebugInputError, Tensor, graph_leaves, host, is_accumulate, label, node_module,
-                      require_tensor, walk)
+from ._common import (
+    DebugInputError,
+    Tensor,
+    graph_leaves,
+    host,
+    is_accumulate,
+    label,
+    node_module,
+    require_tensor,
+    walk,
+)
 from .cuts import explain_missing
 from .provenance import last_recording_for, watch
 from .saturation import measure, path_nodes
@@ -183,6 +192,7 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     from ..viz import torch_graph as _tg
     if _tg.is_torch_tensor(t):
         import sys
+
         from .torch_debug import explain_grad_torch
         names = _tg.TorchCallerNames(sys._getframe(1))
         nm = (names.param.get(id(t)) or [None])[0] or names.tensor.get(id(t))

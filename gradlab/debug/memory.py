@@ -16,8 +16,17 @@ each underlying array once, where it was first saved.
 """
 from __future__ import annotations
 
-from ._common import (DebugInputError, Tensor, html_table, human_bytes, named_parameters, node_module, require_tensor,
-                      text_table, walk)
+from ._common import (
+    DebugInputError,
+    Tensor,
+    html_table,
+    human_bytes,
+    named_parameters,
+    node_module,
+    require_tensor,
+    text_table,
+    walk,
+)
 
 
 def _root(arr):
@@ -198,7 +207,7 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
     if _tg.is_torch_module(model) or _tg.is_torch_tensor(loss) or _tg.is_torch_tensor(model) or (
             isinstance(model, (list, tuple, dict)) and any(_tg.is_torch_tensor(v) for v in (
                 model.values() if isinstance(model, dict) else model))):
-        from .torch_debug import memory_report_torch   # a PyTorch model: its graph's _saved_* tensors
+        from .torch_debug import memory_report_torch  # a PyTorch model: its graph's _saved_* tensors
         return memory_report_torch(model, loss=loss, optimizer=optimizer, top=top)
     params = named_parameters(model, "memory_report")
     rep = MemoryReport()

@@ -14,12 +14,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import engine as _engine
-from ..autograd import function as _fn
+from ..autograd import engine as _engine, function as _fn
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
-from ._common import (DebugInputError, Tensor, current_module, graph_leaves, host, label, node_module, nonfinite_count,
-                      user_site, value_range, walk)
+from ._common import (
+    DebugInputError,
+    Tensor,
+    current_module,
+    graph_leaves,
+    host,
+    label,
+    node_module,
+    nonfinite_count,
+    user_site,
+    value_range,
+    walk,
+)
 from .provenance import tensor_args
 
 

@@ -245,8 +245,8 @@ def _missing(t, nm, loss, ops, accs, ev, checked, done):
 # ------------------------------------------------------------------ memory_report
 def memory_report_torch(model, loss=None, optimizer=None, top=10):
     """``memory_report`` for a ``torch.nn.Module`` (or dict / list of torch tensors)."""
-    from .memory import MemoryReport
     from ._common import DebugInputError
+    from .memory import MemoryReport
     if tg.is_torch_module(model):
         params = list(model.named_parameters())
     elif isinstance(model, dict):

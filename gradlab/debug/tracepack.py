@@ -48,8 +48,7 @@ import sys
 
 import numpy as np
 
-from ..autograd import engine as _engine
-from ..autograd import function as _fn
+from ..autograd import engine as _engine, function as _fn
 from ..backend import dtypes as _dt
 from ..errors import GradlabError
 from ._common import Tensor, graph_leaves, host, nonfinite_count, require_tensor, walk

@@ -17,20 +17,16 @@ order) come from those pieces' rules. Two habits keep them safe:
 """
 from __future__ import annotations
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
-from ..backend import generator, xp_of
-from ..backend import dtypes as _dt
+from ..backend import dtypes as _dt, generator, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor, floating_input, one_dim
-from ..ops.registry import Sample, register
+from ..ops.activations import log1p_exp
+from ..ops.registry import REGISTRY, Sample, register
 from ..ops.samples import unary_samples
 from ..ops.softmax import softmax
-from ..ops.registry import REGISTRY
-from ..ops.activations import log1p_exp
 from ._register import NS, register_table
-from .. import checks as _c
-
 
 
 # ---- activations with PyTorch's ``inplace`` flag. gradlab always returns a new tensor (an in-place

@@ -17,15 +17,14 @@ import math
 import numpy as np
 
 from .. import ops as O
-from ..backend import dtypes as _dt
-from ..backend import xp_of
-from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from .._tensor import Tensor
+from ..backend import dtypes as _dt, xp_of
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-from ._register import NS
 from ..ops.softmax import softmax
 from ._dropout import dropout
+from ._register import NS
 
 
 def _check(q, k, v, attn_mask):

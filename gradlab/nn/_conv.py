@@ -15,14 +15,13 @@ Helpers: ``_volume`` (a 5-D input, batching an unbatched one) and ``_slices`` (t
 """
 from __future__ import annotations
 
-from .. import ops as O
+from .. import checks as _c, ops as O
+from ..checks import single, sizes as ntuple
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.conv import Fold, conv2d, pair
 from ..ops.pad import pad as _pad
 from ..ops.registry import Sample
-from .. import checks as _c
-from ..checks import sizes as ntuple, single
 from ._register import register_table
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape

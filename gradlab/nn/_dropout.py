@@ -8,15 +8,14 @@ versions draw one value per (sample, channel); the multiply is the ``Dropout`` o
 """
 from __future__ import annotations
 
+from .. import checks as _c
 from .._tensor import Tensor
-from ..backend import dtypes as _dt
-from ..backend import generator, xp_of
+from ..backend import dtypes as _dt, generator, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
 from ..ops.dropout import Dropout
+from ..ops.registry import Sample, register
 from ._register import NS, register_table
-from .. import checks as _c
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

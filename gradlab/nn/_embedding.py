@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from ..backend import dtypes as _dt
-from ..backend import xp_of
+from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
-from ..ops.registry import Sample, register
 from ..ops.embedding import Embedding
+from ..ops.registry import Sample, register
 from ._register import NS
-from .. import checks as _c
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,

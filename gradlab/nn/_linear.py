@@ -6,11 +6,10 @@
 """
 from __future__ import annotations
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..errors import ShapeError, fmt_shape
 from ..autograd.function import op_observers as _op_observers
+from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.matmul import Linear as _Linear
 from ..ops.registry import Sample, register

@@ -29,21 +29,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
-from ..backend import dtypes as _dt
-from ..backend import xp_of
+from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
-from ..ops.registry import Sample, register
-from ..ops.softmax import log_softmax
 from ..ops.activations import log1p_exp
 from ..ops.loss import NLLLoss
+from ..ops.registry import Sample, register
+from ..ops.softmax import log_softmax
 from ._register import NS, register_table
-from .. import checks as _c
-
-
 
 _REDUCTIONS = ("none", "mean", "sum")
 

@@ -36,17 +36,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
-from ..ops.registry import Sample, register
 from ..ops.normalization import BatchNorm, LayerNorm
+from ..ops.registry import Sample, register
 from ._register import NS, register_table
-from .. import checks as _c
 
 
 def _standardize(x, dims, eps, with_stats=False):

@@ -23,15 +23,14 @@ from .. import ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
 from ..backend.device import to_host
+from ..checks import floating, output_sizes, single, size, sizes as ntuple
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.pad import pad as _pad
 from ..ops.pool import avg_pool2d, max_pool2d
 from ..ops.registry import Sample
 from ._conv import _slices, _volume
-from ..checks import floating, output_sizes, single, size, sizes as ntuple
 from ._register import register_table
-
 
 #: what the pools that gradlab defines on floating tensors only say (listed in gradlab.checks.STRICTER_THAN_PYTORCH)
 _FLOAT_POOL = "a floating dtype (gradlab pools floating tensors)"

@@ -7,8 +7,10 @@
 """
 from __future__ import annotations
 
-from ..ops.registry import register
-from ..ops.registry import torch_functional as torch_f   # one home: the registry's oracle lookup
+from ..ops.registry import (
+    register,
+    torch_functional as torch_f,  # one home: the registry's oracle lookup
+)
 
 NS = "gradlab.nn.functional"
 

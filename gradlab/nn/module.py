@@ -20,8 +20,7 @@ from collections import OrderedDict
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError
-from . import _state_dict as _sd
-from . import _naming
+from . import _naming, _state_dict as _sd
 from ._naming import module_call
 from .parameter import is_parameter
 

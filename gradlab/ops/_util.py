@@ -18,13 +18,11 @@ import numbers
 
 import numpy as np
 
-from .. import checks as _checks
-from ..backend import dtypes as _dt
-from ..errors import DeviceError, broadcast_failure, fmt_shape
-from ..errors import ArgumentTypeError
-from .. import ops as O
+from .. import checks as _checks, ops as O
 from .._tensor import Tensor
+from ..backend import dtypes as _dt
 from ..backend.device import xp_of
+from ..errors import ArgumentTypeError, DeviceError, broadcast_failure, fmt_shape
 
 Scalar = (numbers.Number, np.number, np.bool_)
 

@@ -18,18 +18,17 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import parallel
 from ..backend.arrays import as_array
-from ..backend.special import erf_block
 from ..backend.device import xp_of
-from ._util import float_input, floating_input, OneRule
-from .registry import register, Sample
+from ..backend.special import erf_block
+from ._util import OneRule, float_input, floating_input
+from .registry import Sample, register
 from .samples import unary_samples
 from .unary import _erf_array
-from .. import checks as _c
 
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)

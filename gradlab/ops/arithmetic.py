@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
@@ -23,12 +22,22 @@ from ..backend.arrays import as_array
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
-    _FLOATS, arrays_for, as_weak, check_broadcast, check_tensor, is_scalar, one_dim, OneRule, operand, weak_float,
-    WEAK_FLOATS, to_float,
+    _FLOATS,
+    WEAK_FLOATS,
+    OneRule,
+    arrays_for,
+    as_weak,
+    check_broadcast,
+    check_tensor,
+    is_scalar,
+    one_dim,
+    operand,
+    to_float,
+    weak_float,
 )
 from .compare import _compare
 from .reduce import sum_to_array, sum_to_in
-from .registry import register, Sample
+from .registry import Sample, register
 from .samples import binary_samples
 
 

@@ -47,6 +47,7 @@ def autocast_args(op: str, *args):
     if not state.enabled:
         return args
     import numpy as np
+
     from ..backend import dtypes as _dt
     if op in LOWER_PRECISION:
         target = state.dtype

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.device import Device, as_device, check_dtype_for, to_device_array
-from .._tensor import Tensor
 from ..errors import DTypeError
 from ._util import check_tensor
 from .registry import Sample, register

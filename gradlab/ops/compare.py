@@ -12,7 +12,7 @@ from .. import checks as _c
 from .._tensor import Tensor
 from ..backend.arrays import as_array
 from ._util import arrays_for, check_broadcast, check_tensor, operand
-from .registry import register, Sample
+from .registry import Sample, register
 from .samples import binary_samples, unary_samples
 
 

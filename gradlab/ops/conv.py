@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt, xp_of
-from ..errors import ArgumentError, DTypeError, fmt_shape, GradError, ShapeError
+from ..errors import ArgumentError, DTypeError, GradError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .autocast import autocast_args as _autocast_args, state as _amp
-from .registry import register, Sample
-from .. import checks as _c
+from .registry import Sample, register
 
 NS = "gradlab.nn.functional"
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import xp_of
-from ..errors import ArgumentError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ShapeError, fmt_shape
 from ._util import check_tensor, one_dim
-from .registry import register, Sample
-from .. import checks as _c
+from .registry import Sample, register
 
 
 # --------------------------------------------------------------- tril, triu

@@ -20,17 +20,16 @@ import string
 
 import numpy as np
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
 from ._util import check_tensor
-from .indexing import index_add_zeros, IndexAddZeros
-from .registry import register, Sample
+from .indexing import IndexAddZeros, index_add_zeros
+from .registry import Sample, register
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 

@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
 from ..errors import (
-    ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, IndexOutOfRange, IndexTypeError, ShapeError,
+    ArgumentError,
+    ArgumentTypeError,
+    DTypeError,
+    IndexOutOfRange,
+    IndexTypeError,
+    ShapeError,
+    fmt_shape,
 )
 from ._util import check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
-from .registry import register, Sample
-from .. import checks as _c
+from .registry import Sample, register
+
 nonzero = method_spelling("nonzero", "The indices of the nonzero entries (``x.nonzero()``).")
 
 

@@ -13,15 +13,15 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
-from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor, device_mismatch, method_spelling, one_dim
-from .registry import register, Sample
+from .registry import Sample, register
 from .shape import atleast_1d, atleast_2d, atleast_3d, unsqueeze
-from .. import checks as _c
+
 unbind = method_spelling("unbind", "A tuple of the slices along ``dim`` (``x.unbind(dim)``).")
 
 

@@ -6,7 +6,7 @@ of their own.
 from __future__ import annotations
 
 from .. import ops as O
-from ..errors import fmt_shape, ShapeError
+from ..errors import ShapeError, fmt_shape
 from ._util import check_tensor
 
 
@@ -66,7 +66,7 @@ import numpy as _np
 from ..autograd.function import Op as _Op
 from ..backend.device import xp_of as _xp_of
 from ..errors import ArgumentError as _ArgumentError, GradError as _GradError
-from .registry import register as _register, Sample as _Sample
+from .registry import Sample as _Sample, register as _register
 
 _EighResult = _collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 _QRResult = _collections.namedtuple("linalg_qr", ["Q", "R"])

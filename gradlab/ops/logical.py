@@ -11,6 +11,7 @@ from ._util import check_tensor
 from .compare import _compare, _no_grad
 from .registry import register
 from .samples import unary_samples
+
 logical_and = _compare("logical_and", np.logical_and)
 logical_or = _compare("logical_or", np.logical_or)
 logical_xor = _compare("logical_xor", np.logical_xor)

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
-from ..errors import ArgumentError, broadcast_failure, fmt_shape, ShapeError
+from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import arrays_for, check_tensor
 from .autocast import autocast_args as _autocast_args, state as _amp
-from .einsum import _eq, _LETTERS, einsum
+from .einsum import _LETTERS, _eq, einsum
 from .reduce import sum_to_array
-from .registry import register, Sample
-from .. import checks as _c
+from .registry import Sample, register
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):

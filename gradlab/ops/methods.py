@@ -8,14 +8,13 @@ their own: the ops they are made of are tested there). They are attached to
 """
 from __future__ import annotations
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange
 from ._util import check_tensor, one_dim, sizes_arg
 from .diagonal import trace
 from .indexing import select
 from .sort import _argsort, _sort, _topk
-from .. import checks as _c
 
 
 def _softmax(self, dim, dtype=None):
@@ -166,6 +165,7 @@ def _unfold(self, dimension, size, step):
     """``x.unfold(dim, size, step)``: every window of ``size`` entries along ``dim``, ``step`` apart, as a new
     last dim (``dim`` becomes the number of windows). Written with ``index_select``, so it is differentiable."""
     import numpy as np
+
     from ..backend import xp_of
     d = one_dim(dimension, max(self.ndim, 1), "unfold")
     x = self.reshape(1) if self.ndim == 0 else self
@@ -186,6 +186,7 @@ def _masked_scatter(self, mask, source):
     """``x.masked_scatter(mask, source)``: ``x`` with the positions where ``mask`` is True filled, in order, with
     the first elements of ``source`` (differentiable in both ``x`` and ``source``)."""
     import numpy as np
+
     from ..backend import xp_of
     mask = check_tensor(mask, "masked_scatter", "mask")
     source = check_tensor(source, "masked_scatter", "source")
@@ -221,6 +222,7 @@ def _index_put_(self, indices, values, accumulate=False):
     """``x.index_put_(indices, values, accumulate=False)``: ``x[indices] = values`` in place; with
     ``accumulate=True`` repeated indices add up (``x[i] += v`` would keep only one of them)."""
     import numpy as np
+
     from ..backend import xp_of
     if not isinstance(indices, (tuple, list)):
         raise ArgumentTypeError(f"index_put_: indices must be a tuple of index tensors, got {type(indices).__name__}; "
@@ -261,6 +263,7 @@ METHODS = {
 def _bitwise(name, logical, reflected=False):
     """``&``, ``|``, ``^``: logical on bool tensors, bitwise on integer ones (as in PyTorch)."""
     import numpy as np
+
     from ._util import arrays_for, operand
     ufunc = getattr(np, "bitwise_" + name)
 
@@ -308,6 +311,7 @@ def install_methods():
 def _shift(name, ufunc_name, reflected=False):
     """``<<`` and ``>>`` on integer tensors (``x << 2`` is ``x * 4``), as in PyTorch."""
     import numpy as np
+
     from ._util import arrays_for, operand
     ufunc = getattr(np, ufunc_name)
     sym = "<<" if name == "lshift" else ">>"

@@ -16,7 +16,7 @@ from ..backend.arrays import as_array
 from ..errors import ArgumentError, ArgumentTypeError
 from ._util import check_tensor, norm_dim
 from .reduce import _expand_back, _kept, _kept_array, _need_float
-from .registry import register, Sample
+from .registry import Sample, register
 
 
 class Norm(Op):

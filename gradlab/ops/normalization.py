@@ -15,8 +15,7 @@ import numpy as np
 
 from .. import ops as O  # (read at call time: the package imports this file)
 from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend import parallel, xp_of
+from ..backend import dtypes as _dt, parallel, xp_of
 
 
 def _normalized_over(x, dims, eps):

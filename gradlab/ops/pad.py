@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .registry import Sample, register
-from .. import checks as _c
 
 NS = "gradlab.nn.functional"
 

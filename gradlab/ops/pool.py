@@ -20,17 +20,15 @@ import math
 
 import numpy as np
 
-from .. import ops as O
-from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend import xp_of
-from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
+from ..autograd.function import Op
+from ..backend import dtypes as _dt, xp_of
+from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .conv import Unfold, pair, strided_view
 from .pad import ConstantPad
 from .registry import Sample, register
-from .. import checks as _c
 
 NS = "gradlab.nn.functional"
 

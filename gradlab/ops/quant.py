@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend import xp_of
-from ..errors import ArgumentError, DTypeError
-from .._tensor import Tensor
-from ._util import check_tensor, OneRule
-from .registry import Sample, register
 from .. import checks as _c
+from .._tensor import Tensor
+from ..autograd.function import Op
+from ..backend import dtypes as _dt, xp_of
+from ..errors import ArgumentError, DTypeError
+from ._util import OneRule, check_tensor
+from .registry import Sample, register
 
 
 class FakeQuantize(OneRule, Op):

@@ -20,11 +20,9 @@ order works through them (as ``BatchNorm``'s composite VJP does).
 """
 from __future__ import annotations
 
-from .. import checks as _c
-
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ShapeError, fmt_shape

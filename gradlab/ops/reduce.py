@@ -18,20 +18,19 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
-from ..backend.fperr import quiet as _fp_quiet
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, fmt_shape, ShapeError, ValueRuntimeError
-from ._util import check_tensor, float_input, norm_dim, one_dim, OneRule
+from ..backend.fperr import quiet as _fp_quiet
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, ValueRuntimeError, fmt_shape
+from ._util import OneRule, check_tensor, float_input, norm_dim, one_dim
 from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
-from .registry import register, Sample
+from .registry import Sample, register
 from .samples import reduce_samples, unary_samples
-from .. import checks as _c
 
 
 def count_nonzero(input, dim=None):

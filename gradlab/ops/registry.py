@@ -18,8 +18,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..backend import dtypes as _dt
 from .._tensor import Tensor
+from ..backend import dtypes as _dt
 
 
 @dataclasses.dataclass

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import scatter_add as _scatter_add
-from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor, is_scalar
-from .indexing import _along, _index_arg, _check_gather, index_add_zeros, IndexAddZeros
-from .registry import register, Sample
+from .indexing import IndexAddZeros, _along, _check_gather, _index_arg, index_add_zeros
+from .registry import Sample, register
 
 
 def _head(shape):

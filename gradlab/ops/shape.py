@@ -16,17 +16,17 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import as_strided as _as_strided
 from ..backend.device import xp_of
-from ..errors import ArgumentError, ArgumentTypeError, fmt_shape, IndexOutOfRange, ShapeError
-from ._util import check_tensor, method_spelling, norm_dim, one_dim, OneRule, sizes_arg, view_of
-from .indexing import Index, index_add_zeros, IndexAddZeros
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from ._util import OneRule, check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
+from .indexing import Index, IndexAddZeros, index_add_zeros
 from .reduce import sum_to_in
-from .registry import register, Sample
-from .. import checks as _c
+from .registry import Sample, register
+
 narrow = method_spelling("narrow", "``length`` entries along ``dim`` from ``start`` (``x.narrow(...)``).")
 movedim = moveaxis = method_spelling("movedim", "Move dim(s) ``source`` to ``destination`` (``x.movedim(...)``).")
 unflatten = method_spelling("unflatten", "Split dim ``dim`` into ``sizes`` (``x.unflatten(dim, sizes)``).")

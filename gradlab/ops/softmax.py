@@ -29,7 +29,8 @@ from ..backend import dtypes as _dt, parallel, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import check_tensor, method_spelling, one_dim
 from .autocast import autocast_args as _autocast_args, state as _amp
-from .registry import register, Sample
+from .registry import Sample, register
+
 top_level_softmax = method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``).")
 top_level_log_softmax = method_spelling("log_softmax", "``log(softmax(x))`` along ``dim``, computed stably (``x.log_softmax(dim)``).")
 

@@ -10,16 +10,15 @@ import collections
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
 from ..backend.device import to_host
 from ..errors import ArgumentError, fmt_shape
+from . import _stdsort
 from ._util import check_tensor, method_spelling, one_dim
 from .reduce import ValuesIndices
-from .registry import register, Sample
-from .. import checks as _c
-from . import _stdsort
+from .registry import Sample, register
 
 
 def _host_rows(x, d):

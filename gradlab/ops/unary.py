@@ -19,19 +19,17 @@ import math
 
 import numpy as np
 
-from .. import checks as _c
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
-from ..backend import dtypes as _dt
-from ..backend import parallel as _parallel
+from ..backend import dtypes as _dt, parallel as _parallel
 from ..backend.arrays import as_array, erf as _backend_erf, erfc as _backend_erfc
 from ..backend.device import xp_of
 from ..errors import DTypeError
-from ._util import as_weak, check_tensor, floating_input, float_input, to_float
+from ._util import as_weak, check_tensor, float_input, floating_input, to_float
 from .arithmetic import atan2
 from .fused_backward import SigmoidBackward, TanhBackward
-from .registry import register, Sample
+from .registry import Sample, register
 from .samples import unary_samples
 
 

@@ -14,9 +14,9 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
 from ..errors import ArgumentTypeError, DTypeError
-from ._util import arrays_for, check_broadcast, check_tensor, device_mismatch, OneRule, operand, shape_of
+from ._util import OneRule, arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
 from .reduce import sum_to_array
-from .registry import register, Sample
+from .registry import Sample, register
 from .samples import binary_samples
 
 

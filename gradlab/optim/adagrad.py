@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer, _state_tensor, _step_tensor, _update_param
-from .. import checks as _c
 
 
 class Adagrad(Optimizer):

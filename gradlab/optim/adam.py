@@ -18,11 +18,11 @@ import math
 
 import numpy as np
 
+from .. import checks as _c
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError, ArgumentTypeError
 from ..ops._util import as_weak
 from .optimizer import Optimizer, _state_tensor, _update_param
-from .. import checks as _c
 
 
 def _check(name, lr, betas, eps, weight_decay):

@@ -25,8 +25,6 @@ from .plateau import ReduceLROnPlateau
 from .scheduler import LRScheduler, _LRScheduler
 
 
-
-
 class LambdaLR(LRScheduler):
     """``lr = initial_lr * lr_lambda(epoch)`` (one function, or one per group)."""
 

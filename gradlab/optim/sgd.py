@@ -13,11 +13,11 @@ where gradients agree and damps zig-zags where they do not.
 """
 from __future__ import annotations
 
+from .. import checks as _c
 from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError
 from ..ops._util import as_weak
 from .optimizer import Optimizer, _state_tensor, _update_param
-from .. import checks as _c
 
 
 class SGD(Optimizer):

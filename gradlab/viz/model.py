@@ -36,14 +36,24 @@ from __future__ import annotations
 import sys
 import weakref
 
+from .._tensor import Tensor
 from ..autograd.function import AccumulateGrad
 from ..backend.device import device_of_array
 from ..ops.registry import formula_of
-from .._tensor import Tensor
 from .graph_base import FrameNames, GraphBuilder, collect_nodes
 from .nodes import (  # noqa: F401 - re-exported: the model's types live in nodes.py
-    ROLES, Edge, GradSummary, GraphModel, MemoryTotals, OpNode, SavedInfo, TensorNode, _dname, grad_summary,
-    is_parameter, no_gc,
+    ROLES,
+    Edge,
+    GradSummary,
+    GraphModel,
+    MemoryTotals,
+    OpNode,
+    SavedInfo,
+    TensorNode,
+    _dname,
+    grad_summary,
+    is_parameter,
+    no_gc,
 )
 
 

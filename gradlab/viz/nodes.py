@@ -13,8 +13,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..backend import dtypes as _dt
 from .._tensor import Tensor
+from ..backend import dtypes as _dt
 
 ROLES = ("parameter", "leaf", "output", "intermediate", "constant")
 

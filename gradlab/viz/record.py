@@ -29,8 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..autograd import engine as _engine
-from ..autograd import function as _function
+from ..autograd import engine as _engine, function as _function
 from ..autograd.function import AccumulateGrad
 from ..ops.registry import REGISTRY, formula_of
 from . import torch_graph as _torch_graph

@@ -19,8 +19,7 @@ from __future__ import annotations
 import os
 
 from ..errors import GradlabError
-from . import collapse as _collapse
-from . import render as _render
+from . import collapse as _collapse, render as _render
 from .model import GraphModel, build_model
 
 

@@ -45,9 +45,27 @@ import sys
 from .graph_base import FrameNames, GraphBuilder
 from .nodes import GraphModel, OpNode, SavedInfo, TensorNode, grad_summary
 from .torch_nodes import (  # noqa: F401 - re-exported: gradlab.viz.torch_graph is the adapter's public path
-    NodeIds, _torch, collect, dtype_name, elementwise, formula_for, gradlab_op_for, is_accumulate, is_released,
-    is_torch_module, is_torch_node, is_torch_tensor, nbytes, node_name, safe_grad, saved_or_freed, saved_tensors,
-    shape_of_meta, storage_key, to_numpy)
+    NodeIds,
+    _torch,
+    collect,
+    dtype_name,
+    elementwise,
+    formula_for,
+    gradlab_op_for,
+    is_accumulate,
+    is_released,
+    is_torch_module,
+    is_torch_node,
+    is_torch_tensor,
+    nbytes,
+    node_name,
+    safe_grad,
+    saved_or_freed,
+    saved_tensors,
+    shape_of_meta,
+    storage_key,
+    to_numpy,
+)
 from .torch_record import TorchBackwardRecorder, record_backward  # noqa: F401 - re-exported
 
 

@@ -6,8 +6,19 @@ after, as :class:`gradlab.viz.record.BackwardStep` s (``animate_backward`` plays
 """
 from __future__ import annotations
 
-from .torch_nodes import (collect, elementwise, formula_for, is_accumulate, is_released, nbytes, node_name,
-                          saved_or_freed, shape_of_meta, storage_key, to_numpy)
+from .torch_nodes import (
+    collect,
+    elementwise,
+    formula_for,
+    is_accumulate,
+    is_released,
+    nbytes,
+    node_name,
+    saved_or_freed,
+    shape_of_meta,
+    storage_key,
+    to_numpy,
+)
 
 
 # ------------------------------------------------------------------ the real backward, recorded

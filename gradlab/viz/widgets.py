@@ -31,9 +31,8 @@ from pathlib import Path
 
 from .. import _tensor
 from ..errors import ArgumentError, GradError
-from . import widgets_data as _data
-from . import torch_graph as _torch_graph
-from .record import record_backward, record_forward, BackwardRecorder, observing_backward
+from . import torch_graph as _torch_graph, widgets_data as _data
+from .record import BackwardRecorder, observing_backward, record_backward, record_forward
 
 
 def asset_dir() -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import PROGRAMS, changed_lines, compare, run, HERE
+from .harness import HERE, PROGRAMS, changed_lines, compare, run
 
 pytestmark = pytest.mark.oracle
 

@@ -11,13 +11,11 @@ would destroy values that backward may still need.
 """
 from __future__ import annotations
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ...errors import ArgumentError, ShapeError, fmt_shape
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
 from ._util import new_param
-from ... import checks as _c
 
 
 class ReLU(Module):
@@ -353,4 +351,5 @@ class RReLU(Module):
 
 # the rest of torch.nn.modules.activation's names (kept in modules.attention), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.modules.attention")

@@ -28,17 +28,15 @@ import math
 
 import numpy as np
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ..._tensor import Tensor
 from ...backend.device import xp_of
 from ...errors import ArgumentError, ShapeError, fmt_shape
-from .. import functional as F
-from .. import init
+from ...ops._util import check_tensor
+from .. import functional as F, init
 from ..module import Module
 from ._util import new_param
 from .linear import Linear
-from ... import checks as _c
-from ...ops._util import check_tensor
 
 
 class MultiheadAttention(Module):

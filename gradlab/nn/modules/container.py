@@ -8,12 +8,13 @@ in a ``Parameter``.
 """
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
+
 from ..._tensor import Tensor
 from ...backend import dtypes as _dt
 from ..module import Module
 from ..parameter import Parameter, is_parameter
-import operator
-from collections import OrderedDict
 
 
 class _Indexed(Module):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 
-from ...errors import ArgumentError, ShapeError, fmt_shape
-from .. import functional as F
-from .. import init
+from ... import checks as _c
 from ...checks import sizes as ntuple
+from ...errors import ArgumentError, ShapeError, fmt_shape
+from .. import functional as F, init
 from ..module import Module
 from ._util import new_param
-from ... import checks as _c
 
 
 class _ConvNd(Module):
@@ -183,4 +182,5 @@ class ConvTranspose3d(_ConvTransposeNd):
 
 # the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")

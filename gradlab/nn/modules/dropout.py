@@ -7,10 +7,10 @@ the identity in ``eval()`` mode, which is why evaluation code must call ``model.
 """
 from __future__ import annotations
 
+from ... import checks as _c
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module
-from ... import checks as _c
 
 
 class _DropoutNd(Module):

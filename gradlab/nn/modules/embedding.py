@@ -2,13 +2,12 @@
 """
 from __future__ import annotations
 
+from ... import checks as _c
 from ...errors import ArgumentError
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
 from ..parameter import Parameter
 from ._util import new_param
-from ... import checks as _c
 
 
 class Embedding(Module):

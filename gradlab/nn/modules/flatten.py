@@ -2,11 +2,10 @@
 """
 from __future__ import annotations
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ...errors import ArgumentTypeError, ShapeError, fmt_shape
-from ..module import Module
-from ... import checks as _c
 from ...ops._util import check_tensor
+from ..module import Module
 
 
 class Flatten(Module):

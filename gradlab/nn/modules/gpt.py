@@ -24,13 +24,12 @@ from ...autograd.grad_mode import no_grad
 from ...backend import random as _random
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import arange
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
 from .activation import GELU
-from .dropout import Dropout
 from .attention import MultiheadAttention
 from .container import ModuleList, Sequential
+from .dropout import Dropout
 from .embedding import Embedding
 from .linear import Linear
 from .normalization import LayerNorm

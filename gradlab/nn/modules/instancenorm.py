@@ -1,6 +1,6 @@
 """``torch.nn.modules.instancenorm``'s names (gradlab keeps them in ``normalization.py``)."""
-from .normalization import _InstanceNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from ._util import rest_from as _rest_from
+from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _InstanceNorm  # noqa: F401
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 
+from ... import checks as _c
 from ...errors import ArgumentError
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
 from ._util import new_param
-from ... import checks as _c
 
 
 class Identity(Module):
@@ -150,4 +149,5 @@ class LoRALinear(Module):
 
 # the rest of torch.nn.modules.linear's names (kept in coverage.modules.lazy), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")

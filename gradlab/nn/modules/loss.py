@@ -10,10 +10,10 @@ turned into ``reduction`` at construction, as PyTorch does.
 """
 from __future__ import annotations
 
+from ... import checks as _c
 from ...errors import ArgumentError
 from .. import functional as F
 from ..module import Module
-from ... import checks as _c
 
 
 class CrossEntropyLoss(Module):
@@ -145,4 +145,5 @@ class KLDivLoss(_Loss):
 
 # the rest of torch.nn.modules.loss's names (kept in coverage.modules.loss), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.loss")

@@ -17,16 +17,14 @@ Shared pieces: ``_affine_params`` (the learned scale ``weight``, ones, and shift
 """
 from __future__ import annotations
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ..._tensor import Tensor
 from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import ones, tensor, zeros
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
 from ._util import new_param
-from ... import checks as _c
 
 
 def _affine_params(module, shape, weight, bias, dtype, device):
@@ -239,4 +237,5 @@ class RMSNorm(Module):
 
 # the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization")

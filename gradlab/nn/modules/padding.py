@@ -6,11 +6,11 @@ named classes from it, so each is one line.
 """
 from __future__ import annotations
 
-from ...errors import ShapeError, fmt_shape
-from .. import functional as F
 from ...checks import sizes as ntuple
-from ..module import Module
+from ...errors import ShapeError, fmt_shape
 from ...ops._util import check_tensor
+from .. import functional as F
+from ..module import Module
 
 
 class _PadNd(Module):

@@ -9,8 +9,8 @@ the windows so the output has a fixed size whatever the input's.
 """
 from __future__ import annotations
 
-from .. import functional as F
 from ...checks import sizes as ntuple
+from .. import functional as F
 from ..module import Module
 
 
@@ -159,4 +159,5 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
 # the rest of torch.nn.modules.pooling's names (kept in coverage.modules.pooling), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
+
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.pooling")

@@ -35,17 +35,14 @@ from __future__ import annotations
 import math
 import warnings
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ..._tensor import Tensor
-from ...backend import xp_of
-from ...backend import dtypes as _dt
+from ...backend import dtypes as _dt, xp_of
 from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from .._rnn_utils import PackedSequence
 from ..module import Module
 from ._util import new_param
-from ... import checks as _c
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 

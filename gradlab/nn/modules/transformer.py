@@ -26,20 +26,17 @@ from __future__ import annotations
 import copy
 import math
 
-from ... import ops as O
+from ... import checks as _c, ops as O
 from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import full
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..module import Module
-from .dropout import Dropout
 from .attention import MultiheadAttention
 from .container import ModuleList
+from .dropout import Dropout
 from .linear import Linear
 from .normalization import LayerNorm
-from ... import checks as _c
-
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 

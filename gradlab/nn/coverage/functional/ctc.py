@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .... import ops as O
+from .... import checks as _c, ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
 from ....backend.device import to_host
@@ -28,8 +28,6 @@ from ....backend.fperr import quiet as _fp_quiet
 from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
-from .... import checks as _c
-
 
 _NEG = -1e30  # "log 0" that stays finite
 

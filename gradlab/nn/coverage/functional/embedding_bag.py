@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .... import ops as O
+from .... import checks as _c, ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
 from ....backend.device import to_host
@@ -18,7 +18,6 @@ from ....errors import ArgumentError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
 from ..._embedding import embedding
-from .... import checks as _c
 
 
 def _bags(op, ids, offsets, include_last_offset):

@@ -14,21 +14,19 @@ import math
 
 import numpy as np
 
-from .... import ops as O
+from .... import checks as _c, ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
 from ....backend.device import to_host
 from ....errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ....factories import tensor as _tensor
 from ....ops._util import check_tensor
+from ....ops.activations import log1p_exp
 from ....ops.registry import Sample
 from ..._distance import pairwise_distance
-from ..._pooling import _on
 from ..._loss import _REDUCTIONS, _float_input, _reduce, _reduction
-from ....ops.activations import log1p_exp
+from ..._pooling import _on
 from ..._register import register_table
-from .... import checks as _c
-
 
 
 def _index_target(op, target):

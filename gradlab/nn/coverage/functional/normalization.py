@@ -3,12 +3,12 @@
 """
 from __future__ import annotations
 
+from .... import checks as _c
 from ....errors import ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.pad import pad as _pad
 from ....ops.registry import Sample
 from ..._register import register_table
-from .... import checks as _c
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -9,16 +9,15 @@
 """
 from __future__ import annotations
 
-from .... import ops as O
+from .... import checks as _c, ops as O
 from ...._tensor import Tensor
 from ....backend import xp_of
+from ....checks import sizes as ntuple
 from ....errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ....ops._util import check_tensor
 from ....ops.pool import avg_pool2d, max_pool2d
 from ....ops.registry import Sample, register
 from ..._pooling import avg_pool1d, avg_pool3d, max_pool1d
-from .... import checks as _c
-from ....checks import sizes as ntuple
 from ..._register import NS, register_table, torch_f
 
 

@@ -22,16 +22,14 @@ import math
 
 import numpy as np
 
-from .... import ops as O
+from .... import checks as _c, ops as O
+from ...._tensor import Tensor
 from ....backend import xp_of
 from ....errors import ArgumentError, ShapeError, fmt_shape
-from ...._tensor import Tensor
 from ....ops._util import check_tensor
 from ....ops.registry import Sample, register
-from ..._register import NS, register_table
 from ..._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
-from .... import checks as _c
-
+from ..._register import NS, register_table
 
 _MODES = {"nearest": 1, "nearest-exact": 1, "area": 1, "linear": 1, "bilinear": 2}
 

@@ -2,13 +2,12 @@
 """
 from __future__ import annotations
 
-from ....errors import ArgumentError, ShapeError, fmt_shape
-from ... import functional as F
-from ... import init
-from ...module import Module
-from ...parameter import Parameter
-from ...modules._util import new_param
 from .... import checks as _c
+from ....errors import ArgumentError, ShapeError, fmt_shape
+from ... import functional as F, init
+from ...module import Module
+from ...modules._util import new_param
+from ...parameter import Parameter
 
 
 class EmbeddingBag(Module):

@@ -5,10 +5,10 @@
 """
 from __future__ import annotations
 
+from .... import checks as _c
 from ....errors import ArgumentError
 from ... import functional as F
 from ...modules.loss import _Loss, _WeightedLoss
-from .... import checks as _c
 
 
 class MarginRankingLoss(_Loss):

@@ -2,9 +2,9 @@
 """
 from __future__ import annotations
 
+from .... import checks as _c
 from ... import functional as F
 from ...module import Module
-from .... import checks as _c
 
 
 class LocalResponseNorm(Module):

@@ -4,8 +4,8 @@
 """
 from __future__ import annotations
 
-from ... import functional as F
 from ....checks import sizes as ntuple
+from ... import functional as F
 from ...module import Module
 
 

@@ -3,10 +3,10 @@
 """
 from __future__ import annotations
 
+from .... import checks as _c
 from ....errors import ArgumentError
 from ... import functional as F
 from ...module import Module
-from .... import checks as _c
 
 
 class Upsample(Module):
