@@ -14,16 +14,17 @@ in cache-sized chunks (and across threads, ``backend.parallel``).
   below 4e-16 (3 ulp), checked against SciPy and ``math.erf`` in ``tests/test_erf.py``.
 * **float32 / float16 / bfloat16**: two float32 polynomials, evaluated in float32 (16-bit inputs:
   in float32, rounded once). On ``|x| < 0.921875``, ``erf(x) = x + x Q(x^2)`` with ``Q`` of degree 5
-  (relative error below 1e-7, ~1 ulp); beyond, ``|erf(x)| = 1 - exp(L(t))``, ``t = min(|x|, 4)``, ``L`` of
-  degree 6 in ``t`` (``L`` approximates ``log erfc``; erf rounds to 1 from 3.92 on), the sign put back
-  from ``x``'s sign bit. Error below 8.1e-8 everywhere (1.4 ulp near erf = 1), tested at
+  (relative error below 1e-7, ~1 ulp); beyond, ``|erf(x)| = 1 - exp(L(|x|))`` with ``L`` of degree 5
+  (``L`` approximates ``log erfc``; it falls from ``L(3.92) = -17.36`` on, below float32's half ulp of 1,
+  to ``L(inf) = -inf``, so no clamp is needed), the sign put back from ``x``'s sign bit. Error below
+  9.3e-8 everywhere (1.6 ulp near erf = 1; 8.1e-8 with ``L`` of degree 6 plus a clamp), tested at
   1.5e-7 on a dense grid with tails and subnormals; odd bit for bit, monotonic. The coefficients were
   fitted for this module with NumPy: minimax in float64 by Lawson's iteratively reweighted least
   squares on Chebyshev-spaced points (``Q``: weighted for erf's relative error; ``L``: weighted by
   ``erfc(t)``, i.e. erf's absolute error), then rounded to float32 one coefficient at a time from the
   lowest order up, refitting the higher ones after each rounding. Cost: the branch most of a block's
   elements take runs over the whole block, the other over the rest only (by index), so GELU's
-  inputs (81% below the split) pay for ~12 passes plus a fifth of the tail's 18; an evaluation in
+  inputs (81% below the split) pay for ~12 passes plus a fifth of the tail's 15; an evaluation in
   float64 or an erfc-based tail would be 2.4-3.6x slower. (Before: Eigen's float32 rational, 4.5e-7.)
 * ``erfc``: computed as itself, not ``1 - erf`` (which keeps no relative precision once
   ``erf`` rounds to 1: ``erfc(5) = 1.5e-12``, ``erfc(10) = 2e-45``). float64: fdlibm's ``erfc``
@@ -131,12 +132,12 @@ def _erf64(x, out):
 
 
 # float32 erf, two float32 polynomials (fitted for this module, see the module docstring):
-# |x| < 0.921875: erf(x) = x + x Q(x^2); beyond, |erf(x)| = 1 - exp(L(|x|)), |x| clamped to 4
+# |x| < 0.921875: erf(x) = x + x Q(x^2); beyond, |erf(x)| = 1 - exp(L(|x|))
 _SPLIT32 = 0.921875
 _Q32 = (0.12837915122509003, -0.3761249780654907, 0.11281843483448029, -0.026767348870635033,
         0.00499403802677989, -0.0005994504899717867)
-_L32 = (-0.00020992150530219078, -1.1276154518127441, -0.6372857093811035, -0.10383901745080948,
-        0.022181492298841476, -0.0030316358897835016, 0.00019473940483294427)
+_L32 = (-0.002034706063568592, -1.1196314096450806, -0.6515336036682129, -0.090581014752388,
+        0.015404412522912025, -0.0012290703598409891)
 _Q32F = tuple(np.float32(c) for c in _Q32)
 _L32F = tuple(np.float32(c) for c in _L32)
 
@@ -152,18 +153,17 @@ def _erf32_small(x, s):
 
 
 _SIGN32 = np.int32(-2 ** 31)
-_FOURS = np.full(4 * parallel.GRAIN, 4, np.float32)   # np.minimum with an array runs SIMD, with a scalar 3x slower
 
 
 def _erf32_large(x):
-    """``copysign(1 - exp(L(min(|x|, 4))), x)`` in float32: erf on ``|x| >= 0.921875`` (a fresh array)."""
+    """``copysign(1 - exp(L(|x|)), x)`` in float32: erf on ``|x| >= 0.921875`` (a fresh array). ``L`` falls
+    from ``L(3.92) = -17.36`` on (its leading coefficient is negative), so ``1 - exp(L)`` rounds to 1 from
+    there to ``L(inf) = -inf``, with no clamp; NaN stays NaN."""
     t = np.abs(x)
-    four = _FOURS[:t.size] if t.size <= _FOURS.size else np.full_like(t, 4)
-    np.minimum(t, four, out=t)      # erf(4) rounds to 1 in float32, so does 1 - exp(L(4)); NaN stays
     p = _horner(t, _L32F)
     np.exp(p, out=p)
     np.subtract(np.float32(1), p, out=p)
-    sign = t.view(np.int32)         # (t is free again: its bits hold x's sign bit)
+    sign = t.view(np.int32)         # (t is free again: its bits take x's sign bit)
     np.bitwise_and(x.view(np.int32), _SIGN32, out=sign)
     np.bitwise_or(p.view(np.int32), sign, out=p.view(np.int32))   # the sign of x (copysign is 7x slower)
     return p
@@ -175,7 +175,7 @@ def _erf32(x):
     The branch most elements take runs over the whole block; the other only over its elements
     (gathered by index, computed, scattered back). Each element gets the same operations either
     way, so the bits do not depend on how an array is split into blocks."""
-    with np.errstate(over="ignore", invalid="ignore"):   # x^2 overflows for |x| > 1.8e19 (the large branch takes it)
+    with np.errstate(over="ignore", invalid="ignore"):   # x^2 (and L(|x|)) overflow for huge |x|: harmless
         s = np.multiply(x, x)
         big = s >= np.float32(_SPLIT32 * _SPLIT32)       # NaN: False (the small branch keeps it NaN)
         i = np.flatnonzero(big)
