@@ -71,6 +71,7 @@ class Function:
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
     _recording = False     # set by apply when this call records a node (save_for_backward keeps only then)
+    _plain_saved = False   # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -121,6 +122,8 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise _freed_error(self)
+        if self._plain_saved:
+            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float): nothing to unpack
         out = []
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:
@@ -393,8 +396,17 @@ def _keep_saved(ctx, out, ret):
     output array(s) and the tensor(s) made for them."""
     saved = []
     if ctx._to_save:
+        plain = True
         for s in ctx._to_save:
-            saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
+            if isinstance(s, Tensor):
+                s = SavedTensor(s)
+                plain = False
+            saved.append(s)
+        if plain and not ctx._to_save_out:  # plain values only (``x * 1.01`` keeps the float)
+            ctx._saved = tuple(saved)  # (a tuple: ``saved_arrays`` hands it out as it is)
+            ctx._plain_saved = True
+            ctx._to_save = None
+            return
     if ctx._to_save_out:
         if type(ret) is not tuple:  # (one output: it may have been re-wrapped, 0-d scalar -> array)
             for _ in ctx._to_save_out:
