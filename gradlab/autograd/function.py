@@ -256,11 +256,11 @@ class Op(Function):
                 for a in args:
                     if isinstance(a, Tensor) and a._requires_grad:
                         ctx._recording = True
-                        out = cls.forward(ctx, *args, **kwargs)
+                        out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
                         if type(out) is not _ndarray and isinstance(out, _np.generic):
                             out = _np.asarray(out)
                         return _record(ctx, args, out)
-            out = cls.forward(ctx, *args, **kwargs)
+            out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
         finally:
             _fp_restore(quiet)
         if type(out) is _ndarray:
