@@ -255,7 +255,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
     prev_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
-    _fn._current_root[0] = _label(roots[0]) if roots else None
+    _fn._current_root[0] = roots[0] if roots else None  # (for the freed-graph error; labelled only then)
     observers = list(backward_observers)
     for o in observers:
         if hasattr(o, "begin"):

@@ -28,7 +28,7 @@ import numpy as _np
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
-from ..errors import GradError
+from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
 
@@ -43,7 +43,7 @@ _ACC_SEQ_BASE = 1 << 62
 node_observers: list = []   # f(node) after a node is recorded
 op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
 forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
-_current_root = [None]      # label of the tensor backward() was called on (for error messages)
+_current_root = [None]      # the tensor backward() was called on, labelled only for an error message
 
 
 class Function:
@@ -444,7 +444,8 @@ def _observed_apply(cls, args, kwargs):
 
 
 def _freed_error(node):
-    root = _current_root[0] or "this tensor"
+    t = _current_root[0]  # (labelled here, not in every backward pass: only an error needs the words)
+    root = "this tensor" if t is None else f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
     return GradError(
         f"backward: the graph behind {root} was already freed by an earlier backward() "
         f"(at {node.name}); pass retain_graph=True to the first call if you need to run backward twice"
