@@ -352,9 +352,14 @@ def _run_plain(order, buffers, st):
             run_node(node, grads, buffers, st)
             continue
         outs = fast(*grads)
-        for e, g, meta in zip(node.next_functions, outs, node.input_meta):
-            if e is None or g is None:
+        edges, metas = node.next_functions, node.input_meta
+        for i, g in enumerate(outs):  # (one gradient per input; enumerate and indexing cost less than a zip)
+            if g is None:
                 continue
+            e = edges[i]
+            if e is None:
+                continue
+            meta = metas[i]
             if type(g) is not ndarray or g.dtype is not meta[1] or g.shape != meta[0]:
                 g = fix(node, g, meta)  # (a NumPy scalar, another dtype: made right, or an error)
                 if g is None:
