@@ -255,7 +255,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
     prev_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
-    _fn._current_root[0] = _label(roots[0]) if roots else None
+    _fn._current_root[0] = roots[0] if roots else None  # (for the freed-graph error; labelled only then)
     observers = list(backward_observers)
     for o in observers:
         if hasattr(o, "begin"):
@@ -352,9 +352,14 @@ def _run_plain(order, buffers, st):
             run_node(node, grads, buffers, st)
             continue
         outs = fast(*grads)
-        for e, g, meta in zip(node.next_functions, outs, node.input_meta):
-            if e is None or g is None:
+        edges, metas = node.next_functions, node.input_meta
+        for i, g in enumerate(outs):  # (one gradient per input; enumerate and indexing cost less than a zip)
+            if g is None:
                 continue
+            e = edges[i]
+            if e is None:
+                continue
+            meta = metas[i]
             if type(g) is not ndarray or g.dtype is not meta[1] or g.shape != meta[0]:
                 g = fix(node, g, meta)  # (a NumPy scalar, another dtype: made right, or an error)
                 if g is None:

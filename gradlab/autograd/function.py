@@ -28,7 +28,7 @@ import numpy as _np
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
-from ..errors import GradError
+from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
 
@@ -43,7 +43,7 @@ _ACC_SEQ_BASE = 1 << 62
 node_observers: list = []   # f(node) after a node is recorded
 op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
 forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
-_current_root = [None]      # label of the tensor backward() was called on (for error messages)
+_current_root = [None]      # the tensor backward() was called on, labelled only for an error message
 
 
 class Function:
@@ -71,6 +71,7 @@ class Function:
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
     _recording = False     # set by apply when this call records a node (save_for_backward keeps only then)
+    _plain_saved = False   # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -121,6 +122,8 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise _freed_error(self)
+        if self._plain_saved:
+            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float): nothing to unpack
         out = []
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:
@@ -253,11 +256,11 @@ class Op(Function):
                 for a in args:
                     if isinstance(a, Tensor) and a._requires_grad:
                         ctx._recording = True
-                        out = cls.forward(ctx, *args, **kwargs)
+                        out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
                         if type(out) is not _ndarray and isinstance(out, _np.generic):
                             out = _np.asarray(out)
                         return _record(ctx, args, out)
-            out = cls.forward(ctx, *args, **kwargs)
+            out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
         finally:
             _fp_restore(quiet)
         if type(out) is _ndarray:
@@ -393,8 +396,17 @@ def _keep_saved(ctx, out, ret):
     output array(s) and the tensor(s) made for them."""
     saved = []
     if ctx._to_save:
+        plain = True
         for s in ctx._to_save:
-            saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
+            if isinstance(s, Tensor):
+                s = SavedTensor(s)
+                plain = False
+            saved.append(s)
+        if plain and not ctx._to_save_out:  # plain values only (``x * 1.01`` keeps the float)
+            ctx._saved = tuple(saved)  # (a tuple: ``saved_arrays`` hands it out as it is)
+            ctx._plain_saved = True
+            ctx._to_save = None
+            return
     if ctx._to_save_out:
         if type(ret) is not tuple:  # (one output: it may have been re-wrapped, 0-d scalar -> array)
             for _ in ctx._to_save_out:
@@ -432,7 +444,8 @@ def _observed_apply(cls, args, kwargs):
 
 
 def _freed_error(node):
-    root = _current_root[0] or "this tensor"
+    t = _current_root[0]  # (labelled here, not in every backward pass: only an error needs the words)
+    root = "this tensor" if t is None else f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
     return GradError(
         f"backward: the graph behind {root} was already freed by an earlier backward() "
         f"(at {node.name}); pass retain_graph=True to the first call if you need to run backward twice"

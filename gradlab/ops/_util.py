@@ -251,4 +251,5 @@ class OneRule:
         return self.rule(O, g, *self.saved_tensors)
 
     def vjp_arrays(self, g):
-        return self.rule(xp_of(g), g, *self.saved_arrays)
+        # (the engine's hot path: a host array's namespace without a call, as Elementwise.vjp_arrays)
+        return self.rule(np if type(g) is np.ndarray else xp_of(g), g, *self.saved_arrays)

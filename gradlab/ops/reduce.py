@@ -98,7 +98,9 @@ def sum_to_array(a, shape):
 def sum_to_in(ns, g, shape):
     """``sum_to`` in a ``OneRule``'s namespace: ``O.sum_to`` (a graph, differentiable again) when ``ns``
     is ``O``, else ``sum_to_array``. The VJP of anything that broadcasts sums the gradient back this way."""
-    return O.sum_to(g, shape) if ns is O else sum_to_array(g, shape)
+    if ns is O:
+        return O.sum_to(g, shape)
+    return g if g.shape == shape else sum_to_array(g, shape)  # (the usual case, no broadcast, without a call)
 
 
 def _keep(keepdim, keepdims):
