@@ -309,6 +309,25 @@ def test_median_of_nans_sends_the_gradient_to_the_nans_as_pytorch(torch):
     np.testing.assert_array_equal(g2.grad.numpy(), t2.grad.numpy())
 
 
+def test_median_of_tied_values_shares_the_gradient_as_pytorch(torch):
+    """median()/nanmedian() over all elements: when several elements equal the median, PyTorch splits
+    dY evenly among them; the value stays exactly the median (generated ties, NaNs, infinities)."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        a = rng.integers(0, 3, size=int(rng.integers(1, 9))).astype(np.float64) * 0.1
+        if rng.random() < 0.2:
+            a[rng.integers(0, a.size)] = np.nan
+        if rng.random() < 0.1:
+            a[:] = np.inf
+        for name in ("median", "nanmedian"):
+            g, t = gradlab.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+            yg, yt = getattr(g, name)(), getattr(t, name)()
+            yg.backward()
+            yt.backward()
+            np.testing.assert_array_equal(yg.detach().numpy(), yt.detach().numpy(), err_msg=f"{name} {a}")
+            np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-15, err_msg=f"{name} {a}")
+
+
 # ---------------------------------------------------------------- no NumPy RuntimeWarning escapes
 WARN_CASES = {
     "float16 overflow in *": lambda L: L.full((3,), 60000.0, dtype=L.float16, requires_grad=True) * 10,

@@ -104,7 +104,7 @@ def _median_samples(src):
     yield Sample((src.tensor((4, 3), distinct=True), 0, True))
 
 
-@register(samples=_median_samples, formula="dX = dY at the median element, 0 elsewhere",
+@register(samples=_median_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
           torch=lambda torch, x, dim=None, keepdim=False: torch.median(x) if dim is None else torch.median(x, dim, keepdim))
 def median(input, dim=None, keepdim=False):
     """The median; for an even count the lower of the two middle values (PyTorch's rule, not their mean).
@@ -136,7 +136,19 @@ def _median(op, x, dim, keepdim, ignore_nan):
             return O.mean(O.masked_select(flat, Tensor._make(nan)))
         order = xp.argsort(flat.data, kind="stable")  # NaNs last
         m = (n - nn - 1) // 2
-        return O.reshape(O.gather(flat, 0, Tensor._make(order[m:m + 1].astype(np.int64))), ())
+        picked = O.reshape(O.gather(flat, 0, Tensor._make(order[m:m + 1].astype(np.int64))), ())
+        tied = flat.data == picked.data
+        k = int(tied.sum())
+        if k == 1 or not x._requires_grad:
+            return picked
+        # several elements equal the median: PyTorch shares its gradient evenly among them (any one
+        # is a valid subgradient; the even share is PyTorch's). The value stays exactly the median:
+        # (s - s.detach()) is 0 forward and passes dY / k to each tied element backward.
+        ties = O.masked_select(flat, Tensor._make(tied))
+        if not bool(xp.isfinite(picked.data)):
+            return O.mean(ties)  # (k infinities: their mean is the same infinity)
+        s = O.sum(ties)
+        return picked.detach() + (s - s.detach()) / k
     if x.ndim == 0:
         return ValuesIndices(O.clone(x), Tensor._make(xp.zeros((), np.int64)))
     d = one_dim(dim, x.ndim, op)
@@ -298,7 +310,7 @@ def _nanmedian_samples(src):
     yield Sample((Tensor._make(x).requires_grad_(True),), dict(dim=1, keepdim=src.boolean()), desc="NaNs in rows")
 
 
-@register(samples=_nanmedian_samples, formula="dX = dY at the median element, 0 elsewhere",
+@register(samples=_nanmedian_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
           torch=lambda torch, x, *a, **k: torch.nanmedian(x, *a, **k))
 def nanmedian(input, dim=None, keepdim=False):
     """``median`` ignoring NaNs (the lower middle of the values that are not NaN; NaN where all are)."""
