@@ -277,19 +277,21 @@ def erfc_block(x):
     return _erfc32(x)
 
 
-def erfc(a):
-    """``erfc = 1 - erf`` of a NumPy array, computed as itself (relative precision in the tail, see the module doc)."""
+def _elementwise(block, a):
+    """``block`` over a NumPy array in ``a``'s float dtype (an integer array as float64), split across
+    threads for large arrays (float64 computed in float64, other floats in float32)."""
     a = np.asarray(a)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         a = a.astype(np.float64)
     work = np.float64 if a.dtype == np.float64 else np.float32
-    return parallel.map_blocks(lambda b: erfc_block(b.astype(work, copy=False)), a, dtype=a.dtype)
+    return parallel.map_blocks(lambda b: block(b.astype(work, copy=False)), a, dtype=a.dtype)
+
+
+def erfc(a):
+    """``erfc = 1 - erf`` of a NumPy array, computed as itself (relative precision in the tail, see the module doc)."""
+    return _elementwise(erfc_block, a)
 
 
 def erf(a):
     """``erf`` of a NumPy array, elementwise, in ``a``'s float dtype (float64 kept ~1e-16, others ~1e-7)."""
-    a = np.asarray(a)
-    if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
-        a = a.astype(np.float64)
-    work = np.float64 if a.dtype == np.float64 else np.float32
-    return parallel.map_blocks(lambda b: erf_block(b.astype(work, copy=False)), a, dtype=a.dtype)
+    return _elementwise(erf_block, a)
