@@ -20,24 +20,13 @@ order works through them (as ``BatchNorm``'s composite VJP does).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ShapeError, fmt_shape
 from ._util import check_tensor
+from .activations import _sigmoid_array  # (the one sigmoid on arrays: 1 / (1 + exp(-x)), in place)
 from .registry import Sample, register
-
-
-def _sig(a):
-    xp = xp_of(a)
-    out = xp.negative(a)
-    with np.errstate(over="ignore"):
-        xp.exp(out, out=out)
-    out += 1
-    xp.reciprocal(out, out=out)
-    return out
 
 
 def _lstm_acts(O_, gates, H):
@@ -47,7 +36,7 @@ def _lstm_acts(O_, gates, H):
 
 def _lstm_step_arrays(xp, G, c, H):
     """One LSTM step on arrays: ``(act, tanh(cy), hy, cy)`` from the gate pre-activations ``G`` and ``c``."""
-    act = _sig(G)
+    act = _sigmoid_array(G)
     act[..., 2 * H:3 * H] = xp.tanh(G[..., 2 * H:3 * H])
     i, f, g, o = (act[..., k * H:(k + 1) * H] for k in range(4))
     cy = f * c
@@ -229,7 +218,7 @@ class FusedGRUCell(Op):
         xg, hg, h = input_gates.data, hidden_gates.data, hx.data
         H = h.shape[-1]
         xp = xp_of(xg)
-        rz = _sig(xg[..., :2 * H] + hg[..., :2 * H])
+        rz = _sigmoid_array(xg[..., :2 * H] + hg[..., :2 * H])
         r, z = rz[..., :H], rz[..., H:]
         hn = hg[..., 2 * H:]
         n = r * hn
