@@ -116,22 +116,28 @@ class Optimizer:
         """
         maximize, wd = group.get("maximize", False), group.get("weight_decay", 0)
         decoupled = self._decoupled or group.get("decoupled_weight_decay", False)
+        init, states = self._init_state, self.state  # looked up once: this loop runs every step
+        shrink = 1 - group["lr"] * wd if wd != 0 and decoupled else None
+        coupled = wd if wd != 0 and not decoupled else 0
         for p in group["params"]:
-            if p._grad is None:
+            grad = p._grad
+            if grad is None:
                 continue
-            g = _grad_array(p, maximize)
+            a, g = p.data, grad.data
+            if g.dtype is not a.dtype and g.dtype != a.dtype:  # (``is`` first: the usual case, cheaply)
+                g = g.astype(a.dtype)
+            if maximize:
+                g = -g
             state = None
-            if self._init_state is not None:
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = _step_tensor(0.0)
-                    state.update(self._init_state(p, group))
+            if init is not None:
+                state = states.get(p)
+                if not state:  # first step (or a state emptied by hand)
+                    state = states[p] = {"step": _step_tensor(0.0), **init(p, group)}
                 state["step"].data = state["step"].data + 1
-            if wd != 0:
-                if decoupled:
-                    p.data *= 1 - group["lr"] * wd
-                else:
-                    g = g + wd * p.data
+            if shrink is not None:
+                p.data *= shrink
+            elif coupled:
+                g = g + coupled * a
             yield p, g, state
 
     def __init_subclass__(cls, **kwargs):
@@ -247,13 +253,6 @@ def _state_tensor(p, fill=0.0):
 
 def _step_tensor(value=0.0):
     return Tensor._make(np.asarray(value, dtype=np.float32))
-
-
-def _grad_array(p, maximize=False):
-    g = p._grad.data
-    if g.dtype != p.data.dtype:
-        g = g.astype(p.data.dtype)
-    return -g if maximize else g
 
 
 def _update_param(p, new_or_delta, inplace_sub=True):
