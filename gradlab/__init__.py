@@ -12,10 +12,11 @@ __version__ = "0.1.0"
 import warnings as _warnings
 
 # NumPy reports floating-point events (inf * 0, exp overflowing to inf, 1 / 0) as
-# RuntimeWarnings. PyTorch returns inf/nan quietly, and so does gradlab: these
-# warnings are hidden when they come from gradlab's own ops (checking with
-# np.errstate around every op would cost more than the op). find_nonfinite and
-# detect_anomaly are the tools for hunting the resulting NaNs.
+# RuntimeWarnings. PyTorch returns inf/nan quietly, and so does gradlab: every op's
+# forward and every backward pass runs with NumPy's errors ignored (backend/fperr.py,
+# the one place that does it). This filter is the net under that, for gradlab code
+# outside an op; a user's warnings.simplefilter("error") still wins. find_nonfinite
+# and detect_anomaly are the tools for hunting the resulting NaNs.
 _warnings.filterwarnings("ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered",
                          category=RuntimeWarning, module=r"gradlab\.")
 

@@ -10,7 +10,7 @@ recompute it) and unpack brings it back.
 """
 from __future__ import annotations
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _Version
 from ..errors import GradError, fmt_shape
 
 saved_tensor_hooks: list = []  # stack of (pack, unpack) pairs
@@ -30,7 +30,10 @@ class SavedTensor:
         # (every saving op makes these, in every forward: written for speed)
         self.output_nr = output_nr
         self.data = t.data
-        self.version_obj = vc = t._vcounter or t._version  # (``_version`` makes the counter on first use)
+        vc = t._vcounter
+        if vc is None:  # (the counter is made on first use: ``Tensor._version``, inline)
+            vc = t._vcounter = _Version()
+        self.version_obj = vc
         self.version = vc.value
         self.name = t.name
         self.tensor = None if output_nr is not None else t

@@ -13,6 +13,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd import function as _fn
 from ..autograd.grad_mode import no_grad
+from ..backend.fperr import quiet
 from .ir import Graph, Node, Value
 
 
@@ -31,7 +32,8 @@ def run_node(node: Node, arrays: list):
         with no_grad():
             out = _fn._run_tensor_forward(ctx, args, {})
     else:
-        out = cls.forward(ctx, *args)
+        with quiet():  # (also when a compiler pass runs one node: constant folding)
+            out = cls.forward(ctx, *args)
     outs = list(out) if type(out) is tuple else [out]
     outs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outs]
     hidden = []
@@ -66,6 +68,12 @@ def execute(graph: Graph, inputs: list) -> list:
     env = dict(zip(graph.inputs, inputs))
     for c in graph.consts:
         env[c] = c.data
+    with quiet():  # inf/nan quietly, as the eager ops (which Op.apply silences the same way)
+        _run(graph, free, env)
+    return [None if v is None else env[v] for v in graph.outputs]
+
+
+def _run(graph, free, env):
     for n, dead in zip(graph.nodes, free):
         if n.kernel is not None:
             outs = n.kernel(*[env[v] for v in n.inputs])
@@ -80,4 +88,3 @@ def execute(graph: Graph, inputs: list) -> list:
                 env[v] = h
         for v in dead:
             env.pop(v, None)
-    return [None if v is None else env[v] for v in graph.outputs]

@@ -64,10 +64,7 @@ class _Binary(Op):
         else:
             x, y, dt = arrays_for(self.name, a, b)
         try:
-            if dt.itemsize <= 2:  # float16/bfloat16 overflow to inf quietly, as in PyTorch
-                with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                    return f(x, y)
-            return f(x, y)
+            return f(x, y)  # (an overflow to inf is quiet, as in PyTorch: ``Op.apply`` silences NumPy)
         except ValueError:
             check_broadcast(self.name, a, b)
             raise
@@ -95,8 +92,9 @@ class Add(_Binary):
     # a twin, not a OneRule: the rule is only "pass dY back", and OneRule's dispatch (xp_of, saved_arrays,
     # one more call) measured ~0.7 us a node, twice this node's whole backward; add is the commonest node
     def vjp_arrays(self, g):
-        sa, sb = self.shapes
-        return (None if sa is None else sum_to_array(g, sa)), (None if sb is None else sum_to_array(g, sb))
+        sa, sb = self.shapes  # (``g`` itself when no broadcast happened: the usual case, without a call)
+        return ((None if sa is None else g if g.shape == sa else sum_to_array(g, sa)),
+                (None if sb is None else g if g.shape == sb else sum_to_array(g, sb)))
 
     def jvp(self, ta, tb):
         return _tsum(ta, tb)
@@ -121,7 +119,8 @@ class Sub(_Binary):
 
     def vjp_arrays(self, g):  # a twin for speed, as Add's (no array work to share: dY passed back)
         sa, sb = self.shapes
-        return (None if sa is None else sum_to_array(g, sa)), (None if sb is None else -sum_to_array(g, sb))
+        return ((None if sa is None else g if g.shape == sa else sum_to_array(g, sa)),
+                (None if sb is None else -(g if g.shape == sb else sum_to_array(g, sb))))
 
     def jvp(self, ta, tb):
         return _tsum(ta, None if tb is None else -tb)
@@ -157,14 +156,12 @@ class Div(OneRule, _Binary):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return ctx._compute(a, b, np.true_divide)
+        return ctx._compute(a, b, np.true_divide)
 
     def rule(self, ns, g, a, b):  # the VJP, on tensors and arrays alike (OneRule)
         sa, sb = self.shapes
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # 1/0 is inf quietly, as forward
-            da = None if sa is None else sum_to_in(ns, g / b, sa)
-            db = None if sb is None else sum_to_in(ns, -g * a / (b * b), sb)
+        da = None if sa is None else sum_to_in(ns, g / b, sa)
+        db = None if sb is None else sum_to_in(ns, -g * a / (b * b), sb)
         return da, db
 
     def jvp(self, ta, tb):
@@ -179,8 +176,7 @@ class Pow(OneRule, _Binary):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = ctx._compute(a, b, _power)
+        y = ctx._compute(a, b, _power)
         if isinstance(b, Tensor):  # Y is only needed for the exponent's gradient
             ctx.save_output(y)
         return y
@@ -188,12 +184,11 @@ class Pow(OneRule, _Binary):
     def rule(self, ns, g, a, b, *y):  # the VJP, on tensors and arrays alike (OneRule); y saved if b is a tensor
         sa, sb = self.shapes
         da = db = None
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if sa is not None:
-                exponent_zero = self.input_meta[1] is None and b == 0  # x ** 0: the gradient is 0, even at 0
-                da = sum_to_in(ns, g * 0 if exponent_zero else g * b * a ** (b - 1), sa)
-            if sb is not None:
-                db = sum_to_in(ns, g * y[0] * _log_or_zero(ns, a, b), sb)
+        if sa is not None:
+            exponent_zero = self.input_meta[1] is None and b == 0  # x ** 0: the gradient is 0, even at 0
+            da = sum_to_in(ns, g * 0 if exponent_zero else g * b * a ** (b - 1), sa)
+        if sb is not None:
+            db = sum_to_in(ns, g * y[0] * _log_or_zero(ns, a, b), sb)
         return da, db
 
     def jvp(self, ta, tb):

@@ -251,12 +251,6 @@ class Conv2d(Op):
         return dx, dw, db, None, None, None, None
 
     def vjp_arrays(self, g):
-        if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as matmul's
-            with np.errstate(over="ignore", invalid="ignore"):
-                return self._vjp_arrays(g)
-        return self._vjp_arrays(g)
-
-    def _vjp_arrays(self, g):
         """``vjp`` on arrays, only for the inputs that need a gradient: ``dX = fold(W^T @ dY)`` (folded
         kernel offset by offset, see :func:`_fold_product`), ``dW = sum_n dY @ unfold(X)^T``, ``dB``."""
         x, w = self.saved_arrays

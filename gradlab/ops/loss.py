@@ -6,8 +6,6 @@ classes) and ``_pick`` (apply ``M`` forwards) are the three pieces. The function
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import ops as O  # (read at call time: the package imports this file)
 from .._tensor import Tensor
 from ..autograd.function import Op
@@ -40,9 +38,8 @@ class NLLLoss(Op):
         if reduction == "none":
             return loss
         acc = "float32" if loss.dtype.itemsize < 4 else loss.dtype  # 16-bit floats sum in float32
-        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0/0 = nan, as in PyTorch
-            total = loss.sum(dtype=acc)
-            out = total / denom if reduction == "mean" else total
+        total = loss.sum(dtype=acc)
+        out = total / denom if reduction == "mean" else total
         return xp.asarray(out, dtype=logp.dtype)
 
     def vjp(self, g):
@@ -58,8 +55,7 @@ class NLLLoss(Op):
 def _row_coeff(info):
     """Per row: ``-w[t] / denominator`` (0 at ignored rows, even when every row is ignored)."""
     _, wt, denom = info[:3]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp_of(wt).where(wt == 0, 0, -wt / denom)
+    return xp_of(wt).where(wt == 0, 0, -wt / denom)
 
 
 def _scatter(coef, info):

@@ -59,11 +59,7 @@ class MatMul(Op):
         ctx.save_for_backward(a, b)
         x, y, dt = arrays_for("matmul", a, b)
         x, y = blas_ready(x), blas_ready(y)
-        if dt.itemsize <= 2:  # float16/bfloat16 products may overflow to inf: quietly, as in PyTorch
-            with np.errstate(over="ignore", invalid="ignore"):
-                out = np.matmul(x, y)
-        else:
-            out = np.matmul(x, y)
+        out = np.matmul(x, y)
         return out if out.dtype == dt else out.astype(dt)  # NumPy returns float32 for bfloat16 operands
 
     def vjp(self, g):
@@ -81,9 +77,6 @@ class MatMul(Op):
         a, b = self.saved_arrays
         a, b, g = blas_ready(a), blas_ready(b), blas_ready(g)
         need_a, need_b = self.next_functions[0] is not None, self.next_functions[1] is not None
-        if g.dtype.itemsize <= 2:  # float16 products may overflow to inf: quietly, as the forward
-            with np.errstate(over="ignore", invalid="ignore"):
-                return _vjp_arrays(a, b, g, need_a, need_b)
         return _vjp_arrays(a, b, g, need_a, need_b)
 
     def jvp(self, ta, tb):

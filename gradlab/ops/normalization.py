@@ -35,16 +35,15 @@ def _layer_norm_rows(a2, wv, bv, eps, ct):
     var = xp.einsum("ij,ij->i", y, y)[:, None]
     var *= inv_n
     var += eps
-    with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 and a constant row: inf/nan, quietly
-        rstd = 1.0 / xp.sqrt(var)
-        big = ~xp.isfinite(var[:, 0]) & xp.isfinite(mu[:, 0])
-        if big.any():  # rows whose squares overflow (|x - mean| ~ 1e20 in float32): scale by the row's max
-            r = y[big]
-            s = xp.max(xp.abs(r), axis=1, keepdims=True)
-            r = r / s
-            vs = xp.einsum("ij,ij->i", r, r)[:, None] * inv_n + eps / s / s
-            rstd[big] = 1.0 / (s * xp.sqrt(vs))
-        y *= rstd
+    rstd = 1.0 / xp.sqrt(var)
+    big = ~xp.isfinite(var[:, 0]) & xp.isfinite(mu[:, 0])
+    if big.any():  # rows whose squares overflow (|x - mean| ~ 1e20 in float32): scale by the row's max
+        r = y[big]
+        s = xp.max(xp.abs(r), axis=1, keepdims=True)
+        r = r / s
+        vs = xp.einsum("ij,ij->i", r, r)[:, None] * inv_n + eps / s / s
+        rstd[big] = 1.0 / (s * xp.sqrt(vs))
+    y *= rstd
     if wv is not None:
         y *= wv
     if bv is not None:
@@ -135,8 +134,7 @@ class LayerNorm(Op):
         return dx, dw, db, None, None
 
     def vjp_arrays(self, g):
-        with np.errstate(invalid="ignore", over="ignore"):  # (an infinite rstd from eps=0, as the forward)
-            return self._grads(g)
+        return self._grads(g)
 
     def _grads(self, g):
         x, w, b, mu, rstd = self.saved_arrays
@@ -206,12 +204,11 @@ class BatchNorm(Op):
         a = x.data
         shape = (1, a.shape[1]) + (1,) * (a.ndim - 2)
         ctx.dims, ctx.eps, ctx.shape = dims, eps, shape
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            mu = a.mean(axis=dims, keepdims=True)
-            xc = a - mu
-            var = (xc * xc).mean(axis=dims, keepdims=True)
-            sd = np.sqrt(var + eps)
-            y = xc / sd
+        mu = a.mean(axis=dims, keepdims=True)
+        xc = a - mu
+        var = (xc * xc).mean(axis=dims, keepdims=True)
+        sd = np.sqrt(var + eps)
+        y = xc / sd
         if weight is not None:
             y = y * weight.data.reshape(shape)
         if bias is not None:
@@ -236,20 +233,19 @@ class BatchNorm(Op):
         x, w, b, mu, rstd = self.saved_arrays
         nf, dims = self.next_functions, self.dims
         n = g.size // max(g.shape[1], 1)
-        with np.errstate(invalid="ignore", over="ignore"):
-            db = g.sum(axis=dims, keepdims=True)
-            if nf[0] is None and nf[1] is None:
-                return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
-            xhat = x - mu
-            xhat *= rstd                                      # recomputed (ours: reused below)
-            dw = (g * xhat).sum(axis=dims, keepdims=True)     # sum(dY * Xhat) per channel
-            dx = None
-            if nf[0] is not None:                             # rstd * w * (dY - mean(dY) - Xhat * mean(dY * Xhat))
-                scale = rstd if w is None else rstd * w.reshape(rstd.shape)
-                xhat *= dw * (1.0 / n)
-                dx = g - xhat
-                dx -= db * (1.0 / n)
-                dx *= scale
+        db = g.sum(axis=dims, keepdims=True)
+        if nf[0] is None and nf[1] is None:
+            return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
+        xhat = x - mu
+        xhat *= rstd                                      # recomputed (ours: reused below)
+        dw = (g * xhat).sum(axis=dims, keepdims=True)     # sum(dY * Xhat) per channel
+        dx = None
+        if nf[0] is not None:                             # rstd * w * (dY - mean(dY) - Xhat * mean(dY * Xhat))
+            scale = rstd if w is None else rstd * w.reshape(rstd.shape)
+            xhat *= dw * (1.0 / n)
+            dx = g - xhat
+            dx -= db * (1.0 / n)
+            dx *= scale
         return (dx, None if nf[1] is None else dw.reshape(w.shape), None if nf[2] is None else db.reshape(b.shape),
                 None, None, None)
 

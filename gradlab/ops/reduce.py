@@ -89,9 +89,6 @@ def sum_to_array(a, shape):
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and a.shape[lead + i] != 1)
     if not axes:
         return a.reshape(shape)
-    if a.itemsize <= 2:  # float16 sums may overflow to inf: quietly, as in PyTorch
-        with np.errstate(over="ignore", invalid="ignore"):
-            return a.sum(axis=axes).reshape(shape)
     return a.sum(axis=axes).reshape(shape)
 
 
@@ -171,9 +168,6 @@ class Sum(Op):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         # (the array's own .sum: the same reduction as np.sum without its Python wrapper, twice as fast on
         # a small tensor; CuPy arrays have it too)
-        if x.data.itemsize <= 2:  # a float16 sum may overflow to inf: quietly, as in PyTorch
-            with np.errstate(over="ignore", invalid="ignore"):
-                return as_array(x.data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
         return as_array(x.data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
 
     def vjp(self, g):
@@ -216,8 +210,7 @@ class Mean(Op):
         ctx.count = math.prod(x.shape[a] for a in reduced)
         if ctx.count == 0:  # the mean of nothing is nan, as in PyTorch (and no NumPy "empty slice" warning)
             return as_array(np.sum(x.data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return as_array(x.data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
+        return as_array(x.data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
 
     def vjp(self, g):
         # an empty input has an empty gradient, so the max(., 1) never changes a value
@@ -421,9 +414,8 @@ class Var(Op):
         """The variance, in float32 for 16-bit floats (as PyTorch: their squares overflow at 256)."""
         if a.dtype.itemsize < 4:
             a = a.astype(np.float32)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # too few elements: inf/nan, as PyTorch
-            d = a - np.mean(a, axis=axes, keepdims=True)
-            return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
+        d = a - np.mean(a, axis=axes, keepdims=True)
+        return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
 
     def _dvar_dx(self, x):
         centered = x - O.mean(x, dim=self.axes, keepdim=True)
@@ -543,8 +535,7 @@ class LogSumExp(Op):
         a = x.data
         m = np.max(a, axis=axes, keepdims=True, initial=-np.inf)
         m = np.where(np.isfinite(m), m, 0)  # rows of -inf (or +inf) stay -inf (+inf) instead of nan
-        with np.errstate(divide="ignore", over="ignore"):
-            y = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
+        y = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
         y = as_array(y if keepdim else y.reshape(_reduced(a.shape, axes)), dtype=a.dtype)
         ctx.save_output(y)
         return y
@@ -689,8 +680,7 @@ class CumSum(Op):
             return a.astype(dtype or a.dtype)  # a copy, on a's device
         if dtype is None and a.dtype.itemsize <= 2 and a.dtype.kind not in "biu":
             # float16/bfloat16: accumulate in float32 as PyTorch does (a float16 running sum stops growing)
-            with np.errstate(over="ignore"):  # a sum past float16's range is inf, quietly, as in PyTorch
-                return np.cumsum(a.astype(np.float32), axis=dim).astype(a.dtype)
+            return np.cumsum(a.astype(np.float32), axis=dim).astype(a.dtype)
         return np.cumsum(a, axis=dim, dtype=dtype)
 
     def vjp(self, g):
@@ -704,8 +694,7 @@ class CumSum(Op):
         xp, d = xp_of(g), self.dim
         r = xp.flip(g, axis=d)
         if g.dtype.itemsize <= 2 and g.dtype.kind not in "biu":  # float16: a float32 running sum, as forward
-            with np.errstate(over="ignore"):
-                return xp.flip(np.cumsum(r.astype(np.float32), axis=d).astype(g.dtype), axis=d), None, None
+            return xp.flip(np.cumsum(r.astype(np.float32), axis=d).astype(g.dtype), axis=d), None, None
         return xp.flip(np.cumsum(r, axis=d), axis=d), None, None
 
     def jvp(self, t, *_):

@@ -85,7 +85,6 @@ class Elementwise(Op):
     fast path) and the JVP (``grad(O, t, v)``: for an elementwise op the tangent is scaled the same way).
     """
     saves = "x"          # "x", "y" (the output) or None: what ``grad`` reads as ``v``
-    quiet = False        # ignore NumPy's divide/invalid warnings in the array twin (log(0), 1/0...)
 
     @staticmethod
     def fn(a):  # pragma: no cover - each row sets its own
@@ -112,22 +111,10 @@ class Elementwise(Op):
     def vjp_arrays(self, g):
         v = self.saved_arrays[0] if self.saves else None
         xp = np if type(g) is np.ndarray else xp_of(g)  # (a host array's namespace without a call: the hot path)
-        if self.quiet:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return (self.grad(xp, g, v),)
         return (self.grad(xp, g, v),)
 
     def jvp(self, t):
         return self.grad(O, t, self.args[0] if self.saves == "x" else self.out if self.saves else None)
-
-
-def _quietly(ufunc, **errs):
-    """``ufunc`` without NumPy's RuntimeWarnings for ``errs`` (exp overflowing to inf is not an error)."""
-    def fn(a):
-        with np.errstate(**errs):
-            return ufunc(a)
-    fn.__name__ = ufunc.__name__
-    return fn
 
 
 def _neg_forward(a):
@@ -164,11 +151,11 @@ _2_SQRT_PI = 2 / math.sqrt(math.pi)
 #: float32); "keep" computes them as they are (neg, relu, abs of an integer stay integers).
 UNARY = {
     "neg": (_neg_forward, lambda ns, g, v: -g, None, "dX = -dY", "keep", {}, "Elementwise ``-x``."),
-    "exp": (_quietly(np.exp, over="ignore"), lambda ns, g, y: g * y, "y", "dX = dY * Y   (Y = exp(X))",
+    "exp": (np.exp, lambda ns, g, y: g * y, "y", "dX = dY * Y   (Y = exp(X))",
             "float", {}, "Elementwise ``e^x``."),
-    "log": (_quietly(np.log, divide="ignore", invalid="ignore"), lambda ns, g, x: g / x, "x", "dX = dY / X",
+    "log": (np.log, lambda ns, g, x: g / x, "x", "dX = dY / X",
             "float", dict(low=0.2, high=3.0), "Natural logarithm, elementwise."),
-    "sqrt": (_quietly(np.sqrt, invalid="ignore"), lambda ns, g, y: g / (2 * y), "y",
+    "sqrt": (np.sqrt, lambda ns, g, y: g / (2 * y), "y",
              "dX = dY / (2 * Y)   (Y = sqrt(X))", "float", dict(low=0.2, high=3.0), "Elementwise square root."),
     "tanh": (np.tanh, lambda ns, g, y: g * (as_weak(1.0, y) - y * y), "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))",
              "float", {}, "Elementwise hyperbolic tangent."),
@@ -188,12 +175,12 @@ UNARY = {
             "Elementwise sine."),
     "cos": (np.cos, lambda ns, g, x: -(g * ns.sin(x)), "x", "dX = -dY * sin(X)", "float", dict(low=-4, high=4),
             "Elementwise cosine."),
-    "log1p": (_quietly(np.log1p, divide="ignore", invalid="ignore"), lambda ns, g, x: g / (x + 1), "x",
+    "log1p": (np.log1p, lambda ns, g, x: g / (x + 1), "x",
               "dX = dY / (1 + X)", "float", dict(low=-0.5, high=3.0),
               "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."),
-    "expm1": (_quietly(np.expm1, over="ignore"), lambda ns, g, y: g * (y + 1), "y",
+    "expm1": (np.expm1, lambda ns, g, y: g * (y + 1), "y",
               "dX = dY * (Y + 1)   (Y = exp(X) - 1)", "float", {}, "``exp(x) - 1``, accurate for tiny ``x``."),
-    "reciprocal": (_quietly(np.reciprocal, divide="ignore"), lambda ns, g, y: -(g * y * y), "y",
+    "reciprocal": (np.reciprocal, lambda ns, g, y: -(g * y * y), "y",
                    "dX = -dY * Y^2   (Y = 1 / X)", "float", dict(away_from=0.0, low=-3, high=3),
                    "Elementwise ``1 / x``."),
     "asin": (np.arcsin, lambda ns, g, x: g / ns.sqrt(1.0 - x * x), "x", "dX = dY / sqrt(1 - X^2)", "float",
@@ -205,13 +192,12 @@ UNARY = {
     "atan": (np.arctan, lambda ns, g, x: g / (1.0 + x * x), "x", "dX = dY / (1 + X^2)", "float",
              dict(low=-3.0, high=3.0), "The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."),
 }
-_QUIET = {"log", "sqrt", "log1p"}
 
 
 def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
     """The op class and the public function of one ``UNARY`` row, registered."""
     cls = type(name.capitalize(), (Elementwise,), dict(
-        name=name, formula=formula, saves=saves, quiet=name in _QUIET, fn=staticmethod(forward),
+        name=name, formula=formula, saves=saves, fn=staticmethod(forward),
         grad=staticmethod(grad), __module__=__name__, __qualname__=name.capitalize(),
         __doc__=f"``{name}`` (a row of UNARY): {formula}"))
     floating = ints == "float"
