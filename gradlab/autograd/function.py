@@ -70,7 +70,7 @@ class Function:
     _to_save = _to_save_out = _non_diff = None  # set by save_for_backward & co during forward
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
-    _recording = False     # set by apply when this call records a node (save_for_backward keeps only then)
+    _recording = False     # set by Function.apply when a user Function's call records a node (needs_input_grad)
     _plain_saved = False   # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
 
     def __init_subclass__(cls, **kw):
@@ -89,14 +89,15 @@ class Function:
 
     # ---------------------------------------------------------- the ctx API
     def save_for_backward(self, *tensors):
-        """Keep tensors (or plain values) for backward; only recorded when grad is needed."""
-        if self._recording:
-            self._to_save = tensors
+        """Keep tensors (or plain values) for backward.
+
+        Kept only if the call records a node: a call that records none drops its ``ctx``, and what
+        it holds, as soon as forward returns (so there is nothing to check here)."""
+        self._to_save = tensors
 
     def save_output(self, array):
         """Keep this op's own output for backward (e.g. ``exp``'s ``y``, since ``dy/dx = y``)."""
-        if self._recording:
-            self._to_save_out = self._to_save_out + (array,) if self._to_save_out else (array,)
+        self._to_save_out = self._to_save_out + (array,) if self._to_save_out else (array,)
 
     def mark_non_differentiable(self, *outputs):
         self._non_diff = outputs
@@ -255,7 +256,6 @@ class Op(Function):
             if _grad_state.enabled:
                 for a in args:
                     if isinstance(a, Tensor) and a._requires_grad:
-                        ctx._recording = True
                         out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
                         if type(out) is not _ndarray and isinstance(out, _np.generic):
                             out = _np.asarray(out)
@@ -344,18 +344,24 @@ def _record(ctx, args, out):
     edges, metas = [], []
     for a in args:
         if isinstance(a, Tensor):
-            d = a.data
-            metas.append((d.shape, d.dtype))
             if a._requires_grad:
                 if a._view_base is not None and a._vcounter.value != a._view_version:
                     from .views import refresh_view  # (rare: a view whose base changed in place since)
                     refresh_view(a)
                 fn = a.grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else _edge(a))
-                continue
+                if fn is not None:  # a computed input: its node already holds its shape and dtype
+                    nr = a._output_nr
+                    metas.append(fn.out_meta[nr])
+                    edges.append((fn, nr))
+                    continue
+                edges.append(_edge(a))
+            else:
+                edges.append(None)
+            d = a.data
+            metas.append((d.shape, d.dtype))
         else:
             metas.append(None)
-        edges.append(None)
+            edges.append(None)
     ctx.next_functions = tuple(edges)
     ctx.input_meta = tuple(metas)
     ctx.seq = next(_seq)
