@@ -348,10 +348,16 @@ def _run_plain(order, buffers, st):
             else:  # a hook, retain_grad, or an op with no array twin (a user Function)
                 run_node(node, grads, buffers, st)
             continue
-        if node._released or (len(grads) > 1 and any(g is None for g in grads)):  # (freed; an output got none)
+        if len(grads) == 1:  # (one output: the usual node, called without unpacking a list)
+            if node._released:  # (freed by an earlier backward: _run_node says so)
+                run_node(node, grads, buffers, st)
+                continue
+            outs = fast(grads[0])
+        elif node._released or any(g is None for g in grads):  # (freed; an output got no gradient)
             run_node(node, grads, buffers, st)
             continue
-        outs = fast(*grads)
+        else:
+            outs = fast(*grads)
         edges, metas = node.next_functions, node.input_meta
         for i, g in enumerate(outs):  # (one gradient per input; enumerate and indexing cost less than a zip)
             if g is None:
