@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as _np
 
 from .._tensor import Tensor
-from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore
+from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore, quiet as _quiet
 from ..errors import ArgumentTypeError, GradError, ShapeError, fmt_shape
 from . import function as _fn
 from .accumulate import _accumulate, _accumulate_array, _checked, _pre_process, _tensors
@@ -82,19 +82,20 @@ def reference_backward(root):
 
     visit(root.grad_fn)
     grads = {root.grad_fn: [_ones_like(root.data)]}  # d root / d root = 1
-    for node in reversed(order):
-        g_out = grads.pop(node, None)
-        if g_out is None:
-            continue  # no gradient reached it (it only feeds integer or detached paths)
-        if type(node) is AccumulateGrad:
-            leaf = node.variable
-            leaf.grad = Tensor._make(g_out[0] if leaf.grad is None else _sum(leaf.grad.data, g_out[0]))
-            continue
-        g_in = _call_vjp_arrays(node, g_out)  # the chain rule at one node
-        for edge, g in zip(node.next_functions, g_in):
-            if edge is not None and g is not None:
-                slot = grads.setdefault(edge[0], [None] * len(edge[0].out_meta))
-                slot[edge[1]] = g if slot[edge[1]] is None else _sum(slot[edge[1]], g)
+    with _quiet():  # inf and nan without NumPy warnings, as in PyTorch (backend/fperr.py)
+        for node in reversed(order):
+            g_out = grads.pop(node, None)
+            if g_out is None:
+                continue  # no gradient reached it (it only feeds integer or detached paths)
+            if type(node) is AccumulateGrad:
+                leaf = node.variable
+                leaf.grad = Tensor._make(g_out[0] if leaf.grad is None else _sum(leaf.grad.data, g_out[0]))
+                continue
+            g_in = _call_vjp_arrays(node, g_out)  # the chain rule at one node
+            for edge, g in zip(node.next_functions, g_in):
+                if edge is not None and g is not None:
+                    slot = grads.setdefault(edge[0], [None] * len(edge[0].out_meta))
+                    slot[edge[1]] = g if slot[edge[1]] is None else _sum(slot[edge[1]], g)
 
 
 # ------------------------------------------------------------------------------- the engine
