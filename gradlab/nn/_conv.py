@@ -11,7 +11,8 @@ transposed ``conv_transpose1d``, ``conv_transpose2d``, ``conv_transpose3d``, all
   the batch, runs ``conv2d`` with that 2-D kernel slice, and sums the ``kd`` results. So the
   gradients are the 2-D op's gradients, and the graph shows ``kd`` conv2d nodes.
 
-Helpers: ``_volume`` (a 5-D input, batching an unbatched one) and ``_slices`` (the depth slices).
+Helpers: ``_volume`` (a 5-D input, batching an unbatched one), ``_volume_args`` (the argument checks of both
+3-D convolutions) and ``_slices`` (the depth slices).
 """
 from __future__ import annotations
 
@@ -105,6 +106,19 @@ def _volume(op, input):
     return (O.unsqueeze(x, 0), True) if x.ndim == 4 else (x, False)
 
 
+def _volume_args(op, input, weight, bias, groups):
+    """The checks ``conv3d`` and ``conv_transpose3d`` share: ``(x, unbatched, weight, bias, groups)`` with
+    ``x`` batched by ``_volume``, ``groups`` a size >= 1, and the bias, like the weight, of the input's dtype
+    (unlike conv_transpose1d/2d, PyTorch checks the bias of conv_transpose3d too)."""
+    x, unbatched = _volume(op, input)
+    w = check_tensor(weight, op, "weight")
+    groups = _c.size(groups, op, "groups", 1)
+    b = None if bias is None else check_tensor(bias, op, "bias")
+    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
+    _c.same_dtype(op, input=x, bias=b)
+    return x, unbatched, w, b, groups
+
+
 def _slices(x, k_off, out, stride):
     """Depth slices ``k_off, k_off + stride, ...`` (``out`` of them), with depth folded into channels."""
     s = x[:, :, k_off:k_off + (out - 1) * stride + 1:stride]                  # (N, C, out, H, W)
@@ -114,12 +128,7 @@ def _slices(x, k_off, out, stride):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of ``(N, C_in, D, H, W)`` by ``(C_out, C_in/groups, kd, kh, kw)``."""
     op = "conv3d"
-    x, unbatched = _volume(op, input)
-    w = check_tensor(weight, op, "weight")
-    groups = _c.size(groups, op, "groups", 1)
-    b = None if bias is None else check_tensor(bias, op, "bias")
-    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
-    _c.same_dtype(op, input=x, bias=b)
+    x, unbatched, w, b, groups = _volume_args(op, input, weight, bias, groups)
     if w.ndim != 5:
         raise ShapeError(f"{op}: weight must be 5-D (out_channels, in_channels/groups, kd, kh, kw), got "
                          f"{fmt_shape(w.shape)}")
@@ -165,12 +174,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``padding`` cropped from both ends of each dim.
     """
     op = "conv_transpose3d"
-    x, unbatched = _volume(op, input)
-    w = check_tensor(weight, op, "weight")
-    groups = _c.size(groups, op, "groups", 1)
-    b = None if bias is None else check_tensor(bias, op, "bias")
-    _c.same_dtype(op, hint="convert one, e.g. weight.to(input.dtype); " + _c.PARAMS_HINT, input=x, weight=w)
-    _c.same_dtype(op, input=x, bias=b)  # (unlike conv_transpose1d/2d, PyTorch checks the bias here)
+    x, unbatched, w, b, groups = _volume_args(op, input, weight, bias, groups)
     if w.ndim != 5 or w.shape[0] != x.shape[1]:
         raise ShapeError(f"{op}: weight must be 5-D (in_channels, out_channels/groups, kd, kh, kw) with "
                          f"in_channels = {x.shape[1]} (input {fmt_shape(x.shape)}), got {fmt_shape(w.shape)}")

@@ -72,11 +72,15 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout("dropout3d", 3, input, p, training)
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout for SELU networks: dropped units are set to SELU's negative saturation value and the result
-    is scaled and shifted so inputs of mean 0, variance 1 keep them. The identity unless ``training``."""
-    x = check_tensor(input, "alpha_dropout")
-    p = _c.arguments("alpha_dropout", p=(p, "probability"))
+def _alpha_dropout(name, input, p, training, per_channel):
+    """What ``alpha_dropout`` and ``feature_alpha_dropout`` share; they differ only in the mask's shape.
+
+    A dropped unit is set to SELU's negative saturation value ``alpha`` (not 0: for SELU, 0 is not "no
+    signal"), then ``a * x + b`` restores mean 0 and variance 1, with ``a`` and ``b`` computed from ``p``.
+    ``per_channel`` draws one mask value per (sample, channel) of an ``(N, C, ...)`` input.
+    """
+    x = check_tensor(input, name)
+    p = _c.arguments(name, p=(p, "probability"))
     if not training or p == 0:
         return x
     if p == 1:
@@ -84,25 +88,20 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     alpha = -1.7580993408473766
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
-    xp = xp_of(x.data)
-    keep = Tensor._make(xp.asarray(generator().random(x.shape) >= p).astype(x.dtype))  # gradlab.manual_seed
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if per_channel and x.ndim >= 2 else tuple(x.shape)
+    keep = Tensor._make(xp_of(x.data).asarray(generator().random(shape) >= p).astype(x.dtype))  # gradlab.manual_seed
     return (x * keep + alpha * (1 - keep)) * a + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped units are set to SELU's negative saturation value and the result
+    is scaled and shifted so inputs of mean 0, variance 1 keep them. The identity unless ``training``."""
+    return _alpha_dropout("alpha_dropout", input, p, training, per_channel=False)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """``alpha_dropout`` that drops whole channels (one draw per sample and channel, dim 1)."""
-    x = check_tensor(input, "feature_alpha_dropout")
-    p = _c.arguments("feature_alpha_dropout", p=(p, "probability"))
-    if not training or p == 0:
-        return x
-    if p == 1:
-        return x * 0.0
-    alpha = -1.7580993408473766
-    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
-    b = -a * alpha * p
-    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if x.ndim >= 2 else tuple(x.shape)
-    keep = Tensor._make(xp_of(x.data).asarray(generator().random(shape) >= p).astype(x.dtype))
-    return (x * keep + alpha * (1 - keep)) * a + b
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, per_channel=True)
 
 
 def _dropout_samples(src):

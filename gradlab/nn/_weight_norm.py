@@ -60,16 +60,7 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Turn ``<name>_g``, ``<name>_v`` back into one ``<name>`` parameter."""
-    fn = getattr(module, "_weight_norm_fn", None)
-    if fn is None or fn.name != name:
-        raise ArgumentError(f"remove_weight_norm: weight_norm of {name!r} not found in {type(module).__name__}")
-    weight = fn.compute_weight(module).detach()
-    module._weight_norm_hook.remove()
-    del module._parameters[name + "_g"], module._parameters[name + "_v"]
-    module.__dict__.pop(name, None)
-    module.register_parameter(name, Parameter(weight))
-    del module._weight_norm_hook, module._weight_norm_fn
-    return module
+    return _remove(module, name, "weight_norm", params=("_g", "_v"))
 
 
 class _SpectralNorm:
@@ -81,7 +72,7 @@ class _SpectralNorm:
             w = O.permute(w, (self.dim,) + tuple(i for i in range(w.ndim) if i != self.dim))
         return O.reshape(w, (w.shape[0], -1))
 
-    def compute_weight(self, module, do_power_iteration):
+    def compute_weight(self, module, do_power_iteration=False):
         w = getattr(module, self.name + "_orig")
         u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
         mat = self._matrix(w)
@@ -134,13 +125,24 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Turn ``<name>_orig`` (divided by its current sigma) back into one ``<name>`` parameter."""
-    fn = getattr(module, "_spectral_norm_fn", None)
+    return _remove(module, name, "spectral_norm", params=("_orig",), buffers=("_u", "_v"))
+
+
+def _remove(module, name, kind, params, buffers=()):
+    """Undo ``weight_norm`` or ``spectral_norm`` (``kind``): compute ``<name>`` once more (without a power
+    iteration), remove the hook and the tensors it was computed from (``<name>`` + each suffix of ``params``
+    and ``buffers``), and register the result as a plain parameter ``<name>`` again."""
+    fn = getattr(module, f"_{kind}_fn", None)
     if fn is None or fn.name != name:
-        raise ArgumentError(f"remove_spectral_norm: spectral_norm of {name!r} not found in {type(module).__name__}")
-    weight = fn.compute_weight(module, False).detach()
-    module._spectral_norm_hook.remove()
-    del module._parameters[name + "_orig"], module._buffers[name + "_u"], module._buffers[name + "_v"]
+        raise ArgumentError(f"remove_{kind}: {kind} of {name!r} not found in {type(module).__name__}")
+    weight = fn.compute_weight(module).detach()
+    getattr(module, f"_{kind}_hook").remove()
+    for suffix in params:
+        del module._parameters[name + suffix]
+    for suffix in buffers:
+        del module._buffers[name + suffix]
     module.__dict__.pop(name, None)
     module.register_parameter(name, Parameter(weight))
-    del module._spectral_norm_hook, module._spectral_norm_fn
+    delattr(module, f"_{kind}_hook")
+    delattr(module, f"_{kind}_fn")
     return module

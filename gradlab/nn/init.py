@@ -117,19 +117,29 @@ def eye_(tensor: Tensor) -> Tensor:
     return _fill(tensor, np.eye(*tensor.shape))
 
 
+def _xavier_std(tensor, gain):
+    """Glorot's spread, ``gain * sqrt(2 / (fan_in + fan_out))``: a compromise between keeping the variance of
+    the activations (which wants ``1 / fan_in``) and of the gradients (``1 / fan_out``) constant."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return gain * math.sqrt(2.0 / float(fan_in + fan_out))
+
+
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot uniform: ``U(-a, a)`` with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    a = math.sqrt(3.0) * std
+    a = math.sqrt(3.0) * _xavier_std(tensor, gain)  # U(-a, a) has std a / sqrt(3)
     return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot normal: ``N(0, std^2)`` with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _xavier_std(tensor, gain), generator)
+
+
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    """He's spread, ``gain / sqrt(fan)``: it keeps the variance of the activations (``mode='fan_in'``) or of
+    the gradients (``'fan_out'``) constant through a layer followed by ``nonlinearity``."""
+    fan = _calculate_correct_fan(tensor, mode)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -137,9 +147,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
     """He uniform: ``U(-bound, bound)``, ``bound = gain * sqrt(3 / fan)``."""
     if 0 in tensor.shape:
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    bound = math.sqrt(3.0) * std
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)  # U(-b, b) has std b / sqrt(3)
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -148,9 +156,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     """He normal: ``N(0, std^2)``, ``std = gain / sqrt(fan)``."""
     if 0 in tensor.shape:
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:

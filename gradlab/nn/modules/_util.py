@@ -1,8 +1,13 @@
-"""``new_param``: the uninitialised parameter every layer creates and then fills in ``reset_parameters``."""
+"""``new_param``: the uninitialised parameter every layer creates and then fills in ``reset_parameters``;
+``reset_weight_and_bias``: how ``Linear`` and the convolutions fill theirs (PyTorch's default); ``rest_from``:
+the names a ``torch.nn.modules.<file>`` keeps but gradlab keeps elsewhere."""
 from __future__ import annotations
+
+import math
 
 from ...backend import dtypes as _dt
 from ...factories import empty
+from .. import init
 from ..parameter import Parameter
 
 
@@ -11,6 +16,19 @@ def new_param(*shape, dtype=None, device=None, requires_grad=True):
     return Parameter(empty(*shape, dtype=_dt.as_dtype(dtype) if dtype is not None else None, device=device),
                      requires_grad=requires_grad)
 
+
+def reset_weight_and_bias(weight, bias):
+    """PyTorch's default for ``Linear`` and the convolutions: ``kaiming_uniform_(weight, a=sqrt(5))``, which
+    amounts to ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, and the same bound for ``bias`` (if any).
+
+    The bound shrinks as ``fan_in`` (the inputs summed into each output) grows, so the output's variance
+    does not grow with the layer's width. An empty weight (``fan_in == 0``) leaves the bias at zero.
+    """
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
 
 
 def rest_from(module_name, *sources):

@@ -18,18 +18,24 @@ from ..module import Module
 from ._util import new_param
 
 
-class ReLU(Module):
-    """``max(x, 0)``: gradient 1 where the input was positive, 0 elsewhere."""
+class _InplaceOnly(Module):
+    """An activation whose only argument is ``inplace`` (accepted, and shown in the repr); ``_fn`` is the function."""
+    _fn = None
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input):
-        return O.relu(input)
+        return type(self)._fn(input)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceOnly):
+    """``max(x, 0)``: gradient 1 where the input was positive, 0 elsewhere."""
+    _fn = staticmethod(O.relu)
 
 
 class GELU(Module):
@@ -123,21 +129,6 @@ class CELU(ELU):
 
     def forward(self, input):
         return F.celu(input, self.alpha)
-
-
-class _InplaceOnly(Module):
-    """An activation whose only argument is ``inplace``."""
-    _fn = None
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return type(self)._fn(input)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
 
 
 class SELU(_InplaceOnly):
@@ -284,18 +275,11 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Softmin(Module):
-    """``softmax(-x)`` along ``dim``: the smallest entries get the most weight."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+class Softmin(Softmax):
+    """``softmax(-x)`` along ``dim``: the smallest entries get the most weight (``dim`` and repr as ``Softmax``)."""
 
     def forward(self, input):
         return F.softmin(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
 
 
 class Softmax2d(Module):
@@ -346,7 +330,7 @@ class RReLU(Module):
         return F.rrelu(input, self.lower, self.upper, self.training)
 
     def extra_repr(self):
-        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+        return f"lower={self.lower}, upper={self.upper}{_inplace(self)}"
 
 
 # the rest of torch.nn.modules.activation's names (kept in modules.attention), found on first use

@@ -10,14 +10,12 @@ upsamples (``stride`` > 1); ``forward(input, output_size=...)`` picks ``output_p
 """
 from __future__ import annotations
 
-import math
-
 from ... import checks as _c
 from ...checks import sizes as ntuple
 from ...errors import ArgumentError, ShapeError, fmt_shape
-from .. import functional as F, init
+from .. import functional as F
 from ..module import Module
-from ._util import new_param
+from ._util import new_param, reset_weight_and_bias
 
 
 class _ConvNd(Module):
@@ -72,12 +70,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self):
         """PyTorch's default: ``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)  # (shared with Linear: _util.py)
 
     def forward(self, input):
         conv = getattr(F, self._fn)

@@ -9,7 +9,7 @@ from ... import checks as _c
 from ...errors import ArgumentError
 from .. import functional as F, init
 from ..module import Module
-from ._util import new_param
+from ._util import new_param, reset_weight_and_bias
 
 
 class Identity(Module):
@@ -41,11 +41,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)  # (shared with the convolutions: _util.py)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

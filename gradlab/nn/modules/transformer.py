@@ -41,6 +41,31 @@ from .normalization import LayerNorm
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
+def _activation(activation, cls):
+    """The feed-forward nonlinearity of an encoder or decoder layer: ``'relu'``, ``'gelu'`` or any callable."""
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ArgumentError(f"{cls}: activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise ArgumentError(f"{cls}: activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+    return activation
+
+
+def _clones(layer, num_layers, cls, kind):
+    """``num_layers`` deep copies of ``layer`` (what ``TransformerEncoder`` and ``TransformerDecoder`` stack).
+
+    Deep copies, not the same object ``num_layers`` times: each layer gets its own parameters, which start
+    equal to ``layer``'s (as in PyTorch). ``kind`` (``"encoder"``, ``"decoder"``) names the argument in errors.
+    """
+    if not isinstance(layer, Module):
+        raise ArgumentError(f"{cls}: {kind}_layer must be a Module (e.g. a "
+                            f"Transformer{kind.capitalize()}Layer), got {type(layer).__name__}")
+    if int(num_layers) < 1:
+        raise ArgumentError(f"{cls}: num_layers must be at least 1, got {num_layers}")
+    return ModuleList([copy.deepcopy(layer) for _ in range(int(num_layers))])
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward network, each with a residual connection and LayerNorm.
 
@@ -55,14 +80,7 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         _c.size(dim_feedforward, "TransformerEncoderLayer", "dim_feedforward", 1)
         _c.probability(dropout, "TransformerEncoderLayer", "dropout")
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ArgumentError(f"TransformerEncoderLayer: activation should be 'relu' or 'gelu' (or a "
-                                    f"callable), not {activation!r}")
-            activation = _ACTIVATIONS[activation]
-        elif not callable(activation):
-            raise ArgumentError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a callable, got "
-                                f"{type(activation).__name__}")
+        activation = _activation(activation, "TransformerEncoderLayer")
         kw = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
@@ -103,12 +121,7 @@ class TransformerEncoder(Module):
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
-        if not isinstance(encoder_layer, Module):
-            raise ArgumentError(f"TransformerEncoder: encoder_layer must be a Module (e.g. a "
-                                f"TransformerEncoderLayer), got {type(encoder_layer).__name__}")
-        if int(num_layers) < 1:
-            raise ArgumentError(f"TransformerEncoder: num_layers must be at least 1, got {num_layers}")
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(int(num_layers))])
+        self.layers = _clones(encoder_layer, num_layers, "TransformerEncoder", "encoder")
         self.num_layers = int(num_layers)
         self.norm = norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
@@ -120,16 +133,6 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             x = self.norm(x)
         return x
-
-
-def _activation(activation, cls):
-    if isinstance(activation, str):
-        if activation not in _ACTIVATIONS:
-            raise ArgumentError(f"{cls}: activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
-        return _ACTIVATIONS[activation]
-    if not callable(activation):
-        raise ArgumentError(f"{cls}: activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
-    return activation
 
 
 class TransformerDecoderLayer(Module):
@@ -186,12 +189,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
-        if not isinstance(decoder_layer, Module):
-            raise ArgumentError(f"TransformerDecoder: decoder_layer must be a Module (e.g. a "
-                                f"TransformerDecoderLayer), got {type(decoder_layer).__name__}")
-        if int(num_layers) < 1:
-            raise ArgumentError(f"TransformerDecoder: num_layers must be at least 1, got {num_layers}")
-        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(int(num_layers))])
+        self.layers = _clones(decoder_layer, num_layers, "TransformerDecoder", "decoder")
         self.num_layers = int(num_layers)
         self.norm = norm
 
@@ -218,20 +216,16 @@ class Transformer(Module):
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+
+        def stack(custom, layer_cls, stack_cls, num_layers):  # the encoder and the decoder are built alike
+            if custom is not None:
+                return custom
+            layer = layer_cls(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                              norm_first, bias, **kw)
+            return stack_cls(layer, num_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+
+        self.encoder = stack(custom_encoder, TransformerEncoderLayer, TransformerEncoder, num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoderLayer, TransformerDecoder, num_decoder_layers)
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 

@@ -1,7 +1,8 @@
 """The rarer loss modules of ``torch.nn``: ``MarginRankingLoss``, ``HingeEmbeddingLoss``, ``SoftMarginLoss``,
 ``MultiLabelSoftMarginLoss``, ``CosineEmbeddingLoss``, ``TripletMarginLoss``, ``PoissonNLLLoss``,
 ``GaussianNLLLoss``, ``MultiMarginLoss``, ``MultiLabelMarginLoss``, ``TripletMarginWithDistanceLoss`` and
-``CTCLoss``, over ``_Loss`` / ``_WeightedLoss`` (``nn/modules/loss.py``).
+``CTCLoss``, over ``_Loss`` / ``_WeightedLoss`` (``nn/modules/loss.py``); ``MarginRankingLoss`` and
+``CosineEmbeddingLoss`` share ``_PairMarginLoss``.
 """
 from __future__ import annotations
 
@@ -11,15 +12,22 @@ from ... import functional as F
 from ...modules.loss import _Loss, _WeightedLoss
 
 
-class MarginRankingLoss(_Loss):
-    """``max(0, -target * (input1 - input2) + margin)``: ``target = 1`` means input1 should rank higher."""
+class _PairMarginLoss(_Loss):
+    """A loss of two inputs and a target of +-1 (same pair or not, which ranks higher) with a ``margin``:
+    ``MarginRankingLoss`` and ``CosineEmbeddingLoss``. ``_fn`` names the ``F`` function."""
+    _fn = None
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.margin = _c.number(margin, "MarginRankingLoss", "margin")
+        self.margin = _c.number(margin, type(self).__name__, "margin")
 
     def forward(self, input1, input2, target):
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return getattr(F, self._fn)(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class MarginRankingLoss(_PairMarginLoss):
+    """``max(0, -target * (input1 - input2) + margin)``: ``target = 1`` means input1 should rank higher."""
+    _fn = "margin_ranking_loss"
 
 
 class HingeEmbeddingLoss(_Loss):
@@ -47,15 +55,9 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class CosineEmbeddingLoss(_PairMarginLoss):
     """``1 - cos(x1, x2)`` where ``target = 1``, ``max(0, cos(x1, x2) - margin)`` where ``target = -1``."""
-
-    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = _c.number(margin, "CosineEmbeddingLoss", "margin")
-
-    def forward(self, input1, input2, target):
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+    _fn = "cosine_embedding_loss"
 
 
 class TripletMarginLoss(_Loss):
