@@ -320,3 +320,17 @@ def test_max_unpool_matches_torch(torch, n):
     (go * gradlab.tensor(w)).sum().backward()
     (to * torch.tensor(w)).sum().backward()
     np.testing.assert_array_equal(gv.grad.numpy(), tv.grad.numpy())
+
+
+
+def test_module_classes_are_related_as_in_pytorch(torch):
+    """For every two module classes both libraries have, one is a subclass of the other in gradlab exactly
+    when it is in PyTorch: code that finds a model's layers by type (``isinstance(m, nn.Softmax)``,
+    ``isinstance(m, nn.Linear)`` on a lazy layer, ``nn.ReLU6`` as a ``Hardtanh``) finds the same layers.
+    Shared private bases must not make one public class a kind of another."""
+    import inspect
+    names = [n for n in dir(nn) if inspect.isclass(getattr(nn, n)) and inspect.isclass(getattr(torch.nn, n, None))]
+    assert len(names) > 100
+    wrong = [(a, b) for a in names for b in names if a != b and
+             issubclass(getattr(nn, a), getattr(nn, b)) != issubclass(getattr(torch.nn, a), getattr(torch.nn, b))]
+    assert not wrong, f"(subclass, class) related in one library only: {wrong}"

@@ -73,19 +73,30 @@ class SiLU(Module):
         return F.silu(input)
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """A normalisation along one ``dim`` (Softmax, LogSoftmax, Softmin): the same argument and repr.
+
+    A private base, not ``Softmax`` itself: as in PyTorch, ``isinstance(nn.LogSoftmax(), nn.Softmax)``
+    is False (code that finds a model's softmax layers by type must not find the others)."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
-
-    def forward(self, input):
-        return F.softmax(input, dim=self.dim)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class Softmax(_AlongDim):
+    """``exp(x) / sum(exp(x))`` along ``dim``: entries that are positive and sum to 1."""
+
+    def forward(self, input):
+        return F.softmax(input, dim=self.dim)
+
+
+class LogSoftmax(_AlongDim):
+    """``log(softmax(x))`` along ``dim``, computed stably (what ``NLLLoss`` expects)."""
+
     def forward(self, input):
         return F.log_softmax(input, dim=self.dim)
 
@@ -109,22 +120,27 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{_inplace(self)}"
 
 
-class ELU(Module):
-    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``: smooth, with negative outputs down to ``-alpha``."""
+class _WithAlpha(Module):
+    """ELU and CELU: the same arguments (``alpha``, ``inplace``) and repr. A private base, so that, as in
+    PyTorch, a CELU is not a kind of ELU (``isinstance(nn.CELU(), nn.ELU)`` is False)."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         _c.number(alpha, type(self).__name__, "alpha")
         self.alpha, self.inplace = alpha, inplace
 
-    def forward(self, input):
-        return F.elu(input, self.alpha)
-
     def extra_repr(self):
         return f"alpha={self.alpha}{_inplace(self)}"
 
 
-class CELU(ELU):
+class ELU(_WithAlpha):
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``: smooth, with negative outputs down to ``-alpha``."""
+
+    def forward(self, input):
+        return F.elu(input, self.alpha)
+
+
+class CELU(_WithAlpha):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``: ELU made continuously differentiable for any alpha."""
 
     def forward(self, input):
@@ -139,11 +155,6 @@ class SELU(_InplaceOnly):
 class Mish(_InplaceOnly):
     """``x * tanh(softplus(x))``: a smooth, non-monotonic relu-like curve."""
     _fn = staticmethod(F.mish)
-
-
-class ReLU6(_InplaceOnly):
-    """``min(max(x, 0), 6)``: a relu capped at 6 (``Hardtanh(0, 6)``), used by mobile networks."""
-    _fn = staticmethod(F.relu6)
 
 
 class Hardswish(_InplaceOnly):
@@ -182,6 +193,19 @@ class Hardtanh(Module):
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}{_inplace(self)}"
+
+
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)``: a relu capped at 6, used by mobile networks; a ``Hardtanh(0, 6)``, as in PyTorch."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):
+        return F.relu6(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class Softplus(Module):
@@ -275,8 +299,8 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Softmin(Softmax):
-    """``softmax(-x)`` along ``dim``: the smallest entries get the most weight (``dim`` and repr as ``Softmax``)."""
+class Softmin(_AlongDim):
+    """``softmax(-x)`` along ``dim``: the smallest entries get the most weight."""
 
     def forward(self, input):
         return F.softmin(input, self.dim)

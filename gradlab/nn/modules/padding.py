@@ -45,18 +45,24 @@ class _ConstantPad(_PadNd):
 
 
 class _ZeroPad(_PadNd):
+    """``ConstantPadNd`` with ``value=0``: each ``ZeroPadNd`` is made a subclass of its ``ConstantPadNd``, as in
+    PyTorch (put before it, so this ``__init__`` and repr are the ones used)."""
+
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
+    def extra_repr(self):
+        return f"{self.padding}"
+
 
 def _pad_class(name, n, mode, base, doc):
-    return type(name, (base,), {"_n": n, "_mode": mode, "__doc__": doc, "__module__": __name__})
+    return type(name, base if isinstance(base, tuple) else (base,), {"_n": n, "_mode": mode, "__doc__": doc, "__module__": __name__})
 
 
 ConstantPad1d = _pad_class("ConstantPad1d", 1, "constant", _ConstantPad, "Pad the last dim with ``value``.")
 ConstantPad2d = _pad_class("ConstantPad2d", 2, "constant", _ConstantPad, "Pad the last 2 dims with ``value``.")
-ZeroPad1d = _pad_class("ZeroPad1d", 1, "constant", _ZeroPad, "Pad the last dim with zeros.")
-ZeroPad2d = _pad_class("ZeroPad2d", 2, "constant", _ZeroPad,
+ZeroPad1d = _pad_class("ZeroPad1d", 1, "constant", (_ZeroPad, ConstantPad1d), "Pad the last dim with zeros.")
+ZeroPad2d = _pad_class("ZeroPad2d", 2, "constant", (_ZeroPad, ConstantPad2d),
                        "Pad the last 2 dims with zeros: ``padding = (left, right, top, bottom)`` or one int.")
 ReflectionPad1d = _pad_class("ReflectionPad1d", 1, "reflect", _PadNd, "Pad the last dim by mirroring (no edge repeat).")
 ReflectionPad2d = _pad_class("ReflectionPad2d", 2, "reflect", _PadNd, "Pad the last 2 dims by mirroring.")
@@ -65,7 +71,7 @@ ReplicationPad2d = _pad_class("ReplicationPad2d", 2, "replicate", _PadNd, "Pad t
 CircularPad1d = _pad_class("CircularPad1d", 1, "circular", _PadNd, "Pad the last dim by wrapping around.")
 CircularPad2d = _pad_class("CircularPad2d", 2, "circular", _PadNd, "Pad the last 2 dims by wrapping around.")
 ConstantPad3d = _pad_class("ConstantPad3d", 3, "constant", _ConstantPad, "Pad the last 3 dims with ``value``.")
-ZeroPad3d = _pad_class("ZeroPad3d", 3, "constant", _ZeroPad, "Pad the last 3 dims with zeros.")
+ZeroPad3d = _pad_class("ZeroPad3d", 3, "constant", (_ZeroPad, ConstantPad3d), "Pad the last 3 dims with zeros.")
 ReflectionPad3d = _pad_class("ReflectionPad3d", 3, "reflect", _PadNd, "Pad the last 3 dims by mirroring.")
 ReplicationPad3d = _pad_class("ReplicationPad3d", 3, "replicate", _PadNd, "Pad the last 3 dims by repeating the edge.")
 CircularPad3d = _pad_class("CircularPad3d", 3, "circular", _PadNd, "Pad the last 3 dims by wrapping around.")

@@ -3,7 +3,8 @@
 ``nn.LazyLinear(10)`` does not know its ``in_features`` yet, so it has no weight. Its first call
 looks at the input (``in_features = x.shape[-1]``; for convolutions and norms the channel dim),
 builds the parameters exactly as the ordinary layer would (same shapes, same initialisation), and
-the module *becomes* that layer (``type(m)`` is ``Linear`` afterwards), as in PyTorch.
+the module *becomes* that layer (``type(m)`` is ``Linear`` afterwards), as in PyTorch. Before that it
+is already a kind of that layer (``isinstance(m, nn.Linear)``), also as in PyTorch.
 
 So: run one batch through the model *before* creating the optimizer (``model(x_example)``),
 or the optimizer is handed no parameters.
@@ -33,7 +34,7 @@ class _LazyModule(Module):
     _defaults = {}  # where a lazy layer's defaults differ from the real layer's (PyTorch's LazyInstanceNorm)
 
     def __init__(self, *args, device=None, dtype=None, **kwargs):
-        super().__init__()
+        Module.__init__(self)  # (not the real layer's __init__: its input size is not known yet)
         if self._defaults:
             names = ("eps", "momentum", "affine", "track_running_stats")
             kwargs = {**self._defaults, **dict(zip(names, args)), **kwargs}
@@ -108,8 +109,14 @@ class _LazyModule(Module):
 
 
 def _lazy(name, real, ndim, doc, defaults=None):
-    return type(name, (_LazyModule,), {"cls_to_become": real, "_batched_ndim": ndim, "__module__": __name__,
+    # Lazy linear and conv layers are kinds of the real layer too, as in PyTorch (``isinstance(nn.LazyLinear(4),
+    # nn.Linear)`` is True); lazy norms are not (PyTorch's derive from the private _BatchNorm, not BatchNorm1d)
+    bases = (_LazyModule,) if issubclass(real, _NORMS) else (_LazyModule, real)
+    return type(name, bases, {"cls_to_become": real, "_batched_ndim": ndim, "__module__": __name__,
                                        "__doc__": doc, "_defaults": defaults or {}})
+
+
+_NORMS = (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d)
 
 
 _TRACK = {"affine": True, "track_running_stats": True}  # LazyInstanceNorm's defaults in PyTorch
