@@ -32,7 +32,7 @@ def run_node(node: Node, arrays: list):
         with no_grad():
             out = _fn._run_tensor_forward(ctx, args, {})
     else:
-        with quiet():  # (also when a compiler pass runs one node: constant folding)
+        with quiet():  # inf/nan quietly, as Op.apply runs the eager op (also for a compiler pass, a kernel's thread)
             out = cls.forward(ctx, *args)
     outs = list(out) if type(out) is tuple else [out]
     outs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outs]
@@ -68,12 +68,8 @@ def execute(graph: Graph, inputs: list) -> list:
     env = dict(zip(graph.inputs, inputs))
     for c in graph.consts:
         env[c] = c.data
-    with quiet():  # inf/nan quietly, as the eager ops (which Op.apply silences the same way)
-        _run(graph, free, env)
-    return [None if v is None else env[v] for v in graph.outputs]
-
-
-def _run(graph, free, env):
+    # (each step is quiet about inf/nan, as the eager ops: run_node silences NumPy, and a fused kernel's
+    # generated code does so itself, in every thread it runs on)
     for n, dead in zip(graph.nodes, free):
         if n.kernel is not None:
             outs = n.kernel(*[env[v] for v in n.inputs])
@@ -88,3 +84,4 @@ def _run(graph, free, env):
                 env[v] = h
         for v in dead:
             env.pop(v, None)
+    return [None if v is None else env[v] for v in graph.outputs]

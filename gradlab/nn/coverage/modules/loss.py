@@ -14,7 +14,7 @@ from ...modules.loss import _Loss, _WeightedLoss
 
 class _PairMarginLoss(_Loss):
     """A loss of two inputs and a target of +-1 (same pair or not, which ranks higher) with a ``margin``:
-    ``MarginRankingLoss`` and ``CosineEmbeddingLoss``. ``_fn`` names the ``F`` function."""
+    ``MarginRankingLoss`` and ``CosineEmbeddingLoss``. ``_fn`` is the ``F`` function."""
     _fn = None
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
@@ -22,12 +22,12 @@ class _PairMarginLoss(_Loss):
         self.margin = _c.number(margin, type(self).__name__, "margin")
 
     def forward(self, input1, input2, target):
-        return getattr(F, self._fn)(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return type(self)._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
 class MarginRankingLoss(_PairMarginLoss):
     """``max(0, -target * (input1 - input2) + margin)``: ``target = 1`` means input1 should rank higher."""
-    _fn = "margin_ranking_loss"
+    _fn = staticmethod(F.margin_ranking_loss)
 
 
 class HingeEmbeddingLoss(_Loss):
@@ -57,7 +57,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 class CosineEmbeddingLoss(_PairMarginLoss):
     """``1 - cos(x1, x2)`` where ``target = 1``, ``max(0, cos(x1, x2) - margin)`` where ``target = -1``."""
-    _fn = "cosine_embedding_loss"
+    _fn = staticmethod(F.cosine_embedding_loss)
 
 
 class TripletMarginLoss(_Loss):
