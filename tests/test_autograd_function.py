@@ -292,3 +292,27 @@ def test_detect_anomaly_as_decorator_and_check_nan_off():
     with gradlab.autograd.detect_anomaly(check_nan=False):
         (x * 0).log().sum().backward()   # records creation sites but does not stop
     assert not np.isfinite(x.grad.data).all()
+
+
+def test_an_op_class_with_an_init_is_refused_when_it_is_defined():
+    """``Op.apply`` makes each node as ``cls()``; an ``__init__`` taking arguments would fail on every
+    call, so defining one is refused at once, with the reason."""
+    from gradlab.autograd.function import Op
+
+    with pytest.raises(TypeError, match="an Op takes no __init__"):
+        class _WithInit(Op):  # noqa: F841 - defining it is the test
+            def __init__(self, scale):
+                self.scale = scale
+
+    class Scale(Op):  # without one, the op runs and records its node as usual
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(None, k)
+            return x.data * k
+
+        def vjp(self, g):
+            return g * self.saved_tensors[1], None
+
+    x = gradlab.tensor([1.0, 2.0], requires_grad=True)
+    Scale.apply(x, 3.0).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]

@@ -308,9 +308,11 @@ class _Pass:
     __slots__ = ("arrays", "create_graph", "retain_graph", "accumulate", "targets", "capture", "captured",
                  "needed", "observers", "handed")
 
-    def __init__(self, *values):
-        for k, v in zip(self.__slots__, values):
-            setattr(self, k, v)
+    def __init__(self, arrays, create_graph, retain_graph, accumulate, targets, capture, captured, needed,
+                 observers, handed):
+        self.arrays, self.create_graph, self.retain_graph, self.accumulate = arrays, create_graph, retain_graph, accumulate
+        self.targets, self.capture, self.captured, self.needed = targets, capture, captured, needed
+        self.observers, self.handed = observers, handed
 
 
 def _run_plain(order, buffers, st):
@@ -341,7 +343,7 @@ def _run_plain(order, buffers, st):
         grads = pop(node, None)
         if grads is None:
             continue
-        fast = node.vjp_arrays
+        fast = type(node).vjp_arrays  # (the class's function, called with the node: no bound method per node)
         if fast is None or node._hooked:
             if type(node) is Acc and not node._hooked and not node.variable._hooks:
                 if accumulate:
@@ -353,12 +355,12 @@ def _run_plain(order, buffers, st):
             if node._released:  # (freed by an earlier backward: _run_node says so)
                 run_node(node, grads, buffers, st)
                 continue
-            outs = fast(grads[0])
+            outs = fast(node, grads[0])
         elif node._released or any(g is None for g in grads):  # (freed; an output got no gradient)
             run_node(node, grads, buffers, st)
             continue
         else:
-            outs = fast(*grads)
+            outs = fast(node, *grads)
         edges, metas = node.next_functions, node.input_meta
         for i, g in enumerate(outs):  # (one gradient per input; enumerate and indexing cost less than a zip)
             if g is None:

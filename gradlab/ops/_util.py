@@ -94,6 +94,7 @@ def arrays_for(op: str, a, b, names=("input", "other")):
 
 # the Python-float fast path; not bfloat16, which NumPy would promote to float32 next to a Python float
 _FLOATS = frozenset(d for d in _dt.FLOATING if d != _dt.bfloat16)
+_F32 = _dt.float32
 
 
 # Python floats next to float32/float64 host arrays, as read-only 0-d arrays of that dtype (see weak_float)
@@ -252,4 +253,7 @@ class OneRule:
 
     def vjp_arrays(self, g):
         # (the engine's hot path: a host array's namespace without a call, as Elementwise.vjp_arrays)
-        return self.rule(np if type(g) is np.ndarray else xp_of(g), g, *self.saved_arrays)
+        ns, s = (np if type(g) is np.ndarray else xp_of(g)), self.saved_arrays
+        if len(s) == 2:  # (the usual: two saved values, passed without a star call, which costs a list)
+            return self.rule(ns, g, s[0], s[1])
+        return self.rule(ns, g, *s)

@@ -99,10 +99,11 @@ class Elementwise(Op):
         a = x.data
         # a large host array: block by block across threads (backend.parallel; elementwise: same bits)
         y = _parallel.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
-        if ctx.saves == "x":
-            ctx.save_for_backward(x)
-        elif ctx.saves == "y":
-            ctx.save_output(y)
+        saves = ctx.saves  # (save_for_backward / save_output, inline: every row's forward runs this)
+        if saves == "x":
+            ctx._to_save = (x,)
+        elif saves == "y":
+            ctx._to_save_out = (y,)
         return y
 
     def vjp(self, g):
@@ -201,12 +202,13 @@ def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
         grad=staticmethod(grad), __module__=__name__, __qualname__=name.capitalize(),
         __doc__=f"``{name}`` (a row of UNARY): {formula}"))
     floating = ints == "float"
+    apply = cls.apply  # (looked up once: a classmethod lookup makes a bound method on every call)
 
     def fn(input):
         x = input if type(input) is Tensor else check_tensor(input, name)
         if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
             x = to_float(x)
-        return cls.apply(x)
+        return apply(x)
     fn.__doc__ = f"{doc} Backward: {formula}"
     return cls, _unary(name, op=cls, **sample_kw)(fn)
 
