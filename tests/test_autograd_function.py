@@ -316,3 +316,31 @@ def test_an_op_class_with_an_init_is_refused_when_it_is_defined():
     x = gradlab.tensor([1.0, 2.0], requires_grad=True)
     Scale.apply(x, 3.0).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_staticmethod_array_twin_receives_the_node_in_both_engine_loops():
+    """``vjp_arrays`` written PyTorch-style (``@staticmethod``, ``ctx`` first) gets the node, whether the
+    fast loop runs it (nothing watching) or the general one (a hook on the leaf)."""
+    from gradlab.autograd.function import Op
+
+    class Triple(Op):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.data * 3.0
+
+        def vjp(self, g):
+            return (g * 3.0,)
+
+        @staticmethod
+        def vjp_arrays(ctx, g):
+            assert isinstance(ctx, Triple) and len(ctx.saved_arrays) == 1
+            return (g * 3.0,)
+
+    for hooked in (False, True):
+        x = gradlab.tensor([1.0, 2.0], requires_grad=True)
+        y = Triple.apply(x)
+        if hooked:
+            y.register_hook(lambda g: g)
+        y.sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]

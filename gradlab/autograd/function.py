@@ -20,6 +20,7 @@ PyTorch. Two ways to write one:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 
@@ -87,6 +88,9 @@ class Function:
         # ... and a PyTorch-style ``@staticmethod jvp(ctx, *tangents)`` becomes the forward-mode rule.
         if isinstance(cls.__dict__.get("jvp"), staticmethod):
             cls.jvp = _method_from_static(cls.__dict__["jvp"].__func__)
+        # A ``@staticmethod vjp_arrays(ctx, *grads)`` likewise: the engine calls the class's function with the node.
+        if isinstance(cls.__dict__.get("vjp_arrays"), staticmethod):
+            cls.vjp_arrays = _method_from_static(cls.__dict__["vjp_arrays"].__func__)
 
     # ---------------------------------------------------------- the ctx API
     def save_for_backward(self, *tensors):
@@ -223,8 +227,8 @@ class Function:
     def vjp(self, *grads):  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name} has no backward rule")
 
-    #: Optional twin of ``vjp`` on raw arrays: ``vjp_arrays(self, *grad_arrays)`` returns one
-    #: array (or None) per input, reading ``self.saved_arrays``. The engine runs it whenever the
+    #: Optional twin of ``vjp`` on raw arrays: ``vjp_arrays(self, *grad_arrays)`` (a method, or a
+    #: staticmethod taking ``ctx`` first) returns one array (or None) per input, reading ``self.saved_arrays``. The engine runs it whenever the
     #: backward pass is not itself recorded (``create_graph=False``): the same math without
     #: making a Tensor and a node per gradient. ``vjp`` stays the definition (differentiable,
     #: shown in the formula panel); the tests check the twin against it.
@@ -301,9 +305,11 @@ def _vjp_from_backward(self, *grads):
 
 
 def _method_from_static(f):
-    def jvp(self, *tangents):
-        return f(self, *tangents)
-    return jvp
+    """A PyTorch-style ``@staticmethod`` rule taking ``ctx`` first, as a method (``jvp``, ``vjp_arrays``)."""
+    @functools.wraps(f)  # (its name, docstring and source stay the user's)
+    def method(self, *args):
+        return f(self, *args)
+    return method
 
 
 def _run_tensor_forward(ctx, args, kwargs):
