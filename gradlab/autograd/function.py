@@ -36,8 +36,9 @@ from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stac
 _seq = itertools.count()
 _new_tensor = object.__new__
 _ndarray = _np.ndarray
-_FLOATING = frozenset(_dt.FLOATING)
-_F32 = _dt.float32
+# (a tuple, the common dtypes first: ``in`` tries each by identity before equality, where a set would
+# hash the dtype, which NumPy computes anew on every lookup)
+_FLOATING = (_dt.float32, _dt.float64) + tuple(d for d in _dt.FLOATING if d not in (_dt.float32, _dt.float64))
 _ACC_SEQ_BASE = 1 << 62
 
 # Extension points used by the layers above (anomaly detection, module names,
@@ -403,8 +404,7 @@ def _record(ctx, args, out):
         ctx.out_meta = ((out.shape, dt),)
         ret = _new_tensor(Tensor)
         ret.data = out
-        # (float32, the default, by identity first: a dtype's hash is computed anew on every lookup)
-        if (dt is _F32 or dt in _FLOATING) and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
+        if dt in _FLOATING and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
             ret._requires_grad = True
             ret.grad_fn = ctx
     if ctx._to_save is not None or ctx._to_save_out is not None:

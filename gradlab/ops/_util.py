@@ -93,8 +93,8 @@ def arrays_for(op: str, a, b, names=("input", "other")):
 
 
 # the Python-float fast path; not bfloat16, which NumPy would promote to float32 next to a Python float
-_FLOATS = frozenset(d for d in _dt.FLOATING if d != _dt.bfloat16)
-_F32 = _dt.float32
+# (a tuple, float32 first: ``in`` tries identity before equality, where a set would hash the dtype anew)
+_FLOATS = (_dt.float32, _dt.float64, _dt.float16)
 
 
 # Python floats next to float32/float64 host arrays, as read-only 0-d arrays of that dtype (see weak_float)

@@ -22,7 +22,6 @@ from ..backend.arrays import as_array
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
-    _F32,
     _FLOATS,
     WEAK_FLOATS,
     OneRule,
@@ -52,7 +51,7 @@ class _Binary(Op):
         if type(a) is Tensor:
             x = a.data
             dt = x.dtype
-            if type(b) is float and (dt is _F32 or dt in _FLOATS):  # (float32 by identity: hashing a dtype costs)
+            if type(b) is float and dt in _FLOATS:
                 y = b
                 if type(x) is np.ndarray:
                     y = WEAK_FLOATS.get((b, dt))
