@@ -1,48 +1,72 @@
 # The two commands of the README:
-#   make lab   -- set up a virtual environment and open the course in JupyterLab
+#   make lab   -- set up a virtual environment with the LAB stack (JupyterLab, widgets, data) and open the
+#                 course in JupyterLab, on your own copies in workspace/ (git-ignored; see gradlab/lab.py)
 #                 (make lab PORT=8899 ARGS="--no-browser --ip=0.0.0.0"; works as root too)
-#   make test  -- set up a virtual environment and run the whole test suite
-# Both only download packages through pip, and only when the venv is new or
-# pyproject.toml changed (a stamp file in the venv): a second run works offline.
-# CI (.ci/run) calls `make test` with GRADLAB_ORACLE=1 so that the PyTorch comparisons always run there.
+#   make test  -- add the TEST stack (pytest, ruff, playwright...) and run the whole test suite, as a student
+#                 has it: without PyTorch, so the comparisons with PyTorch (the oracle) SKIP, saying why
+# Both only download packages through pip, and only when the venv is new or pyproject.toml changed
+# (one stamp file per stack in the venv): a second run works offline and runs no pip.
+# CI (.ci/run) runs `make test` on a fresh clone AND `make test-oracle`: the tests that skipped there for
+# want of PyTorch (listed by tests/conftest.py in $(TORCH_SKIPS)), run again in a venv with the oracle.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-comma := ,
-EXTRAS := dev,lab,data$(if $(GRADLAB_ORACLE),$(comma)oracle)
-# one stamp per set of extras: asking for the oracle later installs it once
-STAMP := $(VENV)/.gradlab-installed-$(subst $(comma),-,$(EXTRAS))
+# test workers (pytest-xdist): 2 keeps a 2-core machine busy; `make test JOBS=auto` uses every core
+JOBS ?= 2
+TORCH_SKIPS ?= artifacts/torch-skipped.txt
+LAB_STAMP := $(VENV)/.gradlab-installed-lab
+TEST_STAMP := $(VENV)/.gradlab-installed-test
+ORACLE_STAMP := $(VENV)/.gradlab-installed-oracle
 PORT ?=
 ARGS ?=
 
-.PHONY: lab test venv bench clean
+.PHONY: lab test test-oracle venv venv-test venv-oracle bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+# the lab stack only: what `make lab` needs (the course's notebooks use the data extra)
+$(LAB_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[lab,data]"
 	@touch $@
 
-venv: $(STAMP)
+# the test stack includes the lab stack (the notebook and browser tests run JupyterLab): one pip call
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev,lab,data]"
+	@touch $@ $(LAB_STAMP)
 
-# rooted at the repository (notebooks/, exercises/, README), shipped notebooks trusted, URL printed
+$(ORACLE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev,lab,data,oracle]"
+	@touch $@ $(TEST_STAMP) $(LAB_STAMP)
+
+venv: $(LAB_STAMP)
+venv-test: $(TEST_STAMP)
+venv-oracle: $(ORACLE_STAMP)
+
+# rooted at your workspace (workspace/notebooks, workspace/exercises: your copies, filled on first start),
+# shipped notebooks never opened, workspace copies trusted, URL printed
 lab: venv
 	$(BIN)/python -m gradlab lab $(if $(PORT),--port $(PORT)) $(ARGS)
 
-test: venv
-	@$(BIN)/python -c "import torch" 2>/dev/null || echo "make test: PyTorch (the oracle) is not installed, so the tests marked 'oracle' (comparisons with PyTorch) SKIP; run 'make test GRADLAB_ORACLE=1' to install it and run them"
+test: venv-test
+	@$(BIN)/python -c "import torch" 2>/dev/null || echo "make test: PyTorch (the oracle) is not installed, so the tests comparing with it SKIP (CI runs them: make test-oracle)"
 	@test -x "$${GRADLAB_CHROMIUM:-/usr/bin/chromium}" || echo "make test: Chromium not found at $${GRADLAB_CHROMIUM:-/usr/bin/chromium}, so the real-browser tests (tests/browser) SKIP; install it with: apt-get install -y chromium"
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest
+	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
+	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
-	$(BIN)/python -m gradlab course mutants -n 2 --min-score 0.9
-	# the course notebooks as committed (a copy from git HEAD), not the working copies a student ran or autosaved
+	$(BIN)/python -m gradlab course mutants -n $(JOBS) --min-score 0.9
+	# the course notebooks as committed (a copy from git HEAD), never the student's copies in workspace/
 	d=$$($(BIN)/python scripts/pristine_copy.py notebooks) && \
-	  GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax "$$d/notebooks" -n 2 --dist loadfile -p no:cacheprovider; \
+	  GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax "$$d/notebooks" -n $(JOBS) --dist loadfile -p no:cacheprovider; \
 	  rc=$$?; rm -rf "$$d"; exit $$rc
+
+# the comparisons with PyTorch: every test that `make test` skipped for want of it ($(TORCH_SKIPS); or every
+# `oracle`-marked test when there is no such list) and the notebooks that need it (notebooks/conftest.py)
+test-oracle: venv-oracle
+	$(BIN)/python scripts/run_oracle_tests.py --skipped $(TORCH_SKIPS) -n $(JOBS)
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

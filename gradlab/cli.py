@@ -3,7 +3,9 @@
     gradlab lab [--port N] [JUPYTER LAB FLAGS...]      open the course in JupyterLab (gradlab/lab.py)
     gradlab grade exercises/NN_name.ipynb               check your exercise (students and instructors)
 
-    gradlab course build [--solutions solutions/] [--out exercises/] [--check]
+    gradlab fresh NOTEBOOK                               a fresh copy of a notebook in your workspace (keeps yours)
+
+    gradlab course build [--solutions solutions/] [--out exercises/] [--check] [--force]
     gradlab course mutants [NOTEBOOK...] [--solutions solutions/] [--min-score 0.9] [--json out.json]
                    [--timeout S] [-n N] [--limit 120] [--verbose]
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
@@ -28,12 +30,15 @@ def _parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("lab", help="open the course in JupyterLab (--port N; other flags go to jupyter lab)",
                    add_help=False)
+    _fresh_parser(sub)
     course = sub.add_parser("course", help="build the student exercises from the instructor's notebooks")
     csub = course.add_subparsers(dest="course_command", metavar="ACTION")
     b = csub.add_parser("build", help="generate exercises/ from solutions/ (deterministic)")
     b.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
     b.add_argument("--out", default="exercises", help="where the student notebooks go (default: exercises)")
     b.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out is not up to date")
+    b.add_argument("--force", action="store_true",
+                   help="also replace files edited since the last build, keeping each as NAME.backup-DATE.ipynb")
     _mutants_parser(csub)
     g = sub.add_parser("grade", help="check exercise notebooks (yours, or submissions) and print a score table")
     g.add_argument("submissions", nargs="+", metavar="SUBMISSION.ipynb")
@@ -51,6 +56,27 @@ def _parser():
                         "else say so on every report), on (refuse without it), off (trusted notebooks only)")
     p._course = course
     return p
+
+
+# ---------------------------------------------------------------- gradlab fresh (the student's workspace)
+def _fresh_parser(sub):
+    f = sub.add_parser("fresh", help="a fresh copy of one course notebook in your workspace; yours is kept as "
+                                     "NAME.backup-DATE.ipynb")
+    f.add_argument("notebook", metavar="NOTEBOOK",
+                   help="e.g. notebooks/05_graphs.ipynb, exercises/01_unbroadcast.ipynb, or just 05_graphs")
+    f.add_argument("--root", default=None, help="the course folder (default: found from the current folder)")
+
+
+def _fresh(args) -> int:
+    from .course import workspace
+    from .lab import find_root, trust_notebooks
+    root = find_root(args.root)
+    dest, backup = workspace.fresh(root, args.notebook)
+    trust_notebooks([dest])
+    if backup is not None:
+        print(f"your copy is kept as {backup}")
+    print(f"fresh copy: {dest}")
+    return 0
 
 
 def _mutants_parser(csub):
@@ -126,10 +152,17 @@ def main(argv=None) -> int:
     try:
         if args.command == "course" and args.course_command == "build":
             from .course import build
-            paths = build(args.solutions, args.out, check_only=args.check)
+            from .course.written import WouldOverwrite
+            try:
+                paths = build(args.solutions, args.out, check_only=args.check, force=args.force,
+                              on_backup=lambda old, new: print(f"kept your {old} as {new}"))
+            except WouldOverwrite as e:
+                return _error(str(e), 1)
             verb = "up to date" if args.check else "written"
             print(f"{len(paths)} exercise notebook{'s' if len(paths) != 1 else ''} {verb} in {args.out}/")
             return 0
+        if args.command == "fresh":
+            return _fresh(args)
         if args.command == "course" and args.course_command == "mutants":
             return _course_mutants(args)
         if args.command == "grade":

@@ -2,15 +2,20 @@
 
 What it does, the same on Linux, macOS and Windows:
 
-* roots JupyterLab at the repository (so ``notebooks/``, ``exercises/`` and the
-  README are all in reach) and opens ``notebooks/00_welcome.ipynb``;
-* marks the shipped notebooks trusted (as ``jupyter trust`` does): the ones in
-  ``notebooks/`` and ``exercises/`` that are unchanged since the last commit
-  (all of them outside a git checkout), so their stored graphs render on first
-  open instead of showing as text;
-* keeps a trusted notebook trusted when JupyterLab saves it (``pre_save_hook``
-  below): JupyterLab 4 does not send the cells' trust back with a save, so
-  without the hook an autosaved notebook reopens untrusted;
+* fills the student's workspace (``workspace/``, git-ignored, mirroring
+  ``notebooks/`` and ``exercises/``; ``gradlab/course/workspace.py``) on first
+  start, and at every later start adds new course material without touching a
+  copy the student has edited;
+* roots JupyterLab at the workspace and opens ``notebooks/00_welcome.ipynb``
+  there: the student runs and saves their own copies, never a tracked file,
+  and ``solutions/`` is not in the file browser;
+* signs the copies that hold what gradlab wrote in the notary (as ``jupyter
+  trust`` does), so their stored graphs render on first open instead of
+  showing as text; ``pre_save_hook`` below keeps a trusted notebook trusted
+  when JupyterLab saves it (JupyterLab 4 does not send the cells' trust back);
+* writes the JupyterLab settings the course needs through JupyterLab's own
+  mechanism for defaults (:func:`install_lab_settings`): widget state saved
+  with the notebook, no news pop-up;
 * passes ``--allow-root`` when run as root (containers, cloud VMs);
 * takes ``--port`` (default: the first free port from 8888) and passes any
   other flags to ``jupyter lab`` (``gradlab lab --no-browser``);
@@ -25,8 +30,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-TRUSTED_DIRS = ("notebooks", "exercises")
-WELCOME = "notebooks/00_welcome.ipynb"
+WELCOME = "notebooks/00_welcome.ipynb"   # relative to the workspace (the lab's root)
+
+#: The JupyterLab settings the course needs, as defaults (a student's own settings still win):
+#: - widget state is saved with the notebook, so a reopened notebook shows the live widget from its saved
+#:   state (JupyterLab's default, False, saves the widget's output but not its model: after a restart it
+#:   reads "Error displaying widget: model not found");
+#: - no news pop-up and no update check (a course machine may be offline; a student should see the lesson).
+LAB_SETTINGS = {
+    "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+SETTINGS_FILE = "gradlab.json"
 
 
 # ------------------------------------------------------------------ trust
@@ -79,27 +94,6 @@ def pre_save_hook(model, path, contents_manager, **kwargs):
                 cell.setdefault("metadata", {})["trusted"] = True
 
 
-def _git(root, *args):
-    try:
-        r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return r.stdout if r.returncode == 0 else None
-
-
-def shipped_notebooks(root) -> list[Path]:
-    """The course's notebooks as shipped: in git, those unchanged since HEAD; outside git, all of them."""
-    root = Path(root)
-    all_nbs = sorted(p for d in TRUSTED_DIRS for p in (root / d).glob("*.ipynb"))
-    tracked = _git(root, "ls-files", "--", *TRUSTED_DIRS)
-    if tracked is None:
-        return all_nbs
-    tracked = {root / p for p in tracked.splitlines()}
-    changed = _git(root, "diff", "--name-only", "HEAD", "--", *TRUSTED_DIRS) or ""
-    changed = {root / p for p in changed.splitlines()}
-    return [p for p in all_nbs if p in tracked and p not in changed]
-
-
 def trust_notebooks(paths, notary=None) -> int:
     """Sign ``paths`` in the notary database (``jupyter trust``); returns how many were signed."""
     import nbformat
@@ -117,12 +111,58 @@ def trust_notebooks(paths, notary=None) -> int:
     return n
 
 
+# --------------------------------------------------------------- settings
+def lab_settings_dir() -> Path:
+    """JupyterLab's application settings folder: ``{sys.prefix}/share/jupyter/lab/settings`` (or under
+    ``$JUPYTERLAB_DIR``), found the way JupyterLab finds it."""
+    try:
+        from jupyterlab.commands import get_app_dir
+        return Path(get_app_dir()) / "settings"
+    except ImportError:
+        return Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
+
+
+def install_lab_settings(settings_dir=None) -> Path | None:
+    """Write :data:`LAB_SETTINGS` as ``overrides.d/gradlab.json`` in JupyterLab's settings folder.
+
+    Why there: JupyterLab reads its defaults from ``{settings}/overrides.d/*.json``
+    (one file per package) and then ``{settings}/overrides.json`` (the person's
+    own, which wins). A file of our own in the environment (a) never edits or
+    clobbers anyone's ``overrides.json``, (b) changes defaults, not the
+    student's settings, and not for other environments (nothing in the home
+    folder), and (c) is rewritten at every start, so it also reaches venvs made
+    before it existed and editable installs (which need not install data
+    files). Returns the file, or None (with a warning) when the folder is not
+    writable: the lab still starts, without saved widget state.
+    """
+    import json
+    d = Path(settings_dir) if settings_dir is not None else lab_settings_dir()
+    path = d / "overrides.d" / SETTINGS_FILE
+    text = json.dumps(LAB_SETTINGS, indent=2, sort_keys=True) + "\n"
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{SETTINGS_FILE}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"gradlab lab: could not write JupyterLab's defaults to {path} ({exc.strerror}); widgets will not "
+              "keep their state when a notebook is saved. Set 'saveState' under Settings > Widgets instead.",
+              file=sys.stderr)
+        return None
+    return path
+
+
 # ----------------------------------------------------------------- server
 def find_root(start=None) -> Path:
-    """The course folder: ``start`` (or the current folder) or the nearest parent with ``notebooks/``;
-    else the checkout this gradlab was imported from."""
+    """The course folder: ``start`` (or the current folder) or the nearest parent with ``notebooks/``
+    (a workspace, which mirrors it, is skipped); else the checkout this gradlab was imported from."""
+    from .course.written import MANIFEST_NAME
     here = Path(start or os.getcwd()).resolve()
     for d in (here, *here.parents):
+        if (d / MANIFEST_NAME).is_file():   # a workspace mirrors notebooks/ and exercises/: the course is above
+            continue
         if (d / "notebooks").is_dir() and ((d / "exercises").is_dir() or (d / "pyproject.toml").is_file()):
             return d
     src = Path(__file__).resolve().parents[1]
@@ -152,7 +192,8 @@ def is_root() -> bool:
 
 
 def lab_command(root, port, extra=(), token="", open_file=WELCOME):
-    """The ``jupyter lab`` command line ``gradlab lab`` runs (a list)."""
+    """The ``jupyter lab`` command line ``gradlab lab`` runs (a list); ``root`` is the folder it serves
+    (the workspace)."""
     root = Path(root)
     cmd = [sys.executable, "-m", "jupyterlab",
            f"--ServerApp.root_dir={root}",
@@ -176,14 +217,33 @@ def url_of(port, token, extra=(), open_file=WELCOME, root=None) -> str:
     return f"http://{host}:{port}{path}" + (f"?token={token}" if token else "")
 
 
+def prepare(root, notary=None, quiet=False) -> Path:
+    """Everything ``gradlab lab`` does before the server starts; returns the workspace (the lab's root).
+
+    Fills/merges the workspace, signs the copies gradlab wrote, writes the
+    JupyterLab defaults. ``notary``: the trust database (default: the user's).
+    """
+    from .course import workspace
+    root = Path(root).resolve()
+    rep = workspace.sync(root)
+    n = trust_notebooks(rep.as_written, notary)
+    install_lab_settings()
+    if not quiet:
+        ws = workspace.workspace_dir(root)
+        for line in rep.lines():
+            print(f"gradlab lab: {line}")
+        print(f"gradlab lab: your copies are in {ws} ({n} as shipped, marked trusted so their stored graphs show)")
+    return workspace.workspace_dir(root)
+
+
 def main(argv=None) -> int:
     import argparse
     p = argparse.ArgumentParser(prog="gradlab lab", description=(
-        "Open the gradlab course in JupyterLab, rooted at the course folder (notebooks/, exercises/, README). "
+        "Open the gradlab course in JupyterLab, on your own copies in workspace/ (filled on first start; later "
+        "starts add new course material and never change a copy you edited). "
         "Other flags go to jupyter lab (e.g. --no-browser, --ip=0.0.0.0)."))
     p.add_argument("--port", type=int, default=None, help="port to serve on (default: the first free from 8888)")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current folder)")
-    p.add_argument("--no-trust", action="store_true", help="do not mark the shipped notebooks trusted")
     p.add_argument("--dry-run", action="store_true", help="print the jupyter lab command and exit")
     args, extra = p.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
@@ -202,12 +262,13 @@ def main(argv=None) -> int:
     token = os.environ.get("JUPYTER_TOKEN")
     if token is None:
         token = secrets.token_hex(24)
-    if not args.no_trust:
-        n = trust_notebooks(shipped_notebooks(root))
-        print(f"gradlab lab: {n} shipped notebook{'s' if n != 1 else ''} marked trusted "
-              "(their stored graphs show on open)")
-    cmd = lab_command(root, port, extra, token)
-    url = url_of(port, token, extra, root=root)
+    if args.dry_run:            # nothing written: the command and URL the lab would use
+        from .course.workspace import workspace_dir
+        ws = workspace_dir(root)
+    else:
+        ws = prepare(root)
+    cmd = lab_command(ws, port, extra, token)
+    url = url_of(port, token, extra, root=ws)
     if args.dry_run:
         print(" ".join(cmd))
         print(url)
@@ -217,9 +278,9 @@ def main(argv=None) -> int:
     if is_root():
         print("gradlab lab: running as root, so JupyterLab gets --allow-root", flush=True)
     if os.name == "posix":      # become the server: Ctrl+C and signals reach JupyterLab directly
-        os.chdir(root)
+        os.chdir(ws)
         os.execve(cmd[0], cmd, env)
     try:                        # pragma: no cover - Windows
-        return subprocess.call(cmd, cwd=str(root), env=env)
+        return subprocess.call(cmd, cwd=str(ws), env=env)
     except KeyboardInterrupt:   # pragma: no cover
         return 130

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -29,10 +30,37 @@ def _free_port() -> int:
 
 
 # ------------------------------------------------------------------ packaging
+def _requirement(specs, name):
+    """The ``name>=X`` entry of a requirements list (``["setuptools>=77", ...]`` -> ``"setuptools>=77"``)."""
+    return next(r for r in specs if r.split(">")[0].split("=")[0].strip() == name)
+
+
+def _pyproject_text_requirements():
+    """[build-system].requires and the dev extra, read without tomllib (Python 3.10 has none)."""
+    text = (REPO / "pyproject.toml").read_text()
+    build = re.search(r"^requires = \[(.*?)\]", text, re.M).group(1)
+    dev = re.search(r"^dev = \[(.*?)^\]", text, re.M | re.S).group(1)
+    strings = lambda block: re.findall(r'^\s*"([^"]+)"', block, re.M) or re.findall(r'"([^"]+)"', block)
+    return strings(build), strings(dev)
+
+
+def test_the_test_stack_brings_the_build_backend():
+    """The root cause of a failure on fresh clones: the metadata test below ran whatever setuptools the venv
+    brought (65.5 on Python 3.10/3.11, which rejects ``license = "MIT"``; none on 3.12), while pip builds the
+    package with ``[build-system].requires``. The dev extra therefore asks for that same setuptools."""
+    build, dev = _pyproject_text_requirements()
+    assert _requirement(dev, "setuptools") == _requirement(build, "setuptools"), (
+        "the dev extra must require the setuptools that [build-system] requires")
+
+
 def test_project_metadata_has_no_deprecation_warnings():
-    pytest.importorskip("setuptools")
+    import setuptools
     from setuptools.config.pyprojecttoml import apply_configuration
     from setuptools.dist import Distribution
+    need = int(_requirement(_pyproject_text_requirements()[0], "setuptools").split(">=")[1])
+    have = int(setuptools.__version__.split(".")[0])
+    assert have >= need, (f"setuptools {setuptools.__version__} is older than the {need} that pyproject.toml's "
+                          "[build-system] requires; reinstall the test stack: pip install -e '.[dev]' (make test)")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dist = apply_configuration(Distribution(), REPO / "pyproject.toml")
@@ -59,24 +87,34 @@ def _fake_venv(tmp_path):
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_second_setup_makes_no_pip_call(tmp_path):
+    """``make lab`` installs the lab stack only, once; ``make test`` adds the test stack, once."""
     work, log = _fake_venv(tmp_path)
-    run = lambda: subprocess.run(["make", "-s", "venv"], cwd=work, capture_output=True, text=True, timeout=60)
-    r = run()
+    run = lambda target: subprocess.run(["make", "-s", target], cwd=work, capture_output=True, text=True,
+                                        timeout=60)
+    calls = lambda: [c for c in log.read_text().splitlines() if "-m pip install" in c]
+    r = run("venv")                               # what `make lab` sets up
     assert r.returncode == 0, r.stderr
-    first = log.read_text().splitlines()
-    assert any("-m pip install" in c for c in first), first        # a new venv: installed once
+    first = calls()
+    assert len(first) == 1 and "-e .[lab,data]" in first[0], first    # the lab stack, once
+    for lab_only in ("pytest", "ruff", "playwright", "hypothesis", "dev"):
+        assert lab_only not in first[-1]
     log.write_text("")
-    r = run()
-    assert r.returncode == 0, r.stderr
+    assert run("venv").returncode == 0
     assert log.read_text() == "", "the second set-up ran pip again"
+    # make test: the test stack, once; after it, make lab runs no pip
+    assert run("venv-test").returncode == 0
+    assert calls() == [c for c in calls() if "-e .[dev,lab,data]" in c] and len(calls()) == 1
+    log.write_text("")
+    assert run("venv").returncode == 0 and run("venv-test").returncode == 0
+    assert log.read_text() == ""
     # pyproject.toml changed: pip runs again (once)
     future = time.time() + 5
     os.utime(work / "pyproject.toml", (future, future))
-    assert run().returncode == 0
-    assert sum("-m pip install" in c for c in log.read_text().splitlines()) == 1
-    # asking for the oracle is a different set of extras: installed once too
+    assert run("venv").returncode == 0
+    assert len(calls()) == 1
+    # the oracle (CI's second set-up) is a different set of extras: installed once too
     log.write_text("")
-    subprocess.run(["make", "-s", "venv", "GRADLAB_ORACLE=1"], cwd=work, capture_output=True, timeout=60)
+    assert run("venv-oracle").returncode == 0
     assert "oracle" in log.read_text()
 
 
@@ -154,37 +192,18 @@ def test_without_the_hook_a_save_loses_trust(tmp_path, notary):
     assert not _trusted(cm, "a.ipynb")
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_shipped_notebooks_are_the_unchanged_ones(tmp_path, notary):
-    _, nbformat = notary
-    from gradlab.lab import shipped_notebooks
-    root = tmp_path / "course"
-    for d in ("notebooks", "exercises"):
-        (root / d).mkdir(parents=True)
-        for name in ("01.ipynb", "02.ipynb"):
-            nbformat.write(_nb_with_svg(nbformat), str(root / d / name))
-    git = lambda *a: subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True)
-    git("init", "-q")
-    git("add", ".")
-    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x")
-    (root / "exercises" / "02.ipynb").write_text((root / "exercises" / "02.ipynb").read_text().replace("loss", "x"))
-    nbformat.write(_nb_with_svg(nbformat), str(root / "notebooks" / "03_downloaded.ipynb"))
-    names = sorted(str(p.relative_to(root)) for p in shipped_notebooks(root))
-    assert names == ["exercises/01.ipynb", "notebooks/01.ipynb", "notebooks/02.ipynb"]
-    shutil.rmtree(root / ".git")               # an unpacked release: all of them
-    assert len(shipped_notebooks(root)) == 5
-
-
 def test_lab_command_line(tmp_path):
     from gradlab import lab
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "00_welcome.ipynb").write_text("{}")
-    (tmp_path / "exercises").mkdir()
-    cmd = lab.lab_command(tmp_path, 8899, ["--no-browser"])
-    assert f"--ServerApp.root_dir={tmp_path}" in cmd and "--ServerApp.port=8899" in cmd
+    ws = tmp_path / "workspace"
+    (ws / "notebooks").mkdir(parents=True)
+    (ws / "notebooks" / "00_welcome.ipynb").write_text("{}")
+    cmd = lab.lab_command(ws, 8899, ["--no-browser"])
+    assert f"--ServerApp.root_dir={ws}" in cmd and "--ServerApp.port=8899" in cmd
     assert "--no-browser" in cmd and cmd[-1].endswith("00_welcome.ipynb")
     assert ("--allow-root" in cmd) == (hasattr(os, "geteuid") and os.geteuid() == 0)
-    assert lab.url_of(8899, "tok", root=tmp_path) == "http://localhost:8899/lab/tree/notebooks/00_welcome.ipynb?token=tok"
+    assert lab.url_of(8899, "tok", root=ws) == "http://localhost:8899/lab/tree/notebooks/00_welcome.ipynb?token=tok"
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "exercises").mkdir()
     assert lab.find_root(tmp_path / "notebooks") == tmp_path
 
 
@@ -240,8 +259,7 @@ def _wait_status(url, token, proc, deadline):
 def test_make_lab_starts_with_a_given_port(tmp_path):
     pytest.importorskip("jupyterlab")
     venv = Path(sys.prefix)
-    extras = "dev-lab-data"
-    stamp = venv / f".gradlab-installed-{extras}"
+    stamp = venv / ".gradlab-installed-lab"
     port = _free_port()
     token = "gradlab-test-token"
     env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_DATA_DIR=str(tmp_path / "data"),
@@ -249,8 +267,12 @@ def test_make_lab_starts_with_a_given_port(tmp_path):
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"))
     env.pop("GRADLAB_ORACLE", None)
     # -o: treat the set-up stamp as done (this test must never pip-install into the venv running it)
-    cmd = ["make", "-s", "lab", f"VENV={venv}", f"PORT={port}", "ARGS=--no-browser --ServerApp.ip=127.0.0.1",
-           "-o", str(stamp)]
+    # a copy of the course, so that the test never writes into this checkout's own workspace/
+    course = tmp_path / "course"
+    for d in ("notebooks", "exercises"):
+        shutil.copytree(REPO / d, course / d, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    cmd = ["make", "-s", "lab", f"VENV={venv}", f"PORT={port}",
+           f"ARGS=--root={course} --no-browser --ServerApp.ip=127.0.0.1", "-o", str(stamp)]
     log = open(tmp_path / "lab.log", "w+")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -264,12 +286,14 @@ def test_make_lab_starts_with_a_given_port(tmp_path):
         assert f"http://127.0.0.1:{port}/lab/tree/notebooks/00_welcome.ipynb?token={token}" in text
         if hasattr(os, "geteuid") and os.geteuid() == 0:      # as root: JupyterLab got --allow-root and started
             assert "running as root, so JupyterLab gets --allow-root" in text
-        # rooted at the repository: notebooks/, exercises/ and the README are all listed
+        # rooted at the student's workspace: their copies of notebooks/ and exercises/, and its README;
+        # solutions/ is not in the file browser
         req = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents", headers={"Authorization": f"token {token}"})
         with urllib.request.urlopen(req, timeout=10) as r:
             names = {c["name"] for c in json.loads(r.read())["content"]}
-        assert {"notebooks", "exercises", "README.md"} <= names
-        # the shipped notebooks were signed in this (temporary) notary database
+        assert {"notebooks", "exercises", "README.md"} <= names and "solutions" not in names
+        assert "workspace" in text
+        # the workspace copies were signed in this (temporary) notary database
         assert (tmp_path / "data" / "nbsignatures.db").exists()
     finally:
         try:

@@ -8,7 +8,13 @@ is derived from it and never edited by hand:
 * hidden tests are removed;
 * outputs and execution counts are cleared, volatile metadata dropped, and the
   file is written deterministically, so rebuilding gives identical bytes and
-  a CI test can check that ``exercises/`` is up to date.
+  a CI test can check that ``exercises/`` is up to date;
+* a file in ``exercises/`` is replaced only while it holds what the build last
+  wrote (or what git last committed): an exercise someone filled in is never
+  overwritten. The build then refuses, writes nothing and names the files;
+  ``force=True`` (``--force``) keeps each as a backup first
+  (``gradlab/course/written.py``). Students work on their own copies in
+  ``workspace/exercises/``, which the build never touches.
 """
 from __future__ import annotations
 
@@ -27,9 +33,9 @@ from .notebook import (
     stable_cell_id,
     strip_hidden,
     strip_solution,
-    write_notebook,
 )
 from .references import check_references
+from .written import Manifest, WouldOverwrite
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 _KEEP_CELL_META = ("nbgrader", "tags")
@@ -94,37 +100,35 @@ def student_notebook(nb, path):
     return out
 
 
-def build(solutions="solutions", out="exercises", check_only=False):
+def build(solutions="solutions", out="exercises", check_only=False, force=False, on_backup=None):
     """Build every ``solutions/*.ipynb`` into ``out``; returns the written (or checked) paths.
 
     With ``check_only=True`` nothing is written; a CourseError lists the files
-    that would change (for CI: 'exercises/ is out of date, run gradlab course build').
+    that would change (for CI: 'exercises/ is out of date'). A file in ``out``
+    that differs from what the build last wrote is refused (``WouldOverwrite``,
+    nothing written) unless ``force=True``, which keeps it as a backup
+    (``on_backup(old_path, backup_path)`` is called for each).
     """
     if not os.path.isdir(solutions):
         raise CourseError(f"course build: solutions folder '{solutions}' does not exist")
     paths = sorted(glob.glob(os.path.join(solutions, "*.ipynb")))
     if not paths:
         raise CourseError(f"course build: no .ipynb notebooks in '{solutions}'")
-    if not check_only:
-        os.makedirs(out, exist_ok=True)
-    written, stale = [], []
+    planned = []
     for p in paths:
-        nb = read_notebook(p)
-        student = student_notebook(nb, p)
-        target = os.path.join(out, os.path.basename(p))
-        text = __import__("nbformat").writes(student)
+        text = __import__("nbformat").writes(student_notebook(read_notebook(p), p))
         text = text if text.endswith("\n") else text + "\n"
-        if check_only:
+        planned.append((os.path.join(out, os.path.basename(p)), text.encode("utf-8")))
+    written = [t for t, _ in planned]
+    if check_only:
+        stale = []
+        for target, data in planned:
             try:
-                with open(target, encoding="utf-8") as f:
-                    if f.read() != text:
+                with open(target, "rb") as f:
+                    if f.read() != data:
                         stale.append(target)
             except OSError:
                 stale.append(target)
-        else:
-            write_notebook(student, target)
-        written.append(target)
-    if check_only:
         extra = sorted(set(glob.glob(os.path.join(out, "*.ipynb"))) - set(written))
         if stale or extra:
             msg = []
@@ -132,5 +136,20 @@ def build(solutions="solutions", out="exercises", check_only=False):
                 msg.append("out of date or missing: " + ", ".join(stale))
             if extra:
                 msg.append("no solution notebook for: " + ", ".join(extra))
-            raise CourseError(f"course build --check: {'; '.join(msg)}; run 'gradlab course build'")
+            raise CourseError(f"course build --check: {'; '.join(msg)} (instructors regenerate {out}/ from "
+                              f"{solutions}/ with gradlab course build, which never overwrites an edited file)")
+        return written
+    manifest = Manifest(out)
+    refused = [t for t, data in planned if not manifest.replaceable(t, data)]
+    if refused and not force:
+        raise WouldOverwrite("course build", refused, (
+            f"Students: do exercises in your own copies (workspace/exercises/, which gradlab lab opens), never in "
+            f"{out}/. Instructors: gradlab course build --force rebuilds them, keeping each edited file as "
+            f"NAME.backup-DATE.ipynb next to it."))
+    os.makedirs(out, exist_ok=True)
+    for target, data in planned:
+        b = manifest.write(target, data, force=force)
+        if b is not None and on_backup is not None:
+            on_backup(target, b)
+    manifest.save()
     return written
