@@ -2,9 +2,14 @@
 
 What it sets up (once per test session):
 
-* a JupyterLab server on ``127.0.0.1`` and a free port, configured for tests
-  with ``jupyterlab.galata.configure_jupyter_server`` (no token, the app exposed
-  as ``window.jupyterapp``), rooted in a temporary folder;
+* a JupyterLab server on ``127.0.0.1`` and a free port, started as ``gradlab
+  lab`` starts it (``gradlab.lab.lab_command``: its save hook, ``--allow-root``;
+  ``gradlab.lab.install_lab_settings``: the JupyterLab defaults it writes into
+  the environment) with nothing else set: no user settings at all (an empty
+  settings folder, as on a student's fresh machine), so the tests see exactly
+  what a student sees. On top, only what drives the page:
+  ``jupyterlab.galata.configure_jupyter_server`` (no token, the app exposed as
+  ``window.jupyterapp``), a temporary root, its own notary (trust) database;
 * Debian's ``chromium`` (``/usr/bin/chromium``, or ``$GRADLAB_CHROMIUM``)
   launched headless through Python Playwright's ``executable_path``. Playwright's
   own browser download is never used.
@@ -23,7 +28,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -97,76 +101,71 @@ def lab_root(lab_base):
     return root
 
 
-@pytest.fixture(scope="session")
-def lab_server(browser_requirements, lab_root):
-    """A running JupyterLab on 127.0.0.1; yields its base URL."""
-    port = _free_port()
-    cfg = lab_root.parent / "config.py"
+def start_lab(root: Path, base: Path, port: int | None = None):
+    """Start JupyterLab on ``root`` as ``gradlab lab`` does, plus galata's test hooks; returns (process, URL).
+
+    ``base`` holds this server's config, notary (``base/jupyter-data``), empty user settings and log
+    (``base/server.log``, appended to, so a restarted server keeps one log).
+    """
+    from gradlab import lab
+    port = port or _free_port()
+    cfg = base / "config.py"
     cfg.write_text(
         "from jupyterlab.galata import configure_jupyter_server\n"
         "configure_jupyter_server(c)\n"
-        f"c.ServerApp.port = {port}\n"
         "c.ServerApp.ip = '127.0.0.1'\n"
-        f"c.ServerApp.root_dir = {str(lab_root)!r}\n"
-        "c.ServerApp.allow_root = True\n"
-        f"c.LabApp.workspaces_dir = {str(lab_root.parent / 'workspaces')!r}\n"
+        f"c.LabApp.workspaces_dir = {str(base / 'workspaces')!r}\n"
         "c.ServerApp.open_browser = False\n"
-        "c.LabApp.news_url = None\n"
-        "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'\n"
-        # as `make lab` / `gradlab lab` runs it: a trusted notebook stays trusted when JupyterLab saves it
-        "c.ContentsManager.pre_save_hook = 'gradlab.lab.pre_save_hook'\n"
     )
+    lab.install_lab_settings()          # what `gradlab lab` writes: JupyterLab's defaults, in this environment
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["JUPYTER_CONFIG_DIR"] = str(lab_root.parent / "jupyter-config")
-    env["JUPYTER_DATA_DIR"] = str(lab_root.parent / "jupyter-data")   # its own notary (trust) database
+    env["JUPYTER_CONFIG_DIR"] = str(base / "jupyter-config")
+    env["JUPYTER_DATA_DIR"] = str(base / "jupyter-data")      # its own notary (trust) database
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(base / "user-settings")   # empty: a student's fresh machine
     env.pop("JUPYTER_TOKEN", None)
-    # user settings: store widget state on save (the worst case for the saved notebook's size)
-    settings = lab_root.parent / "settings"
-    plugin = settings / "@jupyter-widgets" / "jupyterlab-manager" / "plugin.jupyterlab-settings"
-    plugin.parent.mkdir(parents=True, exist_ok=True)
-    plugin.write_text('{"saveState": true}')
-    # render every cell (no windowing), so that widgets below the fold exist in the page
-    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    tracker.parent.mkdir(parents=True, exist_ok=True)
-    tracker.write_text('{"windowingMode": "none"}')
-    notes = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notes.parent.mkdir(parents=True, exist_ok=True)
-    notes.write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
-    log = open(lab_root.parent / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", f"--config={cfg}", "--no-browser"],
-        cwd=str(lab_root), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    cmd = lab.lab_command(root, port, [f"--config={cfg}", "--no-browser"], open_file=None)
+    log = open(base / "server.log", "a")
+    proc = subprocess.Popen(cmd, cwd=str(root), env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    log.close()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            pytest.fail("JupyterLab exited at start:\n" + (base / "server.log").read_text()[-3000:], pytrace=False)
+        try:
+            with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_lab(proc)
+            pytest.fail("JupyterLab did not answer within 90 s:\n" + (base / "server.log").read_text()[-3000:],
+                        pytrace=False)
+        time.sleep(0.3)
+
+
+def stop_lab(proc) -> None:
     try:
-        while True:
-            if proc.poll() is not None:
-                log.flush()
-                pytest.fail("JupyterLab exited at start:\n" + Path(log.name).read_text()[-3000:], pytrace=False)
-            try:
-                with urllib.request.urlopen(url + "/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not answer within 90 s:\n" + Path(log.name).read_text()[-3000:],
-                            pytrace=False)
-            time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def lab_server(browser_requirements, lab_root):
+    """A running JupyterLab on 127.0.0.1 (see :func:`start_lab`); yields its base URL."""
+    proc, url = start_lab(lab_root, lab_root.parent)
+    try:
         yield url
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        log.close()
+        stop_lab(proc)
 
 
 @pytest.fixture(scope="session")
