@@ -66,7 +66,7 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
     _git(tmp_path, "clone", "-q", "--bare", str(REPO), str(upstream))
     _git(tmp_path, "clone", "-q", str(upstream), str(student))
     base = tmp_path / "lab"
-    base.mkdir()
+    (base / "jupyter-data").mkdir(parents=True)
     notary = NotebookNotary(data_dir=str(base / "jupyter-data"))
 
     def start():
