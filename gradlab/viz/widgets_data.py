@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from ..autograd import cells as _cells
+from ..autograd.function import AccumulateGrad
 from . import torch_graph as _torch_graph
 from .record import BackwardRecorder, ForwardRecorder, Value, is_leaf_node
 
@@ -215,9 +217,13 @@ def site_map(model, rec: ForwardRecorder):
 
 
 def meta_sites(model):
-    """Creation sites already stored on the nodes (``node.meta``), e.g. by anomaly detection."""
+    """Creation sites known without watching the forward: stored on the nodes (``node.meta``, e.g. by
+    anomaly detection), else the notebook cell that made each op (``gradlab/autograd/cells.py``)."""
     out = {}
     for node, nid in list(model.node_ids.items()):
+        cell = _cells.cell_of(getattr(node, "seq", None)) if not isinstance(node, AccumulateGrad) else None
+        if cell is not None:
+            out[nid] = f"cell [{cell}]"
         meta = getattr(node, "meta", None)
         if isinstance(meta, dict):
             site = meta.get("site") or meta.get("creation_site")
