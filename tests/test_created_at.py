@@ -1,0 +1,53 @@
+"""The inspectors' "created at": animate_backward, called after the forward ran, names the notebook cell
+that made each op (gradlab/autograd/cells.py), as animate_forward names the line."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("anywidget", reason="the live widgets need anywidget (pip install 'gradlab[lab]')")
+interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+
+from gradlab.autograd import cells  # noqa: E402
+
+
+@pytest.fixture
+def shell():
+    """A real IPython shell running numbered cells; removed afterwards (cells noted here leave no trace)."""
+    sh = interactiveshell.InteractiveShell.instance()
+    saved = list(cells._starts)
+    try:
+        assert cells.install()
+        yield sh
+    finally:
+        for event, fn in (("pre_run_cell", cells._pre_run_cell), ("post_run_cell", cells._post_run_cell)):
+            if fn in sh.events.callbacks[event]:
+                sh.events.unregister(event, fn)
+        cells._starts[:] = saved
+        interactiveshell.InteractiveShell.clear_instance()
+
+
+def _run(sh, code):
+    r = sh.run_cell(code, store_history=True)
+    r.raise_error()
+    return r.execution_count
+
+
+def test_animate_backward_names_the_cell_that_made_each_op(shell):
+    _run(shell, "import gradlab\ngradlab.manual_seed(0)")
+    made = _run(shell, "x = gradlab.randn(3, 4, requires_grad=True)\nh = (x * 2).tanh()")
+    later = _run(shell, "loss = (h.exp()).sum()\nw = gradlab.animate_backward(loss)")
+    w = shell.user_ns["w"]
+    sites = {n["op"]: n.get("site") for n in w.nodes.values() if n.get("kind") == "op"}
+    assert later > made
+    assert sites["mul"] == sites["tanh"] == f"cell [{made}]", sites
+    assert sites["exp"] == sites["sum"] == f"cell [{later}]", sites     # the cell still running counts too
+    assert all(n.get("site") is None for n in w.nodes.values() if n.get("kind") != "op")
+
+
+def test_outside_ipython_nothing_is_noted(monkeypatch):
+    import gradlab
+    monkeypatch.setattr(cells, "_starts", [])
+    monkeypatch.setattr(cells, "_shell", lambda: None)
+    assert cells.install() is False
+    x = gradlab.ones(2, requires_grad=True) * 3
+    assert cells.cell_of(x.grad_fn.seq) is None and cells.cell_of(None) is None
