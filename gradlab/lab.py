@@ -143,7 +143,7 @@ def install_lab_settings(settings_dir=None) -> Path | None:
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{SETTINGS_FILE}.tmp")
+        tmp = path.with_name(f".{SETTINGS_FILE}.{os.getpid()}.tmp")   # two labs starting at once: no clash
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:

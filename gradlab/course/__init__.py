@@ -6,6 +6,10 @@
   each submission with nbval in a fresh kernel, with the instructor's test
   cells re-inserted by grade_id, and score it part by part.
 
+* ``workspace``: the student's own copies (``workspace/``), filled and merged
+  by ``gradlab lab``, ``fresh`` for a new copy of one notebook; ``written``:
+  the manifest of hashes that keeps every command from overwriting an edit.
+
 The command line is ``gradlab course build`` and ``gradlab grade`` (``gradlab/cli.py``).
 Needs ``nbformat``, ``nbval``, ``ipykernel`` (and ``pytest-xdist`` for ``-n``),
 all in the ``dev`` extra; never nbgrader.

@@ -116,9 +116,19 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
         page.set_default_timeout(60_000)
         lp = LabPage(page, url)
         lp.open("notebooks/00_welcome.ipynb")
-        page.wait_for_function("""() => { const nb = window.jupyterapp.shell.currentWidget.content.node;
-            return ![...nb.querySelectorAll('.jp-OutputArea-output')].some(o => /Loading widget/.test(o.innerText)); }""",
-                               timeout=60_000)
+        # scroll to the first cell whose saved output is a widget, and wait until it shows something
+        page.evaluate("""() => { const nb = window.jupyterapp.shell.currentWidget.content;
+            const c = nb.widgets.find(w => w.model.type === 'code' && w.model.outputs.toJSON().some(
+                o => o.data && o.data['application/vnd.jupyter.widget-view+json']));
+            c.node.scrollIntoView(); }""")
+        try:
+            page.wait_for_function("""() => { const nb = window.jupyterapp.shell.currentWidget.content.node;
+                return nb.querySelector('.gl-root .gl-graph svg') ||
+                       [...nb.querySelectorAll('.jp-OutputArea-output')].some(o => /Error displaying widget/.test(o.innerText)); }""",
+                                   timeout=90_000)
+        except Exception:
+            lp.screenshot("reopened_after_restart_timeout.png")
+            raise
         state = _widget_state(page)
         lp.screenshot("reopened_after_restart.png")
         assert state["errors"] == [], f"a reopened widget shows an error: {state['errors']}"
