@@ -12,7 +12,8 @@
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
 
 Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
-found exercises out of date); 2 bad input (not a notebook, malformed JSON,
+found exercises out of date, or ``course build`` refused to overwrite an edited
+file); 2 bad input (not a notebook, malformed JSON,
 a notebook from another exercise, bad arguments).
 """
 from __future__ import annotations
