@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+
+from .browser.conftest import stop_lab
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -296,12 +297,5 @@ def test_make_lab_starts_with_a_given_port(tmp_path):
         # the workspace copies were signed in this (temporary) notary database
         assert (tmp_path / "data" / "nbsignatures.db").exists()
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_lab(proc)
         log.close()
