@@ -49,7 +49,8 @@ never opened, so `git pull` brings course updates without conflicts.
   copy you have edited.
 * `gradlab fresh notebooks/05_graphs.ipynb` gives you a fresh copy of one notebook and keeps yours
   as `05_graphs.backup-DATE.ipynb` next to it.
-* `gradlab grade exercises/01_unbroadcast.ipynb` (from this folder) checks an exercise.
+* `gradlab grade workspace/exercises/01_unbroadcast.ipynb`, from the course folder (the one above
+  this), checks an exercise.
 
 This folder is ignored by git: back it up (or commit it to a repository of your own) if it matters.
 """
