@@ -13,6 +13,8 @@ traceback (and ``pytest --nbval-lax`` stays green on the shipped notebooks).
 * ``write_it(fn, reference, cases, hints=...)``: *write it*. The student writes a short function;
   it runs at once on generated cases and is compared with ``reference`` (gradlab's own code or the
   instructor's) by the same comparison the graded exercises use (``gradlab.course.checks.close``).
+* ``written_or(fn, fallback)``: the student's ``fn`` once written, ``fallback`` until then, so the
+  cells after a write-it cell run (and the notebook runs top to bottom) before it is answered.
 * ``change_it(knob, value, default, question, choices, answer, expected, hints=...)``:
   *change it and explain*. The student changes a knob (a learning rate, an init scale, a mask, a
   dtype), re-runs, and answers a multiple-choice question about what changed; ``expected`` reads
@@ -34,7 +36,7 @@ import numpy as np
 
 from .checks import close, decode, encode
 
-__all__ = ["Feedback", "YOUR_TURN", "change_it", "predict", "write_it"]
+__all__ = ["Feedback", "YOUR_TURN", "change_it", "predict", "write_it", "written_or"]
 
 YOUR_TURN = ...   # the placeholder a your-turn cell ships with
 _tries: dict[str, int] = {}   # question -> wrong tries so far (which hint to show next)
@@ -110,8 +112,11 @@ def _normal(value):
 def _same(answer, expected, rtol, atol):
     try:
         return close(_normal(answer), _normal(expected), rtol=rtol, atol=atol) == ""
-    except (TypeError, ValueError):   # an answer of a kind that cannot be compared: simply not right
-        return False
+    except (TypeError, ValueError):   # not plain data (a dtype, a module): the values' own equality
+        try:
+            return bool(answer == expected)
+        except Exception:   # an == that cannot answer (arrays of different shapes): not the same
+            return False
 
 
 def predict(question, answer, expected, hints=(), rtol=0.05, atol=1e-6):
@@ -165,7 +170,7 @@ def _case(cases, seed, i):
     return copy.deepcopy(list(cases)[i])
 
 
-def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=None):
+def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=None, report=None):
     """Write it: run the student's ``fn`` on every case and compare with ``reference``'s result.
 
     ``cases`` is a list of argument tuples (or dicts ``{"args": ..., "kwargs": ...}``), or a
@@ -176,6 +181,10 @@ def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=
     arguments, what went wrong and the next hint; an exception in ``fn`` is reported by its type,
     message and line, never as a traceback. ``fn`` raising ``NotImplementedError`` means "not
     written yet". Arguments are generated afresh for each call, so ``fn`` may change them in place.
+
+    ``report(result, *args)``, when given, turns a result into what is compared: for answers that
+    are right in more than one form (any valid topological order, say) it reports the properties
+    that must hold (``{"every node before its inputs": True, ...}``) instead of the result itself.
     """
     title = name or getattr(fn, "__name__", "your function")
     key = f"write it: {title}"
@@ -196,6 +205,9 @@ def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=
                             f"Case {i + 1} of {len(todo)}, {title}({shown}), raised "
                             f"{type(e).__name__}: {e}",
                             hint=_next_hint(key, hints), details=[f"at {_where_it_raised(e)}"])
+        if report is not None:
+            case_args = again if isinstance(again, tuple) else tuple(again.get("args", ()))
+            got, want = report(got, *case_args), report(want, *case_args)
         try:
             why = close(decode(encode(got)), decode(encode(want)), rtol=rtol, atol=atol)
         except (TypeError, ValueError):
@@ -235,3 +247,21 @@ def change_it(knob, value, default, question, choices, answer, expected, hints=(
         return Feedback("change it", question, "right", f"Right, with {knob} = {value!r}: {choices[want]}")
     return Feedback("change it", question, "wrong",
                     f"Not with {knob} = {value!r}: look at what the run printed.", hint=_next_hint(key, hints))
+
+
+def written_or(fn, fallback):
+    """``fn`` where the student has written it, ``fallback`` while ``fn`` still raises NotImplementedError.
+
+    The cells after a write-it cell use the function the student writes there; until it is written
+    they use the instructor's, so the lesson runs on. Only NotImplementedError falls back: any other
+    exception in ``fn`` is the student's bug, and shows.
+    """
+    def either(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError:
+            return fallback(*args, **kwargs)
+
+    either.__name__ = getattr(fn, "__name__", "either")
+    either.__doc__ = f"{either.__name__}, or {getattr(fallback, '__name__', 'the reference')} until it is written."
+    return either
