@@ -130,3 +130,60 @@ def test_change_it_asks_for_a_change_then_an_answer_then_checks_against_the_run(
     fb = change_it("lr", 1.0, 0.1, "what happened?", choices, "b", lambda: "a", hints=["look at the last loss"])
     assert fb.status == "wrong" and fb.hint == "look at the last loss"
     assert change_it("lr", 1.0, 0.1, "what happened?", choices, "z", lambda: "a").status == "wrong"
+
+
+def test_write_it_report_compares_properties_not_the_list():
+    from gradlab.course.lessons import order_report, topological_order
+
+    def graphs(rng):
+        a = gradlab.tensor(rng.standard_normal(2), requires_grad=True)
+        b = gradlab.tensor(rng.standard_normal(2), requires_grad=True)
+        return [((a * b).sum(),)]
+
+    def other_valid_order(root):          # the two leaves in the other order: just as valid
+        order = topological_order(root)
+        return order[:2] + order[2:][::-1]
+
+    def reversed_order(root):
+        return topological_order(root)[::-1]
+
+    assert other_valid_order(graphs(np.random.default_rng(0))[0][0]) != topological_order(graphs(np.random.default_rng(0))[0][0])
+    assert write_it(other_valid_order, topological_order, graphs, report=order_report).ok is True
+    fb = write_it(reversed_order, topological_order, graphs, report=order_report)
+    assert fb.status == "wrong" and "each node before the nodes it feeds on" in fb.message
+    fb = write_it(lambda root: 42, topological_order, graphs, report=order_report)
+    assert fb.status == "wrong" and "cannot read" in fb.message       # a nonsense result: said, not raised
+
+
+def test_written_or_falls_back_only_while_unwritten():
+    def todo(x):
+        raise NotImplementedError
+
+    def buggy(x):
+        raise ValueError("mine")
+
+    assert yourturn.written_or(todo, lambda x: x + 1)(1) == 2
+    assert yourturn.written_or(lambda x: x * 10, lambda x: x + 1)(1) == 10
+    with pytest.raises(ValueError, match="mine"):
+        yourturn.written_or(buggy, lambda x: x + 1)(1)
+
+
+def test_selftest_mode_runs_the_answer_side_of_unanswered_cells(monkeypatch):
+    monkeypatch.setenv("GRADLAB_YOURTURN_SELFTEST", "1")
+    assert predict("q", ..., lambda: (2, 3)).status == "your turn"
+    with pytest.raises(NameError):
+        predict("q", ..., lambda: undefined_name)  # noqa: F821  (a broken expected answer is caught)
+    with pytest.raises(AssertionError, match="not one of"):
+        change_it("k", 1, 1, "q", {"a": "x"}, ..., lambda: "z")
+
+    def todo(g, shape):
+        raise NotImplementedError
+
+    assert write_it(todo, _np_sum_to, _cases).status == "your turn"
+    def broken_reference(g, shape):
+        raise ValueError("the instructor's bug")
+
+    with pytest.raises(ValueError, match="instructor's bug"):   # the instructor's bug shows in full
+        write_it(todo, broken_reference, _cases)
+    with pytest.raises(AssertionError, match="reference fails"):  # an answer that differs run to run
+        write_it(todo, lambda g, shape: np.random.default_rng().standard_normal(3), _cases)

@@ -20,6 +20,10 @@ traceback (and ``pytest --nbval-lax`` stays green on the shipped notebooks).
   dtype), re-runs, and answers a multiple-choice question about what changed; ``expected`` reads
   the answer off the run that just happened.
 
+An instructor checks the answer side of every cell with ``GRADLAB_YOURTURN_SELFTEST=1``: then an
+unanswered cell also runs its own answer path (``expected()``, the reference on every case, compared
+with itself) and raises if that fails, so ``pytest --nbval-lax`` names a cell whose answer is broken.
+
 Hints come one at a time: each wrong try of the same question shows the next one. ``YOUR_TURN``
 (the Ellipsis, ``...``) is the placeholder for "not answered yet". A function the student has not
 written yet raises ``NotImplementedError``, which is read as "not answered yet" too.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import pathlib
 import traceback
 from dataclasses import dataclass, field
@@ -119,6 +124,10 @@ def _same(answer, expected, rtol, atol):
             return False
 
 
+def _selftest():
+    return bool(os.environ.get("GRADLAB_YOURTURN_SELFTEST"))
+
+
 def predict(question, answer, expected, hints=(), rtol=0.05, atol=1e-6):
     """Predict, then run: compare the student's ``answer`` with ``expected()``.
 
@@ -129,6 +138,10 @@ def predict(question, answer, expected, hints=(), rtol=0.05, atol=1e-6):
     next hint instead.
     """
     if answer is YOUR_TURN:
+        if _selftest():
+            want = expected() if callable(expected) else expected
+            if not _same(want, want, rtol, atol):
+                raise AssertionError(f"predict {question!r}: the expected answer {want!r} does not match itself")
         return Feedback("predict", question, "your turn",
                         "Replace ... with your prediction, then run this cell.")
     want = expected() if callable(expected) else expected
@@ -145,6 +158,10 @@ def _describe(value):
         return f"<{type(value).__name__} shape {tuple(value.shape)} {value.dtype}>"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _args_of(case):
+    return case if isinstance(case, tuple) else tuple(case.get("args", ()))
 
 
 def _call(fn, case):
@@ -187,10 +204,15 @@ def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=
     that must hold (``{"every node before its inputs": True, ...}``) instead of the result itself.
     """
     title = name or getattr(fn, "__name__", "your function")
+    if _selftest() and fn is not reference:   # the instructor's side: the reference on every case, against itself
+        selftest = write_it(reference, reference, cases, (), rtol, atol, seed, title, report)
+        if not selftest:
+            raise AssertionError(f"write_it {title}: the reference fails its own cases: {selftest.message}")
     key = f"write it: {title}"
     todo = list(cases(np.random.default_rng(seed))) if callable(cases) else list(cases)
     for i in range(len(todo)):
-        want, _, _ = _call(reference, _case(cases, seed, i))
+        ref_case = _case(cases, seed, i)
+        want, _, _ = _call(reference, ref_case)
         again = _case(cases, seed, i)   # fresh arguments: the reference may have changed its own
         shown = ", ".join([_describe(a) for a in (again if isinstance(again, tuple) else again.get("args", ()))] +
                           [f"{k}={_describe(v)}" for k, v in ({} if isinstance(again, tuple)
@@ -205,16 +227,15 @@ def write_it(fn, reference, cases, hints=(), rtol=1e-6, atol=1e-8, seed=0, name=
                             f"Case {i + 1} of {len(todo)}, {title}({shown}), raised "
                             f"{type(e).__name__}: {e}",
                             hint=_next_hint(key, hints), details=[f"at {_where_it_raised(e)}"])
-        if report is not None:
-            case_args = again if isinstance(again, tuple) else tuple(again.get("args", ()))
-            got, want = report(got, *case_args), report(want, *case_args)
         try:
+            if report is not None:
+                got, want = report(got, *_args_of(again)), report(want, *_args_of(ref_case))
             why = close(decode(encode(got)), decode(encode(want)), rtol=rtol, atol=atol)
-        except (TypeError, ValueError):
-            why = f"it returned a {type(got).__name__}, which is not a result this check can compare"
+        except Exception:   # a result of a kind the check cannot read (the student's, so no traceback)
+            why = f"it returned a value of type {type(got).__name__}, which this check cannot read"
         if why:
             return Feedback("write it", title, "wrong",
-                            f"Case {i + 1} of {len(todo)}, {title}({shown}): {why}.",
+                            f"Case {i + 1} of {len(todo)}, {title}({shown}): {why.rstrip('.')}.",
                             hint=_next_hint(key, hints))
     _tries.pop(key, None)
     return Feedback("write it", title, "right", f"All {len(todo)} cases match.")
@@ -229,6 +250,10 @@ def change_it(knob, value, default, question, choices, answer, expected, hints=(
     holds its default, the cell asks for a change first.
     """
     menu = [f"({k}) {v}" for k, v in choices.items()]
+    if _selftest():
+        want = expected() if callable(expected) else expected
+        if want not in choices:
+            raise AssertionError(f"change_it {question!r}: expected() gave {want!r}, not one of {list(choices)}")
     if _same(value, default, 0, 0):
         return Feedback("change it", question, "your turn",
                         f"Change {knob} (it is still {default!r}), run the cells again, then pick an answer.",
