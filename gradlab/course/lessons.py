@@ -14,13 +14,22 @@ write-it cell fall back on them through ``yourturn.written_or`` until the studen
 * ``causal_softmax(scores)``: softmax over the last axis with the future (above the diagonal) masked
 * ``split_heads(x, n_head)``: ``(B, T, C)`` -> ``(B, n_head, T, C // n_head)``
 * ``matmul_intensity(m, n, k, itemsize=4)``: FLOPs per byte moved by an ``(m, k) @ (k, n)`` matmul
+* ``where(obj)`` / ``where_table(pairs)``: the file and line that define a gradlab object, computed from
+  the code (``inspect``), for the lessons' "Where this lives in gradlab" cells, so they stay true when
+  files move (tests/test_notebook_where.py checks every path and line a notebook shows)
 
 ``inputs`` says how to find a node's inputs; the default reads autograd nodes (gradlab's and
 PyTorch's alike: ``node.next_functions``), and any tensor given as ``root`` stands for its ``grad_fn``.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
+import pathlib
+
 import numpy as np
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]   # the folder holding gradlab/
 
 
 def _autograd_inputs(node):
@@ -121,3 +130,48 @@ def split_heads(x, n_head):
 def matmul_intensity(m, n, k, itemsize=4):
     """FLOPs per byte of an ``(m, k) @ (k, n)`` matmul that reads both inputs and writes the output once."""
     return 2 * m * n * k / (itemsize * (m * k + k * n + m * n))
+
+
+def _resolve(name):
+    """The object a dotted name such as ``"gradlab.autograd.engine.backward"`` names."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(f"where: no module in {name!r}")
+
+
+def where(obj):
+    """``"gradlab/pkg/file.py:LINE"``: where ``obj`` is defined (a module: its file alone).
+
+    ``obj`` may be the object, a dotted name, or a registry entry (``REGISTRY["matmul"]``: its op
+    class or function). An op made from a row of the elementwise table has no class of its own:
+    its row is where it lives (``gradlab.source``).
+    """
+    if isinstance(obj, str):
+        obj = _resolve(obj)
+    if hasattr(obj, "formula") and hasattr(obj, "fn"):   # a registry entry
+        obj = obj.op or obj.fn
+    obj = getattr(obj, "__wrapped__", obj)
+    if isinstance(obj, property):
+        obj = obj.fget
+    try:
+        path = pathlib.Path(inspect.getsourcefile(obj)).resolve().relative_to(_REPO)
+        if inspect.ismodule(obj):
+            return str(path)
+        return f"{path}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):   # a row of the elementwise table (gradlab/ops/unary.py)
+        import gradlab
+        return gradlab.source(obj).where
+
+
+def where_table(pairs):
+    """One line per ``(label, obj)`` (or dotted name): the label and ``where(obj)``, aligned."""
+    rows = [(p, p) if isinstance(p, str) else p for p in pairs]
+    width = max(len(label) for label, _ in rows)
+    return "\n".join(f"{label:{width}s}  {where(obj)}" for label, obj in rows)
