@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 from .test_notebook_figures import _outputs, _text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CAPSTONE = ROOT / "notebooks" / "17_transformer.ipynb"
+CAPSTONE = ROOT / "notebooks" / "26_transformer.ipynb"
 
 
 def test_capstone_full_run_reaches_99_percent_and_beats_the_bigram(monkeypatch):
