@@ -27,6 +27,7 @@ EXERCISE_LINK = re.compile(r"\]\(\.\./exercises/([0-9]{2}_\w+\.ipynb)\)")
 
 #: an exercise's answer, as code that would give it away (exercise -> patterns)
 ANSWERS = {
+    "07_gradcheck.ipynb": [r"def \w*gradcheck\w*\(", r"def numerical_\w+\("],
     "06_mini_engine.ipynb": [r"def topo_\w+\(", r"def visit\(", r"order\.append\("],
     "12_attention.ipynb": [r"\.triu\(diagonal=1\)", r"masked_fill\([^)]*-inf"],
 }

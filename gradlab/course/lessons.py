@@ -13,6 +13,8 @@ write-it cell fall back on them through ``yourturn.written_or`` until the studen
 * ``saved_bytes(root)``: bytes of the tensors the graph saved for backward
 * ``causal_softmax(scores)``: softmax over the last axis with the future (above the diagonal) masked
 * ``split_heads(x, n_head)``: ``(B, T, C)`` -> ``(B, n_head, T, C // n_head)``
+* ``gradcheck_report(fn, x, eps, atol, rtol)``: ``"ok"`` or where the analytic and central-difference
+  Jacobians of ``fn`` at ``x`` first disagree (notebook 07's ``my_gradcheck``, until the student's runs)
 * ``matmul_intensity(m, n, k, itemsize=4)``: FLOPs per byte moved by an ``(m, k) @ (k, n)`` matmul
 * ``where(obj)`` / ``where_table(pairs)``: the file and line that define a gradlab object, computed from
   the code (``inspect``), for the lessons' "Where this lives in gradlab" cells, so they stay true when
@@ -125,6 +127,33 @@ def split_heads(x, n_head):
     """``(B, T, C)`` -> ``(B, n_head, T, C // n_head)``: each head gets its own slice of the width."""
     B, T, C = x.shape
     return x.reshape(B, T, n_head, C // n_head).transpose(1, 2)
+
+
+def gradcheck_report(fn, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    """``"ok"``, or the first (input, output) pair where backward and central differences disagree.
+
+    One backward per output element gives a row of the analytic Jacobian; two more forward passes
+    per input element give the numerical one. ``x`` is a float64 tensor that requires a gradient;
+    it is not changed.
+    """
+    import gradlab
+    y = fn(x)
+    x0 = x.detach().numpy().copy()
+    for j in range(y.numel()):
+        cot = np.zeros(y.shape)
+        cot.flat[j] = 1.0
+        (row,) = gradlab.grad(y, [x], gradlab.tensor(cot), retain_graph=True)
+        for i in range(x0.size):
+            plus, minus = x0.copy(), x0.copy()
+            plus.flat[i] += eps
+            minus.flat[i] -= eps
+            f_plus = fn(gradlab.tensor(plus, dtype=x.dtype)).detach().numpy().reshape(-1)[j]
+            f_minus = fn(gradlab.tensor(minus, dtype=x.dtype)).detach().numpy().reshape(-1)[j]
+            numeric = (f_plus - f_minus) / (2 * eps)
+            analytic = row.numpy().reshape(-1)[i]
+            if abs(analytic - numeric) > atol + rtol * abs(numeric):
+                return f"mismatch at input {i}, output {j}: analytic {analytic:.6f} vs numeric {numeric:.6f}"
+    return "ok"
 
 
 def matmul_intensity(m, n, k, itemsize=4):
