@@ -43,7 +43,12 @@ def _start(root):
 
 
 def graph_nodes(root, inputs=None):
-    """Every node reachable from ``root``, each once, in the order a depth-first walk meets them."""
+    """Every node reachable from ``root``, each once, in the order a depth-first walk meets them.
+
+    ``gradlab.autograd.graph.walk`` does this for gradlab's own nodes (sorted by creation); this one
+    is duck-typed, so the same lesson code reads PyTorch's graphs and the scalar ``Value`` graphs of
+    notebook 05 (``inputs=lambda v: v.inputs``), whose nodes have no creation number.
+    """
     inputs = inputs or _autograd_inputs
     start = _start(root)
     seen, order, stack = set(), [], [start] if start is not None else []
