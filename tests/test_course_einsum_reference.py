@@ -1,7 +1,7 @@
 """The instructor's einsum VJP (solutions/14_einsum_vjp.ipynb) agrees with gradlab's own einsum backward.
 
 The solution cells `parse` and `einsum_vjp` are executed from the notebook as they are, then compared, in
-float64, with `gradlab.einsum(...).backward(G)` on every case notebook 11 teaches (diagonals, traces, outer
+float64, with `gradlab.einsum(...).backward(G)` on every case notebook 12 teaches (diagonals, traces, outer
 products, transposes, batch dimensions, indices summed away) and on a few hundred random valid subscript
 strings with repeated indices and indices that only one operand has.
 """

@@ -2,7 +2,7 @@
 
 * every notebook's stored outputs hold a picture: an image, an SVG or a live widget;
 * every notebook has one "Where this lives in gradlab" section, naming gradlab objects that exist;
-* notebook 17's stored outputs come from its default run and show what its prose promises:
+* notebook 26's stored outputs come from its default run and show what its prose promises:
   >= 99% held-out exact match on addition, and a character model >= 0.4 nats/char below the bigram.
 """
 from __future__ import annotations
@@ -72,14 +72,14 @@ def test_names_where_its_topic_lives_in_gradlab(path):
 
 
 def _nb17():
-    return _nb(ROOT / "notebooks" / "17_transformer.ipynb")
+    return _nb(ROOT / "notebooks" / "26_transformer.ipynb")
 
 
 def test_capstone_stored_run_reaches_99_percent_held_out():
     texts = [_text(out) for _, _, out in _outputs(_nb17())]
     hits = [float(m) for t in texts for m in re.findall(r"held-out exact match ([0-9.]+)%", t)]
-    assert hits, "notebook 17 stores no 'held-out exact match N%' line: store its default run (scripts/run_notebooks.py)"
-    assert hits[-1] >= 99.0, (f"notebook 17's stored outputs show {hits[-1]}% held-out exact match, below the 99% its "
+    assert hits, "notebook 26 stores no 'held-out exact match N%' line: store its default run (scripts/run_notebooks.py)"
+    assert hits[-1] >= 99.0, (f"notebook 26's stored outputs show {hits[-1]}% held-out exact match, below the 99% its "
                               "prose promises: store the default run, not a GRADLAB_FAST one")
 
 
@@ -87,23 +87,23 @@ def test_capstone_stored_run_beats_the_bigram_by_0_4_nats():
     texts = [_text(out) for _, _, out in _outputs(_nb17())]
     hits = [(float(v), float(b), float(d)) for t in texts for v, b, d in
             re.findall(r"validation loss ([0-9.]+) nats/char, bigram ([0-9.]+): (-?[0-9.]+) nats/char below", t)]
-    assert hits, "notebook 17 stores no 'validation loss ... bigram ...' line"
+    assert hits, "notebook 26 stores no 'validation loss ... bigram ...' line"
     val, bigram, margin = hits[-1]
     assert abs((bigram - val) - margin) < 2e-3
-    assert margin >= 0.4, f"notebook 17's character model is only {margin} nats/char below the bigram (needs >= 0.4)"
+    assert margin >= 0.4, f"notebook 26's character model is only {margin} nats/char below the bigram (needs >= 0.4)"
 
 
 def test_capstone_stores_the_heatmap_and_the_collapsed_graph():
     nb = _nb17()
     kinds = [(cell.source, set(out.get("data", {}))) for _, cell, out in _outputs(nb)]
-    assert any("imshow" in src and "image/png" in k for src, k in kinds), "notebook 17 stores no attention heatmap"
-    assert any("depth=1" in src and "image/svg+xml" in k for src, k in kinds), "notebook 17 stores no collapsed graph"
-    assert any("class CausalSelfAttention" in c.source for c in nb.cells), "notebook 17 should build its own attention"
+    assert any("imshow" in src and "image/png" in k for src, k in kinds), "notebook 26 stores no attention heatmap"
+    assert any("depth=1" in src and "image/svg+xml" in k for src, k in kinds), "notebook 26 stores no collapsed graph"
+    assert any("class CausalSelfAttention" in c.source for c in nb.cells), "notebook 26 should build its own attention"
 
 
 def test_capstone_fits_a_class():
     texts = [_text(out) for _, _, out in _outputs(_nb17())]
     hits = [(float(w), float(c)) for t in texts for w, c in re.findall(r"whole notebook: ([0-9.]+) s wall, ([0-9.]+) s CPU", t)]
-    assert hits, "notebook 17 stores no 'whole notebook: ... s wall, ... s CPU' line"
+    assert hits, "notebook 26 stores no 'whole notebook: ... s wall, ... s CPU' line"
     wall, cpu = hits[-1]
-    assert cpu <= 300, f"notebook 17 needed {cpu} s of CPU in its stored run (the budget is 5 minutes)"
+    assert cpu <= 300, f"notebook 26 needed {cpu} s of CPU in its stored run (the budget is 5 minutes)"
