@@ -46,7 +46,6 @@ _ACC_SEQ_BASE = 1 << 62
 node_observers: list = []   # f(node) after a node is recorded
 op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
 forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
-_current_root = [None]      # the tensor backward() was called on, labelled only for an error message
 
 
 class Function:
@@ -482,7 +481,7 @@ def _observed_apply(cls, args, kwargs):
 
 
 def _freed_error(node):
-    t = _current_root[0]  # (labelled here, not in every backward pass: only an error needs the words)
+    t = _grad_state.backward_root  # (labelled here, not in every backward pass: only an error needs the words)
     root = "this tensor" if t is None else f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
     return GradError(
         f"backward: the graph behind {root} was already freed by an earlier backward() "

@@ -3,18 +3,28 @@
 Inside ``no_grad()`` ops still compute, but record no graph and save nothing
 for backward: the memory an inference pass saves. Each mode works as a
 context manager and as a decorator.
+
+The modes are per thread, as PyTorch's are: ``state`` is a ``threading.local``,
+so a ``no_grad()`` block in one thread (or the engine switching recording off
+while its ``backward()`` runs) never stops another thread from recording, and
+a new thread starts with grad enabled whatever the thread that started it was
+doing. Everything that reads or sets a mode goes through ``state``.
 """
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _State:
-    __slots__ = ("enabled", "inference")
+class _State(threading.local):
+    """This thread's modes. ``__init__`` runs once in each thread that touches
+    ``state``, so every thread starts from the defaults: recording on, not in
+    inference mode, no backward running."""
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.backward_root = None  # the tensor this thread's running backward() started from (for messages)
 
 
 state = _State()
