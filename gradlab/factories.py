@@ -76,9 +76,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False, name=None) -> Ten
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like ``tensor`` but returns ``data`` itself when it already is a matching Tensor."""
+    """Like ``tensor`` but without a copy where none is needed, as PyTorch's: ``data`` itself when it
+    already is a matching Tensor, and a tensor sharing memory with a NumPy array of a matching dtype
+    (on the cpu), as ``from_numpy`` (changes to one show in the other)."""
     if isinstance(data, Tensor) and (dtype is None or data.dtype == _dt.as_dtype(dtype)):
         return data
+    if (isinstance(data, np.ndarray) and (dtype is None or data.dtype == _dt.as_dtype(dtype))
+            and (device is None or str(device) == "cpu")):
+        return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 

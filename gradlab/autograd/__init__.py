@@ -13,6 +13,7 @@ from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 
 _tensor_mod._autograd = engine
+_tensor_mod._grad_state = grad_mode.state  # (Tensor._make marks tensors made in inference mode)
 inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 hooks.install()  # x.register_hook(f), x.retain_grad() ... (see hooks.py)
 

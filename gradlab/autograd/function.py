@@ -295,6 +295,8 @@ class Op(Function):
         if type(out) is _ndarray:
             t = _new_tensor(Tensor)
             t.data = out
+            if _grad_state.inference:
+                t._is_inference = True
             return t
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
@@ -388,6 +390,8 @@ def _record(ctx, args, out):
                 edges.append(_edge(a))
             else:
                 edges.append(None)
+                if a._is_inference and ctx._to_save and any(a is t for t in ctx._to_save):
+                    _refuse_inference(ctx, a)  # (an inference tensor never requires grad: checked only here)
             d = a.data
             metas.append((d.shape, d.dtype))
         else:
@@ -412,6 +416,13 @@ def _record(ctx, args, out):
         for f in node_observers:
             f(ctx)
     return ret
+
+
+def _refuse_inference(ctx, t):
+    raise GradError(
+        f"{ctx.name}: an input of shape {fmt_shape(t.shape)} was made inside inference_mode(), and tensors made "
+        "there cannot be saved for backward (as in PyTorch). Make it under no_grad() instead of inference_mode(), "
+        "or use a copy made outside: t.clone()")
 
 
 def _wrap_outputs(ctx, out):

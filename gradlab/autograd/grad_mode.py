@@ -98,9 +98,11 @@ class set_grad_enabled(_Mode):
 class inference_mode(_Mode):
     """``no_grad`` for pure inference; ``is_inference_mode_enabled()`` reports it.
 
-    PyTorch's version is also stricter (tensors made inside can never be saved
-    for a backward later), which lets it skip version counters; gradlab keeps
-    it simple and behaves exactly like ``no_grad`` otherwise.
+    As in PyTorch, it is also stricter: a tensor made inside is an *inference
+    tensor* (``t.is_inference()``), which a recorded op may never save for
+    backward and which can be changed in place only inside inference mode
+    (that is what lets PyTorch skip version counters for them). Use
+    ``no_grad()`` for values that will meet autograd later.
     """
 
     def __init__(self, mode: bool = True):

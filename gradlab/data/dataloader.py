@@ -208,6 +208,9 @@ class DataLoader:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size <= 0):
             raise ArgumentError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(num_workers, (int, float)) and num_workers < 0:
+            raise ArgumentError(f"DataLoader: num_workers option should be a non-negative int, got {num_workers!r}; "
+                                "use num_workers=0 to load in the main process (as PyTorch)")
         self.dataset, self.num_workers, self.pin_memory, self.timeout = dataset, num_workers, pin_memory, timeout
         self.generator = generator if generator is not None else (
             np.random.default_rng(seed) if seed is not None else None)

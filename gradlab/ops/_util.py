@@ -208,6 +208,14 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
     return out
 
 
+def multi_views(views: tuple, op: str) -> tuple:
+    """Mark each of several views one call returned (``unbind``, ``split``): PyTorch refuses to change
+    such a view in place while recording, since one backward node serves them all."""
+    for v in views:
+        v._multi_view = op
+    return views
+
+
 def shape_str(x) -> str:
     return fmt_shape(x.shape)
 
