@@ -31,7 +31,7 @@ from .backend.random import Generator, get_rng_state, initial_seed, manual_seed,
 from .backend.parallel import get_num_threads, set_num_threads
 from .errors import (
     ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
-    IndexOutOfRange, ShapeError,
+    IndexOutOfRange, OutOfMemoryError, ShapeError,
 )
 from ._tensor import Tensor
 from .factories import (
@@ -72,7 +72,7 @@ __all__ = [
     "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "set_grad_enabled",
     # errors
     "GradlabError", "ArgumentError", "ArgumentTypeError", "DeviceError", "DTypeError", "GradcheckError",
-    "GradError", "IndexOutOfRange", "ShapeError",
+    "GradError", "IndexOutOfRange", "OutOfMemoryError", "ShapeError",
 ]
 __all__ += [n for n in ops.__all__ if n not in __all__ and n != "cuda"]  # every op (gradlab.cuda is the module)
 

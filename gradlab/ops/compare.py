@@ -11,6 +11,7 @@ import numpy as np
 from .. import checks as _c
 from .._tensor import Tensor
 from ..backend.arrays import as_array
+from ..backend.memory import out_of_memory
 from ._util import arrays_for, check_broadcast, check_tensor, operand
 from .registry import Sample, register
 from .samples import binary_samples, unary_samples
@@ -37,6 +38,8 @@ def _compare(name, fn):
         except ValueError:
             check_broadcast(name, a, b)
             raise
+        except MemoryError as e:  # (as Op.apply: see backend/memory.py)
+            raise out_of_memory(name, e) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
     tname = {"floor_divide": "floor_divide", "remainder": "remainder"}.get(name, name)
@@ -67,7 +70,10 @@ ne = not_equal = _compare("ne", np.not_equal)
 
 def _pred(name, fn):
     def f(input):
-        return Tensor._make(as_array(fn(check_tensor(input, name).data)))
+        try:
+            return Tensor._make(as_array(fn(check_tensor(input, name).data)))
+        except MemoryError as e:
+            raise out_of_memory(name, e) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
     return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
