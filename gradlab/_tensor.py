@@ -135,8 +135,11 @@ class Tensor:
         return self.data.shape
 
     def size(self, dim=None):
-        """The shape, or one dimension's size (PyTorch's ``x.size(dim)``)."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        """The shape, or one dimension's size (PyTorch's ``x.size(dim)``; a dim out of range is an IndexError)."""
+        if dim is None:
+            return self.data.shape
+        from .checks import dim as _dim
+        return self.data.shape[_dim(dim, self.data.ndim, "size")]
 
     @property
     def ndim(self) -> int:

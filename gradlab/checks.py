@@ -23,7 +23,14 @@ check                             accepts
                                   ``infer=True``), bounded (see :data:`MAX_NUMEL`)
 ``dim(d, ndim, fn)``              one dim, negative counts from the end; returns it >= 0
 ``dims(d, ndim, fn)``             an int, a sequence of ints or None; sorted tuple, no repeats
-``number(v, fn, arg)``            a real Python/NumPy number (not a str, None or a tensor)
+``nonempty_dim(shape, d, fn)``    a dim an element-picking reduction (max, mode, kthvalue) can use
+``number(v, fn, arg)``            a real Python/NumPy number (not a bool, str, None or a tensor)
+``flag(v, fn, arg)``              a Python bool (``keepdim``, ``unbiased``, ``requires_grad``...): not
+                                  ``1``, ``'yes'`` or a NumPy bool, as PyTorch's argument parser
+``dtype(v, fn, arg)``             a dtype (``gradlab.float32``) or None; a string such as ``'float32'``
+                                  is refused, as PyTorch (``dtype=torch.float32``, never a name)
+``operand`` (``ops/_util.py``)    a binary op's operand: a Tensor or a number; a list/tuple is refused
+                                  as PyTorch refuses it (``add(x, [1, 2])``: wrap it in a tensor)
 ``nonnegative``, ``positive``     a number >= 0 / > 0
 ``probability(p, fn, arg)``       a number in [0, 1]
 ``in_range(v, lo, hi, fn, arg)``  a number in [lo, hi]
@@ -182,9 +189,44 @@ def dim(d, ndim: int, fn: str) -> int:
     return int(d) % n
 
 
+def flag(value, fn: str, arg: str) -> bool:
+    """A boolean flag. Only ``True``/``False``: ``keepdim='yes'`` or ``requires_grad=1`` is refused
+    (a TypeError, as PyTorch's), since a string or a number there is a mistake bool() would hide."""
+    if value is True or value is False:
+        return value
+    raise ArgumentTypeError(f"{fn}: {arg} must be a bool (True or False), got {_kind(value)} {value!r}")
+
+
+def dtype(value, fn: str, arg: str = "dtype"):
+    """A dtype argument: ``gradlab.float32`` (a NumPy dtype or scalar type), or None. A string is
+    refused as PyTorch refuses it: ``zeros(2, dtype='float32')`` is a TypeError there."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a dtype such as gradlab.{value if value.isidentifier() else 'float32'}"
+                                f", not the string {value!r}")
+    from .backend.dtypes import as_dtype
+    try:
+        return as_dtype(value)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a dtype such as gradlab.float32, got {_kind(value)} "
+                                f"{value!r}") from None
+
+
+def nonempty_dim(shape, d: int, fn: str) -> None:
+    """A reduction that picks an element (``max``, ``mode``, ``kthvalue``) over dim ``d`` needs one there:
+    an ``IndexError``, as PyTorch's "Expected reduction dim to have non-zero size"."""
+    if shape[d] == 0:
+        raise IndexOutOfRange(f"{fn}: expected reduction dim {d} to have non-zero size, but the input "
+                              f"{tuple(shape)} has none there; there is no element to pick")
+
+
 def number(value, fn: str, arg: str, integer: bool = False, tensor_ok: bool = True):
-    """A real number (a Python/NumPy int, float or bool; a 1-element tensor is not one here)."""
-    if isinstance(value, (numbers.Real, np.number, np.bool_)) and not isinstance(value, (complex, np.complexfloating)):
+    """A real number (a Python/NumPy int or float; a 1-element tensor is not one here). A bool is not
+    a number here (``lr=True`` is a mistake, not 1.0)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a number, got the bool {value!r}")
+    if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (complex, np.complexfloating)):
         if integer and _index(value) is None:
             raise ArgumentTypeError(f"{fn}: {arg} must be an int, got {_kind(value)} {value!r}")
         return value

@@ -134,6 +134,9 @@ def _norm_index(index, shape, op="getitem"):
                             "convert with .long() (or build a boolean mask)")
         if isinstance(i, float):
             raise ArgumentTypeError(f"{op}: {i!r} is a float; indices must be integers")
+        if isinstance(i, (str, bytes, dict, set)):  # (a TypeError, as PyTorch's)
+            raise IndexTypeError(f"{op}: {i!r} ({type(i).__name__}) is not an index; index with integers, slices (:), "
+                                 "..., None, or integer/bool tensors")
         return i
     if isinstance(index, tuple):
         return tuple(conv(i) for i in index)

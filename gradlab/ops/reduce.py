@@ -100,9 +100,9 @@ def sum_to_in(ns, g, shape):
     return g if g.shape == shape else sum_to_array(g, shape)  # (the usual case, no broadcast, without a call)
 
 
-def _keep(keepdim, keepdims):
-    """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it."""
-    return keepdim if keepdims is None else keepdims
+def _keep(keepdim, keepdims, fn="reduce"):
+    """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it; a bool."""
+    return _c.flag(keepdim if keepdims is None else keepdims, fn, "keepdim")
 
 
 def _dim_arg(dim, axis, op):
@@ -196,7 +196,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     if _amp.enabled:
         (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
-    return Sum.apply(x, axes, bool(keepdim if keepdims is None else keepdims), _sum_dtype(x, dtype))
+    return Sum.apply(x, axes, _keep(keepdim, keepdims, "sum"), _sum_dtype(x, dtype))
 
 
 class Mean(Op):
@@ -317,8 +317,7 @@ def _max_min(name, arg_fn, red_fn, binary_fn, input, dim, keepdim, axis, other):
     d = one_dim(dim, x.ndim, name)
     if x.ndim == 0:
         return MaxResult(x, O.zeros((), dtype=_dt.int64, device=x.device))
-    if x.shape[d] == 0:
-        raise ArgumentError(f"{name}: cannot reduce the empty dim {dim} of a tensor of shape {fmt_shape(x.shape)}")
+    _c.nonempty_dim(x.shape, d, name)
     idx = arg_fn(x, dim=d, keepdim=True)
     values = O.gather(x, d, idx)
     if not keepdim:
@@ -482,7 +481,7 @@ def _correction(unbiased, correction, op):
         raise ArgumentError(f"{op}: pass correction= or unbiased=, not both")
     if correction is not None:
         return correction
-    return 0 if unbiased is False else 1
+    return 1 if unbiased is None or _c.flag(unbiased, op, "unbiased") else 0
 
 
 def _var_std(op_cls, name, input, dim, unbiased, keepdim, correction, axis):
@@ -491,7 +490,7 @@ def _var_std(op_cls, name, input, dim, unbiased, keepdim, correction, axis):
     if isinstance(dim, bool):  # the old spelling var(x, False)
         dim, unbiased = None, dim
     axes = norm_dim(_dim_arg(dim, axis, name), x.ndim, name)
-    return op_cls.apply(x, axes, _correction(unbiased, correction, name), bool(keepdim))
+    return op_cls.apply(x, axes, _correction(unbiased, correction, name), _c.flag(keepdim, name, "keepdim"))
 
 
 def _var_samples(src):
