@@ -31,7 +31,7 @@ from .backend.random import Generator, get_rng_state, initial_seed, manual_seed,
 from .backend.parallel import get_num_threads, set_num_threads
 from .errors import (
     ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
-    IndexOutOfRange, ShapeError,
+    IndexOutOfRange, OutOfMemoryError, ShapeError,
 )
 from ._tensor import Tensor
 from .factories import (
@@ -41,7 +41,7 @@ from .factories import (
 from .factories import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402 - legacy
 from .sampling import bernoulli, multinomial, normal  # noqa: E402 - draws from a tensor's distribution
 from . import autograd
-from .autograd import enable_grad, grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import enable_grad, grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from . import ops
 from .ops import *  # noqa: F401,F403 - every op as gradlab.<name>
 from .ops import REGISTRY as _REGISTRY
@@ -69,10 +69,10 @@ __all__ = [
     # threads (large arrays are split across them: gradlab/backend/parallel.py)
     "get_num_threads", "set_num_threads",
     # autograd
-    "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled",
+    "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "set_grad_enabled",
     # errors
     "GradlabError", "ArgumentError", "ArgumentTypeError", "DeviceError", "DTypeError", "GradcheckError",
-    "GradError", "IndexOutOfRange", "ShapeError",
+    "GradError", "IndexOutOfRange", "OutOfMemoryError", "ShapeError",
 ]
 __all__ += [n for n in ops.__all__ if n not in __all__ and n != "cuda"]  # every op (gradlab.cuda is the module)
 

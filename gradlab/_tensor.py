@@ -26,6 +26,13 @@ _ops = None
 _autograd = None
 
 
+class _NoModes:
+    inference = False
+
+
+_grad_state = _NoModes()  # replaced by autograd's per-thread mode state (grad_mode.state) when it is imported
+
+
 class _Version:
     """A counter shared by a tensor and all of its views.
 
@@ -66,6 +73,8 @@ class Tensor:
     _acc_ref = None        # weak reference to this leaf's AccumulateGrad node
     _fw_grad = None        # forward-mode tangent
     _is_param = False
+    _is_inference = False  # made inside inference_mode(): never saved for backward, changed in place only there
+    _multi_view = None     # "unbind"/"split"/"chunk": one of several views an op returned (see autograd.inplace)
 
     __array_priority__ = 1000  # make ``ndarray * Tensor`` call Tensor.__rmul__
 
@@ -95,12 +104,18 @@ class Tensor:
         """Wrap an array without copying or checking: the fast path ops use."""
         t = object.__new__(Tensor)
         t.data = data
+        if _grad_state.inference:
+            t._is_inference = True
         if requires_grad:
             t._requires_grad = True
             t.grad_fn = grad_fn
             if output_nr:
                 t._output_nr = output_nr
         return t
+
+    def is_inference(self) -> bool:
+        """Was this tensor made inside ``inference_mode()``? (Such a tensor cannot be saved for a backward.)"""
+        return self._is_inference
 
     @property
     def _version(self) -> "_Version":
@@ -120,8 +135,11 @@ class Tensor:
         return self.data.shape
 
     def size(self, dim=None):
-        """The shape, or one dimension's size (PyTorch's ``x.size(dim)``)."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        """The shape, or one dimension's size (PyTorch's ``x.size(dim)``; a dim out of range is an IndexError)."""
+        if dim is None:
+            return self.data.shape
+        from .checks import dim as _dim
+        return self.data.shape[_dim(dim, self.data.ndim, "size")]
 
     @property
     def ndim(self) -> int:

@@ -23,7 +23,14 @@ check                             accepts
                                   ``infer=True``), bounded (see :data:`MAX_NUMEL`)
 ``dim(d, ndim, fn)``              one dim, negative counts from the end; returns it >= 0
 ``dims(d, ndim, fn)``             an int, a sequence of ints or None; sorted tuple, no repeats
-``number(v, fn, arg)``            a real Python/NumPy number (not a str, None or a tensor)
+``nonempty_dim(shape, d, fn)``    a dim an element-picking reduction (max, mode, kthvalue) can use
+``number(v, fn, arg)``            a real Python/NumPy number (not a bool, str, None or a tensor)
+``flag(v, fn, arg)``              a Python bool (``keepdim``, ``unbiased``, ``requires_grad``...): not
+                                  ``1``, ``'yes'`` or a NumPy bool, as PyTorch's argument parser
+``dtype(v, fn, arg)``             a dtype (``gradlab.float32``) or None; a string such as ``'float32'``
+                                  is refused, as PyTorch (``dtype=torch.float32``, never a name)
+``operand`` (``ops/_util.py``)    a binary op's operand: a Tensor or a number; a list/tuple is refused
+                                  as PyTorch refuses it (``add(x, [1, 2])``: wrap it in a tensor)
 ``nonnegative``, ``positive``     a number >= 0 / > 0
 ``probability(p, fn, arg)``       a number in [0, 1]
 ``in_range(v, lo, hi, fn, arg)``  a number in [lo, hi]
@@ -182,9 +189,44 @@ def dim(d, ndim: int, fn: str) -> int:
     return int(d) % n
 
 
+def flag(value, fn: str, arg: str) -> bool:
+    """A boolean flag. Only ``True``/``False``: ``keepdim='yes'`` or ``requires_grad=1`` is refused
+    (a TypeError, as PyTorch's), since a string or a number there is a mistake bool() would hide."""
+    if value is True or value is False:
+        return value
+    raise ArgumentTypeError(f"{fn}: {arg} must be a bool (True or False), got {_kind(value)} {value!r}")
+
+
+def dtype(value, fn: str, arg: str = "dtype"):
+    """A dtype argument: ``gradlab.float32`` (a NumPy dtype or scalar type), or None. A string is
+    refused as PyTorch refuses it: ``zeros(2, dtype='float32')`` is a TypeError there."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a dtype such as gradlab.{value if value.isidentifier() else 'float32'}"
+                                f", not the string {value!r}")
+    from .backend.dtypes import as_dtype
+    try:
+        return as_dtype(value)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a dtype such as gradlab.float32, got {_kind(value)} "
+                                f"{value!r}") from None
+
+
+def nonempty_dim(shape, d: int, fn: str) -> None:
+    """A reduction that picks an element (``max``, ``mode``, ``kthvalue``) over dim ``d`` needs one there:
+    an ``IndexError``, as PyTorch's "Expected reduction dim to have non-zero size"."""
+    if shape[d] == 0:
+        raise IndexOutOfRange(f"{fn}: expected reduction dim {d} to have non-zero size, but the input "
+                              f"{tuple(shape)} has none there; there is no element to pick")
+
+
 def number(value, fn: str, arg: str, integer: bool = False, tensor_ok: bool = True):
-    """A real number (a Python/NumPy int, float or bool; a 1-element tensor is not one here)."""
-    if isinstance(value, (numbers.Real, np.number, np.bool_)) and not isinstance(value, (complex, np.complexfloating)):
+    """A real number (a Python/NumPy int or float; a 1-element tensor is not one here). A bool is not
+    a number here (``lr=True`` is a mistake, not 1.0)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{fn}: {arg} must be a number, got the bool {value!r}")
+    if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (complex, np.complexfloating)):
         if integer and _index(value) is None:
             raise ArgumentTypeError(f"{fn}: {arg} must be an int, got {_kind(value)} {value!r}")
         return value
@@ -245,71 +287,62 @@ def device(d, fn: str = "to"):
 
 
 # ---------------------------------------------------------------- deliberate strictness: the one list
-#: Where gradlab refuses, on purpose, a call PyTorch accepts, and why. Keys are ``(function, what)``
-#: with shell-style wildcards: ``function`` the public name, ``what`` the kind of argument
-#: (the labels of ``tests/fuzz_calls.py``: ``"arg 1 -> int tensor"``, ``"dim -> 1.5"``...). The fuzz suite
-#: (``tests/test_fuzz_errors.py``) fails on any refusal of what PyTorch accepts that is not listed here.
+#: Where gradlab refuses, on purpose, a call PyTorch accepts, and why. Keys are ``(function, argument)``:
+#: the public name and one argument, as the labels of ``tests/fuzz_calls.py`` name them (``"arg 1"``,
+#: ``"dim"``). The fuzz suite (``tests/test_fuzz_errors.py``) fails on any refusal of what PyTorch accepts
+#: that is not listed here.
 _BUILT = ("a module checks its size arguments when it is built, so the mistake is reported on the line that "
           "made it; PyTorch stores them and fails only at the first forward")
 _FLOAT_ONLY = ("pooling and losses are defined on floating tensors here (they exist to be differentiated); "
                "PyTorch also runs them on integer tensors")
-_UNPOOL_INTS = ("max_unpool's kernel_size, stride and padding are sizes, so ints; PyTorch's Python code does "
-                "arithmetic with a float one and only fails when it needs the default output size")
 _NEG_SMOOTHING = ("label_smoothing mixes the one-hot target with the uniform one and must be in [0, 1]; PyTorch "
                   "checks only the upper bound, and a negative weight on the uniform part makes the loss unbounded "
                   "below (it falls to -inf as the wrong classes' logits do)")
-STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
-    ("Conv*", "stride -> *"): _BUILT, ("Conv*", "padding -> *"): _BUILT, ("Conv*", "dilation -> *"): _BUILT,
-    ("ConvTranspose*", "*"): _BUILT, ("*Pool*", "arg 0 -> *"): _BUILT, ("*Pad*", "arg 0 -> *"): _BUILT,
-    ("Unflatten", "arg 1 -> *"): _BUILT, ("Upsampl*", "scale_factor -> *"): _BUILT,
-    ("Conv*", "arg 1 -> -7"): _BUILT,
-    ("EmbeddingBag", "mode -> *"): _BUILT, ("MaxUnpool*", "arg 0 -> *"): _BUILT,
-    ("MaxUnpool*", "stride -> *"): _BUILT, ("MaxUnpool*", "padding -> *"): _BUILT,
-    ("max_unpool*", "* -> 1.5"): _UNPOOL_INTS, ("max_unpool*", "* -> float inside"): _UNPOOL_INTS,
-    ("*Pool*", "forward arg 0 -> int tensor"): _FLOAT_ONLY, ("*_pool*", "arg 0 -> int tensor"): _FLOAT_ONLY,
-    ("*Loss", "forward arg 0 -> int tensor"): _FLOAT_ONLY,
-    ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
-                               "returns empty tensors",
-    ("fake_quantize_per_tensor_affine", "arg 1 -> -*"): "a scale <= 0 does not define a quantization grid; "
-                                                         "PyTorch accepts it and returns a mirrored or nan grid",
-    ("SGD", "dampening -> *"): "dampening is checked to be a number; PyTorch accepts any object until step()",
-    ("hinge_embedding_loss", "arg 0 -> int tensor"): "a loss scores floating predictions; on an integer input "
-                                                      "PyTorch computes in integers (the margin truncated) for "
-                                                      "reduction='none'/'sum' and refuses 'mean'",
-    ("local_response_norm", "arg 0 -> int tensor"): "PyTorch averages the integer squares with integer (truncating) "
-                                                     "division, a different normalization from the float one; "
-                                                     "convert the input with .float()",
-    ("cross_entropy", "label_smoothing -> -*"): _NEG_SMOOTHING, ("CrossEntropyLoss", "label_smoothing -> -*"):
-        _NEG_SMOOTHING,
-    ("fused_*_cell", "arg * -> int tensor"): "the fused recurrent cells take float gate pre-activations (what "
-                                             "nn.LSTM/nn.GRU give them); PyTorch's composite reference promotes "
-                                             "integers silently",
-    ("fused_lstm", "arg * -> int tensor"): "the fused LSTM sequence takes float gate pre-activations, states and "
-                                           "weights (what nn.LSTM gives it); PyTorch's composite reference promotes "
-                                           "some integers silently",
-}
-
 _BUILT_NUMBERS = ("a layer or loss module checks its number arguments (a slope, eps, momentum, a margin, p, a size, "
                   "the reduction) when it is built, so the mistake is reported on the line that made it; PyTorch "
                   "stores most of them and fails only at the first forward")
-for _cls in ("ELU", "CELU", "LeakyReLU", "Softplus", "Hardshrink", "Softshrink", "Threshold", "RReLU", "PReLU",
-             "BatchNorm*", "InstanceNorm*", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
-             "*Loss"):
-    STRICTER_THAN_PYTORCH[(_cls, "arg *")] = _BUILT_NUMBERS
-    for _kw in ("alpha", "negative_slope", "beta", "threshold", "value", "lambd", "lower", "upper", "init",
-                "num_parameters", "eps", "momentum", "num_groups", "num_channels", "num_features", "size", "k",
-                "margin", "p", "delta", "ignore_index", "label_smoothing", "blank", "reduction"):
-        STRICTER_THAN_PYTORCH.setdefault((_cls, f"{_kw} -> *"), _BUILT_NUMBERS)
-del _cls, _kw
+
+#: The one list of deliberate strictness: ``(public name, argument) -> reason``. Each entry names one op
+#: (exactly as the user calls it) and one argument (``"arg 0"``, ``"stride"``, ``"forward arg 0"`` for a
+#: module's forward, ``"hand"`` for a hand-written case): no patterns, so a new refusal is never covered
+#: by an old entry's reason unseen. ``stricter_reason`` looks an exact pair up.
+STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
+    **{(op, arg): _BUILT for op, arg in [
+        ("Conv1d", "stride"), ("Conv2d", "stride"), ("ConvTranspose2d", "stride"),
+        ("Conv1d", "padding"), ("Conv2d", "padding"), ("ConvTranspose2d", "padding"), ("Conv2d", "dilation"),
+        ("AvgPool1d", "arg 0"), ("ZeroPad2d", "arg 0"), ("Unflatten", "arg 1"), ("Upsample", "scale_factor")]},
+    **{(op, arg): _FLOAT_ONLY for op, arg in [
+        ("avg_pool1d", "arg 0"), ("avg_pool2d", "arg 0"), ("avg_pool3d", "arg 0"), ("lp_pool1d", "arg 0"),
+        ("lp_pool2d", "arg 0"), ("lp_pool3d", "arg 0"), ("max_pool2d", "arg 0"), ("max_pool3d", "arg 0"),
+        ("AvgPool1d", "forward arg 0"), ("AvgPool2d", "forward arg 0"), ("MaxPool2d", "forward arg 0")]},
+    **{(op, arg): _BUILT_NUMBERS for op, arg in [
+        ("BatchNorm1d", "eps"), ("BatchNorm1d", "momentum"), ("LayerNorm", "eps"), ("LeakyReLU", "arg 0"),
+        ("ELU", "arg 0"), ("Softshrink", "arg 0"), ("HuberLoss", "delta")]},
+    ("cross_entropy", "label_smoothing"): _NEG_SMOOTHING, ("CrossEntropyLoss", "label_smoothing"): _NEG_SMOOTHING,
+    ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
+                               "returns empty tensors",
+    ("fake_quantize_per_tensor_affine", "arg 1"): "a scale <= 0 does not define a quantization grid; "
+                                                  "PyTorch accepts it and returns a mirrored or nan grid",
+    ("SGD", "dampening"): "dampening is checked to be a number; PyTorch accepts any object until step()",
+    ("hinge_embedding_loss", "arg 0"): "a loss scores floating predictions; on an integer input PyTorch computes "
+                                       "in integers (the margin truncated) for reduction='none'/'sum' and refuses "
+                                       "'mean'",
+    ("local_response_norm", "arg 0"): "PyTorch averages the integer squares with integer (truncating) division, a "
+                                      "different normalization from the float one; convert the input with .float()",
+    **{(op, arg): "the fused recurrent cells take float gate pre-activations (what nn.LSTM/nn.GRU give them); "
+                  "PyTorch's composite reference promotes integers silently"
+       for op, arg in [("fused_gru_cell", "arg 0"), ("fused_gru_cell", "arg 1"), ("fused_gru_cell", "arg 2"),
+                       ("fused_lstm_cell", "arg 0"), ("fused_lstm_cell", "arg 1")]},
+    **{(op, arg): "the fused LSTM sequence takes float gate pre-activations, states and weights (what nn.LSTM "
+                  "gives it); PyTorch's composite reference promotes some integers silently"
+       for op, arg in [("fused_lstm", "arg 0"), ("fused_lstm", "arg 2"), ("fused_lstm", "arg 4")]},
+}
 
 
 def stricter_reason(fn: str, what: str):
-    """The reason gradlab deliberately refuses ``fn`` called with ``what``, or None if it does not."""
-    import fnmatch
-    for (f, w), reason in STRICTER_THAN_PYTORCH.items():
-        if fnmatch.fnmatchcase(fn, f) and fnmatch.fnmatchcase(what, w):
-            return reason
-    return None
+    """The reason gradlab deliberately refuses ``fn`` called with ``what`` (``"stride -> 1.5"``: the
+    argument, then the wrong value), or None if it does not: an exact (op, argument) lookup."""
+    return STRICTER_THAN_PYTORCH.get((fn, what.split(" -> ")[0]))
 
 
 # ---------------------------------------------------------------- pooling, convolution, resampling (issue #24)

@@ -79,8 +79,12 @@ class ValueRuntimeError(ArgumentError):
     both ``except ValueError`` and ``except RuntimeError`` catch it (as every ArgumentError)."""
 
 
-class OutOfMemory(GradlabError, MemoryError, RuntimeError):
-    """An allocation too big for this machine (PyTorch: ``RuntimeError: can't allocate memory``)."""
+class OutOfMemoryError(GradlabError, RuntimeError, MemoryError):
+    """A result too big for this machine, refused before it is allocated. As ``torch.OutOfMemoryError``
+    it is a ``RuntimeError`` (what torch-style code catches); it is also a ``MemoryError``."""
+
+
+OutOfMemory = OutOfMemoryError  # (the older name)
 
 
 class GradcheckError(GradlabError, AssertionError):

@@ -13,6 +13,7 @@ from . import checks as _c
 from ._tensor import Tensor
 from .backend import dtypes as _dt, random as _random
 from .backend.device import check_dtype_for, factory_device, to_device_array, xp_for
+from .backend.memory import check_alloc, out_of_memory
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
 
 
@@ -76,9 +77,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False, name=None) -> Ten
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like ``tensor`` but returns ``data`` itself when it already is a matching Tensor."""
+    """Like ``tensor`` but without a copy where none is needed, as PyTorch's: ``data`` itself when it
+    already is a matching Tensor, and a tensor sharing memory with a NumPy array of a matching dtype
+    (on the cpu), as ``from_numpy`` (changes to one show in the other)."""
     if isinstance(data, Tensor) and (dtype is None or data.dtype == _dt.as_dtype(dtype)):
         return data
+    if (isinstance(data, np.ndarray) and (dtype is None or data.dtype == _dt.as_dtype(dtype))
+            and (device is None or str(device) == "cpu")):
+        return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -105,13 +111,11 @@ def _new(fn, size, dtype, device, requires_grad, make):
     dev = factory_device(device)
     check_dtype_for(dtype, dev)
     shape = _shape(size, fn)
+    check_alloc(fn, shape, dtype)  # (refused before NumPy tries: see backend/memory.py)
     try:
         t = Tensor._make(make(xp_for(dev), shape, dtype))
-    except MemoryError:
-        from .errors import OutOfMemory
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        raise OutOfMemory(f"{fn}: cannot allocate a tensor of shape {shape} ({_dt.dtype_name(dtype)}, {nbytes / 2**30:,.1f} "
-                          f"GiB); this machine does not have that much memory. Check the sizes") from None
+    except MemoryError as e:
+        raise out_of_memory(fn, e) from None
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -206,6 +210,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                             f"use a {'negative' if step > 0 else 'positive'} step to count from {start} to {end}")
     dtype = _dt.as_dtype(dtype)
     xp = xp_for(factory_device(device))
+    check_alloc("arange", (max(0, math.ceil((end - start) / step)),), dtype)
     t = Tensor._make(xp.arange(start, end, step).astype(dtype))
     if requires_grad:
         t.requires_grad_(True)
@@ -286,6 +291,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     if int(n) < 0 or (m is not None and int(m) < 0):
         raise ArgumentError(f"eye: n and m must be >= 0, got n={n}, m={m}")
     xp = xp_for(factory_device(device))
+    check_alloc("eye", (int(n), int(n) if m is None else int(m)), dtype)
     t = Tensor._make(xp.eye(int(n), None if m is None else int(m), dtype=dtype))
     if requires_grad:
         t.requires_grad_(True)

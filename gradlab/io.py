@@ -58,8 +58,9 @@ VERSION = 1
 _MANIFEST = "gradlab.json"
 
 
-class CheckpointError(GradlabError, ValueError):
-    """A file that is not a readable gradlab checkpoint, or an object that cannot be saved safely."""
+class CheckpointError(GradlabError, ValueError, RuntimeError):
+    """A file that is not a readable gradlab checkpoint, or an object that cannot be saved safely. A
+    ``RuntimeError`` as PyTorch's errors for a damaged or truncated file (and a ``ValueError``)."""
 
 
 # ----------------------------------------------------------------- encoding
@@ -164,9 +165,19 @@ def save(obj, f) -> None:
 
     ``f`` is a path or a binary file object. See the module docstring for what fits.
     """
-    saver = _Saver()
-    manifest = {"format": FORMAT, "version": VERSION, "object": _encode(obj, saver, "obj")}
     own = isinstance(f, (str, os.PathLike))
+    if not own and not hasattr(f, "write"):
+        from .errors import ArgumentTypeError
+        raise ArgumentTypeError(f"save: f must be a path or a binary file object with a 'write' method, got "
+                                f"{type(f).__name__} {f!r}")
+    if own and os.path.isdir(f):
+        raise IsADirectoryError(f"save: {os.fspath(f)!r} is a directory; give a file name inside it")
+    saver = _Saver()
+    try:
+        manifest = {"format": FORMAT, "version": VERSION, "object": _encode(obj, saver, "obj")}
+    except RecursionError:
+        raise CheckpointError("save: the object is nested too deeply to save (containers inside containers, "
+                              "thousands of levels); flatten it first") from None
     fh = open(f, "wb") if own else f
     try:
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
@@ -412,6 +423,11 @@ def _sniff(head: bytes, name: str):
         raise CheckpointError(f"load: {name} is a single NumPy .npy array, not a gradlab checkpoint; "
                               "read it with numpy.load(path, allow_pickle=False)")
     if head[:4] != b"PK\x03\x04":
+        if head[:1] in (b"(", b"I", b"L", b"F", b"S", b"V", b"N", b"]", b"}", b"K", b"J", b"M", b"G") and (
+                head[1:2].isalnum() or head[1:2] in (b"(", b"'", b"q", b"\n", b"p", b".", b"-")):
+            raise CheckpointError(f"load: {name} looks like a Python pickle file (protocol 0 or 1: first bytes "
+                                  f"{head[:8]!r}). gradlab refuses to unpickle: unpickling runs code chosen by the "
+                                  "file. It was not read. Re-save it with gradlab.save(...) from a trusted session")
         if not head:
             raise CheckpointError(f"load: {name} is empty (0 bytes); the save was interrupted or the file was truncated")
         raise CheckpointError(f"load: {name} is not a gradlab checkpoint (it does not start like one: first bytes "
@@ -433,6 +449,14 @@ def load(f, map_location=None, weights_only=True, *, max_bytes=None):
     name = repr(os.fspath(f)) if own else "the file object"
     if own and not os.path.exists(f):
         raise FileNotFoundError(f"load: no such file {os.fspath(f)!r}")
+    if own and os.path.isdir(f):
+        raise IsADirectoryError(f"load: {os.fspath(f)!r} is a directory, not a checkpoint file")
+    if not own and (isinstance(f, _io.TextIOBase) or not hasattr(f, "read")):
+        from .errors import ArgumentTypeError
+        raise ArgumentTypeError(f"load: f must be a path or a binary file object (open(path, 'rb')), got "
+                                f"{type(f).__name__}" + (" opened in text mode" if isinstance(f, _io.TextIOBase) else ""))
+    if not own and not (getattr(f, "seekable", lambda: False)()):
+        f = _io.BytesIO(f.read(budget + 1))  # a pipe or socket: read it (within the budget) into memory
     fh = open(f, "rb") if own else f
     try:
         start = fh.tell() if hasattr(fh, "tell") else 0

@@ -109,8 +109,11 @@ def test_cast_methods_match_torch(torch, method, dtype):
     y, ty = getattr(x, method)(), getattr(tx, method)()
     assert _name(y.dtype) == dtype == _tname(ty.dtype)
     np.testing.assert_array_equal(y.numpy().astype(np.float64), ty.to(torch.float64).numpy())
-    z = x.to(dtype)
+    z = x.to(getattr(gradlab, dtype))
     assert z.dtype == y.dtype and x.to(gradlab.float64) is x  # same dtype: no copy, as PyTorch
+    for mod, t in ((gradlab, x), (torch, tx)):  # a string is a device in .to(), never a dtype
+        with pytest.raises(RuntimeError):
+            t.to(dtype)
 
 
 def test_cast_gradient_comes_back_in_the_input_dtype():

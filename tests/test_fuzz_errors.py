@@ -12,9 +12,13 @@ It fails on
   function called;
 * differing values where both succeed.
 
-Every case passes: there is no list of known gaps (the 166 the suite found when it was written were
-fixed in gradlab's checks, issue #24). A call gradlab refuses on purpose is listed, with its reason, in
-``STRICTER_THAN_PYTORCH``. Everything is seeded; it runs in seconds.
+Every case of the first classes (a wrong kind, a wrong dtype, a value out of its domain, the
+hand-written cases) passes: there is no list of known gaps there. The classes added later (list and
+ndarray operands, non-bool flag values, empty inputs, dtype strings, in-place changes through views)
+are counted per class against ``RATCHET``, which may only go down. A call gradlab refuses on purpose is
+listed, with its reason, in ``STRICTER_THAN_PYTORCH``: one op and one argument per entry, no patterns.
+Oversized results (under an address-space limit, in a subprocess) are ``tests/test_out_of_memory.py``
+and two threads are ``tests/test_thread_modes.py``. Everything is seeded; it runs in seconds.
 """
 from __future__ import annotations
 
@@ -29,18 +33,58 @@ from . import fuzz_calls as fc
 FAILURES = ("bare", "silent", "unlisted-strict", "wrong-class", "wrong-name", "values", "warning")
 
 @pytest.fixture(scope="module")
-def outcomes(torch):
+def cases():
+    return fc.all_cases()
+
+
+@pytest.fixture(scope="module")
+def classes(cases):
+    return {case.id: case.klass for case in cases}
+
+
+@pytest.fixture(scope="module")
+def outcomes(torch, cases):
     out = {}
-    for case in fc.all_cases():
+    for case in cases:
         out[case.id] = fc.classify(case, torch, stricter_reason(case.fn, case.what))
     return out
 
 
-def test_fuzz_counts_and_no_new_failures(outcomes):
+def test_fuzz_counts_and_no_new_failures(outcomes, classes):
     counts = collections.Counter(kind for kind, _ in outcomes.values())
+    by_class = collections.Counter(classes.values())
     print(f"\nfuzz: {len(outcomes)} wrong calls; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    new = {i: o for i, o in outcomes.items() if o[0] in FAILURES}
+    print("by class: " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items())))
+    new = {i: o for i, o in outcomes.items() if o[0] in FAILURES and classes[i] in fc.BASE_CLASSES}
     assert not new, "\n".join(f"{kind}: {i}: {detail}" for i, (kind, detail) in sorted(new.items()))
+
+
+#: Failures still open in the classes added later (list/ndarray operands, non-bool flags, empty
+#: inputs, dtype strings, in-place changes through views), as measured when they were added. Aliasing:
+#: 36 are gradlab refusing an in-place change through a view of a tensor in the graph (which PyTorch
+#: rebases; gradlab does not track it), 12 are ``diagonal()`` returning a copy, not a view. A class may only go down: lower a
+#: number when fixes land; the test fails if a class has more (a new gap) or fewer (update it).
+RATCHET = {"ndarray operand": 386, "flag value": 56, "empty (size 0)": 22, "list operand": 30, "dtype string": 1,
+           "aliasing": 48}
+
+
+def test_later_classes_do_not_regress(outcomes, classes):
+    failing = collections.Counter(classes[i] for i, (kind, _) in outcomes.items()
+                                  if kind in FAILURES and classes[i] not in fc.BASE_CLASSES)
+    print("\nopen failures by later class: " + ", ".join(f"{k} {v}" for k, v in sorted(failing.items())))
+    for klass, limit in RATCHET.items():
+        assert failing.get(klass, 0) == limit, (
+            f"{klass}: {failing.get(klass, 0)} failures, the ratchet says {limit}: "
+            + ("a new gap; see python -m tests.fuzz_calls" if failing.get(klass, 0) > limit
+               else "fewer than recorded: lower RATCHET"))
+    assert set(failing) <= set(RATCHET), f"a class without a ratchet entry fails: {set(failing) - set(RATCHET)}"
+
+
+def test_stricter_list_names_one_op_and_one_argument_each():
+    from gradlab.checks import STRICTER_THAN_PYTORCH
+    for fn, arg in STRICTER_THAN_PYTORCH:
+        assert not set("*?[") & set(fn + arg), f"a pattern in the allow-list: {(fn, arg)}"
+        assert " -> " not in arg, f"an entry names a value, not an argument: {(fn, arg)}"
 
 
 def test_every_public_area_is_fuzzed(outcomes):

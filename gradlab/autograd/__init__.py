@@ -11,15 +11,16 @@ from .engine import backward, grad
 from .function import AccumulateGrad, Function, Op, SavedTensor
 from .once import once_differentiable
 from .gradcheck import gradcheck, gradgradcheck
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 
 _tensor_mod._autograd = engine
+_tensor_mod._grad_state = grad_mode.state  # (Tensor._make marks tensors made in inference mode)
 inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
 hooks.install()  # x.register_hook(f), x.retain_grad() ... (see hooks.py)
 
 __all__ = [
     "AccumulateGrad", "Function", "Op", "SavedTensor", "once_differentiable", "backward", "grad", "gradcheck", "gradgradcheck",
-    "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
     "forward_ad", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "register_vjp",
     "override_vjp",
 ]

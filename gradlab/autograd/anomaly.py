@@ -12,7 +12,10 @@ student sees it, every gradient is NaN. With anomaly detection on:
   ``backward_observers`` hook).
 
 Both hooks use the engine's extension points, so with anomaly detection off
-nothing is paid. It is slow when on (a stack walk per op, a scan per gradient):
+nothing is paid. The mode is per thread, like grad mode: the hooks stay
+installed while any thread has it on, and each does its work only in a thread
+that switched it on (PyTorch keeps this one switch process-wide; per thread,
+one thread's ``detect_anomaly()`` block cannot switch it off under another). It is slow when on (a stack walk per op, a scan per gradient):
 a debugging tool, as in PyTorch.
 """
 from __future__ import annotations
@@ -21,21 +24,34 @@ import functools
 import linecache
 import os
 import sys
+import threading
 
 from ..backend import dtypes as _dt
 from ..errors import GradError, fmt_shape
 from . import engine as _engine, function as _fn
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_state = {"enabled": False, "check_nan": True}
+
+
+class _State(threading.local):
+    """This thread's anomaly mode (each thread starts with it off)."""
+
+    def __init__(self):
+        self.enabled = False
+        self.check_nan = True
+
+
+_state = _State()
+_on_in = set()             # idents of the threads that have it on: the hooks are installed while any has
+_on_lock = threading.Lock()
 
 
 def is_anomaly_enabled() -> bool:
-    return _state["enabled"]
+    return _state.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return _state["enabled"] and _state["check_nan"]
+    return _state.enabled and _state.check_nan
 
 
 def user_frames(limit=5, skip=1):
@@ -52,6 +68,8 @@ def user_frames(limit=5, skip=1):
 
 def _record_creation(node):
     """node_observers hook: remember the user's line that created ``node``."""
+    if not _state.enabled:
+        return  # another thread has anomaly detection on, not this one
     frames = user_frames(limit=5, skip=2)
     if not frames:
         return
@@ -81,7 +99,7 @@ class _NanWatch:
         pass
 
     def node_end(self, node, grads_in, grads_out):
-        if not grads_out or not _state["check_nan"]:
+        if not grads_out or not (_state.enabled and _state.check_nan):
             return
         for i, g in enumerate(grads_out):
             if g is None or not _dt.is_floating(g.data.dtype):
@@ -115,17 +133,20 @@ _watch = _NanWatch()
 
 
 def _set(enabled: bool, check_nan: bool):
-    _state["enabled"], _state["check_nan"] = bool(enabled), bool(check_nan)
-    if enabled:
-        if _record_creation not in _fn.node_observers:
-            _fn.node_observers.append(_record_creation)
-        if _watch not in _engine.backward_observers:
-            _engine.backward_observers.append(_watch)
-    else:
-        if _record_creation in _fn.node_observers:
-            _fn.node_observers.remove(_record_creation)
-        if _watch in _engine.backward_observers:
-            _engine.backward_observers.remove(_watch)
+    """Set this thread's mode; install the hooks while some thread has it on."""
+    _state.enabled, _state.check_nan = bool(enabled), bool(check_nan)
+    with _on_lock:
+        (_on_in.add if enabled else _on_in.discard)(threading.get_ident())
+        if _on_in:
+            if _record_creation not in _fn.node_observers:
+                _fn.node_observers.append(_record_creation)
+            if _watch not in _engine.backward_observers:
+                _engine.backward_observers.append(_watch)
+        else:
+            if _record_creation in _fn.node_observers:
+                _fn.node_observers.remove(_record_creation)
+            if _watch in _engine.backward_observers:
+                _engine.backward_observers.remove(_watch)
 
 
 class detect_anomaly:
@@ -135,7 +156,7 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self):
-        self._prev = (_state["enabled"], _state["check_nan"])
+        self._prev = (_state.enabled, _state.check_nan)
         _set(True, self.check_nan)
         return self
 
@@ -155,7 +176,7 @@ class set_detect_anomaly:
     """``set_detect_anomaly(True)`` switches anomaly detection on at once; also a context manager."""
 
     def __init__(self, mode: bool, check_nan: bool = True):
-        self._prev = (_state["enabled"], _state["check_nan"])
+        self._prev = (_state.enabled, _state.check_nan)
         _set(mode, check_nan)
 
     def __enter__(self):

@@ -254,9 +254,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         g = g.data if arrays else g
         buf[e[1]] = g if buf[e[1]] is None else _sum(buf[e[1]], g)
     handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
-    prev_mode = _grad_state.enabled
+    prev_mode, prev_root = _grad_state.enabled, _grad_state.backward_root  # (this thread's: see grad_mode)
     _grad_state.enabled = bool(create_graph)
-    _fn._current_root[0] = roots[0] if roots else None  # (for the freed-graph error; labelled only then)
+    _grad_state.backward_root = roots[0] if roots else None  # (for the freed-graph error; labelled only then)
     observers = list(backward_observers)
     for o in observers:
         if hasattr(o, "begin"):
@@ -280,7 +280,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
     finally:
         _fp_restore(quiet)
         _grad_state.enabled = prev_mode
-        _fn._current_root[0] = None
+        _grad_state.backward_root = prev_root
         for o in observers:
             if hasattr(o, "end"):
                 o.end()

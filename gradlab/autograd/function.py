@@ -29,6 +29,7 @@ import numpy as _np
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
+from ..backend.memory import out_of_memory as _out_of_memory
 from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
@@ -46,7 +47,6 @@ _ACC_SEQ_BASE = 1 << 62
 node_observers: list = []   # f(node) after a node is recorded
 op_observers: list = []     # object with .before(fn_cls, args) -> token and .after(token, fn_cls, args, outputs, node)
 forward_ad_hook = [None]    # f(node, args, outputs) when some input carries a tangent
-_current_root = [None]      # the tensor backward() was called on, labelled only for an error message
 
 
 class Function:
@@ -213,6 +213,8 @@ class Function:
                 out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
             if forward_ad_hook[0] is not None:
                 return _finish_forward_ad(ctx, cls, args, out, recording)
+        except MemoryError as e:  # NumPy's is no RuntimeError: say which op and how big (backend/memory.py)
+            raise _out_of_memory(cls.name, e) from None
         finally:
             _fp_restore(quiet)
         if not recording:
@@ -287,6 +289,8 @@ class Op(Function):
                 out = cls.forward(ctx, args[0])
             else:
                 out = cls.forward(ctx, *args)
+        except MemoryError as e:  # (a try costs nothing until it catches)
+            raise _out_of_memory(cls.name, e) from None
         finally:
             _fp_restore(quiet)
         if record:
@@ -296,6 +300,8 @@ class Op(Function):
         if type(out) is _ndarray:
             t = _new_tensor(Tensor)
             t.data = out
+            if _grad_state.inference:
+                t._is_inference = True
             return t
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
@@ -389,6 +395,8 @@ def _record(ctx, args, out):
                 edges.append(_edge(a))
             else:
                 edges.append(None)
+                if a._is_inference and ctx._to_save and any(a is t for t in ctx._to_save):
+                    _refuse_inference(ctx, a)  # (an inference tensor never requires grad: checked only here)
             d = a.data
             metas.append((d.shape, d.dtype))
         else:
@@ -413,6 +421,13 @@ def _record(ctx, args, out):
         for f in node_observers:
             f(ctx)
     return ret
+
+
+def _refuse_inference(ctx, t):
+    raise GradError(
+        f"{ctx.name}: an input of shape {fmt_shape(t.shape)} was made inside inference_mode(), and tensors made "
+        "there cannot be saved for backward (as in PyTorch). Make it under no_grad() instead of inference_mode(), "
+        "or use a copy made outside: t.clone()")
 
 
 def _wrap_outputs(ctx, out):
@@ -482,7 +497,7 @@ def _observed_apply(cls, args, kwargs):
 
 
 def _freed_error(node):
-    t = _current_root[0]  # (labelled here, not in every backward pass: only an error needs the words)
+    t = _grad_state.backward_root  # (labelled here, not in every backward pass: only an error needs the words)
     root = "this tensor" if t is None else f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
     return GradError(
         f"backward: the graph behind {root} was already freed by an earlier backward() "

@@ -3,18 +3,28 @@
 Inside ``no_grad()`` ops still compute, but record no graph and save nothing
 for backward: the memory an inference pass saves. Each mode works as a
 context manager and as a decorator.
+
+The modes are per thread, as PyTorch's are: ``state`` is a ``threading.local``,
+so a ``no_grad()`` block in one thread (or the engine switching recording off
+while its ``backward()`` runs) never stops another thread from recording, and
+a new thread starts with grad enabled whatever the thread that started it was
+doing. Everything that reads or sets a mode goes through ``state``.
 """
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _State:
-    __slots__ = ("enabled", "inference")
+class _State(threading.local):
+    """This thread's modes. ``__init__`` runs once in each thread that touches
+    ``state``, so every thread starts from the defaults: recording on, not in
+    inference mode, no backward running."""
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.backward_root = None  # the tensor this thread's running backward() started from (for messages)
 
 
 state = _State()
@@ -88,9 +98,11 @@ class set_grad_enabled(_Mode):
 class inference_mode(_Mode):
     """``no_grad`` for pure inference; ``is_inference_mode_enabled()`` reports it.
 
-    PyTorch's version is also stricter (tensors made inside can never be saved
-    for a backward later), which lets it skip version counters; gradlab keeps
-    it simple and behaves exactly like ``no_grad`` otherwise.
+    As in PyTorch, it is also stricter: a tensor made inside is an *inference
+    tensor* (``t.is_inference()``), which a recorded op may never save for
+    backward and which can be changed in place only inside inference mode
+    (that is what lets PyTorch skip version counters for them). Use
+    ``no_grad()`` for values that will meet autograd later.
     """
 
     def __init__(self, mode: bool = True):

@@ -100,6 +100,16 @@ def _bump(t):
 
 def apply_inplace(self, name, compute, others=()):
     """Run ``compute(old) -> Tensor`` as an in-place change of ``self`` (see the module doc)."""
+    if self._is_inference and not _grad_state.inference:
+        raise GradError(f"{name}: {_label(self)} was made inside inference_mode(); it can only be changed in place "
+                        "there (as in PyTorch). Change a copy instead: t = t.clone()")
+    if self._multi_view is not None and _grad_state.enabled and (
+            self._requires_grad or (self._view_base is not None and self._view_base._requires_grad)
+            or any(isinstance(o, Tensor) and o._requires_grad for o in others)):
+        raise GradError(
+            f"{name}: {_label(self)} is one of the views {self._multi_view} returned, and such views cannot be "
+            "changed in place while gradients are recorded (as in PyTorch: the op's one backward node serves them "
+            f"all). Use an out-of-place op (y = v * 2), or .clone() the piece first")
     if not _needs_graph(self, others):
         result = compute(self)
         _write(self, result, name)

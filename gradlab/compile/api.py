@@ -5,6 +5,13 @@ A :class:`CompiledFunction` keeps one compiled *entry* per input signature
 non-tensor arguments): that signature is the *guard*. A call whose signature
 has no entry traces again, and the reason is logged (``explain()``).
 
+Every tensor argument is a graph input, read afresh on each call whatever its
+dtype: integer ids an op takes as a raw array are graph inputs too (``RawArg``
+in ``ir.py``). Where the trace had to keep an array that may have been computed
+from an input's values as a constant (a boolean mask, whose count sets a shape),
+the entry also guards on those inputs' values and traces again when they change
+(``Entry.value_guard``): slower, never a replay of the first call's values.
+
 With gradients on, an entry holds two optimised graphs: the forward (which
 also returns what the backward needs) and the backward. Calling it runs the
 forward inside one autograd node; ``backward()`` runs the compiled backward.
@@ -56,6 +63,7 @@ class Entry:
         self.specializations = []
         self.grad_slots = []      # per input of the autograd node: index into backward outputs, or None
         self.node_cls = None
+        self.value_guard = []     # [(arg index, name, values)] when arrays computed from them are baked in
 
     def run(self, args):
         tensors = [a for a in args if isinstance(a, Tensor)] + [t for _, t in self.params]
@@ -97,6 +105,12 @@ class _CompiledNode(Function):
         for slot in entry.grad_slots:
             out.append(None if slot is None or res[slot] is None else Tensor._make(res[slot]))
         return (None,) + tuple(out)
+
+
+def _values_changed(entry, args) -> str:
+    """The names of the integer/bool inputs whose values differ from those ``entry`` was traced with."""
+    return ", ".join(f"'{name}'" for i, name, old in entry.value_guard
+                     if not (args[i].data.shape == old.shape and (args[i].data == old).all()))
 
 
 def _eager_vjp(entry, inputs, grads):
@@ -186,8 +200,13 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         key, desc = self._signature(args, kwargs)
         entry = self.cache.get(key)
-        if entry is None:
-            why = self._why(desc)
+        changed = entry is not None and entry.value_guard and _values_changed(entry, args)
+        if entry is None or changed:
+            why = self._why(desc) if not changed else (
+                f"the values of integer/bool input(s) {changed} changed, and the graph holds arrays computed "
+                "from them as constants (a mask, or indices an op converted)")
+            if changed:
+                self.cache.pop(key)
             entry = self._compile(args, kwargs)
             n = len(self.log) + 1
             self.log.append(f"trace #{n}: {why}")
@@ -266,6 +285,9 @@ class CompiledFunction:
             e.traced = e.traced_forward = g
             e.forward = optimize(g, e.report, device, fuse=self.fuse)
         e.specializations = list(tracer.specializations)
+        if tracer.baked:  # arrays went in as constants, maybe computed from an input's values: guard on them
+            e.value_guard = [(i, self._argname(i), a.data.copy()) for i, a in enumerate(args)
+                             if isinstance(a, Tensor) and (a.dtype.kind in "iub" or tracer.baked_from_graph)]
         return e
 
     # ----------------------------------------------------------- reading

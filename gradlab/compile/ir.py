@@ -64,10 +64,66 @@ class Value:
         return f"%{self.name}"
 
 
+class RawArg:
+    """An input tensor's array handed to an op as a raw array (``embedding(w, ids)``, ``x[ids]``).
+
+    Ops receive index tensors as arrays, not tensors; without this the tracer would bake the
+    first call's indices into the graph as a constant and replay them for ever. It stands for
+    graph value ``value`` (an input, or an op's output such as ``argmax``'s), and the runtime passes
+    that value's current array in its place, inside a tuple too (an index key ``(ids,)``).
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return type(other) is RawArg and other.value is self.value
+
+    def __hash__(self):
+        return hash(("raw", id(self.value)))
+
+    def __repr__(self):
+        return f"%{self.value.name}"
+
+
+def raw_inputs(a) -> list:
+    """The graph inputs a (possibly tuple) argument reads through :class:`RawArg` s."""
+    if type(a) is RawArg:
+        return [a.value]
+    if type(a) is tuple:
+        return [v for x in a for v in raw_inputs(x)]
+    return []
+
+
+def resolve_raw(a, env):
+    """``a`` with each :class:`RawArg` replaced by its input's array from ``env``."""
+    if type(a) is RawArg:
+        return env[a.value]
+    if type(a) is tuple and any(raw_inputs(x) for x in a):
+        return tuple(resolve_raw(x, env) for x in a)
+    return a
+
+
+def rename_arg(a, mapping):
+    """``a`` with the values in ``mapping`` replaced (a pass merged or folded them), in raw arguments too."""
+    if isinstance(a, Value):
+        return mapping.get(a, a)
+    if type(a) is RawArg:
+        v = mapping.get(a.value, a.value)
+        return a if v is a.value else RawArg(v)
+    if type(a) is tuple and any(raw_inputs(x) for x in a):
+        return tuple(rename_arg(x, mapping) for x in a)
+    return a
+
+
 def show_arg(a) -> str:
     """An op argument as text: a value's name, or a Python literal."""
     if isinstance(a, Value):
         return f"%{a.name}"
+    if isinstance(a, RawArg):
+        return f"%{a.value.name}"
     if isinstance(a, float):
         return repr(a)
     if isinstance(a, np.ndarray):
@@ -102,7 +158,12 @@ class Node:
 
     @property
     def inputs(self) -> list:
-        return [a for a in self.args if isinstance(a, Value)]
+        """The values this node reads: its tensor arguments, and inputs it reads as raw arrays."""
+        out = [a for a in self.args if isinstance(a, Value)]
+        for a in self.args:
+            if type(a) is RawArg or type(a) is tuple:
+                out += raw_inputs(a)
+        return out
 
     @property
     def all_outputs(self) -> list:

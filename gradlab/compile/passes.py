@@ -18,7 +18,7 @@ list, shown by ``compiled.explain()``.
 """
 from __future__ import annotations
 
-from .ir import Graph, Node, Value, show_arg
+from .ir import Graph, Node, Value, rename_arg, resolve_raw, show_arg
 from .runtime import run_node
 
 #: ops that must run every time (random numbers): never folded or merged
@@ -34,7 +34,7 @@ def substitute(graph: Graph, mapping: dict):
     if not mapping:
         return
     for n in graph.nodes:
-        n.args = [mapping.get(a, a) if isinstance(a, Value) else a for a in n.args]
+        n.args = [rename_arg(a, mapping) for a in n.args]
     graph.outputs = [mapping.get(v, v) if v is not None else None for v in graph.outputs]
 
 
@@ -43,11 +43,12 @@ def fold_constants(graph: Graph, report: list, max_elements=1 << 20) -> Graph:
     g = graph.copy()
     keep, mapping, folded = [], {}, 0
     for n in g.nodes:
-        n.args = [mapping.get(a, a) if isinstance(a, Value) else a for a in n.args]
+        n.args = [rename_arg(a, mapping) for a in n.args]
         ins = n.inputs
         if (ins and all(a.kind == "const" for a in ins) and not n.hidden and not is_impure(n)
                 and n.group is None and all(v is not None and v.size <= max_elements for v in n.outputs)):
-            outs, _ = run_node(n, [a.data if isinstance(a, Value) else a for a in n.args])
+            consts = {v: v.data for v in ins}
+            outs, _ = run_node(n, [a.data if isinstance(a, Value) else resolve_raw(a, consts) for a in n.args])
             news = []
             for v, o in zip(n.outputs, outs):
                 c = g.new_value(v.shape, v.dtype, "const", data=o, prefix="c")
@@ -84,7 +85,7 @@ def eliminate_common_subexpressions(graph: Graph, report: list) -> Graph:
     g = graph.copy()
     seen, mapping, keep, removed = {}, {}, [], 0
     for n in g.nodes:
-        n.args = [mapping.get(a, a) if isinstance(a, Value) else a for a in n.args]
+        n.args = [rename_arg(a, mapping) for a in n.args]
         if is_impure(n) or n.group is not None:
             keep.append(n)
             continue

@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from ..autograd import function as _fn
 from ..autograd.grad_mode import no_grad
 from ..backend.fperr import quiet
-from .ir import Graph, Node, Value
+from .ir import Graph, Node, Value, resolve_raw
 
 
 def run_node(node: Node, arrays: list):
@@ -37,8 +37,10 @@ def run_node(node: Node, arrays: list):
     outs = list(out) if type(out) is tuple else [out]
     outs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outs]
     hidden = []
-    for _, (kind, key) in node.hidden:
+    for _, (kind, key, *item) in node.hidden:  # ("saved", k), ("attr", name), ("item", name, k)
         h = ctx._to_save[key] if kind == "saved" else getattr(ctx, key)
+        if item:
+            h = h[item[0]]
         hidden.append(h.data if isinstance(h, Tensor) else h)
     return outs, hidden
 
@@ -76,7 +78,7 @@ def execute(graph: Graph, inputs: list) -> list:
             for v, o in zip(n.outputs, outs):
                 env[v] = o
         else:
-            outs, hidden = run_node(n, [env[a] if isinstance(a, Value) else a for a in n.args])
+            outs, hidden = run_node(n, [env[a] if isinstance(a, Value) else resolve_raw(a, env) for a in n.args])
             for v, o in zip(n.outputs, outs):
                 if v is not None:
                     env[v] = o

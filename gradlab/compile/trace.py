@@ -36,7 +36,7 @@ from ..autograd.function import SavedTensor
 from ..backend import random as _random_mod
 from ..errors import GradError
 from ..ops.registry import REGISTRY
-from .ir import Graph, Node
+from .ir import Graph, Node, RawArg
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL = tuple(os.path.join(_PKG, d) for d in ("ops", "autograd", "backend", "compile", "_tensor.py",
@@ -75,6 +75,8 @@ class Tracer:
         self.phase = "forward"
         self.params = []            # (Value, Tensor) lifted leaves
         self.specializations = []   # (what, site text, code line)
+        self.baked = []             # arrays baked in as constants that may come from an input (see _raw)
+        self.baked_from_graph = False
         self._suspended = False
 
     # ------------------------------------------------------------ values
@@ -166,8 +168,46 @@ class Tracer:
     def after(self, token, cls, args, outputs, node):
         self._record(cls.name, args, {}, outputs, cls=cls, ctx=node)
 
+    def _raw(self, a):
+        """An array argument that is a traced tensor's own array (``ids.data``) as a :class:`RawArg`,
+        so each call reads its current values; in a tuple (an index key) too. A bool array (a mask)
+        stays a constant: what it selects sets the result's shape, which the graph fixes."""
+        if type(a) is tuple:
+            return tuple(self._raw(x) for x in a)
+        if not hasattr(a, "__array_interface__") and not hasattr(a, "__cuda_array_interface__"):
+            return a
+        v = self.by_array.get(id(a))
+        if v is None and self.phase == "backward":
+            v = self._hidden_array(a)
+        if v is not None and v.kind == "const":
+            return a  # a constant tensor's own array
+        if v is None or a.dtype == bool:  # (a mask: what it selects sets the result's shape, fixed in the graph)
+            self.baked.append(a)  # perhaps computed from an input's values: the entry then guards on them
+            if v is not None:
+                self.baked_from_graph = True  # a mask computed in the graph: it may depend on any input
+            return a
+        return RawArg(v)
+
+    def _hidden_array(self, a):
+        """An array a forward op kept in its ctx (``ctx.info = (idx, weights, ...)``), read by a backward
+        op: expose it as an extra output of that forward node (see ``_hidden``), or None."""
+        for n in self.graph.nodes:
+            if n.ctx is None or n.phase != "forward":
+                continue
+            for name, val in n.ctx.__dict__.items():
+                key = ("attr", name) if val is a else None
+                if key is None and type(val) is tuple:
+                    key = next((("item", name, k) for k, x in enumerate(val) if x is a), None)
+                if key is not None:
+                    v = self.graph.new_value(a.shape, a.dtype)
+                    n.hidden.append((v, key))
+                    self.by_array[id(a)] = v
+                    self.keep.append(a)
+                    return v
+        return None
+
     def _record(self, op, args, kwargs, outputs, cls=None, fn=None, ctx=None):
-        vargs = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
+        vargs = [self.value_of(a) if isinstance(a, Tensor) else self._raw(a) for a in args]
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         where = _site_text(user_site(3)) if self.phase == "forward" else None
         n = Node(op, vargs, [self._new_out(o) for o in outs], cls=cls, fn=fn, where=where, phase=self.phase,
@@ -289,6 +329,7 @@ class Tracer:
     # --------------------------------------------------------- on / off
     def __enter__(self):
         self._patched = []
+        from ..nn import functional as _nn_functional  # (imported first: the patching below reaches its modules)
 
         mods = [m for k, m in list(sys.modules.items()) if m is not None and (k == "gradlab" or k.startswith(
             "gradlab.")) and not k.startswith("gradlab.compile")]
@@ -318,11 +359,13 @@ class Tracer:
         # dropout draws its mask through a recorded call; any other draw warns (it would be baked in)
         from .. import factories as _factories
         for name in ("rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
-                     "bernoulli", "normal", "multinomial"):
+                     "bernoulli", "normal", "multinomial", "arange"):  # (arange: its array may be an index)
             for home in (_factories, _ops_mod):
                 patch(name, lambda orig, name=name: self._wrap(name, orig), home)
-        from ..nn import functional as _nn_functional
         patch("dropout", self._traced_dropout, _nn_functional)
+        # integer results computed from a tensor's values outside any op: recorded as calls, so they are
+        # recomputed from each call's input (else the first call's one-hot rows would be a constant)
+        patch("one_hot", lambda orig: self._wrap("one_hot", orig), _nn_functional)
         from ..backend import random as _random
         self._patched.append((_random, "_generator", _random._generator))
         _random._generator = _DrawSpy(_random._generator, self)

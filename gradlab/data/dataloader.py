@@ -17,7 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import random as _random
-from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 
@@ -101,6 +101,10 @@ class TensorDataset(Dataset):
         self.tensors = tensors
 
     def __getitem__(self, index):
+        n = len(self)
+        if isinstance(index, (int, np.integer)) and not -n <= index < n:
+            raise IndexOutOfRange(f"TensorDataset: index {index} is out of range for a dataset of {n} samples "
+                                  f"(valid: {-n} to {n - 1})")
         return tuple(Tensor._make(t.data[index]) for t in self.tensors)
 
     def __len__(self):
@@ -117,6 +121,10 @@ class Subset(Dataset):
     def __getitem__(self, i):
         if isinstance(i, list):
             return [self.dataset[self.indices[j]] for j in i]
+        n = len(self.indices)
+        if isinstance(i, (int, np.integer)) and not -n <= i < n:
+            raise IndexOutOfRange(f"Subset: index {i} is out of range for a subset of {n} samples "
+                                  f"(valid: {-n} to {n - 1})")
         return self.dataset[self.indices[i]]
 
     def __len__(self):
@@ -144,10 +152,14 @@ def random_split(dataset, lengths, generator=None):
 def default_collate(batch):
     """Stack a list of samples into a batch: tensors/arrays/numbers are stacked, tuples and dicts per field."""
     first = batch[0]
-    if isinstance(first, Tensor):
-        return Tensor._make(np.stack([b.data for b in batch]))
-    if isinstance(first, np.ndarray):
-        return Tensor._make(np.stack(batch))
+    if isinstance(first, (Tensor, np.ndarray)):
+        arrays = [b.data if isinstance(b, Tensor) else np.asarray(b) for b in batch]
+        for k, a in enumerate(arrays):
+            if a.shape != arrays[0].shape:  # (a ShapeError is a RuntimeError, as PyTorch's stack error)
+                raise ShapeError(f"default_collate: stack expects each sample to have the same shape, but got "
+                                 f"{fmt_shape(arrays[0].shape)} at entry 0 and {fmt_shape(a.shape)} at entry {k}; "
+                                 "pad the samples to one length, or pass a collate_fn that does")
+        return Tensor._make(np.stack(arrays))
     if isinstance(first, bool):
         return Tensor._make(np.asarray(batch, dtype=np.bool_))
     if isinstance(first, numbers.Integral):
@@ -208,6 +220,9 @@ class DataLoader:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size <= 0):
             raise ArgumentError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(num_workers, (int, float)) and num_workers < 0:
+            raise ArgumentError(f"DataLoader: num_workers option should be a non-negative int, got {num_workers!r}; "
+                                "use num_workers=0 to load in the main process (as PyTorch)")
         self.dataset, self.num_workers, self.pin_memory, self.timeout = dataset, num_workers, pin_memory, timeout
         self.generator = generator if generator is not None else (
             np.random.default_rng(seed) if seed is not None else None)

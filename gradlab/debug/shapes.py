@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from ..autograd import function as _fn
+from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt
 from ..errors import GradlabError, fmt_shape
 from ._common import Tensor, current_module, html_table, node_module, text_table, user_site
@@ -158,7 +159,7 @@ class trace_shapes:
                 ins.append(s)
             elif isinstance(a, (int, float, bool)) and not isinstance(a, bool) and len(args) <= 3:
                 ins.append("scalar")
-        name = cls.name if _fn._current_root[0] is None else f"{cls.name} (backward)"
+        name = cls.name if _grad_state.backward_root is None else f"{cls.name} (backward)"
         row = ShapeRow(len(self.rows), name, ins, current_module(), user_site(2))
         self.rows.append(row)
         return row

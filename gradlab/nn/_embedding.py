@@ -13,6 +13,7 @@ from .. import checks as _c
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt, xp_of
+from ..backend.memory import check_alloc
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.embedding import Embedding
@@ -99,6 +100,7 @@ def one_hot(tensor, num_classes=-1):
     if a.size and (a.min() < 0 or a.max() >= num_classes):
         bad = int(a[(a < 0) | (a >= num_classes)].reshape(-1)[0])
         raise IndexOutOfRange(f"one_hot: class {bad} is outside [0, {num_classes}) (num_classes={num_classes})")
+    check_alloc("one_hot", a.shape + (num_classes,), np.int64)  # (before the comparison's bool array too)
     out = (a[..., None] == xp.arange(num_classes)).astype(np.int64)
     return Tensor._make(out)
 

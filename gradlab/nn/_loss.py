@@ -327,9 +327,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(p.shape)}; they "
                          "must be the same")
     data = p.data
-    if data.size and ((data < 0) | (data > 1)).any():
-        raise ArgumentError(f"{op}: input must hold probabilities in [0, 1] (got values from {float(data.min()):.4g} "
-                            f"to {float(data.max()):.4g}); for raw scores use binary_cross_entropy_with_logits")
+    if data.size and not ((data >= 0) & (data <= 1)).all():  # (NaN fails both tests: refused, as PyTorch)
+        num = data[~np.isnan(data)]
+        seen = f"values from {float(num.min()):.4g} to {float(num.max()):.4g}" if num.size else "only NaN"
+        raise ArgumentError(f"{op}: input must hold probabilities in [0, 1] (got {seen}"
+                            f"{', and NaN' if num.size < data.size and num.size else ''}); for raw "
+                            "scores use binary_cross_entropy_with_logits")
     td = t.data
     if td.size and ((td < 0) | (td > 1)).any():
         raise ArgumentError(f"{op}: target must hold values in [0, 1] (got values from {float(td.min()):.4g} to "

@@ -41,7 +41,7 @@ from ..amp.state import autocast_args as _autocast_args, state as _amp  # autoca
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
 from ..backend.fperr import quiet as _fp_quiet
-from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.normalization import BatchNorm, LayerNorm
 from ..ops.registry import Sample, register
@@ -68,6 +68,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"layer_norm: input has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor")
     eps = _c.arguments("layer_norm", eps=(eps, "number"))
+    if not isinstance(normalized_shape, (tuple, list)):  # (as PyTorch's F.layer_norm; nn.LayerNorm(3) takes an int)
+        raise ArgumentTypeError(f"layer_norm: normalized_shape must be a tuple of ints, got {type(normalized_shape).__name__}"
+                                f" {normalized_shape!r}; write ({normalized_shape!r},) for the last dim")
     ns = _c.shape(normalized_shape, "layer_norm", "normalized_shape")
     k = len(ns)
     if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:

@@ -40,10 +40,10 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
                           self.unsorted_indices)
 
     def double(self):
-        return self.to("float64")
+        return self.to(np.float64)
 
     def float(self):
-        return self.to("float32")
+        return self.to(np.float32)
 
     @property
     def is_cuda(self):

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .. import checks as _c
 from .._tensor import Tensor
 from ..backend import random as _random
 from ..backend.device import xp_of
@@ -84,12 +85,16 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn from ``N(mean, std^2)``."""
+    if _c.number(std, "normal_", "std") < 0:  # (a RuntimeError as PyTorch's "normal expects std >= 0.0")
+        raise ArgumentError(f"normal_: std must be >= 0, got {std!r}")
     g = generator or _random.generator()
     return _fill(tensor, g.normal(mean, std, size=tensor.shape))
 
 
 def trunc_normal_(tensor: Tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None) -> Tensor:
     """Normal values redrawn until they fall in ``[a, b]``."""
+    if _c.number(std, "trunc_normal_", "std") < 0:
+        raise ArgumentError(f"trunc_normal_: std must be >= 0, got {std!r}")
     g = generator or _random.generator()
     out = g.normal(mean, std, size=tensor.shape)
     bad = (out < a) | (out > b)

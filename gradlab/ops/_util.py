@@ -43,16 +43,17 @@ def check_tensor(x, op: str, arg: str = "input") -> Tensor:
 
 
 def operand(x, op: str, arg: str):
-    """A binary op's operand: a Tensor, or a Python/NumPy scalar kept as is (a "weak" scalar)."""
+    """A binary op's operand: a Tensor, or a Python/NumPy scalar kept as is (a "weak" scalar). A NumPy
+    array is taken as a tensor (``x + array`` works in PyTorch too); a list or tuple is refused."""
     if type(x) is Tensor or type(x) is float or isinstance(x, Tensor):
         return x
     if is_scalar(x):
         return x
     if isinstance(x, np.ndarray):
         return Tensor._make(x)
-    if isinstance(x, (list, tuple)):
-        from ..factories import tensor
-        return tensor(x)
+    if isinstance(x, (list, tuple)):  # refused, as PyTorch refuses add(x, [1, 2, 3]) and x + [1, 2, 3]
+        raise ArgumentTypeError(f"{op}: {arg} must be a Tensor or a number, got a {type(x).__name__}; "
+                                f"make it a tensor first: gradlab.tensor({x!r})"[:400])
     raise ArgumentTypeError(f"{op}: {arg} must be a Tensor or a number, got {type(x).__name__}")
 
 
@@ -206,6 +207,14 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
         out._view_version = vc.value
         out._view_fn = root.grad_fn
     return out
+
+
+def multi_views(views: tuple, op: str) -> tuple:
+    """Mark each of several views one call returned (``unbind``, ``split``): PyTorch refuses to change
+    such a view in place while recording, since one backward node serves them all."""
+    for v in views:
+        v._multi_view = op
+    return views
 
 
 def shape_str(x) -> str:

@@ -20,6 +20,8 @@ float32 master weights in float32.
 """
 from __future__ import annotations
 
+import threading
+
 from .cast import to
 
 LOWER_PRECISION = frozenset({
@@ -31,8 +33,8 @@ FLOAT32 = frozenset({
 })
 
 
-class _State:
-    __slots__ = ("enabled", "dtype")
+class _State(threading.local):
+    """This thread's autocast switch: per thread, as PyTorch's (a new thread starts with it off)."""
 
     def __init__(self):
         self.enabled = False

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks as _c
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.device import Device, as_device, check_dtype_for, to_device_array
-from ..errors import DTypeError
+from ..errors import DeviceError
 from ._util import check_tensor
 from .registry import Sample, register
 
@@ -63,10 +64,10 @@ def _to_device(a, device):
 
 
 def _to_samples(src):
-    yield Sample((src.tensor(src.shape(0, 3, 1, 4)), "float32"), desc="down-cast and back")
+    yield Sample((src.tensor(src.shape(0, 3, 1, 4)), _dt.float32), desc="down-cast and back")
 
 
-@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, d)),
+@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, _dt.dtype_name(d))),
           eps=1e-3, atol=1e-4)
 def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
     """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``.
@@ -79,15 +80,12 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
             dtype, device = a.dtype, a.device
         elif isinstance(a, Device) or (isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda")):
             device = a
-        elif isinstance(a, str):
-            try:
-                _dt.as_dtype(a)
-            except DTypeError:
-                raise DTypeError(f"to: {a!r} is neither a dtype (float32, float64, int64, bool...) nor a device "
-                                 f"('cpu', 'cuda', 'cuda:N')") from None
-            dtype = a
+        elif isinstance(a, str):  # a string is a device, as in PyTorch (a dtype is gradlab.float32)
+            raise DeviceError(f"to: invalid device string {a!r}; devices are 'cpu', 'cuda', 'cuda:N'"
+                              + (f", and the dtype is written gradlab.{a}, not a string" if a in _dt._NAMES else ""))
         else:
             dtype = a
+    dtype = _c.dtype(dtype, "to")
     out = x
     if device is not None:
         dev = as_device(device)

@@ -11,6 +11,8 @@ import numpy as np
 from .. import checks as _c
 from .._tensor import Tensor
 from ..backend.arrays import as_array
+from ..backend.memory import out_of_memory
+from ..errors import ArgumentError
 from ._util import arrays_for, check_broadcast, check_tensor, operand
 from .registry import Sample, register
 from .samples import binary_samples, unary_samples
@@ -21,6 +23,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = check_tensor(input, "isclose"), check_tensor(other, "isclose", "other")
     _c.same_dtype("isclose", input=a, other=b)
     check_broadcast("isclose", a, b)
+    for arg, v in (("rtol", rtol), ("atol", atol)):  # (PyTorch: "rtol must be greater than or equal to zero")
+        if _c.number(v, "isclose", arg) < 0:
+            raise ArgumentError(f"isclose: {arg} must be greater than or equal to zero, got {v!r}")
+    equal_nan = _c.flag(equal_nan, "isclose", "equal_nan")
     return Tensor._make(np.isclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -37,6 +43,8 @@ def _compare(name, fn):
         except ValueError:
             check_broadcast(name, a, b)
             raise
+        except MemoryError as e:  # (as Op.apply: see backend/memory.py)
+            raise out_of_memory(name, e) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
     tname = {"floor_divide": "floor_divide", "remainder": "remainder"}.get(name, name)
@@ -67,7 +75,10 @@ ne = not_equal = _compare("ne", np.not_equal)
 
 def _pred(name, fn):
     def f(input):
-        return Tensor._make(as_array(fn(check_tensor(input, name).data)))
+        try:
+            return Tensor._make(as_array(fn(check_tensor(input, name).data)))
+        except MemoryError as e:
+            raise out_of_memory(name, e) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
     return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",

@@ -139,7 +139,9 @@ class Einsum(Op):
         r = g if trivial else O.einsum(eq, g, *others)
         uniq = list(dict.fromkeys(self.labels[k]))
         usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
-        r = O.reshape(r, tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq))
+        shape = tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq)
+        if shape != tuple(r.shape):  # (a reshape to the same shape would add a node for nothing)
+            r = O.reshape(r, shape)
         if tuple(r.shape) != tuple(usize):
             r = O.broadcast_to(r, tuple(usize))  # letters only this operand has: every element got dY
         if len(uniq) == len(self.labels[k]):

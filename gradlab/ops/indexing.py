@@ -101,12 +101,29 @@ def _sequence_as_tuple(index):
     return index
 
 
+def _outside_gradlab() -> int:
+    """The ``stacklevel`` of the first caller outside the gradlab package (a warning names the user's line)."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f, level = sys._getframe(2), 2
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def _norm_index(index, shape, op="getitem"):
     """Turn tensors and lists inside an index into arrays; check float indices and slice steps."""
     index = _sequence_as_tuple(index)
     _check_steps(index, op)
     def conv(i):
         if isinstance(i, Tensor):
+            if i.dtype == np.uint8:  # PyTorch reads a uint8 index as a mask (deprecated): so does gradlab
+                import warnings
+                warnings.warn("indexing with dtype uint8 is now deprecated, please use a dtype bool instead "
+                              "(it is read as a mask, as PyTorch reads it, not as positions)", UserWarning,
+                              stacklevel=_outside_gradlab())
+                return i.data.astype(bool)
             i = i.data
         elif isinstance(i, list):
             i = np.asarray(i)
@@ -117,6 +134,9 @@ def _norm_index(index, shape, op="getitem"):
                             "convert with .long() (or build a boolean mask)")
         if isinstance(i, float):
             raise ArgumentTypeError(f"{op}: {i!r} is a float; indices must be integers")
+        if isinstance(i, (str, bytes, dict, set)):  # (a TypeError, as PyTorch's)
+            raise IndexTypeError(f"{op}: {i!r} ({type(i).__name__}) is not an index; index with integers, slices (:), "
+                                 "..., None, or integer/bool tensors")
         return i
     if isinstance(index, tuple):
         return tuple(conv(i) for i in index)

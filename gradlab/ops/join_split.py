@@ -18,7 +18,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
-from ._util import check_tensor, device_mismatch, method_spelling, one_dim
+from ._util import check_tensor, device_mismatch, method_spelling, multi_views, one_dim
 from .registry import Sample, register
 from .shape import atleast_1d, atleast_2d, atleast_3d, unsqueeze
 
@@ -153,7 +153,7 @@ def split(tensor, split_size_or_sections, dim=0):
     for v in sizes:
         out.append(O.getitem(x, (slice(None),) * d + (slice(start, start + v),)))
         start += v
-    return tuple(out)
+    return multi_views(tuple(out), "split")
 
 
 @register(samples=lambda src: [Sample((src.tensor((5, 3)), src.integers(1, 4), src.choice([0, 1, -1])))],
@@ -170,7 +170,7 @@ def chunk(input, chunks, dim=0):
     d = one_dim(dim, x.ndim, "chunk")
     n = x.shape[d]
     if n == 0:
-        return tuple(O.getitem(x, (slice(None),) * d + (slice(0, 0),)) for _ in range(chunks))
+        return multi_views(tuple(O.getitem(x, (slice(None),) * d + (slice(0, 0),)) for _ in range(chunks)), "chunk")
     return split(x, math.ceil(n / chunks), d)
 
 

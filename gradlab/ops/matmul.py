@@ -38,6 +38,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 def mv(input, vec):
     """Matrix times vector: ``input (n, m) @ vec (m,)``."""
     a, v = check_tensor(input, "mv"), check_tensor(vec, "mv", "vec")
+    if a.ndim != 2 or v.ndim != 1:  # (matmul would take a vector @ vector: PyTorch's mv refuses it)
+        raise ShapeError(f"mv: expects a matrix and a vector, got input {fmt_shape(a.shape)} and vec "
+                         f"{fmt_shape(v.shape)}; use dot for two vectors, matmul for batches")
     _c.same_dtype("mv", input=a, vec=v)
     return O.matmul(a, v)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange
-from ._util import check_tensor, one_dim, sizes_arg
+from ._util import check_tensor, multi_views, one_dim, sizes_arg
 from .diagonal import trace
 from .indexing import select
 from .sort import _argsort, _sort, _topk
@@ -35,7 +35,7 @@ def _unbind(self, dim=0):
         raise IndexOutOfRange("unbind: the input is a 0-d tensor, which has no dim to unbind; "
                               "use x.item() for its value, or x.reshape(1) first")
     d = one_dim(dim, self.ndim, "unbind")
-    return tuple(select(self, d, i) for i in range(self.shape[d]))
+    return multi_views(tuple(select(self, d, i) for i in range(self.shape[d])), "unbind")
 
 
 def _narrow(self, dim, start, length):

@@ -119,7 +119,7 @@ class LayerNorm(Op):
         k, nf = self.k, self.next_functions
         dt = x.dtype
         if dt.itemsize < 4:  # as the forward: 16-bit floats in float32
-            x, g = x.to("float32"), g.to("float32")
+            x, g = x.to(_dt.float32), g.to(_dt.float32)
         xhat, rstd = _normalized_over(x, tuple(range(-k, 0)), self.eps)
         lead = tuple(range(x.ndim - k))
         dims = tuple(range(-k, 0))
@@ -170,7 +170,7 @@ class LayerNorm(Op):
         x, w, b = self.args[:3]
         k = self.k
         if x.dtype.itemsize < 4:
-            x = x.to("float32")
+            x = x.to(_dt.float32)
         xhat, rstd = _normalized_over(x, tuple(range(-k, 0)), self.eps)
         dims = tuple(range(-k, 0))
         out = None

@@ -100,9 +100,9 @@ def sum_to_in(ns, g, shape):
     return g if g.shape == shape else sum_to_array(g, shape)  # (the usual case, no broadcast, without a call)
 
 
-def _keep(keepdim, keepdims):
-    """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it."""
-    return keepdim if keepdims is None else keepdims
+def _keep(keepdim, keepdims, fn):
+    """``keepdims=`` (NumPy's spelling) is accepted for ``keepdim=``, as PyTorch accepts it; a bool."""
+    return _c.flag(keepdim if keepdims is None else keepdims, fn, "keepdim")
 
 
 def _dim_arg(dim, axis, op):
@@ -196,7 +196,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     if _amp.enabled:
         (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
-    return Sum.apply(x, axes, bool(keepdim if keepdims is None else keepdims), _sum_dtype(x, dtype))
+    return Sum.apply(x, axes, _keep(keepdim, keepdims, "sum"), _sum_dtype(x, dtype))
 
 
 class Mean(Op):
@@ -236,7 +236,7 @@ def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
     if _amp.enabled:
         (x,) = _autocast_args("mean", x)
-    return Mean.apply(x, axes, bool(_keep(keepdim, keepdims)))
+    return Mean.apply(x, axes, _keep(keepdim, keepdims, "mean"))
 
 
 class Amax(Op):
@@ -289,7 +289,7 @@ def _red(op_cls, name):
     def fn(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         x = check_tensor(input, name)
         axes = norm_dim(_dim_arg(dim, axis, name), x.ndim, name)
-        return op_cls.apply(x, axes, bool(_keep(keepdim, keepdims)))
+        return op_cls.apply(x, axes, _keep(keepdim, keepdims, name))
     fn.__name__ = name
     fn.__doc__ = f"The {name[1:]}imum over ``dim`` (int, tuple or None); ties share the gradient equally."
     return register(name, op=op_cls, samples=reduce_samples(distinct=True, allow_empty=False),
@@ -317,8 +317,7 @@ def _max_min(name, arg_fn, red_fn, binary_fn, input, dim, keepdim, axis, other):
     d = one_dim(dim, x.ndim, name)
     if x.ndim == 0:
         return MaxResult(x, O.zeros((), dtype=_dt.int64, device=x.device))
-    if x.shape[d] == 0:
-        raise ArgumentError(f"{name}: cannot reduce the empty dim {dim} of a tensor of shape {fmt_shape(x.shape)}")
+    _c.nonempty_dim(x.shape, d, name)
     idx = arg_fn(x, dim=d, keepdim=True)
     values = O.gather(x, d, idx)
     if not keepdim:
@@ -344,20 +343,20 @@ def _torch_max(name):
 def max(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)`` as PyTorch;
     ``max(x, y)``: elementwise maximum."""
-    return _max_min("max", O.argmax, amax, O.maximum, input, dim, _keep(keepdim, keepdims), axis, other)
+    return _max_min("max", O.argmax, amax, O.maximum, input, dim, _keep(keepdim, keepdims, "max"), axis, other)
 
 
 @register(samples=_max_samples, formula="dX = dY at the argmin (scattered back), 0 elsewhere", torch=_torch_max("min"))
 def min(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)`` as PyTorch;
     ``min(x, y)``: elementwise minimum."""
-    return _max_min("min", O.argmin, amin, O.minimum, input, dim, _keep(keepdim, keepdims), axis, other)
+    return _max_min("min", O.argmin, amin, O.minimum, input, dim, _keep(keepdim, keepdims, "min"), axis, other)
 
 
 def _arg(name, fn):
     def f(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         x = check_tensor(input, name)
-        dim, keepdim = _dim_arg(dim, axis, name), _keep(keepdim, keepdims)
+        dim, keepdim = _dim_arg(dim, axis, name), _keep(keepdim, keepdims, name)
         d = None if dim is None else one_dim(dim, x.ndim, name)
         if x.data.size == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
             raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty"
@@ -482,7 +481,7 @@ def _correction(unbiased, correction, op):
         raise ArgumentError(f"{op}: pass correction= or unbiased=, not both")
     if correction is not None:
         return correction
-    return 0 if unbiased is False else 1
+    return 1 if unbiased is None or _c.flag(unbiased, op, "unbiased") else 0
 
 
 def _var_std(op_cls, name, input, dim, unbiased, keepdim, correction, axis):
@@ -491,7 +490,7 @@ def _var_std(op_cls, name, input, dim, unbiased, keepdim, correction, axis):
     if isinstance(dim, bool):  # the old spelling var(x, False)
         dim, unbiased = None, dim
     axes = norm_dim(_dim_arg(dim, axis, name), x.ndim, name)
-    return op_cls.apply(x, axes, _correction(unbiased, correction, name), bool(keepdim))
+    return op_cls.apply(x, axes, _correction(unbiased, correction, name), _c.flag(keepdim, name, "keepdim"))
 
 
 def _var_samples(src):
@@ -514,13 +513,13 @@ def _torch_var(name):
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Variance over ``dim``: ``sum((x - mean)^2) / (N - correction)``; ``correction=1`` by default
     (Bessel's correction, as PyTorch), ``correction=0`` for the population variance."""
-    return _var_std(Var, "var", input, dim, unbiased, _keep(keepdim, keepdims), correction, axis)
+    return _var_std(Var, "var", input, dim, unbiased, _keep(keepdim, keepdims, "var"), correction, axis)
 
 
 @register(op=Std, samples=_var_samples, torch=_torch_var("std"))
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Standard deviation: ``sqrt(var(...))`` with the same arguments; its gradient is 0 where it is 0."""
-    return _var_std(Std, "std", input, dim, unbiased, _keep(keepdim, keepdims), correction, axis)
+    return _var_std(Std, "std", input, dim, unbiased, _keep(keepdim, keepdims, "std"), correction, axis)
 
 
 # ------------------------------------------------------------------ logsumexp
@@ -577,7 +576,7 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     ``dim=None`` reduces every dim (PyTorch requires ``dim``)."""
     x = float_input(input, "logsumexp")  # as PyTorch: integers are summed as the default float dtype
     axes = norm_dim(_dim_arg(dim, axis, "logsumexp"), x.ndim, "logsumexp")
-    return LogSumExp.apply(x, axes, bool(_keep(keepdim, keepdims)))
+    return LogSumExp.apply(x, axes, _keep(keepdim, keepdims, "logsumexp"))
 
 
 # ----------------------------------------------------------------------- prod
@@ -664,7 +663,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         dtype = _dt.as_dtype(dtype)
     elif _dt.category(x.dtype) < 2:
         dtype = _dt.int64
-    return Prod.apply(x, axes, bool(_keep(keepdim, keepdims)), dtype)
+    return Prod.apply(x, axes, _keep(keepdim, keepdims, "prod"), dtype)
 
 
 # --------------------------------------------------------------------- cumsum

@@ -110,9 +110,7 @@ def reshape(input, *shape):
     """The same elements in a new shape (one size may be -1). A view when possible."""
     x = check_tensor(input, "reshape")
     shape = _infer_shape(sizes_arg(shape, "reshape"), x.data.size, "reshape", x.shape)
-    if shape == x.shape:
-        return x
-    return view_of(Reshape.apply(x, shape), x)
+    return view_of(Reshape.apply(x, shape), x)  # (a new view even for the same shape, as PyTorch's)
 
 
 def view(input, *shape):
@@ -130,8 +128,6 @@ def view(input, *shape):
             f"view: cannot view {fmt_shape(x.shape)} with strides {x.strides} as {fmt_shape(shape)} without "
             "copying (the tensor is not contiguous, e.g. after a transpose); use .reshape() or .contiguous().view()"
         ) from None
-    if shape == x.shape:
-        return x
     return view_of(Reshape.apply(x, shape), x)
 
 
@@ -178,8 +174,6 @@ def permute(input, *dims):
     norm = tuple(one_dim(d, x.ndim, "permute") for d in dims)
     if len(set(norm)) != len(norm):
         raise ArgumentError(f"permute: dims {dims} repeat a dimension; each must appear once")
-    if norm == tuple(range(x.ndim)):
-        return x
     return view_of(Permute.apply(x, norm), x)
 
 
@@ -194,10 +188,8 @@ def transpose(input, dim0, dim1):
     """Swap two dimensions (a view)."""
     x = check_tensor(input, "transpose")
     if x.ndim == 0:
-        return x
+        return alias(x)  # (PyTorch allows dims 0/-1 on a 0-d tensor)
     a, b = one_dim(dim0, x.ndim, "transpose"), one_dim(dim1, x.ndim, "transpose")
-    if a == b:
-        return x
     perm = list(range(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
     return view_of(Permute.apply(x, tuple(perm)), x)  # (perm is valid by construction: no need to re-check)
@@ -212,7 +204,18 @@ def t(input):
     x = check_tensor(input, "t")
     if x.ndim > 2:
         raise ShapeError(f"t: expects a tensor with at most 2 dims, got {fmt_shape(x.shape)}; use transpose(x, a, b) or .mT")
-    return transpose(x, 0, 1) if x.ndim == 2 else x
+    return transpose(x, 0, 1) if x.ndim == 2 else alias(x)
+
+
+def alias(x):
+    """A new view of all of ``x``, same shape: what a view op returns when it changes nothing.
+
+    PyTorch never hands back the input itself from a view op (``x.view(x.shape)``,
+    ``x.t()`` of a vector, ``x.transpose(0, 0)``...): the result is a new tensor
+    with its own ``grad_fn``, sharing memory and the version counter. Were it ``x``,
+    ``x.view(3).requires_grad_(False)`` would silently freeze ``x`` itself.
+    """
+    return view_of(Reshape.apply(x, x.shape), x)
 
 
 def _unsqueeze_samples(src):
@@ -254,6 +257,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     a, b = one_dim(start_dim, x.ndim, "flatten"), one_dim(end_dim, x.ndim, "flatten")
     if a > b:
         raise ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    if a == b:
+        return x  # nothing to merge: PyTorch returns the input itself here
     return reshape(x, x.shape[:a] + (int(np.prod(x.shape[a:b + 1])),) + x.shape[b + 1:])
 
 
@@ -297,7 +302,7 @@ def broadcast_to(input, shape):
         if lead >= 0:
             shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
     if shape == x.shape:
-        return x
+        return alias(x)  # (a writable view: np.broadcast_to's would be read-only)
     try:
         if np.broadcast_shapes(x.shape, shape) != shape:
             raise ValueError

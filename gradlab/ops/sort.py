@@ -84,6 +84,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = one_dim(dim, x.ndim, "kthvalue") if x.ndim else 0
     n = x.shape[d] if x.ndim else 1
     k = _c.size(k, "kthvalue", "k", None)
+    if x.ndim:
+        _c.nonempty_dim(x.shape, d, "kthvalue")
     if not 1 <= k <= n:
         raise ArgumentError(f"kthvalue: k={k} is out of range for dim {d} of size {n} (input {fmt_shape(x.shape)}); "
                             f"k counts from 1 and must be at most {n}")
@@ -191,6 +193,7 @@ def mode(input, dim=-1, keepdim=False):
     if x.ndim == 0:
         return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
     d = one_dim(dim, x.ndim, "mode")
+    _c.nonempty_dim(x.shape, d, "mode")
     a = np.moveaxis(np.asarray(x.cpu().data), d, -1)
     rows = a.reshape(-1, a.shape[-1])
     idx = np.zeros(rows.shape[0], np.int64)
