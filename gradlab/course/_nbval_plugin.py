@@ -38,7 +38,7 @@ class _Spec:
     channels = None      # the folder under which each kernel gets its private channels folder
     timeout = 60.0       # nbval's cell timeout
     grace = GRACE_S      # how long an interrupted cell may take to stop before its kernel is killed
-    output = 16 << 20    # bytes a kernel may print, all cells together
+    output = 64 << 20    # bytes a kernel may print, all cells together (the runner passes Limits.output_mb)
 
 
 def _spec_manager():
@@ -179,7 +179,15 @@ def _patch_kernel():
                     raise
                 monitor = getattr(self, "_gradlab_monitor", None)
                 if monitor is not None and monitor.poll(0):
-                    _kill(self, "output")   # it sent one message larger than the cap: iopub was dropped
+                    # iopub was dropped: the kernel died (its launcher ends within a poll or two), or it sent
+                    # one message larger than the output cap (it lives on)
+                    end = time.monotonic() + 2.0
+                    while self.is_alive() and time.monotonic() < end:
+                        time.sleep(0.05)
+                    if not self.is_alive():
+                        self._gradlab_dead = True
+                        raise
+                    _kill(self, "output")
                     raise
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
@@ -205,7 +213,7 @@ def pytest_addoption(parser):
     parser.addoption("--gradlab-results", default=None, help="gradlab grade: JSON-lines file for per-cell results")
     parser.addoption("--gradlab-sandbox", default=None, help="gradlab grade: the sandbox plan (sandbox.plan)")
     parser.addoption("--gradlab-channels", default=None, help="gradlab grade: where each kernel's channels go")
-    parser.addoption("--gradlab-output-mb", type=float, default=16, help="gradlab grade: output cap per kernel")
+    parser.addoption("--gradlab-output-mb", type=float, default=64, help="gradlab grade: output cap per kernel")
 
 
 def pytest_configure(config):

@@ -210,14 +210,16 @@ def _sandbox_mode(sandbox):
 
 
 def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1,
-          keep_dir=None, sandbox="auto"):
+          keep_dir=None, sandbox="auto", memory_mb=2048):
     """Grade submission paths; returns [NotebookResult] in the order given.
 
     ``keep_dir``: keep the assembled notebooks (exactly what ran), nbval's log and the per-cell
     results there instead of in a temporary folder that is removed.
     ``sandbox``: 'auto' (isolate every kernel when this machine can, else say so on every report),
     'on' (refuse to grade without isolation), 'off' (trusted notebooks only).
+    ``memory_mb``: what one sandboxed kernel may use, all its processes together (past it, it is killed).
     """
+    from .sandbox import Limits
     results, jobs, meta = [], [], {}
     use_sandbox, sandbox_note = _sandbox_mode(sandbox)
     sol_nb = None
@@ -261,7 +263,8 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
     if jobs:
         labels = {key: (results[key].notebook if isinstance(key, int) else
                         f"reference: {next(p for p, k in refs.items() if k == key)}") for key, _ in jobs}
-        run = dict(timeout=timeout, labels=labels, sandbox=use_sandbox, hide=sorted(hide))
+        run = dict(timeout=timeout, labels=labels, sandbox=use_sandbox, hide=sorted(hide),
+                   limits=Limits(memory_mb=memory_mb))
         records, problem = run_notebooks(jobs, workers=workers, keep_dir=keep_dir, **run)
         # a kernel that did not start (a loaded machine) is the grader's problem, not the student's: retry once
         retry = [(key, nb) for key, nb in jobs if _kernel_failed(records.get(key))]

@@ -78,7 +78,7 @@ class Limits:
     memory_mb: int = 2048
     processes: int = 64
     disk_mb: int = 256
-    output_mb: int = 16
+    output_mb: int = 64
 
 
 # --------------------------------------------------------------------------- finding bwrap, the self-test
@@ -248,16 +248,17 @@ def _tree(root):
     return out
 
 
-def _rss_mb(pids):
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
+def _memory_mb(pids):
+    """The memory of ``pids`` together: each one's proportional share (PSS), so forked copies of one
+    process's pages are counted once, not once per child."""
+    total_kb = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total_kb += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration, IndexError, ValueError):
             continue
-    return total * page / 2**20
+    return total_kb / 1024
 
 
 def _drain(stream, path, keep=8192):
@@ -309,7 +310,7 @@ def _supervise(proc, lim, status_path, chan, poll=0.1):
             pids = _tree(proc.pid)
             if len(pids) - 3 > lim.processes:   # (bwrap, its init in the namespace and the kernel itself)
                 killed = f"it started more than {lim.processes} processes (a fork bomb?)"
-            elif _rss_mb(pids) > lim.memory_mb:
+            elif _memory_mb(pids) > lim.memory_mb:
                 killed = f"it used more than {lim.memory_mb} MB of memory"
             elif _usage(chan)[0] > 16 or _usage(chan)[1] > 2**20:
                 killed = "it wrote files into its channels folder"
@@ -369,7 +370,7 @@ def _audit(work, chan=""):
     the kernel's own start-up is not evidence. A hook cannot be removed by Python code; what it sees is evidence, never a verdict.
     """
     prefix = os.path.realpath(work).rstrip("/") + "/"
-    allowed = ("/dev/shm/", "/dev/null", "/dev/tty", "/tmp/")
+    allowed = ("/dev/shm/", "/dev/null", "/dev/tty")   # (not /tmp: the grader's paths are there, outside)
 
     def outside(full):
         return chan and (full + "/").startswith(chan + "/") or not (
@@ -431,8 +432,9 @@ def _inside(argv):
     lim = Limits(**json.loads(argv[0]))
     kernel_args = argv[2:]
     mb = 2**20
-    for what, value in ((resource.RLIMIT_CPU, lim.cpu_s), (resource.RLIMIT_AS, lim.memory_mb * mb),
-                        (resource.RLIMIT_NPROC, lim.processes + 8), (resource.RLIMIT_FSIZE, min(lim.disk_mb, 64) * mb),
+    # (RLIMIT_NPROC counts threads, a kernel has a dozen: the launcher counts processes, this is a backstop)
+    for what, value in ((resource.RLIMIT_CPU, lim.cpu_s), (resource.RLIMIT_AS, (lim.memory_mb + 2048) * mb),
+                        (resource.RLIMIT_NPROC, 4 * lim.processes), (resource.RLIMIT_FSIZE, min(lim.disk_mb, 64) * mb),
                         (resource.RLIMIT_CORE, 0)):
         try:
             resource.setrlimit(what, (value, value))
