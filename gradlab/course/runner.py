@@ -5,8 +5,14 @@ fresh kernel and runs its cells as test items with a per-cell timeout
 (``--nbval-cell-timeout``); ``-n N`` spreads whole notebooks over N pytest-xdist
 workers (``--dist loadfile`` keeps a notebook's cells on one worker, in order).
 The subprocess keeps the grader alive whatever a submission does: an infinite
-loop is interrupted, a kernel that calls ``os._exit`` only ends its own notebook,
-and megabytes of printed output are dropped as soon as each cell is recorded.
+loop is interrupted (and its kernel killed if it ignores that), a kernel that calls
+``os._exit`` or hits a limit only ends its own notebook, output is capped and
+dropped as soon as each cell is recorded. With ``sandbox=True`` every kernel starts
+in bubblewrap (``sandbox.py``). Afterwards nothing of the run is left: launchers
+still alive are killed, the grader's folder and the kernels' channels removed.
+
+Functions: ``check_tools``, ``run_notebooks``; ``GRACE_S`` (how long an interrupted
+cell may take to stop before its kernel is killed).
 """
 from __future__ import annotations
 

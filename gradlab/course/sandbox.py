@@ -307,12 +307,12 @@ def _supervise(proc, lim, status_path, chan, poll=0.1):
         elif time.monotonic() - start > lim.wall_s:
             killed = f"it ran past its wall-clock limit of {lim.wall_s:g} s"
         else:
-            pids = _tree(proc.pid)
+            pids, (entries, size) = _tree(proc.pid), _usage(chan)
             if len(pids) - 3 > lim.processes:   # (bwrap, its init in the namespace and the kernel itself)
                 killed = f"it started more than {lim.processes} processes (a fork bomb?)"
             elif _memory_mb(pids) > lim.memory_mb:
                 killed = f"it used more than {lim.memory_mb} MB of memory"
-            elif _usage(chan)[0] > 16 or _usage(chan)[1] > 2**20:
+            elif entries > 16 or size > 2**20:
                 killed = "it wrote files into its channels folder"
         if killed:
             proc.kill()
