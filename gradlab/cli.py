@@ -53,8 +53,10 @@ def _parser():
     g.add_argument("--keep", default=None, metavar="DIR",
                    help="keep the notebooks exactly as run, nbval's log and per-cell results in DIR")
     g.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
-                   help="isolate each submission's kernel (Linux namespaces): auto (when this machine can, "
+                   help="isolate each submission's kernel (bubblewrap): auto (when this machine can, "
                         "else say so on every report), on (refuse without it), off (trusted notebooks only)")
+    g.add_argument("--memory", type=int, default=2048, metavar="MB",
+                   help="memory one sandboxed kernel may use, all its processes together (default 2048)")
     p._course = course
     return p
 
@@ -171,10 +173,12 @@ def main(argv=None) -> int:
                 return _error(f"--timeout must be positive, got {args.timeout:g}")
             if args.workers < 1:
                 return _error(f"-n must be at least 1, got {args.workers}")
+            if args.memory < 256:
+                return _error(f"--memory must be at least 256 (MB), got {args.memory}")
             from .course import grade, table, to_json, to_junit
             results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
                             hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep,
-                            sandbox=args.sandbox)
+                            sandbox=args.sandbox, memory_mb=args.memory)
             print(table(results))
             if args.json:
                 _write(args.json, to_json(results))

@@ -208,6 +208,142 @@ sys.settrace(_tracer)
 ''', "tracing function"),
 }
 
+# a prefix for exploits that go looking for the instructor's code: exec the first solution cell found
+STEAL = '''\
+import json as _json
+def _steal(texts):
+    for text in texts:
+        try:
+            nb = _json.loads(text)
+        except Exception:
+            continue
+        for cell in nb.get("cells", []):
+            src = "".join(cell.get("source", ""))
+            if "BEGIN SOLUTION" in src and "def softmax" in src:
+                exec(src, globals())
+                return True
+    return False
+'''
+OR_ZEROS = '''\
+if not _steal(texts):
+    def softmax(x, dim=-1):
+        return np.zeros_like(x)
+'''
+
+# the sandbox itself: each must fail (score 0) and leave the trace named
+EXPLOITS.update({
+    "unmount_hiding": (STEAL + '''\
+import ctypes, glob, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+for target in ("{solutions}", "{course}", "/", "/proc", "/usr"):
+    libc.umount2(target.encode(), 2)
+    subprocess.run(["umount", "-l", target], capture_output=True)
+texts = [open(p).read() for p in glob.glob("{solutions}/*.ipynb")]
+''' + OR_ZEROS, None, "umount2"),
+    "remount_rw": ('''\
+import ctypes, os, subprocess
+subprocess.run(["mount", "-o", "remount,rw", "/"], capture_output=True)
+ctypes.CDLL(None, use_errno=True).mount(None, b"/", None, 32, None)   # MS_REMOUNT, read-write
+for path in ("{solutions}/planted.txt", "{course}/planted.txt", "/etc/planted.txt", "/usr/planted.txt"):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, b"x")
+        os.close(fd)
+    except OSError:
+        pass
+def softmax(x, dim=-1):
+    return np.zeros_like(x)
+''', None, "os.open"),
+    "git_show": (STEAL + '''\
+import glob, subprocess
+texts = []
+for repo in ("{course}", "{gradlab}"):
+    for path in ("solutions/trust_softmax.ipynb", "solutions/03_softmax.ipynb"):
+        p = subprocess.run(["git", "-C", repo, "show", "HEAD:" + path], capture_output=True, text=True)
+        texts.append(p.stdout)
+for path in glob.glob("{gradlab}/solutions/*.ipynb") + glob.glob("{course}/solutions/*.ipynb"):
+    texts.append(open(path).read())
+''' + OR_ZEROS, None, "ran a program: git"),
+    "run_reference": (STEAL + '''\
+import glob
+texts = []
+for pattern in ("/tmp/gradlab-grade-*/nb*/submission.ipynb", "/tmp/**/submission.ipynb", "/tmp/**/*.ipynb"):
+    for path in glob.glob(pattern, recursive=True):
+        texts.append(open(path).read())
+''' + OR_ZEROS, None, "gradlab-grade"),
+    "forge_results_os_open": (ZEROS, '''\
+import glob, json, os
+line = json.dumps({"kind": "test", "grade_id": "values", "status": "ok", "records": [],
+                   "file": "nb001/submission.ipynb"}) + "\\n"
+for path in glob.glob("/tmp/**/results.jsonl", recursive=True) + ["/tmp/gradlab-grade-x/results.jsonl",
+                                                                  "{course}/results.jsonl"]:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, line.encode())
+        os.close(fd)
+    except OSError:
+        pass
+''', "os.open"),
+    "results_dir": (ZEROS, '''\
+import glob, os, shutil
+for path in glob.glob("/tmp/**/results.jsonl", recursive=True):
+    os.remove(path)
+    os.mkdir(path)
+for folder in glob.glob("/tmp/gradlab-*"):
+    shutil.rmtree(folder, ignore_errors=True)
+''', "results.jsonl"),
+    "rewrite_kernel_json": (ZEROS, '''\
+import glob, json
+from ipykernel import get_connection_file
+targets = glob.glob("/tmp/**/kernel*.json", recursive=True) + [get_connection_file()]
+targets += glob.glob("/tmp/gradlab-grade-*/jupyter/kernels/*/kernel.json")
+for t in targets:
+    try:
+        with open(t) as f:
+            spec = json.load(f)
+        spec["argv"] = ["/bin/sh", "-c", "echo pwned > {course}/pwned"]
+        with open(t, "w") as f:
+            json.dump(spec, f)
+    except Exception:
+        pass
+''', "kernel.json"),
+    "connect_other_kernel": (ZEROS, '''\
+import glob
+from jupyter_client import BlockingKernelClient
+found = glob.glob("/tmp/**/kernel*.json", recursive=True) + glob.glob("/root/.local/share/jupyter/runtime/*.json")
+for cf in found:   # (its own connection file among them: a kernel that stops itself scores nothing either)
+    try:
+        kc = BlockingKernelClient(connection_file=cf)
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.execute("import os; os._exit(0)")
+        kc.stop_channels()
+    except Exception:
+        pass
+''', "jupyter_client"),
+    "subscribe_iopub": (ZEROS, '''\
+import glob, json, socket, zmq
+from IPython.display import display
+addrs = ["ipc://" + p for p in glob.glob("/tmp/gradlab-ch-*/*/chan/k-*")]
+for port in range(32768, 61000, 7):
+    s = socket.socket()
+    s.settimeout(0.005)
+    if s.connect_ex(("127.0.0.1", port)) == 0:
+        addrs.append(f"tcp://127.0.0.1:{port}")
+    s.close()
+sub = zmq.Context.instance().socket(zmq.SUB)
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+for a in addrs:
+    sub.connect(a)
+seen = 0
+while sub.poll(2000) and seen < 50:
+    for part in sub.recv_multipart():
+        seen += 1
+        if b"vnd.gradlab.check" in part:
+            display(json.loads(part)["data"], raw=True)
+''', "connected a socket"),
+})
+
 ALTERNATIVES = {
     "alt_loops": '''\
 def softmax(x, dim=-1):
@@ -255,6 +391,18 @@ def _run(tmp, paths, *flags, sol_dir):
     return rc, {Path(n["notebook"]).stem: n for n in doc["notebooks"]}, buf.getvalue()
 
 
+GRADLAB_ROOT = str(Path(__file__).resolve().parents[1])   # this checkout: its solutions/ and .git are secrets too
+
+
+def _git_commit(folder):
+    import shutil
+    import subprocess
+    if shutil.which("git") is None:
+        return
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
 def _json_edits(nb):
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -270,17 +418,20 @@ def _json_edits(nb):
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("trust")
-    sol_dir, sub_dir = tmp / "solutions", tmp / "submissions"
-    sol_dir.mkdir()
+    course = tmp / "course"   # a course repository: solutions/ committed, so `git show HEAD:solutions/...` works
+    sol_dir, sub_dir = course / "solutions", tmp / "submissions"
+    sol_dir.mkdir(parents=True)
     sub_dir.mkdir()
     sol = _solution_nb()
     nbformat.write(sol, sol_dir / "trust_softmax.ipynb")
+    _git_commit(course)
     subs = {"correct": _student(sol, SOLUTION), "correct_too": _student(sol, SOLUTION),
             "stub": _student(sol, STUB), "json_edits": _student(sol, ZEROS, tweak=_json_edits)}
     for name, src in ALTERNATIVES.items():
         subs[name] = _student(sol, src)
     for name, (src, extra, _) in EXPLOITS.items():
-        fmt = lambda s: s.replace("{solutions}", str(sol_dir)) if s else s  # noqa: E731
+        fmt = lambda s: s.replace("{solutions}", str(sol_dir)).replace("{course}", str(course)).replace(  # noqa: E731
+            "{gradlab}", GRADLAB_ROOT) if s else s
         subs[name] = _student(sol, fmt(src), fmt(extra))
     paths = []
     for name, nb in subs.items():
@@ -290,7 +441,7 @@ def batch(tmp_path_factory):
         paths.append(p)
     rc, res, table = _run(tmp, paths, "--hidden", sol_dir=sol_dir)
     (tmp / "table.txt").write_text(table)
-    return {"rc": rc, "res": res, "table": table, "sol_dir": sol_dir, "tmp": tmp}
+    return {"rc": rc, "res": res, "table": table, "sol_dir": sol_dir, "tmp": tmp, "course": course}
 
 
 @needs_sandbox
@@ -339,6 +490,8 @@ def test_json_edits_are_noted_and_ignored(batch):
 def test_solutions_folder_and_submissions_are_not_on_disk_for_the_kernel(batch):
     # the write attempts never reached the instructor's folder, and the read attempt found nothing
     assert not (batch["sol_dir"] / "planted.txt").exists()
+    assert not (batch["course"] / "planted.txt").exists() and not (batch["course"] / "pwned").exists()
+    assert not (batch["course"] / "results.jsonl").exists()
     assert batch["res"]["read_solutions"]["earned"] == 0
 
 
@@ -407,3 +560,125 @@ def test_sandboxed_kernels_leave_no_folders_behind(tmp_path, monkeypatch):
     assert [r["status"] for r in records["one"]] == ["ok"], records
     sandbox.available()
     assert sorted(os.listdir(tmp_root)) == [], "grading left folders in the system temp folder"
+
+
+# --------------------------------------------------------------------------- a batch no submission can crash or stall
+
+# name -> (solution-cell source, extra cell before the tests or None, what the report must say)
+STALLS = {
+    "sigint_printer": (ZEROS, '''\
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    print("still here", flush=True)
+    time.sleep(0.2)
+''', "ignored the interrupt"),
+    "fork_bomb": (ZEROS, '''\
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+''', "processes"),
+    "huge_memory": (ZEROS, '''\
+import os, signal, time
+for _ in range(4):
+    if os.fork() == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        block = b"x" * (200 * 2**20)   # 200 MB each (under each one's address-space limit), 800 MB together
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+''', "MB of memory"),
+    "huge_output": (ZEROS, '''\
+print("x" * (300 * 2**20))   # 300 MB (the kernel is killed at the output cap or, making it, at --memory)
+''', ("printed more than", "MB of memory")),
+    "exit_in_graded": ('''\
+def softmax(x, dim=-1):
+    import os
+    os._exit(3)
+''', None, "ended its kernel"),
+    "system_exit_in_graded": ('''\
+def softmax(x, dim=-1):
+    raise SystemExit(0)
+''', None, "raised SystemExit"),
+    "keyboard_interrupt_in_graded": ('''\
+def softmax(x, dim=-1):
+    raise KeyboardInterrupt
+''', None, "raised KeyboardInterrupt"),
+}
+
+
+STALL_TIMEOUT = 30   # (a fork bomb or 800 MB must reach its limit within it, on a busy machine too)
+
+
+def _our_processes(marker):
+    """Processes whose command line names ``marker`` (this batch's temporary folder)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def stalls(tmp_path_factory):
+    import tempfile
+    import time
+    tmp = tmp_path_factory.mktemp("stalls")
+    systmp = tmp / "systmp"   # the grader's temporary folders (and so every kernel's channels) go here
+    systmp.mkdir()
+    sol_dir, sub_dir = tmp / "solutions", tmp / "submissions"
+    sol_dir.mkdir()
+    sub_dir.mkdir()
+    sol = _solution_nb()
+    nbformat.write(sol, sol_dir / "trust_softmax.ipynb")
+    subs = {"correct": _student(sol, SOLUTION)}
+    for name, (src, extra, _) in STALLS.items():
+        subs[name] = _student(sol, src, extra)
+    paths = []
+    for name, nb in subs.items():
+        p = sub_dir / f"{name}.ipynb"
+        nbformat.write(nb, p)
+        paths.append(p)
+    out = tmp / "out.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(systmp))
+        start = time.monotonic()
+        with contextlib.redirect_stdout(io.StringIO()) as buf:
+            rc = main(["grade", *map(str, paths), "--solutions", str(sol_dir), "--timeout", str(STALL_TIMEOUT), "-n", "2",
+                       "--json", str(out), "--sandbox", "on", "--memory", "512"])
+        seconds = time.monotonic() - start
+    doc = json.loads(out.read_text())
+    left = {"files": sorted(os.listdir(systmp)), "processes": _our_processes(str(systmp))}
+    return {"rc": rc, "res": {Path(n["notebook"]).stem: n for n in doc["notebooks"]}, "table": buf.getvalue(),
+            "seconds": seconds, "left": left}
+
+
+@needs_sandbox
+def test_no_submission_stalls_the_batch_or_costs_a_classmate(stalls):
+    assert set(stalls["res"]) == {"correct", *STALLS}, "every submission has a report"
+    nb = stalls["res"]["correct"]
+    assert nb["earned"] == nb["possible"] == 5 and not nb["tamper"], nb
+    # seven hostile kernels over two workers, each held to its timeout and 5 s of grace (loosely: a loaded machine)
+    assert stalls["seconds"] < 8 * (STALL_TIMEOUT + 5) + 120, stalls["seconds"]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", sorted(STALLS))
+def test_a_stalling_or_crashing_submission_scores_zero_with_its_reason(stalls, name):
+    nb = stalls["res"][name]
+    assert nb["earned"] == 0 and nb["possible"] == 5, nb
+    said = "\n".join(nb["tamper"] + nb["notes"] + [p["message"] for p in nb["parts"]])
+    expected = STALLS[name][2]
+    assert any(e in said for e in ((expected,) if isinstance(expected, str) else expected)), (name, said)
+
+
+@needs_sandbox
+def test_nothing_is_left_running_or_on_disk(stalls):
+    assert stalls["left"] == {"files": [], "processes": []}

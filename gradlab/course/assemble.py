@@ -178,6 +178,13 @@ _SUSPICIOUS_NAMES = {
     "_sink": "touches the grader's check records",
     "addaudithook": "installs an audit hook",
 }
+# modules a solution has no reason to import: they reach the kernel's channels, other processes or mounts
+_REACHING_MODULES = {"ctypes": "native calls", "subprocess": "programs", "socket": "sockets", "zmq": "kernel channels",
+                     "jupyter_client": "kernel channels", "multiprocessing": "processes", "signal": "signal handlers",
+                     "pty": "programs", "resource": "resource limits"}
+# file names of the grader's machinery: a solution that names one is looking for it
+_GRADER_FILES = (".ipynb", "results.jsonl", "kernel.json", "solutions/", "/.git", "gradlab-grade", "gradlab-ch-",
+                 "kernel-", "/proc/", "mountinfo")
 _LIBRARY_ROOTS = {"np", "numpy", "gradlab", "torch", "math", "builtins", "sys", "IPython", "F", "nn", "optim"}
 
 
@@ -203,7 +210,7 @@ def _scan(source, helpers, where):
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
                 "setattr", "delattr") and node.args and _root_name(node.args[0]) in _LIBRARY_ROOTS:
             found.append(f"{where} calls {node.func.id}({ast.unparse(node.args[0])}, ...) (patches a library)")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open" and any(
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open" and any(
                 isinstance(a, ast.Constant) and isinstance(a.value, str) and (
                     "solution" in a.value or a.value.endswith((".ipynb", ".jsonl"))) for a in node.args):
             found.append(f"{where} opens {ast.unparse(node.args[0])}")
@@ -219,6 +226,11 @@ def _scan(source, helpers, where):
                 if m.split(".")[0] in ("solutions", "builtins") or m in ("gradlab.course.probe",
                                                                          "gradlab.course.sandbox"):
                     found.append(f"{where} imports {m}")
+                elif m.split(".")[0] in _REACHING_MODULES:
+                    found.append(f"{where} imports {m} ({_REACHING_MODULES[m.split('.')[0]]})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
+                f in node.value for f in _GRADER_FILES):
+            found.append(f"{where} names {node.value[:60]!r} (the grader's or the course's files)")
         for n in names:
             if n in _SUSPICIOUS_NAMES:
                 found.append(f"{where} {_SUSPICIOUS_NAMES[n]}")

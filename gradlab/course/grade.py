@@ -127,6 +127,7 @@ def _score(result, parts, records, problem, timeout, reference):
             elif rec.get("after_timeout") and rec["status"] == "error":
                 part.message += " (after an earlier cell timed out)"
         result.parts.append(part)
+    result.tamper.extend(_run_evidence(records, timeout))
     for rec in records:
         if rec.get("kind") == "probe":
             for found in rec.get("probe") or ():
@@ -154,14 +155,37 @@ def _score(result, parts, records, problem, timeout, reference):
     result.tamper = list(firsts.values())
 
 
+_ENDED = {"timeout": "ignored the interrupt after its {t:g} s timeout (its kernel was killed)",
+          "output": "printed past the output cap (its kernel was killed)",
+          "limit": "hit a resource limit (its kernel was killed)",
+          "exit": "ended its kernel (os._exit or sys.exit outside a cell)",
+          "crash": "its kernel died (a signal or a crash)"}
+
+
+def _run_evidence(records, timeout):
+    """Tamper evidence from how cells ended: a kernel killed or ended, SystemExit/KeyboardInterrupt raised."""
+    out = []
+    for rec in records:
+        where = f"cell '{rec['grade_id']}'" if rec.get("grade_id") else "a cell of its own"
+        ended = rec.get("ended")
+        if ended in _ENDED:
+            out.append(f"{where} {_ENDED[ended].format(t=timeout)}: {rec.get('message', '')}")
+        elif rec.get("status") == "timeout":
+            out.append(f"{where} timed out after {timeout:g} s")
+        if rec.get("kind") == "test" and rec.get("ename") in ("SystemExit", "KeyboardInterrupt") and not (
+                rec.get("status") == "timeout"):
+            out.append(f"{where} (graded) raised {rec['ename']}")
+    return out
+
+
 def _reference_problem(sol_path, records):
     """Why the instructor's own notebook cannot serve as the reference ('' when it can)."""
     if not records:
         return f"the reference run of {sol_path} produced no results"
     for r in records:
         if r.get("kind") in ("test", "solution", "locked") and r.get("status") != "ok":
-            return (f"the instructor's notebook {sol_path} fails its own cell '{r.get('grade_id')}': "
-                    f"{r.get('message', r.get('status'))}; fix the solution or its test")
+            return (f"instructor error: the reference run of {sol_path} fails its own cell "
+                    f"'{r.get('grade_id')}': {r.get('message', r.get('status'))}; fix the solution or its test")
     return ""
 
 
@@ -186,14 +210,16 @@ def _sandbox_mode(sandbox):
 
 
 def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1,
-          keep_dir=None, sandbox="auto"):
+          keep_dir=None, sandbox="auto", memory_mb=2048):
     """Grade submission paths; returns [NotebookResult] in the order given.
 
     ``keep_dir``: keep the assembled notebooks (exactly what ran), nbval's log and the per-cell
     results there instead of in a temporary folder that is removed.
     ``sandbox``: 'auto' (isolate every kernel when this machine can, else say so on every report),
     'on' (refuse to grade without isolation), 'off' (trusted notebooks only).
+    ``memory_mb``: what one sandboxed kernel may use, all its processes together (past it, it is killed).
     """
+    from .sandbox import Limits
     results, jobs, meta = [], [], {}
     use_sandbox, sandbox_note = _sandbox_mode(sandbox)
     sol_nb = None
@@ -233,11 +259,12 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
             refs[sol_path] = ("reference", len(refs))
             ref_jobs.append((refs[sol_path], reference_notebook(snb, sol_path, hidden=hidden)))
         jobs.append((i, nb))
-    jobs += ref_jobs   # (after the submissions: a kept folder's nb000 is the first submission)
+    jobs = ref_jobs + jobs   # the references first: a kept folder's nb000 is the (first) reference run
     if jobs:
         labels = {key: (results[key].notebook if isinstance(key, int) else
                         f"reference: {next(p for p, k in refs.items() if k == key)}") for key, _ in jobs}
-        run = dict(timeout=timeout, labels=labels, sandbox=use_sandbox, hide=sorted(hide))
+        run = dict(timeout=timeout, labels=labels, sandbox=use_sandbox, hide=sorted(hide),
+                   limits=Limits(memory_mb=memory_mb))
         records, problem = run_notebooks(jobs, workers=workers, keep_dir=keep_dir, **run)
         # a kernel that did not start (a loaded machine) is the grader's problem, not the student's: retry once
         retry = [(key, nb) for key, nb in jobs if _kernel_failed(records.get(key))]
@@ -258,7 +285,12 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
             if ref_problem[sol_path]:
                 results[key].error = ref_problem[sol_path]
                 continue
-            _score(results[key], parts, records.get(key, []), problem, timeout, ref_records[sol_path])
+            try:
+                _score(results[key], parts, records.get(key, []), problem, timeout, ref_records[sol_path])
+            except Exception as e:   # what this submission's kernel recorded broke the grader: its failure only
+                results[key].parts = [Part(gid, pts, status="error", message=f"the grader could not score this "
+                                           f"part ({type(e).__name__}: {str(e)[:200]})") for gid, pts in parts]
+                results[key].tamper.append(f"its records made the grader fail ({type(e).__name__})")
             if problem and not records.get(key):
                 results[key].notes.append(problem.splitlines()[0])
     return results

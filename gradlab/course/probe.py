@@ -67,6 +67,9 @@ def snapshot():
     tensor = getattr(sys.modules.get("gradlab"), "Tensor", None)
     if isinstance(tensor, type):
         _SNAPSHOT["gradlab.Tensor"] = (tensor, dict(vars(tensor)))
+    sbx = sys.modules.get("gradlab.course.sandbox")
+    if sbx is not None and hasattr(sbx, "arm"):
+        sbx.arm()   # from here on, the sandbox's audit hook notes what the code does
 
 
 def findings():
@@ -117,9 +120,20 @@ def findings():
     if sys.getprofile() is not None:
         out.append("a profiling hook was installed (sys.setprofile)")
     sbx = sys.modules.get("gradlab.course.sandbox")
-    for event, path in list(getattr(sbx, "WRITE_LOG", ()) or ())[:20]:
-        out.append(f"tried to write outside its folder: {event} {path}")
+    for event, detail in list(getattr(sbx, "WRITE_LOG", ()) or ())[:30]:
+        out.append(_AUDIT_WORDS.get(event, "tried to write outside its folder: {event} {detail}").format(
+            event=event, detail=detail))
     return sorted(set(out))
+
+
+# how the sandbox's audit findings read in the report (anything else is a write outside the folder)
+_AUDIT_WORDS = {
+    "read": "read {detail} (a notebook, results or kernel file)",
+    "ran a program": "ran a program: {detail}",
+    "socket connect": "connected a socket to {detail} (another kernel?)",
+    "socket bind": "bound a socket to {detail}",
+    "native call": "looked up {detail}() in the C library (to change mounts or namespaces?)",
+}
 
 
 def report(where: str):

