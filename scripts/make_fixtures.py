@@ -3099,6 +3099,55 @@ def unbroadcast(grad, shape):
 })
 
 
+# ---- wrong answers the tests once let through (they now lose points) ----------------------------
+FIXTURES['wrong_07_analytic_by_finite_differences'] = ('07_gradcheck', {
+    'numerical_jacobian': solution('07_gradcheck', 'numerical_jacobian'),
+    'gradcheck': """
+def analytic_jacobian(f, x):
+    # central differences standing in for the analytic answer
+    return numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x)
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    y = f(t)
+    J = np.zeros((y.numel(), x.size))
+    for i in range(y.numel()):
+        e = np.zeros(y.numel())
+        e[i] = 1.0
+        (g,) = gradlab.grad(y, [t], gradlab.tensor(e.reshape(y.shape)), retain_graph=True)
+        J[i] = g.numpy().reshape(-1)
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x, eps)
+    return bool(np.allclose(J, num, atol=atol, rtol=rtol))
+""",
+})
+FIXTURES['wrong_12_max_before_mask'] = ('12_attention', {
+    'causal_attention': """
+def causal_attention(q, k, v):
+    T, d = q.shape[-2], q.shape[-1]
+    scores = (q @ k.transpose(-2, -1)) / float(np.sqrt(d))
+    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()   # the max over every key, future ones too
+    allowed = gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
+    scores = gradlab.where(allowed, scores, gradlab.full((T, T), -np.inf, dtype=scores.dtype))
+    w = scores.exp()
+    return (w / w.sum(dim=-1, keepdim=True)) @ v
+""",
+})
+FIXTURES['wrong_18_children_only'] = ('18_init_deep_mlp', {
+    'gain': solution('18_init_deep_mlp', 'gain'),
+    'kaiming': solution('18_init_deep_mlp', 'kaiming'),
+    'init_model': """
+def init_model_(model, nonlinearity="relu", rng=None):
+    for m in model.children():   # the direct children only: a nested Linear is never reached
+        if isinstance(m, nn.Linear):
+            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            if m.bias is not None:
+                m.bias.data[...] = 0.0
+    return model
+""",
+})
+
+
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
     exercise, sources = FIXTURES[name]
