@@ -74,6 +74,12 @@ def exports_of(solution_nb):
     return names
 
 
+def graded_source(source: str) -> str:
+    """The instructor's code a graded cell of an assembled notebook runs (``GRADED_TEST`` holds it as a literal)."""
+    call = ast.parse(source).body[-1].value
+    return ast.literal_eval(call.args[-1])
+
+
 def answer_ids(nb):
     """grade_ids that identify an exercise: its solution and test cells (not generic ones like 'setup')."""
     return [grade_id(c) for c in nb.cells if grade_id(c) and (is_solution(c) or is_test(c))]
