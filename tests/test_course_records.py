@@ -226,3 +226,12 @@ def test_the_grader_module_is_light():
     mod = types.ModuleType("probe")
     exec(compile(open(graded.__file__).read(), graded.__file__, "exec"), mod.__dict__)
     assert "numpy" not in vars(mod) and "gradlab" not in vars(mod) and sys.modules.get("gradlab.course.graded")
+
+
+def test_reaching_into_the_grader_namespace_is_tamper_evidence():
+    """The grader's namespace lives in the kernel: code that reaches for it is noted (read from the file)."""
+    from gradlab.course.assemble import _scan
+    for src in ("import gradlab.course.graded as g\ng._STATE['ns']['report'] = None",
+                "from gradlab.course import graded", "_gradlab_graded.run_test = print"):
+        assert _scan(src, {}, "solution cell 'f'"), src
+    assert not _scan("from gradlab.course.checks import check", {}, "solution cell 'f'")

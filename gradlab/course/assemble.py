@@ -217,6 +217,7 @@ _SUSPICIOUS_NAMES = {
     "__builtins__": "touches __builtins__",
     "builtins": "touches the builtins module",
     "_gradlab_probe": "touches the grader's tamper probe",
+    "_gradlab_graded": "touches the grader's namespace",
     "_sink": "touches the grader's check records",
     "addaudithook": "installs an audit hook",
 }
@@ -255,11 +256,12 @@ def _scan(source, helpers, where):
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and
-                                                     node.module else [])
+            mods = [a.name for a in node.names] + ([node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                                                   if isinstance(node, ast.ImportFrom) and node.module else [])
             for m in mods:
                 if m.split(".")[0] in ("solutions", "builtins") or m in ("gradlab.course.probe",
-                                                                         "gradlab.course.sandbox"):
+                                                                         "gradlab.course.sandbox",
+                                                                         "gradlab.course.graded"):
                     found.append(f"{where} imports {m}")
         for n in names:
             if n in _SUSPICIOUS_NAMES:

@@ -349,33 +349,45 @@ def op_traversal(node, parent):
 
 
 def _stores(stmt):
-    return {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t) if isinstance(n, ast.Name)}
+    """The names an assignment binds (``x = ...``, ``a, b = ...``; not ``x[i] = ...``, which reads ``x``)."""
+    return {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _loads(stmt):
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def op_swap_statements(node, parent):
-    """Two neighbouring steps that each transform the same value, done in the other order
-    (``scores = where(mask, scores, -inf)`` then ``scores = scores - scores.max()``: the max taken before the
-    mask). Mutants of single tokens never change the order of steps; this one does. The replacement is the
-    compound statement (``def``, ``for``...) whose body holds the pair."""
+def _swaps(body):
+    """Indices i where ``body[i]`` and ``body[i + 1]`` are two assignments that each transform the same value
+    (both read and rebind ``x``), and where swapping them reads no name before it is set."""
     out = []
-    body = getattr(node, "body", None)
-    if not isinstance(node, (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With)) or not isinstance(body, list):
-        return out
     for i in range(len(body) - 1):
         a, b = body[i], body[i + 1]
         if not (isinstance(a, ast.Assign) and isinstance(b, ast.Assign)):
             continue
-        shared = _stores(a) & _stores(b) & _loads(a) & _loads(b)   # two steps that each transform x
-        if not shared or (_stores(a) - shared) & _loads(b) or (_stores(b) - shared) & _loads(a):
-            continue   # not two transforms of one value, or a swap that would read an undefined name
-        new_body = list(body)
-        new_body[i], new_body[i + 1] = b, a
-        out.append((_with(node, body=new_body), "swap-statements"))
+        shared = _stores(a) & _stores(b) & _loads(a) & _loads(b)
+        if shared and not (_stores(a) - shared) & _loads(b) and not (_stores(b) - shared) & _loads(a):
+            out.append(i)
     return out
+
+
+def _swapped(body, i):
+    new = list(body)
+    new[i], new[i + 1] = new[i + 1], new[i]
+    return new
+
+
+def op_swap_statements(node, parent):
+    """Two neighbouring steps that each transform the same value, done in the other order
+    (``scores = where(mask, scores, -inf)`` then ``scores = scores - scores.max()``: the max taken before the
+    mask). Mutants of single tokens never change the order of steps; this one does. The replacement is the
+    compound statement (``def``, ``for``...) whose body holds the pair; ``mutate_code`` swaps the pairs of
+    the top level itself."""
+    body = getattr(node, "body", None)
+    if not isinstance(node, (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With)) or not isinstance(body, list):
+        return []
+    return [(_with(node, body=_swapped(body, i)), "swap-statements") for i in _swaps(body)]
 
 
 OPERATORS = {
@@ -512,4 +524,10 @@ def mutate_code(code: str) -> list:
                     continue
                 seen.add(text)
                 out.append(Edit(label, getattr(node, "lineno", 1), before, after, text))
+    for i in _swaps(tree.body):   # (the top level has no node to replace: swap its statements' text)
+        text = "\n".join(_swapped(parts, i))
+        if text not in seen:
+            seen.add(text)
+            out.append(Edit("swap-statements", tree.body[i].lineno, _header(tree.body[i]),
+                            _header(tree.body[i + 1]), text))
     return out
