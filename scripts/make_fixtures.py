@@ -9,7 +9,7 @@ test cells change.
   says which parts each one must lose;
 * ``alt_NN_*``: correct alternatives (a loop instead of vectorised code, an equivalent formula,
   another dtype within tolerance); they must get full marks.
-* ``wrong_NN_fakes_*`` / ``wrong_NN_forges_*``: a wrong answer that redefines what the graded cells
+* ``wrong_NN_fakes_*`` / ``wrong_unbroadcast_forged_records``: a wrong answer that redefines what the graded cells
   compute with (an instructor's helper, ``np``, ``isinstance``, ``str``) or forges malformed check
   records: graded in the grader's own namespace (``gradlab/course/graded.py``) and validated in the
   grader, it must lose exactly the parts it gets wrong, and the batch must finish.
@@ -3068,7 +3068,7 @@ class Softplus(Function):
     'binarize': solution('17_custom_function', 'binarize'),
     'topk': solution('17_custom_function', 'topk'),
 })
-FIXTURES['wrong_01_forges_records'] = ('01_unbroadcast', {
+FIXTURES['wrong_unbroadcast_forged_records'] = ('01_unbroadcast', {
     'unbroadcast': """
 import gradlab.course.checks as _checks
 

@@ -8,7 +8,7 @@
 * hints: ``msg=`` reaches the report, with every part computed from a reference elided
   (``references``), and the failing case, the hint and the student's line are in the text, JSON and
   JUnit reports.
-The same properties through real kernels: the ``wrong_NN_fakes_*`` / ``wrong_01_forges_records``
+The same properties through real kernels: the ``wrong_NN_fakes_*`` / ``wrong_unbroadcast_forged_records``
 fixtures in tests/test_course_grade.py.
 """
 from __future__ import annotations
