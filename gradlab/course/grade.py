@@ -13,6 +13,12 @@ That comparison happens here, in the grader's process: the student's kernel
 only computes, so nothing it patches can change a verdict. Tamper evidence
 (the file's metadata, suspicious code, the probe's findings) is listed on the
 report as ``tamper`` notes; it never raises a score.
+
+A failed part says why, and what helps the student: the ``case`` (the check that
+failed, or the one being computed when their code raised), the instructor's
+``hint`` (``msg=``) for it, and for an exception ``where`` it passed last in the
+student's own cells (``graded.py`` sends the frames; only cells of the submission
+that are the student's are named). No reference value or code is ever quoted.
 """
 from __future__ import annotations
 
@@ -129,7 +135,8 @@ def _match(student, reference):
                     name, _text(want.get("msg")))
         why = compare(got, want)
         if why:
-            return f"{name}: {why}", name, _text(got.get("msg")) or _text(want.get("msg"))
+            mine = got.get("msg") if isinstance(got, dict) else None
+            return f"{name}: {why}", name, _text(mine) or _text(want.get("msg"))
     if len(student) > len(reference):
         return f"recorded {len(student)} values where {len(reference)} were checked", "", ""
     return "", "", ""
