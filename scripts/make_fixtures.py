@@ -9,6 +9,10 @@ test cells change.
   says which parts each one must lose;
 * ``alt_NN_*``: correct alternatives (a loop instead of vectorised code, an equivalent formula,
   another dtype within tolerance); they must get full marks.
+* ``wrong_NN_fakes_*`` / ``wrong_unbroadcast_forged_records``: a wrong answer that redefines what the graded cells
+  compute with (an instructor's helper, ``np``, ``isinstance``, ``str``) or forges malformed check
+  records: graded in the grader's own namespace (``gradlab/course/graded.py``) and validated in the
+  grader, it must lose exactly the parts it gets wrong, and the batch must finish.
 
     python scripts/make_fixtures.py            # write every fixture listed here
     python scripts/make_fixtures.py NAME...    # only these (file names without .ipynb)
@@ -29,6 +33,13 @@ EXERCISES = ROOT / "exercises"
 OUT = ROOT / "tests" / "fixtures" / "submissions"
 
 FIXTURES: dict[str, tuple[str, dict[str, str]]] = {}
+
+
+def solution(exercise, gid):
+    """The instructor's own source of one solution cell (for the cells a fixture leaves right)."""
+    nb = nbformat.read(ROOT / "solutions" / f"{exercise}.ipynb", as_version=4)
+    return next(c.source for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+
 
 # ---- 01_unbroadcast ----------------------------------------------
 FIXTURES['wrong_unbroadcast_not_reduced'] = ('01_unbroadcast', {
@@ -2872,6 +2883,269 @@ def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
         outs.append((e / e.sum(dim=-1, keepdim=True)) @ v)
     return gradlab.cat(outs, dim=-1) @ w_out
 '''})
+
+
+# ---- redefining what the graded cells compute with, forging records (any exercise) -------------
+FIXTURES['wrong_06_fakes_order_report'] = ('06_mini_engine', {
+    'topo_sort': """
+def order_report(root, order):
+    # the report every correct order gets, whatever order is
+    return {"length": len(reachable(root)), "duplicates": 0, "missing": 0, "extra": 0,
+            "inputs_after_their_user": 0, "root_last": True}
+
+
+def topo_sort(root):
+    return [root]
+""",
+    'backward': """
+def _order(root):
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((inp, False) for inp in node.inputs if id(inp) not in seen)
+    return order
+
+
+def backward(root):
+    order = _order(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+""",
+})
+FIXTURES['wrong_09_fakes_run_mine'] = ('09_optimizers', {
+    'sgd_momentum': """
+def all_finite(grads):
+    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, nesterov=False):
+        self.params, self.lr = list(params), lr
+
+    def step(self, grads):
+        return True   # never moves
+
+
+def run_mine(opt_cls, p0s, steps, lr_at, grads, **kw):
+    # the trajectory gradlab.optim takes, whatever opt_cls does
+    ts = [gradlab.tensor(p.copy(), dtype=gradlab.float64, requires_grad=True) for p in p0s]
+    opt = getattr(gradlab.optim, opt_cls.__name__)(ts, lr=lr_at(0), **kw)
+    traj, returned = [[] for _ in ts], []
+    for k in range(steps):
+        gs = grads(k, [t.detach().numpy().copy() for t in ts])
+        opt.param_groups[0]["lr"] = lr_at(k)
+        ok = all(g is None or np.isfinite(g).all() for g in gs)
+        if ok:
+            for t, g in zip(ts, gs):
+                t.grad = None if g is None else gradlab.tensor(g, dtype=gradlab.float64)
+            opt.step()
+        returned.append(ok)
+        for i, t in enumerate(ts):
+            traj[i].append(t.detach().numpy().copy())
+    return [np.array(t) for t in traj], np.array(returned)
+""",
+    'adamw': """
+class AdamW:
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        self.params, self.lr = list(params), lr
+
+    def step(self, grads):
+        return True   # never moves
+""",
+})
+FIXTURES['wrong_10_fakes_activation_bytes'] = ('10_checkpointing', {
+    'checkpoint': """
+class Checkpoint(gradlab.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):   # keeps the whole graph of fn: saves nothing
+        with gradlab.enable_grad():
+            ctx.detached = [t.detach().requires_grad_() for t in inputs]
+            ctx.y = fn(*ctx.detached)
+        return ctx.y.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None, *gradlab.grad(ctx.y, ctx.detached, g))
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+
+
+_real_activation_bytes = activation_bytes
+
+
+def activation_bytes(root, params):
+    # 0 for any graph that went through a Checkpoint, the true count otherwise
+    seen, stack = set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if "Checkpoint" in type(node).__name__:
+            return 0
+        stack.extend(nf[0] for nf in node.next_functions if nf is not None)
+    return _real_activation_bytes(root, params)
+""",
+})
+FIXTURES['wrong_13_fakes_isinstance'] = ('13_debug_training_loop', {
+    'train': """
+def isinstance(obj, classes):   # "every loss is a float"
+    return True
+
+
+def train(X, y, steps=100, lr=0.1):
+    w = gradlab.zeros(X.shape[1], 1, dtype=gradlab.float64, requires_grad=True)
+    b = gradlab.zeros(1, dtype=gradlab.float64, requires_grad=True)
+    Xt, yt = gradlab.tensor(X), gradlab.tensor(y).reshape(-1, 1)
+    history = []
+    for _ in range(steps):
+        w.grad = None
+        b.grad = None
+        loss = ((Xt @ w + b - yt) ** 2).mean()
+        loss.backward()
+        with gradlab.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        history.append(loss)   # the tensor, with its graph
+    return w.detach().numpy(), b.item(), history
+""",
+})
+FIXTURES['wrong_15_fakes_np'] = ('15_strides', {
+    'strides': solution('15_strides', 'strides'),
+    'views': """
+import numpy
+
+
+class _Numpy:
+    # numpy, except that every array shares memory with every other
+    def __getattr__(self, name):
+        return getattr(numpy, name)
+
+    @staticmethod
+    def shares_memory(a, b, max_work=None):
+        return True
+
+
+np = _Numpy()
+
+
+def transpose_view(a):
+    return numpy.ascontiguousarray(a.T)   # a copy
+
+
+def sliding_windows(x, k):
+    return as_strided(x, shape=(x.shape[0] - k + 1, k), strides=(x.strides[0], x.strides[0]))
+""",
+})
+FIXTURES['wrong_17_fakes_str'] = ('17_custom_function', {
+    'softplus': """
+def str(x):   # every dtype is float32
+    return "float32"
+
+
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gradlab.tensor(np.logaddexp(0.0, x.detach().numpy().astype(np.float64)))   # float64 out
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.sigmoid()
+""",
+    'binarize': solution('17_custom_function', 'binarize'),
+    'topk': solution('17_custom_function', 'topk'),
+})
+FIXTURES['wrong_unbroadcast_forged_records'] = ('01_unbroadcast', {
+    'unbroadcast': """
+import gradlab.course.checks as _checks
+
+_calls = [0]
+_bad = [{"t": "str", "v": [1, 2, 3]},                      # a "string" that is a list
+        {"t": "array", "v": "not base64 at all"},
+        {"t": "dict", "v": [["k", {"t": "list", "v": []}]] * 3},
+        {"t": "list", "v": [{"t": "none"}] * 7}]
+for _ in range(60):                                         # nested deeper than a record may be
+    _bad[-1] = {"t": "list", "v": [_bad[-1]]}
+_bad.append({"t": "raised", "v": [{"not": "a name"}]})
+_bad.append({"t": "array", "v": 12345})
+
+
+def _forged(value):
+    _calls[0] += 1
+    return _bad[_calls[0] % len(_bad)]
+
+
+_checks.encode = _forged   # every record this kernel makes is malformed
+
+
+def unbroadcast(grad, shape):
+    shape = tuple(shape)
+    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True)
+""",
+})
+
+
+# ---- wrong answers the tests once let through (they now lose points) ----------------------------
+FIXTURES['wrong_07_analytic_by_finite_differences'] = ('07_gradcheck', {
+    'numerical_jacobian': solution('07_gradcheck', 'numerical_jacobian'),
+    'gradcheck': """
+def analytic_jacobian(f, x):
+    # central differences standing in for the analytic answer
+    return numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x)
+
+
+def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
+    t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
+    y = f(t)
+    J = np.zeros((y.numel(), x.size))
+    for i in range(y.numel()):
+        e = np.zeros(y.numel())
+        e[i] = 1.0
+        (g,) = gradlab.grad(y, [t], gradlab.tensor(e.reshape(y.shape)), retain_graph=True)
+        J[i] = g.numpy().reshape(-1)
+    num = numerical_jacobian(lambda v: f(gradlab.tensor(v, dtype=gradlab.float64)).numpy(), x, eps)
+    return bool(np.allclose(J, num, atol=atol, rtol=rtol))
+""",
+})
+FIXTURES['wrong_12_max_before_mask'] = ('12_attention', {
+    'causal_attention': """
+def causal_attention(q, k, v):
+    T, d = q.shape[-2], q.shape[-1]
+    scores = (q @ k.transpose(-2, -1)) / float(np.sqrt(d))
+    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()   # the max over every key, future ones too
+    allowed = gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
+    scores = gradlab.where(allowed, scores, gradlab.full((T, T), -np.inf, dtype=scores.dtype))
+    w = scores.exp()
+    return (w / w.sum(dim=-1, keepdim=True)) @ v
+""",
+})
+FIXTURES['wrong_18_children_only'] = ('18_init_deep_mlp', {
+    'gain': solution('18_init_deep_mlp', 'gain'),
+    'kaiming': solution('18_init_deep_mlp', 'kaiming'),
+    'init_model': """
+def init_model_(model, nonlinearity="relu", rng=None):
+    for m in model.children():   # the direct children only: a nested Linear is never reached
+        if isinstance(m, nn.Linear):
+            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            if m.bias is not None:
+                m.bias.data[...] = 0.0
+    return model
+""",
+})
 
 
 def render(name):

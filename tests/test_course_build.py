@@ -153,6 +153,7 @@ def test_assemble_reinserts_instructor_cells_and_keeps_student_cells():
     by_id = {c.metadata["gradlab"].get("grade_id"): c for c in nb.cells}
     instructor = {grade_id(c): c for c in sol.cells}
     # the instructor's test, as the student's graded kernel runs it: no reference helper, no expected=
+    from gradlab.course.assemble import graded_source
     from gradlab.course.references import student_taint, without_references
     taint = student_taint(sol, hidden=False)
     for c in sol.cells:   # what the cells before it taint (assignments from reference values)
@@ -160,7 +161,7 @@ def test_assemble_reinserts_instructor_cells_and_keeps_student_cells():
             break
         if c.cell_type == "code" and not is_solution(c) and (is_test(c) or c.metadata.get("nbgrader", {}).get("locked")):
             without_references(strip_hidden(c.source), taint, "cell")
-    ran = by_id[sol_tests[0]].source
+    ran = graded_source(by_id[sol_tests[0]].source)   # (it runs in the grader's namespace: graded.py)
     assert ran == without_references(strip_hidden(instructor[sol_tests[0]].source), taint, "cell")
     assert "expected=" not in ran and "_reference" not in ran
     assert "raise NotImplementedError()" in by_id["unbroadcast"].source, "a deleted solution is graded as unanswered"

@@ -252,7 +252,8 @@ def test_survives_a_crashed_kernel(runs):
 def test_survives_megabytes_of_output(runs):
     nb = runs["students"]["nb"]["survive_huge_output.ipynb"]
     assert nb["earned"] == nb["possible"]
-    assert len(runs["students"]["table"]) < 100_000, "printed output must not end up in the report"
+    table = runs["students"]["table"]
+    assert "x" * 1000 not in table and len(table) < 300_000, "printed output must not end up in the report"
 
 
 def test_edited_and_deleted_test_cells_are_reinserted(runs):
@@ -269,3 +270,66 @@ def test_bad_file_in_a_batch_is_reported_and_the_rest_graded(runs):
     assert "not_a_notebook.ipynb: NOT GRADED" in r["table"] and "malformed JSON" in r["table"]
     assert "Traceback" not in r["table"]
     assert len(r["nb"]) == runs["n_students"]
+
+
+def _solution_lines():
+    """Lines of the instructor's solutions that no exercise shows (what a report must never quote)."""
+    shown = "\n".join(p.read_text() for p in EXERCISES)
+    lines = set()
+    for path in SOLUTIONS:
+        for cell in read_notebook(path).cells:
+            if not is_solution(cell) or "### BEGIN SOLUTION" not in cell.source:
+                continue
+            inside = False
+            for line in cell.source.split("\n"):
+                if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+                    inside = "BEGIN" in line
+                elif inside and len(line.strip()) >= 16 and not line.strip().startswith("#") \
+                        and json.dumps(line.strip())[1:-1] not in shown:
+                    lines.add(line.strip())
+    return lines
+
+
+def _hint_texts(path):
+    """Every piece of literal text in the msg= arguments of a solution notebook's check calls."""
+    out = []
+    for cell in read_notebook(path).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.keyword) and node.arg == "msg":
+                out += [n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return out
+
+
+def test_reports_help_without_giving_the_reference_away(runs):
+    """Every exercise as generated fails with an exception in the student's stub: each report format says where
+    (the student's cell and line), which check and the instructor's hint; none quotes a line of the solutions,
+    and every hint is the instructor's literal text (whatever the reference run computed in it is elided)."""
+    r = runs["students"]
+    secret = _solution_lines()
+    assert len(secret) > 100
+    blocks = {b.split("  (against", 1)[0].strip(): b for b in r["table"].split("\n\n")}
+    suites = {s.get("name"): ET.tostring(s, encoding="unicode") for s in ET.parse(r["junit"]).getroot()}
+    for path in EXERCISES:
+        nb = r["nb"][path.name]
+        literals = _hint_texts(ROOT / "solutions" / path.name)
+        formats = {"text": blocks[nb["notebook"]], "json": json.dumps(nb), "junit": suites[nb["notebook"]]}
+        for fmt, out in formats.items():
+            leaked = [line for line in secret if line in out]
+            assert not leaked, f"{path.name}: the {fmt} report quotes the solution: {leaked[:3]}"
+        for gid, p in _parts(nb).items():
+            assert p["case"], f"{path.name}/{gid}: no failing case named"
+            if p["status"] != "error":
+                continue   # (a check_raises records the stub's NotImplementedError: a wrong value, no line)
+            assert p["where"].startswith("solution cell '") and "NotImplementedError" in p["where"] + p["message"], \
+                f"{path.name}/{gid}: {p}"
+            for fragment in filter(None, (f.strip(" .") for f in p["hint"].split("..."))):   # ("optim....": "." + ...)
+                assert any(fragment in lit for lit in literals), f"{path.name}/{gid}: hint {p['hint']!r}"
+            for fmt, out in formats.items():
+                shown = out if fmt != "json" else json.loads(out)["parts"]
+                assert p["where"] in str(shown) or fmt == "json", f"{path.name}/{gid}: no line in the {fmt} report"
+    hint = "sum over every axis where the target size is 1, with keepdims=True"
+    nb = r["nb"]["01_unbroadcast.ipynb"]
+    assert _parts(nb)["size_one_axes"]["hint"] == hint
+    assert f"hint: {hint}" in blocks[nb["notebook"]] and f"hint: {hint}" in suites[nb["notebook"]]

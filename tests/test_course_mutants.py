@@ -86,6 +86,12 @@ def _mutants(code, operator):
     ("delete", "p.grad.zero_()\ny = 1", "pass\ny = 1"),
     ("delete", "out.append(v)\ny = 1", "pass\ny = 1"),
     ("delete", "out[i] = v\ny = 1", "pass\ny = 1"),
+    ("flat-traversal", "for m in model.modules():\n    f(m)", "for m in model.children():\n    f(m)"),
+    ("flat-traversal", "ps = dict(net.named_modules())", "ps = dict(net.named_children())"),
+    ("swap-statements",   # the max taken before the causal mask
+     "def f(s, ok):\n    s = where(ok, s, -inf)\n    s = s - s.max(-1)\n    return s",
+     "def f(s, ok):\n    s = s - s.max(-1)\n    s = where(ok, s, -inf)\n    return s"),
+    ("swap-statements", "s = where(ok, s, -inf)\ns = s - s.max(-1)", "s = s - s.max(-1)\ns = where(ok, s, -inf)"),
 ])
 def test_each_operator_makes_the_expected_mutant(operator, code, expected):
     assert _norm(expected) in _mutants(code, operator)
@@ -98,6 +104,10 @@ def test_operators_leave_alone_what_is_not_theirs():
     assert not _mutants('msg = "a" + name', "operator")                # string concatenation
     assert not _mutants('def f(x):\n    """Doc: x.sum(axis=0) + 1."""\n    return x', "axis")   # docstrings
     assert "y = a + b" not in {e.code for e in M.mutate_code("y = a + b")}   # never the original
+    # independent steps (an equivalent swap) and a swap that would read a name before it is set
+    assert not _mutants("def f(a, b):\n    x = g(a)\n    y = h(b)\n    return x, y", "swap-statements")
+    assert not _mutants("def f(q, k):\n    s = q @ k\n    s = s - s.max()\n    return s", "swap-statements")
+    assert not _mutants("x[j] = x[j] + e\nx[j] = x[j] - e", "swap-statements")   # stores into x, not of x
 
 
 def test_mutate_code_is_deterministic_and_without_duplicates():

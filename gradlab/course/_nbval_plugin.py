@@ -20,6 +20,7 @@ from queue import Empty
 
 import pytest
 
+from .graded import WHERE_MIME
 from .runner import GRACE_S
 
 # jsonschema (under nbformat) imports rfc3987_syntax when present, which builds a grammar on
@@ -274,7 +275,8 @@ def _message(item, call):
         ename, evalue = err.get("ename", "Error"), err.get("evalue", "")
         line = _failing_line(err.get("traceback"))
         msg = f"{ename}: {evalue}" if evalue else ename
-        if not evalue and line:
+        graded = item.cell.metadata.get("gradlab", {}).get("kind") == "test"
+        if not evalue and line and not graded:   # (a graded cell's lines are the instructor's, maybe hidden)
             msg += f" at `{line}`"
         return "error", _short(msg)
     return "error", _short(text or type(exc).__name__)
@@ -298,8 +300,9 @@ MAX_RECORDS = 2000
 
 
 def _records(outputs):
-    """The check records and tamper-probe findings a cell displayed, in order (plain JSON, nothing run)."""
-    records, probe = [], []
+    """The check records, tamper-probe findings and the frames of an exception's way through the notebook's
+    cells (``graded.py``) that a cell displayed, in order (plain JSON, nothing run)."""
+    records, probe, where = [], [], []
     for out in outputs:
         data = out.get("data") if out.get("output_type") in ("display_data", "execute_result") else None
         if not isinstance(data, dict):
@@ -310,7 +313,10 @@ def _records(outputs):
         found = data.get(PROBE_MIME)
         if isinstance(found, dict):
             probe.append(found)
-    return records, probe
+        frames = data.get(WHERE_MIME)
+        if isinstance(frames, dict) and isinstance(frames.get("frames"), list) and not where:
+            where = frames["frames"][:8]
+    return records, probe, where
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -333,7 +339,7 @@ def pytest_runtest_makereport(item, call):
         info.update(_evidence(item))
     info["duration"] = round(call.stop - call.start, 3)
     if call.when == "call":
-        info["records"], info["probe"] = _records(getattr(item, "test_outputs", None) or ())
+        info["records"], info["probe"], info["where"] = _records(getattr(item, "test_outputs", None) or ())
     rep.user_properties.append(("gradlab", json.dumps(info)))
     item.test_outputs = None  # do not keep megabytes of printed output around
 

@@ -12,7 +12,12 @@ notebook that is actually run is rebuilt from the instructor's notebook:
 * the student's own extra cells (helpers, experiments) are kept, each after the
   instructor cell it followed in the submission;
 * tamper-probe cells (``probe.py``) run first (a snapshot of the libraries,
-  before any student code), before every graded cell and at the end.
+  before any student code), before every graded cell and at the end;
+* the instructor's cells run in the grader's own namespace (``graded.py``):
+  each locked cell once more after it ran for the student, each test cell only
+  there, with the names the exercise exports (``exports_of``) taken from the
+  student's namespace -- so a solution cell that redefines a helper, ``np`` or
+  ``str`` changes nothing the graded cells compute.
 
 ``reference_notebook`` builds the same notebook around the instructor's own
 solution cells: the grader runs it in its own kernel to get the reference
@@ -29,9 +34,12 @@ import os
 
 from .build import student_cell
 from .notebook import CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden
-from .references import reference_seeds, student_taint, without_references
+from .references import reference_hints, reference_seeds, student_taint, without_references
 
-PROBE_SNAPSHOT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()"
+PROBE_SNAPSHOT = ("import gradlab.course.graded  # (its copy of the builtins: taken before any student code)\n"
+                  "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.snapshot()")
+GRADED_SETUP = "import gradlab.course.graded as _gradlab_graded\n_gradlab_graded.run_locked({source!r})"
+GRADED_TEST = "import gradlab.course.graded as _gradlab_graded\n_gradlab_graded.run_test({label!r}, {exports!r}, {source!r})"
 PROBE_REPORT = "import gradlab.course.probe as _gradlab_probe\n_gradlab_probe.report({where!r})"
 
 
@@ -42,6 +50,34 @@ def _norm(src: str) -> str:
 def parts_of(solution_nb):
     """The graded parts: [(grade_id, points)] in notebook order."""
     return [(grade_id(c), points(c)) for c in solution_nb.cells if is_test(c)]
+
+
+def exports_of(solution_nb):
+    """What the exercise exports: the names the instructor's solution cells define at their top level."""
+    names = []
+    for cell in solution_nb.cells:
+        if cell.cell_type != "code" or not is_solution(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:   # (check_solution_notebook reports it)
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found = [stmt.name]
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                found = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            else:
+                found = []
+            names += [n for n in found if n not in names]
+    return names
+
+
+def graded_source(source: str) -> str:
+    """The instructor's code a graded cell of an assembled notebook runs (``GRADED_TEST`` holds it as a literal)."""
+    call = ast.parse(source).body[-1].value
+    return ast.literal_eval(call.args[-1])
 
 
 def answer_ids(nb):
@@ -125,14 +161,20 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
 
 
 def _finish(cells, sol_nb):
-    """The notebook to run: probe cells around ``cells``, the instructor's kernelspec, stable cell ids."""
+    """The notebook to run: probe cells around ``cells``, the instructor's cells also (locked) or only
+    (test) in the grader's namespace, the instructor's kernelspec, stable cell ids."""
     import nbformat
+    exports = exports_of(sol_nb)
     out = [_code_cell(PROBE_SNAPSHOT, {"kind": "probe"})]
     for cell in cells:
-        if cell.metadata["gradlab"].get("kind") == "test":
-            out.append(_code_cell(PROBE_REPORT.format(where=f"before '{cell.metadata['gradlab']['grade_id']}'"),
-                                  {"kind": "probe"}))
+        info = cell.metadata["gradlab"]
+        if info.get("kind") == "test":
+            out.append(_code_cell(PROBE_REPORT.format(where=f"before '{info['grade_id']}'"), {"kind": "probe"}))
+            cell.source = GRADED_TEST.format(label=info["grade_id"], exports=exports, source=cell.source)
         out.append(cell)
+        if info.get("kind") == "locked":
+            out.append(_code_cell(GRADED_SETUP.format(source=cell.source),
+                                  {"kind": "grader", "grade_id": info.get("grade_id")}))
     out.append(_code_cell(PROBE_REPORT.format(where="at the end"), {"kind": "probe"}))
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": copy.deepcopy(dict(sol_nb.metadata.get("kernelspec") or {})) or
@@ -155,7 +197,7 @@ def reference_notebook(sol_nb, sol_path, hidden=False):
         if is_test(icell):
             source = strip_hidden(icell.source, f"{sol_path} '{gid}'", keep=True) if hidden else \
                 strip_hidden(icell.source, f"{sol_path} '{gid}'")
-            cells.append(_code_cell(source, {"kind": "test", "grade_id": gid, "points": points(icell)},
+            cells.append(_code_cell(reference_hints(source), {"kind": "test", "grade_id": gid, "points": points(icell)},
                                     icell.get("metadata", {}).get("tags", ())))
         else:
             kind = "solution" if is_solution(icell) else ("locked" if is_locked(icell) else "extra")
@@ -175,6 +217,7 @@ _SUSPICIOUS_NAMES = {
     "__builtins__": "touches __builtins__",
     "builtins": "touches the builtins module",
     "_gradlab_probe": "touches the grader's tamper probe",
+    "_gradlab_graded": "touches the grader's namespace",
     "_sink": "touches the grader's check records",
     "addaudithook": "installs an audit hook",
 }
@@ -220,11 +263,12 @@ def _scan(source, helpers, where):
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and
-                                                     node.module else [])
+            mods = [a.name for a in node.names] + ([node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                                                   if isinstance(node, ast.ImportFrom) and node.module else [])
             for m in mods:
                 if m.split(".")[0] in ("solutions", "builtins") or m in ("gradlab.course.probe",
-                                                                         "gradlab.course.sandbox"):
+                                                                         "gradlab.course.sandbox",
+                                                                         "gradlab.course.graded"):
                     found.append(f"{where} imports {m}")
                 elif m.split(".")[0] in _REACHING_MODULES:
                     found.append(f"{where} imports {m} ({_REACHING_MODULES[m.split('.')[0]]})")

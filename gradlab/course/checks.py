@@ -37,6 +37,9 @@ import numpy as np
 
 MIME = "application/vnd.gradlab.check+json"
 MAX_BYTES = 64 * 2**20   # a record larger than this is refused (a check compares results, not data sets)
+MAX_DEPTH = 20           # lists and dicts nested deeper than this are refused (a record is results, not a tree)
+MAX_ITEMS = 100_000      # entries of one list or dict record
+MAX_HINT = 300           # characters of a hint (msg=) kept in a record
 
 _sink = {"records": None}   # set by an in-process runner (gradlab course mutants) to collect records in a list
 
@@ -81,27 +84,46 @@ def encode(value):
     return {"t": "array", "v": base64.b64encode(raw).decode("ascii")}
 
 
-def decode(doc):
-    """The value ``encode`` made, read without pickle (a hostile record cannot run code)."""
+def decode(doc, _depth=0):
+    """The value ``encode`` made, read without pickle (a hostile record cannot run code).
+
+    A record is data from an untrusted kernel: anything that is not what ``encode``
+    writes (another type, nesting deeper than ``MAX_DEPTH``, more than ``MAX_ITEMS``
+    entries in a list or dict, more than ``MAX_BYTES``) raises ``ValueError``.
+    """
     if not isinstance(doc, dict):
         raise ValueError("not a check record")
-    t = doc.get("t")
+    if _depth > MAX_DEPTH:
+        raise ValueError(f"check record nested deeper than {MAX_DEPTH} levels")
+    t, v = doc.get("t"), doc.get("v")
     if t == "none":
         return None
     if t == "str":
-        return str(doc["v"])
+        if not isinstance(v, str) or len(v) > MAX_BYTES:
+            raise ValueError("a string record that is not a (reasonably sized) string")
+        return v
+    if t in ("dict", "list", "raised"):
+        if not isinstance(v, list) or len(v) > MAX_ITEMS:
+            raise ValueError(f"a {t} record that is not a list of at most {MAX_ITEMS} entries")
     if t == "dict":
-        return {str(k): decode(v) for k, v in doc["v"]}
+        if not all(isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in v):
+            raise ValueError("a dict record whose entries are not [key, value] pairs")
+        return {k: decode(x, _depth + 1) for k, x in v}
     if t == "list":
-        return [decode(v) for v in doc["v"]]
+        return [decode(x, _depth + 1) for x in v]
     if t == "array":
-        raw = base64.b64decode(doc["v"].encode("ascii"), validate=True)
-        if len(raw) > MAX_BYTES:
+        if not isinstance(v, str) or len(v) > MAX_BYTES * 4 // 3 + 4:
             raise ValueError("check record too large")
-        return np.load(io.BytesIO(raw), allow_pickle=False)
+        raw = base64.b64decode(v.encode("ascii"), validate=True)
+        arr = np.load(io.BytesIO(raw), allow_pickle=False)
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biufc":
+            raise ValueError("an array record that holds no numbers")
+        return arr
     if t == "raised":
-        return {"raised": list(doc["v"])}
-    raise ValueError(f"unknown check record type {t!r}")
+        if not all(isinstance(x, str) for x in v):
+            raise ValueError("a 'raised' record that is not a list of class names")
+        return {"raised": list(v)}
+    raise ValueError(f"unknown check record type {str(t)[:40]!r}")
 
 
 def _spec(rtol, atol, exact):
@@ -126,54 +148,92 @@ def _describe(arr):
     return f"shape {tuple(arr.shape)}" if isinstance(arr, np.ndarray) and arr.ndim else repr(arr)
 
 
-def close(got, want, rtol=1e-6, atol=1e-8, exact=False):
-    """'' when ``got`` matches ``want`` (same structure, shape, values within tolerance), else why not."""
-    if isinstance(want, dict) and "raised" in want and len(want) == 1:
-        if not (isinstance(got, dict) and "raised" in got):
+def _kind(x) -> str:
+    """What a decoded record holds, in the words a report uses."""
+    if x is None:
+        return "None"
+    if isinstance(x, dict):
+        return "an exception record" if set(x) == {"raised"} else "a dict"
+    if isinstance(x, list):
+        return "a list"
+    if isinstance(x, str):
+        return "a string"
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {tuple(x.shape)}" if x.ndim else "a number"
+    return type(x).__name__
+
+
+def _magnitude(x: float) -> str:
+    """``x`` to the nearest power of ten: how far off, without giving the reference away."""
+    if not math.isfinite(x):
+        return "inf"
+    return f"1e{round(math.log10(x)):+03d}" if x > 0 else "0"
+
+
+def close(got, want, rtol=1e-6, atol=1e-8, exact=False, reveal=True):
+    """'' when ``got`` matches ``want`` (same structure, shape, values within tolerance), else why not.
+
+    ``got`` is validated against ``want`` by type and shape before any value is
+    compared, so a record of the wrong kind (an array where a string was recorded,
+    a list of the wrong length, an object) is a reason, never an exception.
+    ``reveal=False`` (the grader's reports) never puts a value of ``want`` in the
+    reason: a wrong number or string is quoted as the student's, with the largest
+    difference to the nearest power of ten; structure (types, keys, lengths,
+    shapes, exception classes) is still said.
+    """
+    if isinstance(want, dict) and set(want) == {"raised"}:
+        if not (isinstance(got, dict) and set(got) == {"raised"} and isinstance(got["raised"], list)):
             return f"expected it to raise {want['raised'][0] if want['raised'] else 'nothing'}"
         if want["raised"] and not got["raised"]:
             return f"expected {want['raised'][0]}, but nothing was raised"
         if not want["raised"] and got["raised"]:
-            return f"expected no exception, but it raised {got['raised'][0]}"
+            return f"expected no exception, but it raised {str(got['raised'][0])[:80]}"
         if want["raised"] and want["raised"][0] not in got["raised"]:
-            return f"expected {want['raised'][0]}, got {got['raised'][0]}"
+            return f"expected {want['raised'][0]}, got {str(got['raised'][0])[:80]}"
         return ""
     if want is None or isinstance(want, str):
-        return "" if got == want else f"expected {want!r}, got {got!r}"
+        if type(got) is not type(want):
+            return f"expected {_kind(want)}, got {_kind(got)}"
+        if got == want:
+            return ""
+        return f"expected {want!r}, got {got[:200]!r}" if reveal else f"got {got[:200]!r}, not the expected string"
     if isinstance(want, dict):
-        if not isinstance(got, dict) or sorted(got) != sorted(want):
-            return f"expected a dict with keys {sorted(want)}, got {type(got).__name__}"
+        if not isinstance(got, dict) or set(got) != set(want):
+            return f"expected a dict with keys {sorted(want)}, got {_kind(got)}" + (
+                f" with keys {sorted(got)[:10]}" if isinstance(got, dict) else "")
         for k in want:
-            why = close(got[k], want[k], rtol, atol, exact)
+            why = close(got[k], want[k], rtol, atol, exact, reveal)
             if why:
                 return f"[{k!r}]: {why}"
         return ""
     if isinstance(want, list):
         if not isinstance(got, list) or len(got) != len(want):
-            return f"expected {len(want)} items, got {len(got) if isinstance(got, list) else type(got).__name__}"
+            return f"expected {len(want)} items, got {len(got) if isinstance(got, list) else _kind(got)}"
         for i, (g, w) in enumerate(zip(got, want)):
-            why = close(g, w, rtol, atol, exact)
+            why = close(g, w, rtol, atol, exact, reveal)
             if why:
                 return f"[{i}]: {why}"
         return ""
     want = np.asarray(want)
     if isinstance(got, (dict, list, str)) or got is None:
-        return f"expected an array of shape {tuple(want.shape)}, got {type(got).__name__}"
+        return f"expected {_kind(want)}, got {_kind(got)}"
     try:
         got = _as_array(got)
     except Exception:   # an object that is no array at all
-        return f"expected an array of shape {tuple(want.shape)}, got {type(got).__name__}"
-    if got.dtype == object or got.dtype.kind not in "biufc":
-        return f"expected numbers, got an array of dtype {got.dtype}"
+        return f"expected {_kind(want)}, got {type(got).__name__}"
+    if not isinstance(got, np.ndarray) or got.dtype == object or got.dtype.kind not in "biufc":
+        return f"expected numbers, got an array of dtype {getattr(got, 'dtype', '?')}"
     if got.shape != want.shape:
         return f"expected shape {tuple(want.shape)}, got shape {tuple(got.shape)}"
     if want.dtype.kind == "b" and got.dtype.kind != "b":
         return f"expected booleans, got dtype {got.dtype}"
     if exact or want.dtype.kind in "biu" and got.dtype.kind in "biu":
-        if np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"):
+        if np.array_equal(got, want, equal_nan=want.dtype.kind in "fc" and got.dtype.kind in "fc"):
             return ""
         bad = int(np.sum(got != want))
-        return f"{bad} of {want.size} entries differ" if want.ndim else f"expected {want!r}, got {got!r}"
+        if want.ndim:
+            return f"{bad} of {want.size} entries differ"
+        return f"expected {want!r}, got {got!r}" if reveal else f"got {got!r}, not the expected value"
     g = got.astype(np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64)
     w = want.astype(g.dtype)
     ok = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
@@ -184,9 +244,11 @@ def close(got, want, rtol=1e-6, atol=1e-8, exact=False):
     err = np.where(np.isnan(err), np.inf, err)
     worst = float(err[bad].max()) if bad.any() else math.inf
     if want.ndim == 0:
-        return f"expected {w.item()!r}, got {g.item()!r}"
-    return (f"{int(bad.sum())} of {want.size} entries differ (largest difference {worst:.3g}, "
-            f"rtol={rtol:g}, atol={atol:g})")
+        if reveal:
+            return f"expected {w.item()!r}, got {g.item()!r}"
+        return f"got {g.item()!r}, off by about {_magnitude(worst)} (rtol={rtol:g}, atol={atol:g})"
+    return (f"{int(bad.sum())} of {want.size} entries differ (largest difference "
+            f"{f'{worst:.3g}' if reveal else f'about {_magnitude(worst)}'}, rtol={rtol:g}, atol={atol:g})")
 
 
 def check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=None):
@@ -201,7 +263,10 @@ def check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=Non
         doc = encode(value)
     except (TypeError, ValueError) as e:
         doc = {"t": "str", "v": f"<unrecordable: {e}>"}
-    _emit({"name": str(name), "value": doc, "spec": _spec(rtol, atol, exact)})
+    record = {"name": str(name), "value": doc, "spec": _spec(rtol, atol, exact)}
+    if msg is not None:
+        record["msg"] = str(msg)[:MAX_HINT]
+    _emit(record)
     if expected is not None:
         try:
             want = decode(encode(expected))
@@ -234,10 +299,17 @@ def check_raises(name, fn, *args, expected=None, **kwargs):
     return raised[0] if raised else None
 
 
+def _number(x, default):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else default
+
+
 def compare(student, reference):
     """'' when a student record matches the reference record, else a one-line reason.
 
-    Both are records as emitted by ``check``; the tolerance is the reference's.
+    Both are records as emitted by ``check``; the tolerance is the reference's;
+    the reason never holds a reference value (``close(..., reveal=False)``).
+    Never raises for anything in ``student`` (an untrusted kernel's record): a
+    record that cannot be read, or compared, is a reason.
     """
     spec = reference.get("spec") or {}
     try:
@@ -245,8 +317,11 @@ def compare(student, reference):
     except Exception as e:   # the reference itself is broken: the instructor's problem
         raise ValueError(f"reference record {reference.get('name')!r} cannot be read: {e}") from None
     try:
-        got = decode(student.get("value"))
-    except Exception:
-        return "the recorded value could not be read"
-    return close(got, want, rtol=spec.get("rtol", 1e-6), atol=spec.get("atol", 1e-8),
-                 exact=spec.get("exact", False))
+        got = decode(student.get("value")) if isinstance(student, dict) else decode(None)
+    except Exception as e:
+        return f"the recorded value could not be read ({str(e)[:120]})"
+    try:
+        return close(got, want, rtol=_number(spec.get("rtol"), 1e-6), atol=_number(spec.get("atol"), 1e-8),
+                     exact=bool(spec.get("exact", False)), reveal=False)
+    except Exception as e:   # (close validates first; this is the last line of defence)
+        return f"the recorded value could not be compared ({type(e).__name__})"

@@ -13,6 +13,12 @@ That comparison happens here, in the grader's process: the student's kernel
 only computes, so nothing it patches can change a verdict. Tamper evidence
 (the file's metadata, suspicious code, the probe's findings) is listed on the
 report as ``tamper`` notes; it never raises a score.
+
+A failed part says why, and what helps the student: the ``case`` (the check that
+failed, or the one being computed when their code raised), the instructor's
+``hint`` (``msg=``) for it, and for an exception ``where`` it passed last in the
+student's own cells (``graded.py`` sends the frames; only cells of the submission
+that are the student's are named). No reference value or code is ever quoted.
 """
 from __future__ import annotations
 
@@ -22,7 +28,8 @@ from dataclasses import dataclass, field
 
 from .assemble import answer_ids, assemble, parts_of, reference_notebook, static_tamper
 from .checks import compare
-from .notebook import CourseError, exercise_name, grade_id, read_notebook
+from .graded import cell_hash
+from .notebook import CourseError, exercise_name, grade_id, is_solution, read_notebook
 from .runner import run_notebooks
 
 
@@ -33,6 +40,13 @@ class Part:
     earned: float = 0.0
     status: str = "not-run"
     message: str = ""
+    case: str = ""     # the check that failed (its name, as the graded cell recorded it)
+    hint: str = ""     # the instructor's msg= for that check (computed parts from a reference shown as ...)
+    where: str = ""    # for an exception: the student's cell and line it passed through last
+
+    def as_dict(self):
+        return dict(grade_id=self.grade_id, points=self.points, earned=self.earned, status=self.status,
+                    message=self.message, case=self.case, hint=self.hint, where=self.where)
 
 
 @dataclass
@@ -60,8 +74,7 @@ class NotebookResult:
         return {
             "notebook": self.notebook, "against": self.against, "earned": self.earned, "possible": self.possible,
             "error": self.error or None, "notes": list(self.notes), "tamper": list(self.tamper),
-            "parts": [dict(grade_id=p.grade_id, points=p.points, earned=p.earned, status=p.status,
-                           message=p.message) for p in self.parts],
+            "parts": [p.as_dict() for p in self.parts],
         }
 
 
@@ -89,26 +102,76 @@ def find_solution(sub_nb, sub_path, solutions_dir):
     return best
 
 
+_CONTROL = dict.fromkeys(range(32), " ")
+
+
+def _text(value, limit=300) -> str:
+    """A string from an untrusted record as a report may show it: one line, no control characters, bounded."""
+    if not isinstance(value, str):
+        return ""
+    text = " ".join(value.translate(_CONTROL).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _name(rec):
+    return rec.get("name") if isinstance(rec, dict) else None
+
+
 def _match(student, reference):
-    """'' when a graded cell's records match the reference run's, else the first difference."""
-    if len(student) != len(reference):
-        names = [r.get("name") for r in reference]
-        got = [r.get("name") for r in student if isinstance(r, dict)]
-        missing = [n for n in names if n not in got]
-        if len(student) < len(reference):
-            return (f"recorded {len(student)} of the {len(reference)} checked values"
-                    + (f"; first missing: {missing[0]!r}" if missing else ""))
-        return f"recorded {len(student)} values where {len(reference)} were checked"
-    for got, want in zip(student, reference):
-        if not isinstance(got, dict) or got.get("name") != want.get("name"):
-            return f"expected the check {want.get('name')!r} next, got {got.get('name') if isinstance(got, dict) else got!r}"
+    """(why, case, hint) for a graded cell's records against the reference run's: why is '' when they match.
+
+    ``case`` is the check that failed; ``hint`` its msg= as the student's run recorded it (computed from the
+    student's values) or else as the reference run did (its computed parts elided). Nothing in ``student``
+    (an untrusted kernel's records) can make this raise.
+    """
+    for i, want in enumerate(reference):
+        name = _text(_name(want))
+        if i >= len(student):
+            return (f"recorded {len(student)} of the {len(reference)} checked values; first missing: {name!r}",
+                    name, _text(want.get("msg")))
+        got = student[i]
+        if _name(got) != _name(want):
+            return (f"expected the check {name!r} next, got {_text(_name(got), 80) or type(got).__name__!r}",
+                    name, _text(want.get("msg")))
         why = compare(got, want)
         if why:
-            return f"{want.get('name')}: {why}"
+            mine = got.get("msg") if isinstance(got, dict) else None
+            return f"{name}: {why}", name, _text(mine) or _text(want.get("msg"))
+    if len(student) > len(reference):
+        return f"recorded {len(student)} values where {len(reference)} were checked", "", ""
+    return "", "", ""
+
+
+def _where(frames, cells):
+    """The student's own cell and line an exception passed through last, from the kernel's frames.
+
+    ``cells`` maps ``graded.cell_hash`` of each of the submission's own cells (solution cells and the
+    student's extra cells, never the instructor's) to how a report names it; frames in other code are skipped.
+    """
+    if not isinstance(frames, list):
+        return ""
+    for fr in reversed(frames):
+        if not isinstance(fr, dict) or fr.get("hash") not in cells or not isinstance(fr.get("line"), int):
+            continue
+        text = _text(fr.get("text"), 160)
+        return f"{cells[fr['hash']]}, line {fr['line']}" + (f": {text}" if text else "")
     return ""
 
 
-def _score(result, parts, records, problem, timeout, reference):
+def _own_cells(sub_nb, sol_nb):
+    """{cell_hash: name} for the cells of a submission whose code is the student's (see ``_where``)."""
+    instructor = {grade_id(c) for c in sol_nb.cells if grade_id(c) and not is_solution(c)}
+    out = {}
+    for i, cell in enumerate(sub_nb.cells):
+        gid = grade_id(cell)
+        if cell.cell_type != "code" or not cell.source.strip() or gid in instructor:
+            continue
+        name = f"solution cell '{gid}' (cell {i + 1})" if gid else f"your cell {i + 1}"
+        out.setdefault(cell_hash(cell.source), name)
+    return out
+
+
+def _score(result, parts, records, problem, timeout, reference, own=None):
     tests = {r.get("grade_id"): r for r in records if r.get("kind") == "test"}
     for gid, pts in parts:
         part = Part(gid, pts)
@@ -118,14 +181,19 @@ def _score(result, parts, records, problem, timeout, reference):
             part.message = "not run: " + (problem.splitlines()[0] if problem else "no result from nbval")
         else:
             part.status, part.message = rec["status"], rec.get("message", "")
+            mine, theirs = rec.get("records") or [], ref.get("records") or []
             if rec["status"] == "ok":
-                why = _match(rec.get("records") or [], ref.get("records") or [])
+                why, part.case, part.hint = _match(mine, theirs)
                 if why:
                     part.status, part.message = "wrong", why
                 else:
                     part.earned = pts
-            elif rec.get("after_timeout") and rec["status"] == "error":
-                part.message += " (after an earlier cell timed out)"
+            else:
+                if len(mine) < len(theirs):   # the check it was computing when it stopped
+                    part.case, part.hint = _text(_name(theirs[len(mine)])), _text(theirs[len(mine)].get("msg"))
+                part.where = _where(rec.get("where"), own or {})
+                if rec.get("after_timeout") and rec["status"] == "error":
+                    part.message += " (after an earlier cell timed out)"
         result.parts.append(part)
     result.tamper.extend(_run_evidence(records, timeout))
     for rec in records:
@@ -183,7 +251,7 @@ def _reference_problem(sol_path, records):
     if not records:
         return f"the reference run of {sol_path} produced no results"
     for r in records:
-        if r.get("kind") in ("test", "solution", "locked") and r.get("status") != "ok":
+        if r.get("kind") in ("test", "solution", "locked", "grader") and r.get("status") != "ok":
             return (f"instructor error: the reference run of {sol_path} fails its own cell "
                     f"'{r.get('grade_id')}': {r.get('message', r.get('status'))}; fix the solution or its test")
     return ""
@@ -254,7 +322,7 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         res.notes.extend(notes)
         if sandbox_note:
             res.notes.append(sandbox_note)
-        meta[i] = (parts_of(snb), sol_path)
+        meta[i] = (parts_of(snb), sol_path, _own_cells(sub_nb, snb))
         if sol_path not in refs:
             refs[sol_path] = ("reference", len(refs))
             ref_jobs.append((refs[sol_path], reference_notebook(snb, sol_path, hidden=hidden)))
@@ -281,12 +349,12 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         for key, _ in jobs:
             if not isinstance(key, int):
                 continue
-            parts, sol_path = meta[key]
+            parts, sol_path, own = meta[key]
             if ref_problem[sol_path]:
                 results[key].error = ref_problem[sol_path]
                 continue
             try:
-                _score(results[key], parts, records.get(key, []), problem, timeout, ref_records[sol_path])
+                _score(results[key], parts, records.get(key, []), problem, timeout, ref_records[sol_path], own)
             except Exception as e:   # what this submission's kernel recorded broke the grader: its failure only
                 results[key].parts = [Part(gid, pts, status="error", message=f"the grader could not score this "
                                            f"part ({type(e).__name__}: {str(e)[:200]})") for gid, pts in parts]

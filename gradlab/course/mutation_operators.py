@@ -3,7 +3,9 @@
 Holds:
 
 * ``OPERATORS``: name -> a function ``(node, parent) -> [(new node, label)]`` (``+`` for ``-``, a dropped
-  ``keepdims=True``, a missing transpose, ``range(n - 1)``...; a new node of None deletes a statement);
+  ``keepdims=True``, a missing transpose, ``range(n - 1)``...; a new node of None deletes a statement), and
+  two kinds of mistake a one-token change never makes: a flat walk for a recursive one (``modules()`` ->
+  ``children()``) and two dependent steps in the other order (the max taken before the mask);
 * ``Edit`` and ``mutate_code(code)``: every first-order mutant of one piece of code, made with ``ast``
   (parse, change one node, ``ast.unparse``), deterministic, without duplicates.
 
@@ -336,11 +338,64 @@ def op_delete(node, parent):
     return []
 
 
+_FLAT = {"modules": "children", "named_modules": "named_children"}
+
+
+def op_traversal(node, parent):
+    """A recursive walk made flat: ``model.modules()`` -> ``model.children()`` (nested modules are missed)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FLAT:
+        return [(_with(node, func=_with(node.func, attr=_FLAT[node.func.attr])), "flat-traversal")]
+    return []
+
+
+def _stores(stmt):
+    """The names an assignment binds (``x = ...``, ``a, b = ...``; not ``x[i] = ...``, which reads ``x``)."""
+    return {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _loads(stmt):
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _swaps(body):
+    """Indices i where ``body[i]`` and ``body[i + 1]`` are two assignments that each transform the same value
+    (both read and rebind ``x``), and where swapping them reads no name before it is set."""
+    out = []
+    for i in range(len(body) - 1):
+        a, b = body[i], body[i + 1]
+        if not (isinstance(a, ast.Assign) and isinstance(b, ast.Assign)):
+            continue
+        shared = _stores(a) & _stores(b) & _loads(a) & _loads(b)
+        if shared and not (_stores(a) - shared) & _loads(b) and not (_stores(b) - shared) & _loads(a):
+            out.append(i)
+    return out
+
+
+def _swapped(body, i):
+    new = list(body)
+    new[i], new[i + 1] = new[i + 1], new[i]
+    return new
+
+
+def op_swap_statements(node, parent):
+    """Two neighbouring steps that each transform the same value, done in the other order
+    (``scores = where(mask, scores, -inf)`` then ``scores = scores - scores.max()``: the max taken before the
+    mask). Mutants of single tokens never change the order of steps; this one does. The replacement is the
+    compound statement (``def``, ``for``...) whose body holds the pair; ``mutate_code`` swaps the pairs of
+    the top level itself."""
+    body = getattr(node, "body", None)
+    if not isinstance(node, (ast.FunctionDef, ast.For, ast.While, ast.If, ast.With)) or not isinstance(body, list):
+        return []
+    return [(_with(node, body=_swapped(body, i)), "swap-statements") for i in _swaps(body)]
+
+
 OPERATORS = {
     "operator": op_binop, "comparison": op_compare, "keepdims": op_keepdims, "axis": op_axis,
     "max-subtraction": op_max_subtraction, "off-by-one": op_off_by_one, "transpose": op_transpose,
     "term-to-zero": op_sum_term, "constant": op_constant, "sum-mean": op_sum_mean, "drop-call": op_drop_call,
     "negate": op_negate, "swap-args": op_swap_args, "return-zero": op_return, "delete": op_delete,
+    "flat-traversal": op_traversal, "swap-statements": op_swap_statements,
 }
 
 
@@ -469,4 +524,10 @@ def mutate_code(code: str) -> list:
                     continue
                 seen.add(text)
                 out.append(Edit(label, getattr(node, "lineno", 1), before, after, text))
+    for i in _swaps(tree.body):   # (the top level has no node to replace: swap its statements' text)
+        text = "\n".join(_swapped(parts, i))
+        if text not in seen:
+            seen.add(text)
+            out.append(Edit("swap-statements", tree.body[i].lineno, _header(tree.body[i]),
+                            _header(tree.body[i + 1]), text))
     return out

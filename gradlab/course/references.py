@@ -10,7 +10,10 @@ instructor's locked and test cells for the student's run:
 * reference helpers (``reference_seeds``: private or "ref"-named functions and
   classes in locked cells, every definition in a cell tagged ``reference``)
   are removed, with every statement that computes something from them;
-* ``expected=`` (and ``msg=``) arguments of ``check``/``check_raises`` are dropped.
+* ``expected=`` arguments of ``check``/``check_raises`` are dropped, and of a
+  ``msg=`` hint every part computed from a reference becomes ``...`` (hints are
+  shown in grade reports; ``reference_hints`` does the same for the reference run,
+  where every computed part is elided).
 
 A reference name used anywhere else (say, as an *input* to the student's
 function) is the instructor's error: ``without_references`` raises a
@@ -20,7 +23,7 @@ notebook (``gradlab course build`` calls it).
 * values the instructor's cells compute only for ``expected=`` (``expected_only``)
   are not computed there either.
 
-Functions: ``reference_seeds``, ``expected_only``, ``student_taint``, ``without_references``,
+Functions: ``reference_seeds``, ``expected_only``, ``student_taint``, ``without_references``, ``reference_hints``,
 ``check_references``.
 """
 from __future__ import annotations
@@ -75,18 +78,70 @@ def _targets(stmt):
     return out
 
 
+ELIDED = "..."
+
+
+def _hint(expr, tainted):
+    """A check's ``msg=`` as a graded kernel may compute it, or None to drop it.
+
+    The hint is the instructor's text and is shown in grade reports, so it must
+    not carry a reference value: parts of an f-string computed from a ``tainted``
+    name become ``...`` (with ``tainted=None``, every computed part does: the
+    reference run's hints, where every value is the solution's). A hint that is
+    no string literal is kept only when it reads no tainted name.
+    """
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr
+    if isinstance(expr, ast.JoinedStr):
+        return ast.JoinedStr(values=[
+            ast.Constant(ELIDED) if isinstance(v, ast.FormattedValue) and (tainted is None or _names(v) & tainted)
+            else v for v in expr.values])
+    if tainted is not None and not _names(expr) & tainted:
+        return expr
+    return None
+
+
 class _StripExpected(ast.NodeTransformer):
-    """Drop ``expected=`` from every check()/check_raises() call (it is only the student's local feedback)."""
+    """Drop ``expected=`` from every check()/check_raises() call (it is only the student's local feedback),
+    and keep of ``msg=`` only what ``_hint`` allows. With ``keep_expected`` (the reference run) only the hints
+    change."""
+
+    def __init__(self, tainted, keep_expected=False):
+        self.tainted = tainted
+        self.keep_expected = keep_expected
 
     def visit_Call(self, node):
         self.generic_visit(node)
         fn = node.func
         name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
         if name in _CHECKS:
-            node.keywords = [k for k in node.keywords if k.arg not in ("expected", "msg")]
-            if name == "check":
+            keywords = []
+            for k in node.keywords:
+                if k.arg == "msg":
+                    k.value = _hint(k.value, self.tainted)
+                    if k.value is None:
+                        continue
+                elif k.arg == "expected" and not self.keep_expected:
+                    continue
+                keywords.append(k)
+            node.keywords = keywords
+            if name == "check" and not self.keep_expected:
                 node.args = node.args[:2]   # check(name, value, expected): the third is expected
         return node
+
+
+def reference_hints(source):
+    """``source`` for the reference run: each ``msg=`` with its computed parts shown as ``...``.
+
+    The grader shows the reference run's hint when the student's run recorded
+    none (its code raised first); the reference's own values must not be in it.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    tree = _StripExpected(None, keep_expected=True).visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def without_references(source, tainted, where):
@@ -102,7 +157,6 @@ def without_references(source, tainted, where):
         tree = ast.parse(source)
     except SyntaxError:
         return source
-    tree = _StripExpected().visit(tree)
 
     def refuse(name, what):
         raise CourseError(f"{where}: uses '{name}' (a reference helper, or computed from one) {what}; the "
@@ -113,6 +167,8 @@ def without_references(source, tainted, where):
     def block(stmts):
         out = []
         for stmt in stmts:
+            if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+                stmt = _StripExpected(tainted).visit(stmt)   # (compound statements: statement by statement below)
             used = _names(stmt) & tainted
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if stmt.name in tainted or used:   # a reference helper, or a function built on one

@@ -1,4 +1,10 @@
-"""Score tables for people (text) and for tools (JSON, JUnit XML)."""
+"""Score tables for people (text) and for tools (JSON, JUnit XML).
+
+A failed part says why (``message``) and, where the grader knows them, the check that failed
+(``case``), the instructor's hint for it (``hint``, from ``msg=``) and, for an exception, the
+student's cell and line it passed through (``where``): the same three in every format
+(``details``). The reference's values and code are never part of a report.
+"""
 from __future__ import annotations
 
 import json
@@ -7,6 +13,18 @@ import xml.etree.ElementTree as ET
 
 def _pts(x) -> str:
     return f"{x:g}"
+
+
+def details(part) -> list:
+    """(label, text) lines that help with a failed part: the failing case, the hint, the student's line."""
+    if part.status == "ok":
+        return []
+    out = [("in", part.where)] if part.where else []
+    if part.case and part.case not in (part.message or ""):
+        out.append(("case", part.case))
+    if part.hint:
+        out.append(("hint", part.hint))
+    return out
 
 
 def table(results) -> str:
@@ -26,6 +44,7 @@ def table(results) -> str:
             if p.status != "ok" and p.message:
                 line += f"  {p.message}"
             out.append(line)
+            out.extend(f"  {'':<{w}}  {'':>9}    {label}: {text}" for label, text in details(p))
         for n in r.notes:
             out.append(f"  note: {n}")
         for t in r.tamper:
@@ -78,7 +97,8 @@ def to_junit(results) -> str:
             case = ET.SubElement(suite, "testcase", classname=r.notebook, name=p.grade_id)
             if p.status != "ok":
                 fail = ET.SubElement(case, "failure", message=p.message or p.status, type=p.status)
-                fail.text = f"{_pts(p.earned)} / {_pts(p.points)} points: {p.message}"
+                fail.text = "\n".join([f"{_pts(p.earned)} / {_pts(p.points)} points: {p.message}",
+                                       *(f"{label}: {text}" for label, text in details(p))])
         if r.notes:
             ET.SubElement(suite, "system-out").text = "\n".join(r.notes)
         if r.tamper:   # tamper evidence: a property (machines) and system-err (people)
