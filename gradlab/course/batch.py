@@ -7,6 +7,8 @@ this module only decides which files go in and reads its JSON report back.
 """
 from __future__ import annotations
 
+import os
+
 from . import gradebook
 from .collect import collect, take_shard
 from .notebook import CourseError
@@ -44,7 +46,9 @@ def grade_batch(inputs, course, shard=None, scheduler=None, **options) -> dict:
             results_json = to_json([])
         elif scheduler:
             from .cluster import grade_on_cluster
-            results_json = grade_on_cluster(paths, scheduler, solutions_dir=course.solutions, **options)
+            subs = [(s.path, s.exercise, os.path.join(course.solutions, s.exercise + ".ipynb"))
+                    for s in batch.submissions]
+            results_json = grade_on_cluster(subs, scheduler, **options)
         else:
             results_json = to_json(grade(paths, solutions_dir=course.solutions, **options))
         return gradebook.batch_report(batch, results_json, course, shard=label)
