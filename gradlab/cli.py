@@ -122,6 +122,10 @@ def _write_gradebook(report, args):
 
 def _grade_batch(args) -> int:
     from .course.batch import grade_batch, parse_shard
+    for flag, value in (("--junit", args.junit), ("--against", args.against)):
+        if value:
+            return _error(f"{flag} is for single notebooks; a batch (folder, zip, --csv, --shard...) matches each "
+                          "notebook to its exercise and writes --csv, --json and --feedback")
     course = _course_of(args)
     if not course.is_instructors:
         return _error(f"{course.root} has no solutions/: grading a batch needs the instructor's repository "

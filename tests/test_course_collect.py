@@ -163,3 +163,18 @@ def test_gradebook_csv_layout_and_merge_checks():
         gradebook.merge([_report("1/2", {"a": 8}), _report("2/2", {"a": 8})])
     with pytest.raises(gradebook.ReportError, match="not shards"):
         gradebook.merge([_report("all", {"a": 8})])
+
+
+def test_a_batch_with_nothing_to_grade_is_a_clear_error(tmp_path, capsys):
+    from gradlab.cli import main
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["grade", str(empty), "--course", str(ROOT)]) == 2
+    assert "empty batch: no notebooks in" in capsys.readouterr().err
+    (empty / "essay.pdf").write_bytes(b"%PDF")
+    assert main(["grade", str(empty), "--course", str(ROOT)]) == 2
+    assert "none of the 1 files" in capsys.readouterr().err
+    assert main(["grade", str(empty), "--junit", str(tmp_path / "x.xml")]) == 2
+    assert "--junit is for single notebooks" in capsys.readouterr().err
+    assert main(["grade", "merge", str(empty / "essay.pdf")]) == 2
+    assert "not a readable batch report" in capsys.readouterr().err
