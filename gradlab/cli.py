@@ -8,10 +8,16 @@
                    [--timeout S] [-n N] [--limit 120] [--verbose]
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
+    gradlab course release OUT                          the students' repository (no solutions), leak-scanned
+    gradlab grade DOWNLOAD.zip|FOLDER... [--csv gb.csv] [--json gb.json] [--feedback DIR]
+                  [--shard I/N] [--scheduler tcp://HOST:8786]   a batch, by student (Canvas, Moodle, nbgrader)
+    gradlab grade merge SHARD.json... [--csv ...] [--json ...] [--feedback DIR]
+    (every course command: --course DIR, default found from the current folder up; python -m gradlab ...)
 
 Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
 found exercises out of date); 2 bad input (not a notebook, malformed JSON,
-a notebook from another exercise, bad arguments).
+a notebook from another exercise, bad arguments). A batch: 0 every part passed; 1 some part failed or
+some file had a problem (reported); 2 nothing to grade (no course, an empty batch, an unreadable zip).
 """
 from __future__ import annotations
 
