@@ -10,11 +10,17 @@
                    [--timeout S] [-n N] [--limit 120] [--verbose]
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
+    gradlab course release OUT                          the students' repository (no solutions), leak-scanned
+    gradlab grade DOWNLOAD.zip|FOLDER... [--csv gb.csv] [--json gb.json] [--feedback DIR]
+                  [--shard I/N] [--scheduler tcp://HOST:8786]   a batch, by student (Canvas, Moodle, nbgrader)
+    gradlab grade merge SHARD.json... [--csv ...] [--json ...] [--feedback DIR]
+    (every course command: --course DIR, default found from the current folder up; python -m gradlab ...)
 
 Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
 found exercises out of date, or ``course build`` refused to overwrite an edited
 file); 2 bad input (not a notebook, malformed JSON,
-a notebook from another exercise, bad arguments).
+a notebook from another exercise, bad arguments). A batch: 0 every part passed; 1 some part failed or
+some file had a problem (reported); 2 nothing to grade (no course, an empty batch, an unreadable zip).
 """
 from __future__ import annotations
 
@@ -35,16 +41,18 @@ def _parser():
     course = sub.add_parser("course", help="build the student exercises from the instructor's notebooks")
     csub = course.add_subparsers(dest="course_command", metavar="ACTION")
     b = csub.add_parser("build", help="generate exercises/ from solutions/ (deterministic)")
-    b.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
-    b.add_argument("--out", default="exercises", help="where the student notebooks go (default: exercises)")
+    b.add_argument("--solutions", default=None, help="instructor notebooks (default: the course's solutions/)")
+    b.add_argument("--out", default=None, help="where the student notebooks go (default: the course's exercises/)")
     b.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out is not up to date")
     b.add_argument("--force", action="store_true",
                    help="also replace files edited since the last build, keeping each as NAME.backup-DATE.ipynb")
     _mutants_parser(csub)
     g = sub.add_parser("grade", help="check exercise notebooks (yours, or submissions) and print a score table")
-    g.add_argument("submissions", nargs="+", metavar="SUBMISSION.ipynb")
+    g.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                   help="notebooks, or folders / zip files of submissions as Canvas, Moodle or nbgrader "
+                        "download them (graded by student); `gradlab grade merge REPORT...` joins shards")
     g.add_argument("--against", default=None, help="the instructor notebook (default: matched in --solutions)")
-    g.add_argument("--solutions", default="solutions", help="where to match submissions (default: solutions)")
+    g.add_argument("--solutions", default=None, help="where to match submissions (default: the course's solutions/)")
     g.add_argument("--hidden", action="store_true", help="also run the instructor's hidden tests")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--json", default=None, metavar="OUT.json", help="also write the scores as JSON")
@@ -57,6 +65,7 @@ def _parser():
                         "else say so on every report), on (refuse without it), off (trusted notebooks only)")
     g.add_argument("--memory", type=int, default=2048, metavar="MB",
                    help="memory one sandboxed kernel may use, all its processes together (default 2048)")
+    _instructor_parsers(csub, g)
     p._course = course
     return p
 
@@ -82,10 +91,114 @@ def _fresh(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- instructors at scale
+# `gradlab course release`, `--course`, batches (folders, zips), the gradebook, shards and `grade merge`,
+# `--scheduler` (gradlab/course/release.py, collect.py, gradebook.py, batch.py, cluster.py)
+
+def _instructor_parsers(csub, g):
+    r = csub.add_parser("release", help="write the students' repository (no solutions, no hidden tests) to OUT")
+    r.add_argument("out", metavar="OUT", help="a new (or empty) folder")
+    for parser in (r, *(csub.choices[c] for c in ("build", "mutants")), g):
+        parser.add_argument("--course", default=None, metavar="DIR",
+                            help="the course's folder (default: found from the current folder upwards)")
+    g.add_argument("--csv", default=None, metavar="OUT.csv",
+                   help="a folder or zip of submissions: write the gradebook (a row per student, a column per "
+                        "exercise, Total), for Canvas or Moodle import")
+    g.add_argument("--feedback", default=None, metavar="DIR", help="a batch: write DIR/STUDENT.md per student")
+    g.add_argument("--shard", default=None, metavar="I/N",
+                   help="grade only shard I of N of the batch (deterministic); join them with `gradlab grade merge`")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="grade on a Dask cluster (tcp://HOST:8786; needs gradlab[cluster])")
+
+
+def _merge_parser():
+    m = argparse.ArgumentParser(prog="gradlab grade merge",
+                                description="join the batch reports of all shards (gradlab grade --shard I/N "
+                                            "--json ...) into the report of the whole batch")
+    m.add_argument("reports", nargs="+", metavar="REPORT.json")
+    m.add_argument("--json", default=None, metavar="OUT.json", help="write the merged report")
+    m.add_argument("--csv", default=None, metavar="OUT.csv", help="write the merged gradebook")
+    m.add_argument("--feedback", default=None, metavar="DIR", help="write DIR/STUDENT.md per student")
+    return m
+
+
+def _near(path):
+    """``path`` relative to the current folder when it is below it (reports then name solutions/NN.ipynb)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _course_of(args):
+    from .course.course_dir import find_course
+    return find_course(getattr(args, "course", None))
+
+
+def _is_batch(args) -> bool:
+    """A folder or zip of submissions, or a batch-only flag: grade by student (collect + gradebook)."""
+    import zipfile
+    inputs = [s for s in args.submissions if os.path.isdir(s) or (os.path.isfile(s) and not s.endswith(".ipynb")
+                                                                   and zipfile.is_zipfile(s))]
+    return bool(inputs or args.csv or args.feedback or args.shard or args.scheduler)
+
+
+def _write_gradebook(report, args):
+    from .course import gradebook
+    print(gradebook.summary(report))
+    if args.json:
+        _write(args.json, gradebook.dumps(report))
+    if args.csv:
+        _write(args.csv, gradebook.to_csv(report))
+    if args.feedback:
+        gradebook.write_feedback(report, args.feedback)
+    bad = report["problems"] or any(e["error"] or e["earned"] < e["possible"]
+                                    for st in report["students"].values() for e in st["exercises"].values())
+    return 1 if bad else 0
+
+
+def _grade_batch(args) -> int:
+    from .course.batch import grade_batch, parse_shard
+    for flag, value in (("--junit", args.junit), ("--against", args.against)):
+        if value:
+            return _error(f"{flag} is for single notebooks; a batch (folder, zip, --csv, --shard...) matches each "
+                          "notebook to its exercise and writes --csv, --json and --feedback")
+    course = _course_of(args)
+    if not course.is_instructors:
+        return _error(f"{course.root} has no solutions/: grading a batch needs the instructor's repository "
+                      "(pass --course DIR)")
+    shard = parse_shard(args.shard) if args.shard else None
+    report = grade_batch(args.submissions, course, shard=shard, scheduler=args.scheduler, hidden=args.hidden,
+                         timeout=args.timeout, workers=args.workers, keep_dir=args.keep, sandbox=args.sandbox)
+    return _write_gradebook(report, args)
+
+
+def _self_check(paths, timeout, workers, keep_dir, **_):
+    from .course.selfcheck import self_check
+    return self_check(paths, timeout=timeout, workers=workers, keep_dir=keep_dir)
+
+
+def _grade_merge(argv) -> int:
+    from .course import gradebook
+    args = _merge_parser().parse_args(argv)
+    try:
+        report = gradebook.merge([gradebook.load(p) for p in args.reports])
+    except gradebook.ReportError as e:
+        return _error(str(e))
+    return _write_gradebook(report, args)
+
+
+def _course_release(args) -> int:
+    from .course.release import release
+    course = _course_of(args)
+    files = release(course, args.out)
+    print(f"the students' repository: {len(files)} files in {args.out} (no solutions, no hidden tests; "
+          "scanned for leaks: none)")
+    return 0
+
+
 def _mutants_parser(csub):
     m = csub.add_parser("mutants", help="mutation testing: do the graded tests catch small mistakes in the solutions?")
     m.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="solution notebooks (default: all in --solutions)")
-    m.add_argument("--solutions", default="solutions", help="instructor notebooks (default: solutions)")
+    m.add_argument("--solutions", default=None, help="instructor notebooks (default: the course's solutions/)")
     m.add_argument("--min-score", type=float, default=0.9,
                    help="exit 1 if an exercise's score killed/(killed+survived) is below this (default 0.9)")
     m.add_argument("--json", default=None, metavar="OUT.json", help="also write every mutant and its class as JSON")
@@ -103,7 +216,9 @@ def _course_mutants(args) -> int:
     if args.workers < 1:
         return _error(f"-n must be at least 1, got {args.workers}")
     from .course import mutants
-    paths = mutants.find_notebooks(args.notebooks, args.solutions)
+    if args.solutions is None and (args.course or not args.notebooks):
+        args.solutions = _course_of(args).solutions
+    paths = mutants.find_notebooks(args.notebooks, args.solutions or "solutions")
 
     def progress(r):
         what = f"ERROR: {r.error}" if r.error else f"{len(r.mutants)} mutants, {r.seconds:.1f} s"
@@ -144,6 +259,8 @@ def _write(path, text):
 
 def main(argv=None) -> int:
     args_list = sys.argv[1:] if argv is None else list(argv)
+    if args_list[:2] == ["grade", "merge"]:
+        return _grade_merge(args_list[2:])
     if args_list[:1] == ["lab"]:
         from .lab import main as lab_main
         return lab_main(args_list[1:])
@@ -153,8 +270,14 @@ def main(argv=None) -> int:
         sys.modules.setdefault("rfc3987_syntax", None)  # (see course/_nbval_plugin.py); not when called as a library
     from .course.notebook import CourseError
     try:
+        if args.command == "course" and args.course_command == "release":
+            return _course_release(args)
         if args.command == "course" and args.course_command == "build":
             from .course import build
+            if args.course or args.solutions is None or args.out is None:
+                course = _course_of(args)
+                args.solutions = args.solutions or course.solutions
+                args.out = args.out or course.exercises
             from .course.written import WouldOverwrite
             try:
                 paths = build(args.solutions, args.out, check_only=args.check, force=args.force,
@@ -175,7 +298,13 @@ def main(argv=None) -> int:
                 return _error(f"-n must be at least 1, got {args.workers}")
             if args.memory < 256:
                 return _error(f"--memory must be at least 256 (MB), got {args.memory}")
+            if _is_batch(args):
+                return _grade_batch(args)
             from .course import grade, table, to_json, to_junit
+            if args.against is None and (args.course or args.solutions is None):
+                course = _course_of(args)
+                args.solutions = args.solutions or _near(course.solutions)
+                grade = grade if course.is_instructors else _self_check   # a students' copy: no solutions
             results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
                             hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep,
                             sandbox=args.sandbox, memory_mb=args.memory)

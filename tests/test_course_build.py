@@ -195,7 +195,7 @@ def test_bad_input_not_a_notebook(tmp_path, capsys):
     p = tmp_path / "essay.txt"
     p.write_text("my answers are in here")
     assert "not a notebook: malformed JSON" in _bad(tmp_path, capsys, [str(p)])
-    assert "is a directory" in _bad(tmp_path, capsys, [str(tmp_path)])
+    assert "empty batch" in _bad(tmp_path, capsys, [str(tmp_path)])   # a folder is a batch: this one has none
     assert "no such file" in _bad(tmp_path, capsys, [str(tmp_path / "missing.ipynb")])
     b = tmp_path / "binary.ipynb"
     b.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")

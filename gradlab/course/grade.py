@@ -278,7 +278,7 @@ def _sandbox_mode(sandbox):
 
 
 def grade(submissions, against=None, solutions_dir="solutions", hidden=False, timeout=60.0, workers=1,
-          keep_dir=None, sandbox="auto", memory_mb=2048):
+          keep_dir=None, sandbox="auto", memory_mb=2048, references=None):
     """Grade submission paths; returns [NotebookResult] in the order given.
 
     ``keep_dir``: keep the assembled notebooks (exactly what ran), nbval's log and the per-cell
@@ -286,6 +286,8 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
     ``sandbox``: 'auto' (isolate every kernel when this machine can, else say so on every report),
     'on' (refuse to grade without isolation), 'off' (trusted notebooks only).
     ``memory_mb``: what one sandboxed kernel may use, all its processes together (past it, it is killed).
+    ``references``: {solution path: the reference run's cell records} computed before (``reference_run``):
+    those solutions are not run again (a cluster computes each exercise's reference once and ships it).
     """
     from .sandbox import Limits
     results, jobs, meta = [], [], {}
@@ -325,7 +327,8 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         meta[i] = (parts_of(snb), sol_path, _own_cells(sub_nb, snb))
         if sol_path not in refs:
             refs[sol_path] = ("reference", len(refs))
-            ref_jobs.append((refs[sol_path], reference_notebook(snb, sol_path, hidden=hidden)))
+            if sol_path not in (references or {}):
+                ref_jobs.append((refs[sol_path], reference_notebook(snb, sol_path, hidden=hidden)))
         jobs.append((i, nb))
     jobs = ref_jobs + jobs   # the references first: a kept folder's nb000 is the (first) reference run
     if jobs:
@@ -334,6 +337,7 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
         run = dict(timeout=timeout, labels=labels, sandbox=use_sandbox, hide=sorted(hide),
                    limits=Limits(memory_mb=memory_mb))
         records, problem = run_notebooks(jobs, workers=workers, keep_dir=keep_dir, **run)
+        records.update({refs[p]: recs for p, recs in (references or {}).items() if p in refs})   # shipped
         # a kernel that did not start (a loaded machine) is the grader's problem, not the student's: retry once
         retry = [(key, nb) for key, nb in jobs if _kernel_failed(records.get(key))]
         if retry and not problem:
@@ -362,3 +366,20 @@ def grade(submissions, against=None, solutions_dir="solutions", hidden=False, ti
             if problem and not records.get(key):
                 results[key].notes.append(problem.splitlines()[0])
     return results
+
+
+def reference_run(sol_path, hidden=False, timeout=60.0, sandbox="auto"):
+    """The reference run's cell records of one instructor notebook (for ``grade(references=...)``)."""
+    use_sandbox, _ = _sandbox_mode(sandbox)
+    snb = read_notebook(sol_path)
+    if not parts_of(snb):
+        raise CourseError(f"{sol_path}: has no graded test cells (nbgrader grade: true)")
+    key = ("reference", 0)
+    records, problem = run_notebooks([(key, reference_notebook(snb, sol_path, hidden=hidden))], timeout=timeout,
+                                     sandbox=use_sandbox, hide=[os.path.dirname(os.path.abspath(sol_path))],
+                                     labels={key: f"reference: {sol_path}"})
+    recs = records.get(key, [])
+    why = _reference_problem(sol_path, recs) or (problem.splitlines()[0] if problem and not recs else "")
+    if why:
+        raise CourseError(why)
+    return recs
