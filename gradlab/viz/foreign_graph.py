@@ -40,7 +40,7 @@ import sys
 
 import numpy as np
 
-from ..errors import GradError, GradlabError
+from ..errors import GradError
 from ..ops.registry import REGISTRY
 from .graph_base import FrameNames, GraphBuilder
 from .nodes import GraphModel, OpNode, TensorNode, _dname, grad_summary, no_gc
@@ -561,9 +561,9 @@ class ForeignBackwardRecorder:
                     method()
                 else:
                     method(gradient)
-        except Exception as exc:
-            raise _EngineError(f"{fn}: the engine's {type(root).__name__}.{bw_name}() raised "
-                               f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:   # the engine's own error, as it raised it: its traceback points at its code
+            exc.add_note(f"(raised by the engine's own {type(root).__name__}.{bw_name}(), which {fn} ran)")
+            raise
         finally:
             for v, own, orig in wrapped:
                 if own:
@@ -574,10 +574,6 @@ class ForeignBackwardRecorder:
             for v in g.backward_order():
                 self._step(v)
         return self
-
-
-class _EngineError(GradlabError, RuntimeError):
-    """A foreign engine's own backward raised."""
 
 
 __all__ = ["Protocol", "EngineProtocolError", "is_engine_value", "ForeignGraph", "build_foreign_model",
