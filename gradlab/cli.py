@@ -6,6 +6,7 @@
     gradlab course build [--solutions solutions/] [--out exercises/] [--check]
     gradlab course mutants [NOTEBOOK...] [--solutions solutions/] [--min-score 0.9] [--json out.json]
                    [--timeout S] [-n N] [--limit 120] [--verbose]
+    gradlab practice OP | --list                        a drill: write the VJP (and JVP) of any op
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
 
@@ -49,8 +50,31 @@ def _parser():
     g.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
                    help="isolate each submission's kernel (Linux namespaces): auto (when this machine can, "
                         "else say so on every report), on (refuse without it), off (trusted notebooks only)")
+    _practice_parser(sub)
     p._course = course
     return p
+
+
+def _practice_parser(sub):
+    p = sub.add_parser("practice", help="write a drill notebook: the VJP (and JVP) of any op of the registry")
+    p.add_argument("op", nargs="?", help="the op's registry name (gradlab practice --list lists them)")
+    p.add_argument("--list", action="store_true", help="list the ops a drill can check")
+    p.add_argument("--out", default="practice", help="folder for the drill (default: practice/)")
+    p.add_argument("--force", action="store_true", help="replace an existing drill (it is kept as .bak)")
+
+
+def _practice(args) -> int:
+    from .course import practice
+    if args.list:
+        ops = practice.drillable()
+        print(f"{len(ops)} ops can be practised (gradlab practice OP):")
+        print("\n".join(ops))
+        return 0
+    if not args.op:
+        return _error("practice: name an op (gradlab practice matmul), or --list to see them")
+    path = practice.write_drill(args.op, args.out, force=args.force)
+    print(f"wrote {path}: write vjp() (and jvp()), then `gradlab grade {path}`; hint() gives a hint")
+    return 0
 
 
 def _mutants_parser(csub):
@@ -132,15 +156,18 @@ def main(argv=None) -> int:
             return 0
         if args.command == "course" and args.course_command == "mutants":
             return _course_mutants(args)
+        if args.command == "practice":
+            return _practice(args)
         if args.command == "grade":
             if args.timeout <= 0:
                 return _error(f"--timeout must be positive, got {args.timeout:g}")
             if args.workers < 1:
                 return _error(f"-n must be at least 1, got {args.workers}")
             from .course import grade, table, to_json, to_junit
-            results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
-                            hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep,
-                            sandbox=args.sandbox)
+            from .course.practice import grade_drills  # a practice drill is graded against its op's rules
+            results = grade_drills(grade, args.submissions, against=args.against, solutions_dir=args.solutions,
+                                   hidden=args.hidden, timeout=args.timeout, workers=args.workers,
+                                   keep_dir=args.keep, sandbox=args.sandbox)
             print(table(results))
             if args.json:
                 _write(args.json, to_json(results))
