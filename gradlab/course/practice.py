@@ -298,8 +298,8 @@ def score(name, vjp, jvp=None):
         except Exception:  # noqa: BLE001 - an answer that raises loses the part
             parts[key] = False
     part("vjp", lambda: all(_same(vjp_record(name, vjp, c), vjp_record(name, ref, c)) for c in cs))
-    if _small_cases(name):
-        part("gradcheck", lambda: all(gradcheck_record(name, vjp, c) < 1e-4 for c in _small_cases(name)))
+    if small_cases(name):
+        part("gradcheck", lambda: all(gradcheck_record(name, vjp, c) < 1e-4 for c in small_cases(name)))
     if _has_jvp(name):
         rj = reference_jvp(name)
         part("jvp", lambda: jvp is not None and all(
@@ -307,7 +307,7 @@ def score(name, vjp, jvp=None):
     return sum(parts.values()), len(parts), parts
 
 
-def _small_cases(name):
+def small_cases(name):
     """The cases the finite-difference check runs on: small, with float64 outputs (none: no such part)."""
     return [c for c in cases(name) if c.small][:GRADCHECK_CASES]
 
@@ -400,23 +400,18 @@ def _notebook(name, vjp_body, jvp_body):
         metadata=_meta("setup")))
     for gid, src in _answer_cells(name, vjp_body, jvp_body):
         cells.append(new_code_cell(src, metadata=_meta(gid, solution=True)))
-    cells.append(new_code_cell(
-        "for case in practice.cases(OP):\n"
-        "    check(f\"vjp, {case.name}\", practice.vjp_record(OP, vjp, case),\n"
-        "          msg=\"one gradient per input that requires grad, with its input's shape (sum over broadcast axes)\")",
-        metadata=_meta("vjp", grade=True, points=2)))
-    if _small_cases(name):
-        cells.append(new_code_cell(
-            "for case in practice._small_cases(OP):\n"
-            "    check(f\"finite differences agree, {case.name}\", bool(practice.gradcheck_record(OP, vjp, case) < 1e-4),\n"
-            "          msg=\"your VJP disagrees with central differences of the op in float64\")",
-            metadata=_meta("gradcheck", grade=True, points=1)))
+    def graded(gid, points, which, label, value, msg):
+        cells.append(new_code_cell(f"for case in practice.{which}(OP):\n    check(f\"{label}, {{case.name}}\", {value},\n"
+                                   f"          msg={msg!r})", metadata=_meta(gid, grade=True, points=points)))
+    graded("vjp", 2, "cases", "vjp", "practice.vjp_record(OP, vjp, case)",
+           "one gradient per input that requires grad, with its input's shape (sum over broadcast axes)")
+    if small_cases(name):
+        graded("gradcheck", 1, "small_cases", "finite differences agree",
+               "bool(practice.gradcheck_record(OP, vjp, case) < 1e-4)",
+               "your VJP disagrees with central differences of the op in float64")
     if _has_jvp(name):
-        cells.append(new_code_cell(
-            "for case in practice.cases(OP):\n"
-            "    check(f\"jvp, {case.name}\", practice.jvp_record(OP, jvp, case),\n"
-            "          msg=\"the output's tangent: the op's derivative applied to the inputs' tangents\")",
-            metadata=_meta("jvp", grade=True, points=1)))
+        graded("jvp", 1, "cases", "jvp", "practice.jvp_record(OP, jvp, case)",
+               "the output's tangent: the op's derivative applied to the inputs' tangents")
     return new_notebook(cells=cells, metadata={
         "gradlab": {"practice": name},
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
@@ -488,4 +483,4 @@ def grade_drills(grade, submissions, **kw):
 
 __all__ = ["drillable", "refusal", "cases", "Case", "reference_vjp", "reference_jvp", "score", "hint", "hints",
            "drill_notebook", "reference_notebook", "write_drill", "grade_drills", "vjp_record", "jvp_record",
-           "gradcheck_record"]
+           "gradcheck_record", "small_cases"]

@@ -45,6 +45,7 @@ from ..ops.registry import REGISTRY
 from .graph_base import FrameNames, GraphBuilder
 from .nodes import GraphModel, OpNode, TensorNode, _dname, grad_summary, no_gc
 from .show import NotATensorError
+from .torch_nodes import NodeIds   # node -> id by id(node), keeping the leaves (AccumulateGrad) alive
 
 #: attribute names tried for each role, in order (micrograd's first)
 DEFAULT_ATTRS = {
@@ -203,7 +204,8 @@ def is_engine_value(x, attrs=None) -> bool:
 class AccumulateGrad:
     """A leaf of a foreign engine, as the recorder and the widgets see it: where its gradient ends up.
 
-    Named as gradlab's and PyTorch's leaf nodes are, with ``.variable``, so that the widgets treat it as one.
+    Named as gradlab's and PyTorch's leaf nodes are, with ``.variable``, so that the widgets (and
+    ``NodeIds``, the id map PyTorch's graphs use too: values may be unhashable) treat it as one.
     """
 
     def __init__(self, proto, value):
@@ -224,32 +226,6 @@ class _Variable:
     @property
     def shape(self):
         return self.proto.data(self.value).shape
-
-
-class IdMap:
-    """``model.node_ids`` for a foreign graph: node -> id, keyed by ``id(node)`` (values may be unhashable)."""
-
-    def __init__(self):
-        self._ids, self._nodes = {}, {}
-
-    def __setitem__(self, node, nid):
-        self._ids[id(node)] = nid
-        self._nodes[id(node)] = node
-
-    def get(self, node, default=None):
-        return self._ids.get(id(node), default)
-
-    def __getitem__(self, node):
-        return self._ids[id(node)]
-
-    def __contains__(self, node):
-        return id(node) in self._ids
-
-    def __len__(self):
-        return len(self._ids)
-
-    def items(self):
-        return [(self._nodes[k], nid) for k, nid in self._ids.items()]
 
 
 class ForeignGraph:
@@ -356,7 +332,7 @@ class _ForeignBuilder(GraphBuilder):
     def _single_node_start(self, t):
         g = self.proto.grad(t)
         self.backward_ran = g is not None and bool(np.any(g))
-        self.node_ids, self.id_for_seq = IdMap(), {}
+        self.node_ids, self.id_for_seq = NodeIds(), {}
         self.node_ids[self.g.node_of(t)] = "leaf0"
 
     def _saved_entries(self):
@@ -385,7 +361,7 @@ class _ForeignBuilder(GraphBuilder):
     # ------------------------------------------------------------ walk
     def walk(self):
         g, proto, root = self.g, self.proto, self.root
-        self.node_ids = IdMap()
+        self.node_ids = NodeIds()
         self.id_for_seq = {}
         gr = proto.grad(root)
         self.backward_ran = gr is not None and bool(np.any(gr))

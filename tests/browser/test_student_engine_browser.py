@@ -92,7 +92,7 @@ def test_the_diff_view_marks_the_first_wrong_node(student_notebook):
     rec = student_notebook.recorded["bad"]
     marked = root.evaluate("r => [...r.querySelectorAll('g.node.grad-diff')].map(g => g.id)")
     assert marked == [rec["diff_node"]]
-    drawn = root.locator(f"g.node#{rec['diff_node']}").inner_text()
+    drawn = root.locator(f"g.node#{rec['diff_node']}").evaluate("g => g.textContent")
     assert "first wrong gradient" in drawn and "gradlab" in drawn
     for _ in range(rec["diff_step"]):
         root.locator(".gl-fwd").click()
