@@ -8,6 +8,7 @@
     gradlab course build [--solutions solutions/] [--out exercises/] [--check] [--force]
     gradlab course mutants [NOTEBOOK...] [--solutions solutions/] [--min-score 0.9] [--json out.json]
                    [--timeout S] [-n N] [--limit 120] [--verbose]
+    gradlab practice OP | --list                        a drill: write the VJP (and JVP) of any op
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
                   [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
     gradlab course release OUT                          the students' repository (no solutions), leak-scanned
@@ -66,6 +67,7 @@ def _parser():
     g.add_argument("--memory", type=int, default=2048, metavar="MB",
                    help="memory one sandboxed kernel may use, all its processes together (default 2048)")
     _instructor_parsers(csub, g)
+    _practice_parser(sub)
     p._course = course
     return p
 
@@ -195,6 +197,28 @@ def _course_release(args) -> int:
     return 0
 
 
+def _practice_parser(sub):
+    p = sub.add_parser("practice", help="write a drill notebook: the VJP (and JVP) of any op of the registry")
+    p.add_argument("op", nargs="?", help="the op's registry name (gradlab practice --list lists them)")
+    p.add_argument("--list", action="store_true", help="list the ops a drill can check")
+    p.add_argument("--out", default="practice", help="folder for the drill (default: practice/)")
+    p.add_argument("--force", action="store_true", help="replace an existing drill (it is kept as .bak)")
+
+
+def _practice(args) -> int:
+    from .course import practice
+    if args.list:
+        ops = practice.drillable()
+        print(f"{len(ops)} ops can be practised (gradlab practice OP):")
+        print("\n".join(ops))
+        return 0
+    if not args.op:
+        return _error("practice: name an op (gradlab practice matmul), or --list to see them")
+    path = practice.write_drill(args.op, args.out, force=args.force)
+    print(f"wrote {path}: write vjp() (and jvp()), then `gradlab grade {path}`; hint() gives a hint")
+    return 0
+
+
 def _mutants_parser(csub):
     m = csub.add_parser("mutants", help="mutation testing: do the graded tests catch small mistakes in the solutions?")
     m.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="solution notebooks (default: all in --solutions)")
@@ -291,6 +315,8 @@ def main(argv=None) -> int:
             return _fresh(args)
         if args.command == "course" and args.course_command == "mutants":
             return _course_mutants(args)
+        if args.command == "practice":
+            return _practice(args)
         if args.command == "grade":
             if args.timeout <= 0:
                 return _error(f"--timeout must be positive, got {args.timeout:g}")
@@ -305,9 +331,10 @@ def main(argv=None) -> int:
                 course = _course_of(args)
                 args.solutions = args.solutions or _near(course.solutions)
                 grade = grade if course.is_instructors else _self_check   # a students' copy: no solutions
-            results = grade(args.submissions, against=args.against, solutions_dir=args.solutions,
-                            hidden=args.hidden, timeout=args.timeout, workers=args.workers, keep_dir=args.keep,
-                            sandbox=args.sandbox, memory_mb=args.memory)
+            from .course.practice import grade_drills  # a practice drill is graded against its op's rules
+            results = grade_drills(grade, args.submissions, against=args.against, solutions_dir=args.solutions,
+                                   hidden=args.hidden, timeout=args.timeout, workers=args.workers,
+                                   keep_dir=args.keep, sandbox=args.sandbox, memory_mb=args.memory)
             print(table(results))
             if args.json:
                 _write(args.json, to_json(results))

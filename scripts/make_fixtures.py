@@ -3148,6 +3148,60 @@ def init_model_(model, nonlinearity="relu", rng=None):
 })
 
 
+# ---- 21_build_engine (the build track) -----------------------------------------------------------
+def _solved_21(**changes):
+    """The reference cells of 21_build_engine, markers dropped, with ``changes``: grade_id -> (old, new).
+
+    The build track's solution cells are long (a whole engine); a wrong answer differs from the reference
+    in one line, so it is written as that one change."""
+    nb = nbformat.read(ROOT / "solutions" / "21_build_engine.ipynb", as_version=4)
+    out = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            src = "\n".join(ln for ln in cell.source.split("\n") if "### BEGIN SOLUTION" not in ln
+                            and "### END SOLUTION" not in ln)
+            if meta["grade_id"] in changes:
+                old, new = changes[meta["grade_id"]]
+                if old not in src:
+                    raise SystemExit(f"21_build_engine/{meta['grade_id']}: {old!r} is not in the reference")
+                src = src.replace(old, new)
+            out[meta["grade_id"]] = src
+    return out
+
+
+# the gradient's reduction forgets the size-1 axes (only the leading axes broadcasting added are summed)
+FIXTURES['wrong_21_reduce_leading_only'] = ('21_build_engine', _solved_21(reduce_to=(
+    "        grad = grad.sum(axis=axes, keepdims=True)\n", "        pass\n")))
+# a recursive topological sort: right on small graphs, a RecursionError on a deep chain
+FIXTURES['wrong_21_recursive_topo'] = ('21_build_engine', _solved_21(backward_fn=(
+    """    order, seen = [], {id(root)}
+    stack = [(root, iter(root._prev))]
+    while stack:
+        v, it = stack[-1]
+        for c in it:
+            if id(c) not in seen:
+                seen.add(id(c))
+                stack.append((c, iter(c._prev)))
+                break
+        else:
+            stack.pop()
+            order.append(v)
+    return order""", """    order, seen = [], set()
+
+    def visit(v):
+        if id(v) not in seen:
+            seen.add(id(v))
+            for c in v._prev:
+                visit(c)
+            order.append(v)
+    visit(root)
+    return order""")))
+# matmul's VJP with the operand not transposed where it must be (square matrices run, the others fail)
+FIXTURES['wrong_21_matmul_not_transposed'] = ('21_build_engine', _solved_21(more_ops=(
+    "other._accumulate(self.data.T @ out.grad)", "other._accumulate((self.data.T @ out.grad).T)")))
+
+
 def render(name):
     """The fixture notebook's text: the exercise with its solution cells replaced."""
     exercise, sources = FIXTURES[name]

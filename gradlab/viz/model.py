@@ -104,7 +104,7 @@ def collect(root_fn):
                          lambda n: [e[0] for e in n.next_functions if e is not None], lambda n: n.seq)
 
 
-def build_model(root, view: str = "forward", params=None, caller=None) -> GraphModel:
+def build_model(root, view: str = "forward", params=None, caller=None, attrs=None, fn="show_graph") -> GraphModel:
     """Read the graph behind tensor ``root`` into a :class:`GraphModel`.
 
     ``params``: tensors to name and to check (a dict name -> tensor, the pairs
@@ -116,16 +116,19 @@ def build_model(root, view: str = "forward", params=None, caller=None) -> GraphM
     ``caller``: a :class:`CallerNames` (or a frame to read one from): leaves
     without a ``name`` take the variable they are bound to, Module parameters
     their qualified name; by default the calling code's frames are read.
+
+    ``root`` may also be a ``torch.Tensor`` (``torch_graph.py``) or a value of another autograd engine
+    (micrograd's ``Value``, a student's own): ``foreign_graph.py`` reads it by its protocol, ``attrs``
+    saying which attribute is which where the names differ (``{"inputs": "children", ...}``).
     """
     if not isinstance(root, Tensor):
         from . import torch_graph
         if torch_graph.is_torch_tensor(root):   # a PyTorch graph: read by the adapter (imports nothing new)
             return torch_graph.build_torch_model(root, view=view, params=params,
                                                  caller=caller if caller is not None else sys._getframe(1))
-        from .show import NotATensorError
-        raise NotATensorError(
-            f"show_graph: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got {type(root).__name__}; "
-            "pass the tensor whose graph you want to see")
+        from . import foreign_graph  # a value of another engine (micrograd's, a student's): read by protocol
+        return foreign_graph.build_foreign_model(root, view=view, attrs=attrs, fn=fn,
+                                                 caller=caller if caller is not None else sys._getframe(1))
     if view not in ("forward", "backward"):
         from ..errors import ArgumentError
         raise ArgumentError(f"show_graph: view must be 'forward' or 'backward', got {view!r}")

@@ -62,6 +62,7 @@ class TensorNode:
     users: list = dataclasses.field(default_factory=list)     # modules whose ops use it (filled in finish)
     accumulates: int = 0       # backward view: how many gradients arrive here
     order: int = 0             # stable sort key
+    diff: str = ""             # the gradient diff view: this node's grad differs from gradlab's (both values)
     kind: str = "tensor"
 
 
@@ -81,6 +82,8 @@ class OpNode:
     module_type: Optional[str] = None
     accumulates: int = 0       # backward view: gradients arriving from 2+ consumers
     order: int = 0
+    grad: Optional[GradSummary] = None   # a foreign engine's op is also its value, with a grad of its own
+    diff: str = ""             # the gradient diff view: this node's grad differs from gradlab's (both values)
     kind: str = "op"
 
 

@@ -48,6 +48,7 @@ PALETTE = {
 }
 MISSING = "#d55e00"
 ACCUM = "#cc79a7"
+DIFF = "#c00000"           # the gradient diff view: the first node whose gradient is wrong
 ROLE_STYLE = {             # (shape, style, peripheries, penwidth)
     "parameter": ("box", "filled", 2, 1.2),
     "leaf": ("box", "filled", 1, 1.2),
@@ -126,6 +127,7 @@ def tensor_label(t, view="forward") -> str:
     rows += _grad_rows(t, view)
     if t.accumulates >= 2:
         rows.append(_small(f"<B>&#931; adds {t.accumulates} gradients</B>", "#7a2e5a"))
+    rows += _diff_rows(t)
     return _table(rows)
 
 
@@ -145,7 +147,17 @@ def op_label(o, view="forward") -> str:
             rows.append(_small(f"... {len(o.saved) - MAX_SAVED_LINES} more saved, {fmt_bytes(rest)}", "#555555"))
     if o.accumulates >= 2:
         rows.append(_small(f"<B>&#931; adds {o.accumulates} incoming gradients</B>", "#7a2e5a"))
+    rows += _grad_rows(o, view) if o.grad is not None else []
+    rows += _diff_rows(o)
     return _table(rows)
+
+
+def _diff_rows(n):
+    """The gradient diff view's mark: where a student's gradient first differs from gradlab's."""
+    if not n.diff:
+        return []
+    lines = [w for line in n.diff.split("\n") for w in textwrap.wrap(line, 52)]
+    return [_small("<B>first wrong gradient</B>", DIFF, 10)] + [_small(_esc(line), DIFF) for line in lines]
 
 
 def group_label(g) -> str:
@@ -182,6 +194,8 @@ def _node_stmt(nid, n, view, prefix) -> str:
             cls += " has-grad"
         if n.accumulates >= 2:
             cls += " accumulate"
+        if n.diff:
+            color, pen, cls = DIFF, 4.0, cls + " grad-diff"
         return f"{_q(nid)} " + _attrs(id=pid, **{"class": _q(cls)}, label=tensor_label(n, view), shape=shape,
                                        style=_q(style), peripheries=per, penwidth=pen, fillcolor=_q(fill),
                                        color=_q(color))
@@ -190,6 +204,8 @@ def _node_stmt(nid, n, view, prefix) -> str:
         cls, pen = "op", 1.0
         if n.accumulates >= 2:
             cls, pen, color = "op accumulate", 3.0, ACCUM
+        if n.diff:
+            cls, pen, color = cls + " grad-diff", 4.0, DIFF
         return f"{_q(nid)} " + _attrs(id=pid, **{"class": _q(cls)}, label=op_label(n, view), shape="box",
                                        style=_q("rounded,filled"), penwidth=pen, fillcolor=_q(fill),
                                        color=_q(color))

@@ -115,7 +115,8 @@ class GraphView:
 
 
 def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=None, fold: bool = True,
-               legend: bool = True, id_prefix: str = "", rankdir: str = "TB", expand=()) -> GraphView:
+               legend: bool = True, id_prefix: str = "", rankdir: str = "TB", expand=(), attrs=None,
+               compare=None) -> GraphView:
     """Draw the graph behind ``root`` (usually the loss).
 
     ``view``: ``"forward"`` (how the value was computed) or ``"backward"``
@@ -131,10 +132,20 @@ def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=No
     the root does not reach. ``fold``: fold identical repeated blocks.
     ``id_prefix``: prepended to every SVG id (several graphs in one page).
     ``expand``: module paths to open although ``depth`` would box them (``expand=["blocks.0"]``).
+
+    ``root`` may be a value of another autograd engine (micrograd's ``Value``, your own engine's): see
+    ``gradlab.viz.foreign_graph`` for what it must expose; ``attrs`` says which attribute is which when
+    its names differ (``attrs={"inputs": "children", "data": "value", "grad": "gradient"}``).
+    ``compare`` (such an engine, after its backward): the gradient diff view. ``True`` recomputes the same
+    graph in gradlab, ``{value: expected grad}`` gives gradlab's gradients; the first node, in backward
+    order, whose gradient differs is marked with both values (see ``gradlab.viz.grad_diff``).
     """
     if hasattr(root, "_show_graph_"):  # a gradlab.compile'd function draws its graphs before/after the passes
         return root._show_graph_(which=view, rankdir=rankdir)
-    model = build_model(root, view=view, params=params)
+    model = build_model(root, view=view, params=params, attrs=attrs)
+    if compare is not None and compare is not False:
+        from .grad_diff import mark_diff
+        mark_diff(model, compare, fn="show_graph")
     return view_of(model, depth=depth, max_nodes=max_nodes, fold=fold, legend=legend, id_prefix=id_prefix,
                    rankdir=rankdir, expand=expand)
 

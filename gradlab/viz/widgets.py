@@ -143,11 +143,11 @@ def _inline(svg: str) -> str:
     return svg[i:] if i > 0 else svg
 
 
-def _graph_view(root, view, legend, depth=None, max_nodes=400, fold=True):
+def _graph_view(root, view, legend, depth=None, max_nodes=400, fold=True, attrs=None, fn="show_graph"):
     """The drawing the widget steps over: ``show_graph``'s, with the same ``depth=`` / folding / ``max_nodes``."""
     from .model import build_model
     from .show import view_of
-    model = build_model(root, view=view)
+    model = build_model(root, view=view, attrs=attrs, fn=fn)
     opts = dict(depth=depth, max_nodes=max_nodes, fold=fold, legend=legend)
     return view_of(model, **opts), opts
 
@@ -180,10 +180,18 @@ def _meta(model):
             "saved": int(m.saved)}
 
 
-def _check_root(root, what):
-    if not isinstance(root, _tensor.Tensor) and not _torch_graph.is_torch_tensor(root):
-        raise ArgumentError(f"{what}: expected a gradlab Tensor or a torch.Tensor (e.g. the loss), got "
-                            f"{type(root).__name__}")
+def _is_tensor(root) -> bool:
+    return isinstance(root, _tensor.Tensor) or _torch_graph.is_torch_tensor(root)
+
+
+def _check_root(root, what, attrs=None):
+    if not _is_tensor(root):
+        from .foreign_graph import Protocol
+        proto = Protocol.resolve(root, attrs, what)     # a value of another engine, or an error naming what lacks
+        if not proto.inputs(root):
+            raise GradError(f"{what}: this {type(root).__name__} has no graph behind it (no inputs): it is a leaf; "
+                            "compute something from it (y = x * 2) and pass y")
+        return
     if root.grad_fn is None:
         raise GradError(
             f"{what}: the tensor has no graph behind it (grad_fn is None): it is a leaf, or it was computed under "
@@ -198,7 +206,7 @@ def _compact(gv) -> bool:
 
 
 def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backward", legend: bool = True,
-                     title: str = None, depth=None, max_nodes=400, fold: bool = True):
+                     title: str = None, depth=None, max_nodes=400, fold: bool = True, attrs=None, compare=None):
     """Run ``loss.backward()`` and return a widget that replays it step by step.
 
     The backward really runs (the leaves' ``.grad`` is filled, as after
@@ -213,16 +221,40 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
     ``loss`` may be a ``torch.Tensor``: then PyTorch's own ``backward()`` runs,
     watched by node hooks (``gradlab.viz.torch_graph.record_backward``), and the
     widget replays the order PyTorch's engine really ran its nodes in.
+
+    ``loss`` may be a value of another autograd engine (micrograd's ``Value``, your own; ``attrs`` as in
+    ``show_graph``): its own ``backward()`` runs, each node's ``_backward`` closure watched, and the widget
+    replays the order it called them in. ``compare``: the gradient diff view (as in ``show_graph``), marked
+    on the drawing and on the step of the first node whose gradient differs from gradlab's.
     """
-    _check_root(loss, "animate_backward")
-    gv, opts = _graph_view(loss, view, legend, depth, max_nodes, fold)
-    model = gv.model
-    compact = _compact(gv)
-    infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model), compact=compact)
-    drawing = _drawing_traits(gv)
-    record = _torch_graph.record_backward if _torch_graph.is_torch_tensor(loss) else record_backward
-    rec = record(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
-    frames = _data.backward_frames(model, rec, infos, compact=compact)
+    _check_root(loss, "animate_backward", attrs)
+    foreign = not _is_tensor(loss)
+    if foreign:
+        from .foreign_graph import ForeignBackwardRecorder, ForeignGraph, Protocol, build_foreign_model
+        graph = ForeignGraph(loss, Protocol.resolve(loss, attrs, "animate_backward"))
+        rec = ForeignBackwardRecorder(graph, _data.HEAT_SIDE ** 2).run(gradient)   # the engine's own backward
+        model = build_foreign_model(loss, view=view, fn="animate_backward", caller=sys._getframe(1), graph=graph)
+        opts = dict(depth=depth, max_nodes=max_nodes, fold=fold, legend=legend)
+        diff = None
+        if compare is not None and compare is not False:
+            from .grad_diff import mark_diff
+            diff = mark_diff(model, compare, fn="animate_backward")
+        gv = _view(model, opts)
+        compact = _compact(gv)
+        infos = _data.node_infos(model, sites={}, compact=compact)
+        drawing = _drawing_traits(gv)
+        frames = _data.backward_frames(model, rec, infos, compact=compact)
+        if diff is not None and diff.first is not None:
+            _mark_frames(frames, infos, diff)
+    else:
+        gv, opts = _graph_view(loss, view, legend, depth, max_nodes, fold)
+        model = gv.model
+        compact = _compact(gv)
+        infos = _data.node_infos(model, root=loss, sites=_data.meta_sites(model), compact=compact)
+        drawing = _drawing_traits(gv)
+        record = _torch_graph.record_backward if _torch_graph.is_torch_tensor(loss) else record_backward
+        rec = record(loss, gradient, retain_graph=retain_graph, preview_limit=_data.HEAT_SIDE ** 2)
+        frames = _data.backward_frames(model, rec, infos, compact=compact)
     _refresh_leaf_grads(model, infos)
     cls = _widget_class()
     name = getattr(loss, "name", None) or model.root_name or "output"
@@ -275,19 +307,33 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
 
 
 def graph_widget(root, view: str = "forward", legend: bool = True, title: str = None, depth=None, max_nodes=400,
-                 fold: bool = True):
+                 fold: bool = True, attrs=None):
     """``show_graph``'s picture as a widget: click any node to open the inspector (no animation, no play bar).
 
     Nothing runs: the graph is read as it is now (after a backward, leaves show their ``.grad``).
+    ``root`` may be a value of another autograd engine (``attrs`` as in ``show_graph``).
     """
-    _check_root(root, "graph_widget")
-    gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold)
+    _check_root(root, "graph_widget", attrs)
+    gv, opts = _graph_view(root, view, legend, depth, max_nodes, fold, attrs, "graph_widget")
     model = gv.model
-    infos = _data.node_infos(model, root=root, sites=_data.meta_sites(model), compact=_compact(gv))
+    infos = _data.node_infos(model, root=root if _is_tensor(root) else None, sites=_data.meta_sites(model),
+                             compact=_compact(gv))
     drawing = _drawing_traits(gv)
     cls = _widget_class()
     return cls(title=title or f"{view} graph of '{model.root_name}' (click a node)", nodes=infos,
                frames=[], static_svg=drawing["svg"], meta=_meta(model), drawing=(model, opts), **drawing)
+
+
+def _mark_frames(frames, infos, diff):
+    """The gradient diff view in the animation: the first wrong node's step says so, with both values."""
+    first = diff.first
+    if first.id in infos:
+        infos[first.id]["diff"] = first.text
+    for f in frames:
+        if f["n"] == first.id:
+            f["diff"] = first.text
+            f["f"] = (f["f"] + "  |  " if f["f"] else "") + "first wrong gradient: " + first.text.replace("\n", "; ")
+            break
 
 
 def _refresh_leaf_grads(model, infos):
