@@ -108,6 +108,7 @@ _LAZY = {
     "optim": ("gradlab.optim", None),
     "amp": ("gradlab.amp", None),
     "data": ("gradlab.data", None),
+    "distributions": ("gradlab.distributions", None),
     "io": ("gradlab.io", None),
     "save": ("gradlab.io", "save"),
     "load": ("gradlab.io", "load"),
