@@ -139,6 +139,7 @@ def size_keyword(fn):
     @functools.wraps(fn)
     def wrapper(*size, **kwargs):
         return fn(*take_size_keyword(fn.__name__, size, kwargs), **kwargs)
+    del wrapper.__wrapped__  # (the factory itself, not a wrapper: gradlab.compile records it as a random draw)
     return wrapper
 
 
