@@ -51,6 +51,8 @@ from .backend.dtypes import bfloat16, bool_ as bool, double, float, half, int, l
 from .factories import full, full_like, ones, ones_like, zeros, zeros_like  # noqa: E402 - the full factories
 del cuda  # ``from .ops import *`` brought the cast function; gradlab.cuda is the module, as torch.cuda
 from . import cuda  # noqa: E402 - CuPy itself loads only on demand
+from . import sparse  # noqa: E402 - sparse COO tensors (it installs Tensor.to_sparse)
+from .sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
 
 #: ``from gradlab import *``: the ops (``gradlab.ops.__all__``, where each op is listed by file) and
 #: the names defined above. Subpackages are reached as attributes (``gradlab.nn``, loaded on first
@@ -66,6 +68,8 @@ __all__ = [
     "zeros", "zeros_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm",
     "bernoulli", "multinomial", "normal", "Generator", "manual_seed", "initial_seed", "get_rng_state",
     "set_rng_state",
+    # sparse COO tensors (gradlab/sparse/)
+    "sparse_coo_tensor", "spmm", "sparse_coo", "strided",
     # threads (large arrays are split across them: gradlab/backend/parallel.py)
     "get_num_threads", "set_num_threads",
     # autograd
@@ -108,6 +112,7 @@ _LAZY = {
     "optim": ("gradlab.optim", None),
     "amp": ("gradlab.amp", None),
     "data": ("gradlab.data", None),
+    "distributions": ("gradlab.distributions", None),
     "io": ("gradlab.io", None),
     "save": ("gradlab.io", "save"),
     "load": ("gradlab.io", "load"),

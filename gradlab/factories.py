@@ -5,6 +5,7 @@ ints and bool for bools, as in PyTorch. NumPy arrays keep their dtype.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -121,14 +122,42 @@ def _new(fn, size, dtype, device, requires_grad, make):
     return t
 
 
+def take_size_keyword(name, size, kwargs):
+    """The shape a factory was given: its positional sizes, or ``size=`` popped from ``kwargs`` (PyTorch's
+    factories take both spellings; ``zeros(size=(2, 3))`` is common in public code). Giving both, or an int
+    for ``size=``, is the TypeError PyTorch raises."""
+    if "size" not in kwargs:
+        return size
+    given = kwargs.pop("size")
+    if size:
+        raise ArgumentTypeError(f"{name}() got multiple values for argument 'size': give the shape either as "
+                                "positional sizes or as size=, not both")
+    if not isinstance(given, (tuple, list)):
+        raise ArgumentTypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(given).__name__}; "
+                                f"write size=({given!r},)")
+    return (tuple(given),)
+
+
+def size_keyword(fn):
+    """Decorator: the factory ``fn(*size, ...)`` also takes ``size=`` (``take_size_keyword``)."""
+    @functools.wraps(fn)
+    def wrapper(*size, **kwargs):
+        return fn(*take_size_keyword(fn.__name__, size, kwargs), **kwargs)
+    del wrapper.__wrapped__  # (the factory itself, not a wrapper: gradlab.compile records it as a random draw)
+    return wrapper
+
+
+@size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _new("zeros", size, dtype, device, requires_grad, lambda xp, s, d: xp.zeros(s, dtype=d))
 
 
+@size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _new("ones", size, dtype, device, requires_grad, lambda xp, s, d: xp.ones(s, dtype=d))
 
 
+@size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _new("empty", size, dtype, device, requires_grad, lambda xp, s, d: xp.empty(s, dtype=d))
 
@@ -151,6 +180,7 @@ def _float_draw(fn, dtype):
                          f"(for an integer tensor use randint; for a *_like call pass dtype=gradlab.float32)")
 
 
+@size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform on [0, 1), drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
     _float_draw("rand", dtype)
@@ -159,6 +189,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) ->
     return _new("rand", size, dtype, device, requires_grad, make)
 
 
+@size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal, drawn from the generator ``manual_seed`` controls (or from ``generator``)."""
     _float_draw("randn", dtype)
@@ -167,10 +198,15 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -
     return _new("randn", size, dtype, device, requires_grad, make)
 
 
-def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None) -> Tensor:
-    """Integers in [low, high) (or [0, low) when ``high`` is omitted)."""
+def randint(low=None, high=None, size=(), *, generator=None, dtype=None, device=None) -> Tensor:
+    """Integers in [low, high) (or [0, low) when ``high`` is omitted; ``randint(high=5, size=(3,))`` as PyTorch)."""
     if isinstance(high, (tuple, list)):  # randint(high, size): PyTorch's two-argument form
         high, size = None, high
+    if low is None and high is not None:  # randint(high=5, size=...)
+        low = 0
+    elif low is None:
+        raise ArgumentTypeError("randint() missing 1 required positional argument: 'high' (the values are drawn "
+                                "from [low, high); randint(10, (3,)) draws from [0, 10))")
     if high is None:
         low, high = 0, low
     low, high = _c.size(low, "randint", "low", None), _c.size(high, "randint", "high", None)

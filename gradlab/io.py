@@ -104,8 +104,20 @@ def _encode(obj, saver, path):
             return _encode_container(obj, saver, path)
         finally:
             saver.path_ids.discard(id(obj))
-    raise CheckpointError(
-        f"save: cannot store {type(obj).__name__} at {path}; a gradlab checkpoint holds only tensors, arrays, "
+    raise _refusal(obj, path)
+
+
+def _refusal(obj, path, fmt="gradlab"):
+    """The error for an object a checkpoint cannot hold; for a model or an optimizer, the lines to write instead."""
+    kind = "a torch-format" if fmt == "torch" else "a gradlab"
+    if callable(getattr(obj, "state_dict", None)):
+        name = "model" if hasattr(obj, "parameters") else "optimizer"
+        return CheckpointError(
+            f"save: cannot store the {type(obj).__name__} object itself at {path}: that needs pickle, and loading a "
+            f"pickle can run code. Save its state instead: gradlab.save({name}.state_dict(), path), and to restore, "
+            f"build the {type(obj).__name__} as before and call {name}.load_state_dict(gradlab.load(path))")
+    return CheckpointError(
+        f"save: cannot store {type(obj).__name__} at {path}; {kind} checkpoint holds only tensors, arrays, "
         "dicts, lists, tuples, numbers, strings and None (so that loading it can never run code). "
         "Save model.state_dict() / optimizer.state_dict() rather than the objects themselves"
     )
@@ -160,11 +172,16 @@ def _add_array(arr, saver):
     return ref
 
 
-def save(obj, f) -> None:
+def save(obj, f, format="gradlab") -> None:  # noqa: A002 - the option's natural name
     """Write ``obj`` (state dicts, nested containers of tensors and plain values) to ``f`` safely.
 
-    ``f`` is a path or a binary file object. See the module docstring for what fits.
+    ``f`` is a path or a binary file object. See the module docstring for what fits. ``format="torch"``
+    writes PyTorch's format instead (``torch.load(path, weights_only=True)`` reads it; ``gradlab.load``
+    reads both): see ``gradlab/torch_checkpoint.py``.
     """
+    if format not in ("gradlab", "torch"):
+        from .errors import ArgumentError
+        raise ArgumentError(f"save: format must be 'gradlab' or 'torch', got {format!r}")
     own = isinstance(f, (str, os.PathLike))
     if not own and not hasattr(f, "write"):
         from .errors import ArgumentTypeError
@@ -172,6 +189,9 @@ def save(obj, f) -> None:
                                 f"{type(f).__name__} {f!r}")
     if own and os.path.isdir(f):
         raise IsADirectoryError(f"save: {os.fspath(f)!r} is a directory; give a file name inside it")
+    if format == "torch":
+        from .torch_checkpoint import save_torch
+        return save_torch(obj, f)
     saver = _Saver()
     try:
         manifest = {"format": FORMAT, "version": VERSION, "object": _encode(obj, saver, "obj")}
@@ -457,6 +477,10 @@ def load(f, map_location=None, weights_only=True, *, max_bytes=None):
                                 f"{type(f).__name__}" + (" opened in text mode" if isinstance(f, _io.TextIOBase) else ""))
     if not own and not (getattr(f, "seekable", lambda: False)()):
         f = _io.BytesIO(f.read(budget + 1))  # a pipe or socket: read it (within the budget) into memory
+    from .torch_checkpoint import is_torch_zip, load_torch
+    if is_torch_zip(f):  # torch.save's format: read without unpickling (gradlab/torch_checkpoint.py)
+        obj = load_torch(f, max_bytes=budget, name=name)
+        return obj if map_location is None else _move(obj, map_location)
     fh = open(f, "rb") if own else f
     try:
         start = fh.tell() if hasattr(fh, "tell") else 0

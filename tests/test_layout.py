@@ -33,8 +33,8 @@ LAYERS = {
     "backend": 1, "errors": 1, "checks": 1,
     "_tensor": 2, "_interop": 2, "factories": 2, "sampling": 2, "cuda": 2, "accelerator": 2, "backends": 2,
     "autograd": 3,
-    "ops": 4,
-    "nn": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5, "distributed": 5, "onnx": 5, "serialization": 5,
+    "ops": 4, "sparse": 4,
+    "nn": 5, "distributions": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5, "distributed": 5, "onnx": 5, "serialization": 5, "torch_checkpoint": 5,
     "viz": 6, "debug": 6, "profiler": 6, "utils": 6,
     "compile": 6,  # reads and rewrites finished graphs (as viz/debug read them) and draws them with viz
     "course": 7, "cli": 7, "lab": 7, "__main__": 7,

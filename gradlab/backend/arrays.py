@@ -65,6 +65,21 @@ def erfc(a):
     return _erfc(a).astype(a.dtype, copy=False)  # pragma: no cover
 
 
+def gamma_family(name, a, n=0):
+    """``lgamma``, ``digamma`` or ``polygamma`` (order ``n``) elementwise, on ``a``'s device and dtype.
+
+    NumPy: gradlab's own kernels (``backend/gamma.py``, no SciPy); CuPy: ``cupyx.scipy.special``'s.
+    """
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        from . import gamma as _g
+        return _g.lgamma(a) if name == "lgamma" else _g.polygamma(n, a)
+    if isinstance(a, SimArray):
+        return gamma_family(name, host_view(a), n).view(SimArray)
+    from cupyx.scipy import special as _s  # pragma: no cover - GPU only
+    out = _s.gammaln(a) if name == "lgamma" else _s.polygamma(n, a) if n else _s.digamma(a)  # pragma: no cover
+    return out.astype(a.dtype if a.dtype.kind == "f" else "float32", copy=False)  # pragma: no cover
+
+
 def as_array(v, dtype=None):
     """``np.asarray(v, dtype)`` that keeps a device array on its device.
 

@@ -8,6 +8,8 @@ versions draw one value per (sample, channel); the multiply is the ``Dropout`` o
 """
 from __future__ import annotations
 
+import warnings
+
 from .. import checks as _c
 from .._tensor import Tensor
 from ..backend import dtypes as _dt, generator, xp_of
@@ -39,17 +41,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return Dropout.apply(x, Tensor._make(m))
 
 
-def _channel_dropout(name, k, input, p, training):
-    """Zero whole channels: one draw per (sample, channel), shared by its ``k`` spatial dims."""
+def _channel_dropout(name, input, p, training, mask_shape):
+    """Zero whole channels: one draw per entry of ``mask_shape`` (1 along the spatial dims it shares)."""
     x = check_tensor(input, name)
-    if x.ndim not in (k + 1, k + 2):
-        raise ShapeError(f"{name}: input must be (N, C, {k} spatial dims) or unbatched (C, ...), got "
-                         f"{fmt_shape(x.shape)}")
     p = _c.arguments(name, p=(p, "probability"))
+    shape = mask_shape(tuple(x.shape))
     if not training or p == 0:
         return x
     xp = xp_of(x.data)
-    shape = x.shape[:x.ndim - k] + (1,) * k
     if p == 1:
         m = xp.zeros(shape, dtype=x.dtype)
     else:
@@ -57,19 +56,69 @@ def _channel_dropout(name, k, input, p, training):
     return Dropout.apply(x, Tensor._make(m))
 
 
+def _feature_mask(name, shape, batch_dims=0):
+    """PyTorch's feature dropout: dim 0 is the batch and dim 1 the channel, whatever follows is shared.
+    ``batch_dims=1`` reads an input as unbatched (a leading batch of 1 is put in front, as dropout3d does)."""
+    if len(shape) + batch_dims < 2:
+        raise ShapeError(f"{name}: Feature dropout requires at least 2 dimensions in the input, got shape "
+                         f"{fmt_shape(shape)}")
+    full = (1,) * batch_dims + shape
+    return (full[:2] + (1,) * (len(full) - 2))[batch_dims:]
+
+
+def _deprecated_rank(name, ndim, spatial):
+    """PyTorch 2.13's warning for a channel dropout given an input of an unexpected rank (it still runs)."""
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an error in a "
+        "future release. To retain the behavior and silence this warning, please use dropout instead. Note "
+        f"that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a "
+        f"channel dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+        stacklevel=3)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero entire channels of ``(N, C, L)`` with probability ``p`` (survivors scaled by ``1/(1-p)``)."""
-    return _channel_dropout("dropout1d", 1, input, p, training)
+    """Zero entire channels of ``(N, C, L)`` (or unbatched ``(C, L)``) with probability ``p`` (survivors scaled
+    by ``1/(1-p)``)."""
+    x = check_tensor(input, "dropout1d")
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"dropout1d: Expected 2D or 3D input, but received a {x.ndim}D input (shape "
+                         f"{fmt_shape(x.shape)}). Note that dropout1d exists to provide channel-wise dropout on inputs "
+                         "with 1 spatial dimension, a channel dimension, and an optional batch dimension "
+                         "(i.e. 2D or 3D inputs).")
+    return _channel_dropout("dropout1d", x, p, training, lambda s: s[:-1] + (1,))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero entire channels (feature maps) of ``(N, C, H, W)`` with probability ``p``."""
-    return _channel_dropout("dropout2d", 2, input, p, training)
+    """Zero entire channels (feature maps) of ``(N, C, H, W)`` with probability ``p``.
+
+    As PyTorch 2.13: any other rank warns and still runs as feature dropout (dim 0 the batch, dim 1 the
+    channel), so a 2-D ``(N, C)`` input is dropped elementwise and a 3-D input is read as ``(N, C, L)``, with
+    PyTorch's warning that this will change to ``(C, H, W)``.
+    """
+    x = check_tensor(input, "dropout2d")
+    if x.ndim not in (3, 4):
+        _deprecated_rank("dropout2d", x.ndim, 2)
+    if x.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
+            "instead.", stacklevel=2)
+    return _channel_dropout("dropout2d", x, p, training, lambda s: _feature_mask("dropout2d", s))
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero entire channels of ``(N, C, D, H, W)`` with probability ``p``."""
-    return _channel_dropout("dropout3d", 3, input, p, training)
+    """Zero entire channels of ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``) with probability ``p``.
+
+    As PyTorch 2.13: any rank but 5 is read as unbatched (one draw per entry of dim 0); a rank other than 4
+    or 5 also warns that it is deprecated.
+    """
+    x = check_tensor(input, "dropout3d")
+    if x.ndim not in (4, 5):
+        _deprecated_rank("dropout3d", x.ndim, 3)
+    unbatched = 0 if x.ndim == 5 else 1
+    return _channel_dropout("dropout3d", x, p, training, lambda s: _feature_mask("dropout3d", s, unbatched))
 
 
 def _alpha_dropout(name, input, p, training, per_channel):

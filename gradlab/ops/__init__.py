@@ -86,8 +86,8 @@ from .softmax import top_level_log_softmax as log_softmax, top_level_softmax as 
 from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk, unique, unique_consecutive
 from .unary import (  # noqa: A004
     abs, absolute, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh,
-    ceil, cos, cosh, deg2rad, erf, erfc, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, logit, neg, negative,
-    rad2deg, reciprocal, relu, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, tan, tanh, trunc,
+    ceil, cos, cosh, deg2rad, digamma, erf, erfc, exp, exp2, expm1, floor, frac, lgamma, log, log1p, log2, log10, logit,
+    neg, negative, polygamma, rad2deg, reciprocal, relu, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, tan, tanh, trunc,
 )
 from .indexing import install_inplace as _install_inplace
 from .methods import install_methods as _install_methods
@@ -105,7 +105,7 @@ __all__ = [
     "neg", "negative", "abs", "absolute", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
     "reciprocal", "tanh", "sigmoid", "relu", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg",
-    "erf", "erfc", "logit", "frac", "floor", "ceil", "trunc", "round", "sign",
+    "erf", "erfc", "logit", "frac", "floor", "ceil", "trunc", "round", "sign", "lgamma", "digamma", "polygamma",
     # activations, softmax
     "gelu", "silu", "softplus", "leaky_relu", "softmax", "log_softmax",
     # recurrent (fused cells)
@@ -168,6 +168,7 @@ TENSOR_METHODS += [  # trigonometry, joining and cutting, order statistics, slic
     "index_add", "index_copy", "index_fill",
     "absolute", "divide", "msort",
     "fmax", "fmin", "nanmedian", "histc",
+    "lgamma", "digamma",
 ]
 
 

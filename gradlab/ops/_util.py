@@ -39,6 +39,9 @@ def check_tensor(x, op: str, arg: str = "input") -> Tensor:
         return x
     if isinstance(x, np.ndarray):
         return Tensor._make(x)
+    refused = getattr(type(x), "_refused", None)  # a sparse COO tensor says what it supports instead
+    if refused is not None:
+        refused(x, op)
     raise ArgumentTypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__}; wrap data with gradlab.tensor(...)")
 
 

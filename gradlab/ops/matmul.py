@@ -227,6 +227,8 @@ def _matmul_samples(src):
 @register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b))
 def matmul(input, other):
     """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
+    if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
+        return input._sparse_mm(other, "matmul")
     a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
     if _amp.enabled:
         a, b = _autocast_args("matmul", a, b)
@@ -236,6 +238,8 @@ def matmul(input, other):
 
 def mm(input, mat2):
     """2-D matrix product (``matmul`` restricted to matrices)."""
+    if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
+        return input._sparse_mm(mat2, "mm")
     a, b = check_tensor(input, "mm", "input"), check_tensor(mat2, "mm", "mat2")
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"mm: expects two matrices, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}; use matmul for other ranks")

@@ -8,6 +8,8 @@ their own: the ops they are made of are tested there). They are attached to
 """
 from __future__ import annotations
 
+import functools
+
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange
@@ -88,14 +90,14 @@ def _unflatten(self, dim, sizes):
 
 
 def _new(fill):
-    def new(self, *size, dtype=None, device=None, requires_grad=False):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):  # (size= is taken by size_keyword)
         from .. import factories
         shape = sizes_arg(size, f"new_{fill}")
         kw = dict(dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
         return factories.zeros(shape, **kw) if fill == "zeros" else factories.ones(shape, **kw)
     new.__name__ = f"new_{fill}"
     new.__doc__ = f"A {fill} tensor of the given size with this tensor's dtype and device (unless given)."
-    return new
+    return _size_keyword(new)
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -112,11 +114,24 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
                             requires_grad=requires_grad)
 
 
-def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+def _new_empty_sized(self, *size, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor of the given size with this tensor's dtype and device (unless given)."""
     from .. import factories
     return factories.empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=device or self.device,
                            requires_grad=requires_grad)
+
+
+def _size_keyword(method):
+    """``x.new_zeros(size=(2, 3))``: ``factories.take_size_keyword`` for a method (the tensor stays first)."""
+    @functools.wraps(method)
+    def with_self(self, *size, **kwargs):
+        from ..factories import take_size_keyword
+        return method(self, *take_size_keyword(method.__name__.lstrip("_").replace("_sized", ""), size, kwargs),
+                      **kwargs)
+    return with_self
+
+
+_new_empty = _size_keyword(_new_empty_sized)
 
 
 def _type(self, dtype=None):

@@ -23,7 +23,7 @@ from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, parallel as _parallel
-from ..backend.arrays import as_array, erf as _backend_erf, erfc as _backend_erfc
+from ..backend.arrays import as_array, erf as _backend_erf, erfc as _backend_erfc, gamma_family as _gamma_family
 from ..backend.device import xp_of
 from ..errors import DTypeError
 from ._util import as_weak, check_tensor, float_input, floating_input, to_float
@@ -192,7 +192,20 @@ UNARY = {
                                        "[-1, 1]."),
     "atan": (np.arctan, lambda ns, g, x: g / (1.0 + x * x), "x", "dX = dY / (1 + X^2)", "float",
              dict(low=-3.0, high=3.0), "The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."),
+    "lgamma": (lambda a: _gamma_family("lgamma", a), lambda ns, g, x: g * _ns_polygamma(ns, 0, x), "x",
+               "dX = dY * digamma(X)", "float", dict(low=0.2, high=5.0),
+               "``log |Gamma(x)|``, elementwise (``lgamma(n + 1) = log n!``): the normaliser of the Gamma, "
+               "Beta and Dirichlet densities."),
+    "digamma": (lambda a: _gamma_family("polygamma", a, 0), lambda ns, g, x: g * _ns_polygamma(ns, 1, x), "x",
+                "dX = dY * polygamma(1, X)", "float", dict(low=0.2, high=5.0),
+                "The derivative of ``lgamma``, elementwise (``digamma(1) = -0.5772...``, minus Euler's constant)."),
 }
+
+
+def _ns_polygamma(ns, n, x):
+    """``polygamma(n, x)`` in the row's namespace: gradlab's op on tensors (a graph: differentiable again),
+    the array kernel on arrays (the engine's fast path)."""
+    return polygamma(n, x) if ns is O else _gamma_family("polygamma", x, n)
 
 
 def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
@@ -231,6 +244,40 @@ Reciprocal, reciprocal = _elementwise("reciprocal", *UNARY["reciprocal"])
 Asin, asin = _elementwise("asin", *UNARY["asin"])
 Acos, acos = _elementwise("acos", *UNARY["acos"])
 Atan, atan = _elementwise("atan", *UNARY["atan"])
+Lgamma, lgamma = _elementwise("lgamma", *UNARY["lgamma"])
+Digamma, digamma = _elementwise("digamma", *UNARY["digamma"])
+
+_POLYGAMMA = {0: Digamma}
+
+
+def _polygamma_op(n):
+    """The op of ``polygamma(n, .)`` for n >= 1, made once per order from the same row shape as digamma's:
+    its derivative is the next order, so every order is differentiable again."""
+    if n not in _POLYGAMMA:
+        _POLYGAMMA[n] = type(f"Polygamma{n}", (Elementwise,), dict(
+            name="polygamma", formula=f"dX = dY * polygamma({n + 1}, X)", saves="x",
+            fn=staticmethod(lambda a: _gamma_family("polygamma", a, n)),
+            grad=staticmethod(lambda ns, g, x: g * _ns_polygamma(ns, n + 1, x)), __module__=__name__,
+            __qualname__=f"Polygamma{n}", __doc__=f"``polygamma({n}, x)``: dX = dY * polygamma({n + 1}, X)"))
+    return _POLYGAMMA[n]
+
+
+def _polygamma_samples(src):
+    for n in (1, 2):
+        yield Sample((n, src.tensor(src.shape(0, 3, 0, 4), low=0.3, high=4.0)), desc=f"n={n}")
+    yield Sample((0, src.tensor((), low=0.3, high=4.0)), desc="n=0 (digamma), 0-d")
+
+
+@register(samples=_polygamma_samples, formula="dX = dY * polygamma(n + 1, X)", elementwise=True,
+          torch=lambda torch, n, x: torch.polygamma(n, x))
+def polygamma(n, input):
+    """The ``n``-th derivative of ``digamma`` (``polygamma(0, x)`` is digamma; 1 is the trigamma function)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise DTypeError(f"polygamma: n must be a non-negative int (the order of the derivative), got {n!r}")
+    x = input if type(input) is Tensor else check_tensor(input, "polygamma")
+    if x.data.dtype.kind in "biu":
+        x = to_float(x)
+    return _polygamma_op(int(n)).apply(x)
 
 
 # tanh's and sigmoid's graph VJP is one fused node (fused_backward.py) instead of three: PyTorch's
