@@ -79,7 +79,12 @@ BAD = {
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_input_raises_gradlab_error(name):
-    fn, cls, words = BAD[name]
+    assert_refused(name, *BAD[name])
+
+
+def assert_refused(name, fn, cls, words):
+    """``fn()`` raises a gradlab error that is a ``cls`` (what PyTorch-style code catches) and whose
+    message holds each of ``words``."""
     with pytest.raises(cls) as info:
         fn()
     assert isinstance(info.value, GradlabError), f"{name}: {type(info.value).__name__} is not a gradlab error"
