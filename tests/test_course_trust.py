@@ -324,7 +324,7 @@ for cf in found:   # (its own connection file among them: a kernel that stops it
     "subscribe_iopub": (ZEROS, '''\
 import glob, json, socket, zmq
 from IPython.display import display
-addrs = ["ipc://" + p for p in glob.glob("/tmp/gradlab-ch-*/*/chan/k-*")]
+addrs = ["ipc://" + p for p in glob.glob("/tmp/gradlab-ch-*/*/*/k-*")]
 for port in range(32768, 61000, 7):
     s = socket.socket()
     s.settimeout(0.005)

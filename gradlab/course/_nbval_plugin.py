@@ -61,7 +61,7 @@ def _start_sandboxed(self, kernel_name, cwd=None, startup_timeout=60):
     """``RunningKernel.__init__`` for sandboxed kernels: channels over unix sockets in a private folder.
 
     jupyter_client would put the connection file (with its key) in a shared runtime folder and the
-    sockets on loopback TCP; here both live in ``CHANNELS/kNNN/chan/``, which only this kernel's
+    sockets on loopback TCP; here both live in ``CHANNELS/kNNN/c/``, which only this kernel's
     sandbox mounts. The launcher's ``status.json`` lands in ``kNNN/``, out of the kernel's sight.
     """
     import os
@@ -69,7 +69,7 @@ def _start_sandboxed(self, kernel_name, cwd=None, startup_timeout=60):
 
     from jupyter_client.manager import KernelManager
     self._gradlab_home = tempfile.mkdtemp(prefix="k", dir=_Spec.channels)
-    chan = os.path.join(self._gradlab_home, "chan")
+    chan = os.path.join(self._gradlab_home, "c")
     os.mkdir(chan, 0o700)
     km = KernelManager(kernel_name="gradlab-sandbox", kernel_spec_manager=_spec_manager(), transport="ipc",
                        ip=os.path.join(chan, "k"), connection_file=os.path.join(chan, "kernel.json"))

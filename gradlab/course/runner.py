@@ -68,6 +68,15 @@ def _sweep(channels):
     shutil.rmtree(channels, ignore_errors=True)
 
 
+def _channels_root():
+    """A new folder for the kernels' channels, with a short path: a unix socket's path has at most 107 bytes
+    (``ROOT/kXXXXXXXX/c/k-N``), so a long temporary folder is passed over for ``/tmp``."""
+    base = tempfile.gettempdir()
+    if len(base) > 60 and os.path.isdir("/tmp"):
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix="gradlab-ch-", dir=base)
+
+
 def _read_results(path, keys):
     """{key: [cell record, ...]} from the plugin's JSON-lines file; an unreadable line or file is skipped."""
     records = {key: [] for key in keys.values()}
@@ -112,7 +121,7 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
     from . import sandbox as sbx
     check_tools(workers)
     tmp = os.path.abspath(keep_dir or tempfile.mkdtemp(prefix="gradlab-grade-"))
-    channels = tempfile.mkdtemp(prefix="gradlab-ch-")   # short: a unix socket's path has at most 107 bytes
+    channels = _channels_root()
     proc = None
     try:
         os.makedirs(tmp, exist_ok=True)
