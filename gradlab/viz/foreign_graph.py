@@ -45,7 +45,7 @@ from ..ops.registry import REGISTRY
 from .graph_base import FrameNames, GraphBuilder
 from .nodes import GraphModel, OpNode, TensorNode, _dname, grad_summary, no_gc
 from .show import NotATensorError
-from .torch_nodes import NodeIds   # node -> id by id(node), keeping the leaves (AccumulateGrad) alive
+from .torch_nodes import NodeIds  # node -> id by id(node), keeping the leaves (AccumulateGrad) alive
 
 #: attribute names tried for each role, in order (micrograd's first)
 DEFAULT_ATTRS = {
