@@ -51,3 +51,10 @@ def test_outside_ipython_nothing_is_noted(monkeypatch):
     assert cells.install() is False
     x = gradlab.ones(2, requires_grad=True) * 3
     assert cells.cell_of(x.grad_fn.seq) is None and cells.cell_of(None) is None
+
+
+def test_noting_a_cell_does_not_renumber_the_nodes(shell):
+    """A notebook prints node numbers (``<... backward node #5>``): noting cells must not use any up."""
+    _run(shell, "import gradlab\na = (gradlab.ones(2, requires_grad=True) * 2).grad_fn.seq")
+    _run(shell, "b = (gradlab.ones(2, requires_grad=True) * 2).grad_fn.seq")
+    assert shell.user_ns["b"] == shell.user_ns["a"] + 1
