@@ -51,3 +51,11 @@ def test_outside_ipython_nothing_is_noted(monkeypatch):
     assert cells.install() is False
     x = gradlab.ones(2, requires_grad=True) * 3
     assert cells.cell_of(x.grad_fn.seq) is None and cells.cell_of(None) is None
+
+
+def test_noting_a_cell_does_not_renumber_the_nodes(shell):
+    """A notebook prints node numbers (``<... backward node #5>``): noting cells must not use any up."""
+    _run(shell, "import gradlab\nf = lambda: (gradlab.ones(2, requires_grad=True) * 2).grad_fn.seq\na1 = f(); a2 = f()")
+    _run(shell, "b = f()")
+    ns = shell.user_ns
+    assert ns["b"] - ns["a2"] == ns["a2"] - ns["a1"], "a new cell moved the node numbers on"

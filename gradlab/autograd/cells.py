@@ -7,10 +7,10 @@ made it).
 
 How, without slowing a single op: every node gets the next number of one
 counter (``node.seq``, ``gradlab/autograd/function.py``). At the start of each
-cell IPython runs, the next number of that counter is noted (drawing it leaves
-a gap in the numbers, which only order nodes), and at its end the cell's
-execution count; a node belongs to the last cell that started before it was
-made. So
+cell IPython runs, the number the next node will get is noted (read, not
+drawn: the numbers a notebook prints stay as they were), and at its end the
+cell's execution count; a node belongs to the last cell that started before it
+was made. So
 ``animate_backward(loss)``, called long after the forward ran, can still say
 ``cell [3]`` for every op of the graph (``animate_forward``, which watches the
 forward itself, gives the line as well). Outside IPython nothing is recorded
@@ -34,8 +34,16 @@ def _shell():
         return None
 
 
+def _next_seq() -> int:
+    """The number the next node will get, read without drawing it: ``itertools.count`` shows it in its
+    repr (``count(12)``). Drawing one would renumber the nodes, and a notebook prints those
+    (``<TanhBackward backward node #5>``)."""
+    text = repr(_function._seq)
+    return int(text[text.index("(") + 1:text.rindex(")")])
+
+
 def _pre_run_cell(info=None) -> None:
-    _starts.append([next(_function._seq), None])
+    _starts.append([_next_seq(), None])
 
 
 def _post_run_cell(result=None) -> None:
@@ -70,7 +78,7 @@ def cell_of(seq) -> int | None:
     """The execution count of the cell in which the node numbered ``seq`` was made, or None."""
     if not isinstance(seq, int) or not _starts:
         return None
-    i = bisect.bisect_right(_starts, [seq, float("inf")]) - 1
+    i = bisect.bisect_right(_starts, seq, key=lambda start: start[0]) - 1   # cells without nodes share a seq
     if i < 0:
         return None
     count = _starts[i][1]
