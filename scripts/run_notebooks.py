@@ -6,9 +6,18 @@ from one clean, seeded run. Usage::
 
     python scripts/run_notebooks.py                 # every notebook in notebooks/
     python scripts/run_notebooks.py notebooks/02_broadcasting.ipynb
+    python scripts/run_notebooks.py --where [NOTEBOOK...]   # only the "Where this lives" cells
+
+``--where`` refreshes just the outputs of the cell after each "## Where this lives" heading (file
+names and line numbers computed from the code, checked by tests/test_notebook_where.py): an edit to
+gradlab moves lines, and this re-computes them without replacing the lesson's other stored outputs.
+The cells before it run too (in the fast mode, GRADLAB_FAST=1), since the cell may name objects
+the lesson defined.
 """
 from __future__ import annotations
 
+import copy
+import os
 import pathlib
 import sys
 
@@ -30,7 +39,32 @@ def run(path: pathlib.Path, timeout: int = 600) -> None:
     print(f"ran {path.relative_to(ROOT)}")
 
 
+def where_cell(nb) -> int:
+    """The index of the code cell after the notebook's "## Where this lives" heading."""
+    for i, cell in enumerate(nb.cells[:-1]):
+        if cell.cell_type == "markdown" and cell.source.startswith("## Where this lives"):
+            return i + 1
+    raise SystemExit("no '## Where this lives' section")
+
+
+def refresh_where(path: pathlib.Path, timeout: int = 600) -> None:
+    nb = nbformat.read(path, as_version=4)
+    at = where_cell(nb)
+    head = nbformat.v4.new_notebook(metadata=nb.metadata, cells=copy.deepcopy(nb.cells[:at + 1]))
+    os.environ["GRADLAB_FAST"] = "1"   # the kernel inherits it: the cells before run quickly
+    client = NotebookClient(head, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    nb.cells[at].outputs = head.cells[at].outputs
+    nb.cells[at].metadata.pop("execution", None)
+    nbformat.write(nb, path)
+    print(f"refreshed 'Where this lives' in {path.relative_to(ROOT)}")
+
+
 if __name__ == "__main__":
-    paths = [pathlib.Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    args = sys.argv[1:]
+    where = "--where" in args
+    args = [a for a in args if a != "--where"]
+    paths = [pathlib.Path(p).resolve() for p in args] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     for p in paths:
-        run(p)
+        refresh_where(p) if where else run(p)
