@@ -54,12 +54,12 @@ class Case:
 
 # ---------------------------------------------------------------- mutations
 def _int_tensor(t):
-    return gradlab.Tensor._make(np.asarray(t.data).round().astype(np.int64))
+    return gradlab.Tensor._make(np.asarray(t._data).round().astype(np.int64))
 
 
 def _empty(t):
     """``t`` with its first dim cut to size 0 (a 0-d tensor stays as it is: it has no dim to empty)."""
-    return gradlab.Tensor._make(np.asarray(t.data)[:0]) if t.ndim else None
+    return gradlab.Tensor._make(np.asarray(t._data)[:0]) if t.ndim else None
 
 
 #: The classes of wrong or edge-case values (the first word of a mutation's label), for the report.
@@ -77,7 +77,7 @@ def mutations(v):
     """(label, wrong value) pairs for one argument value: wrong kinds and domains, list/ndarray operands,
     empty (size-0) tensors, non-bool flags and dtype strings."""
     if isinstance(v, gradlab.Tensor):
-        out = [("str", STR), ("list", np.asarray(v.data).tolist()), ("ndarray", np.array(v.data, copy=True))]
+        out = [("str", STR), ("list", np.asarray(v._data).tolist()), ("ndarray", np.array(v._data, copy=True))]
         if gradlab.is_floating_point(v):
             out.append(("int tensor", _int_tensor(v)))
             e = _empty(v)  # (floating data only: PyTorch's embedding_bag crashes the process on empty offsets)
@@ -115,7 +115,7 @@ def mutate(args, kwargs):
 def _copy(a):
     """A fresh copy of the tensors in args (a call may change its inputs in place)."""
     if isinstance(a, gradlab.Tensor):
-        t = gradlab.Tensor._make(np.array(a.data, copy=True))
+        t = gradlab.Tensor._make(np.array(a._data, copy=True))
         if a.requires_grad:
             t.requires_grad_(True)
         return t

@@ -105,7 +105,7 @@ class TensorDataset(Dataset):
         if isinstance(index, (int, np.integer)) and not -n <= index < n:
             raise IndexOutOfRange(f"TensorDataset: index {index} is out of range for a dataset of {n} samples "
                                   f"(valid: {-n} to {n - 1})")
-        return tuple(Tensor._make(t.data[index]) for t in self.tensors)
+        return tuple(Tensor._make(t._data[index]) for t in self.tensors)
 
     def __len__(self):
         return self.tensors[0].shape[0]
@@ -153,7 +153,7 @@ def default_collate(batch):
     """Stack a list of samples into a batch: tensors/arrays/numbers are stacked, tuples and dicts per field."""
     first = batch[0]
     if isinstance(first, (Tensor, np.ndarray)):
-        arrays = [b.data if isinstance(b, Tensor) else np.asarray(b) for b in batch]
+        arrays = [b._data if isinstance(b, Tensor) else np.asarray(b) for b in batch]
         for k, a in enumerate(arrays):
             if a.shape != arrays[0].shape:  # (a ShapeError is a RuntimeError, as PyTorch's stack error)
                 raise ShapeError(f"default_collate: stack expects each sample to have the same shape, but got "
@@ -268,7 +268,7 @@ class DataLoader:
     def _batch(self, indices):
         if self._fast:  # index the whole batch at once (a list of tensors, as default_collate gives)
             chunk = np.fromiter((int(i) for i in indices), np.int64)
-            return [Tensor._make(t.data[chunk]) for t in self.dataset.tensors]
+            return [Tensor._make(t._data[chunk]) for t in self.dataset.tensors]
         return self.collate_fn([self.dataset[_index(i)] for i in indices])
 
     def __iter__(self):
