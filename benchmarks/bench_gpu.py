@@ -53,7 +53,7 @@ def bench_matmul(xp, sizes, dtypes, repeats):
             a = gradlab.randn(n, n, dtype=dt, device="cuda")
             b = gradlab.randn(n, n, dtype=dt, device="cuda")
             g = gradlab.randn(n, n, dtype=dt, device="cuda")
-            A, B, G = a.data, b.data, g.data
+            A, B, G = a._data, b._data, g._data
 
             def raw():
                 y = A @ B

@@ -55,11 +55,11 @@ def main(argv=None):
 
     # ------------------------------------------------------------- bigram
     counts = np.zeros((V, V))
-    np.add.at(counts, (train.data[:-1], train.data[1:]), 1)
+    np.add.at(counts, (train._data[:-1], train._data[1:]), 1)
     best = None
     for alpha in (0.01, 0.03, 0.1, 0.3, 1.0):
         p = (counts + alpha) / (counts + alpha).sum(1, keepdims=True)
-        loss = -np.log(p[val.data[:-1], val.data[1:]]).mean()
+        loss = -np.log(p[val._data[:-1], val._data[1:]]).mean()
         if best is None or loss < best[0]:
             best = (loss, alpha)
     bigram_val, alpha = best

@@ -24,15 +24,15 @@ def array_ufunc(Tensor, ufunc, method, inputs, kwargs):  # noqa: N803 - the clas
         a, b = inputs
         if names is not None and isinstance(b, Tensor) and not isinstance(a, Tensor):
             return getattr(b, names[1])(a)  # ``array - tensor``: the Tensor op
-    args = [i.data if isinstance(i, Tensor) else i for i in inputs]
+    args = [i._data if isinstance(i, Tensor) else i for i in inputs]
     if out is not None:
-        kwargs["out"] = tuple(o.data if isinstance(o, Tensor) else o for o in out)
+        kwargs["out"] = tuple(o._data if isinstance(o, Tensor) else o for o in out)
     return getattr(ufunc, method)(*args, **kwargs)
 
 
 def tensor_repr(self) -> str:
     """``repr(tensor)``: values as NumPy prints them, then only what differs from the defaults."""
-    arr = self.data
+    arr = self._data
     if self.device != CPU:
         arr = arr.get()
     body = np.array2string(

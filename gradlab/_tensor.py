@@ -80,12 +80,12 @@ class Tensor:
         from .factories import _to_array  # the one place that converts user data
         if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
             sizes = (int(data),) + tuple(int(s) for s in sizes)
-            self.data = np.zeros(sizes, dtype=dtype or get_default_dtype())
+            self._data = np.zeros(sizes, dtype=dtype or get_default_dtype())
         else:
             if sizes:
                 from .errors import ArgumentTypeError
                 raise ArgumentTypeError(f"Tensor(): give data or sizes (ints), got data and {sizes!r}")
-            self.data = _to_array(data, dtype or get_default_dtype())
+            self._data = _to_array(data, dtype or get_default_dtype())
         self.name = name
         if requires_grad:
             self.requires_grad_(True)
@@ -94,7 +94,7 @@ class Tensor:
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0):
         """Wrap an array without copying or checking: the fast path ops use."""
         t = object.__new__(Tensor)
-        t.data = data
+        t._data = data
         if requires_grad:
             t._requires_grad = True
             t.grad_fn = grad_fn
@@ -117,29 +117,29 @@ class Tensor:
     # ----------------------------------------------------------- properties
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     def size(self, dim=None):
         """The shape, or one dimension's size (PyTorch's ``x.size(dim)``)."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self._data.shape if dim is None else self._data.shape[dim]
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._data.size)
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self):
-        return device_of_array(self.data)
+        return device_of_array(self._data)
 
     @property
     def is_cuda(self) -> bool:
@@ -151,14 +151,14 @@ class Tensor:
     @property
     def strides(self) -> tuple:
         """Strides in *elements* (as PyTorch's ``stride()``), not bytes as NumPy's."""
-        return tuple(s // self.data.itemsize for s in self.data.strides)
+        return tuple(s // self._data.itemsize for s in self._data.strides)
 
     def stride(self, dim=None):
         s = self.strides
         return s if dim is None else s[dim]
 
     def is_contiguous(self) -> bool:
-        return bool(self.data.flags.c_contiguous)
+        return bool(self._data.flags.c_contiguous)
 
     def contiguous(self) -> "Tensor":
         """A C-contiguous tensor with the same values (itself if already contiguous)."""
@@ -172,17 +172,17 @@ class Tensor:
 
     @property
     def itemsize(self) -> int:
-        return self.data.itemsize
+        return self._data.itemsize
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes)
+        return int(self._data.nbytes)
 
     def element_size(self) -> int:
-        return self.data.itemsize
+        return self._data.itemsize
 
     def is_floating_point(self) -> bool:
-        return _dt.is_floating(self.data.dtype)
+        return _dt.is_floating(self._data.dtype)
 
     @property
     def _version_value(self) -> int:
@@ -202,25 +202,25 @@ class Tensor:
             )
         if self.device != CPU:
             raise DeviceError(f"numpy(): {self._label()} is on {self.device}; call .cpu() first")
-        return self.data
+        return self._data
 
     def __array__(self, dtype=None, copy=None):
         if self.device != CPU:
             raise DeviceError(f"{self._label()} is on {self.device}; call .cpu() before converting to NumPy")
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueErrorItem(
-                f"item(): {self._label()} has {self.data.size} elements (shape {fmt_shape(self.shape)}); "
+                f"item(): {self._label()} has {self._data.size} elements (shape {fmt_shape(self.shape)}); "
                 "only one-element tensors can be turned into a Python number. "
                 "Reduce it first (e.g. .sum() or .mean()) or index one element"
             )
-        return self.data.reshape(()).item()
+        return self._data.reshape(()).item()
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __float__(self):
         return float(self.item())
@@ -229,15 +229,15 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueErrorItem(
-                f"the truth value of {self._label()} with {self.data.size} elements is ambiguous; "
+                f"the truth value of {self._label()} with {self._data.size} elements is ambiguous; "
                 "use .any() or .all()"
             )
-        return bool(self.data.reshape(()).item())
+        return bool(self._data.reshape(()).item())
 
     def __index__(self):
-        if _dt.category(self.dtype) == 2 or self.data.size != 1:
+        if _dt.category(self.dtype) == 2 or self._data.size != 1:
             raise ArgumentTypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 
@@ -266,10 +266,10 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise ArgumentTypeError(f".grad: expected a Tensor or None, got {type(value).__name__}; "
                                         "wrap it with gradlab.tensor(...)")
-            d, g = self.data, value.data
+            d, g = self._data, value._data
             if isinstance(g, np.generic):  # NumPy turned a 0-d result into a scalar: keep an array
                 value = Tensor._make(np.asarray(g))
-                g = value.data
+                g = value._data
             who = f"'{self.name}'" if self.name else "this tensor"
             if g.shape != d.shape:
                 from .errors import ShapeError
@@ -301,7 +301,7 @@ class Tensor:
                 f"requires_grad: cannot set requires_grad = {value} on {self._label()}, the output of "
                 f"{self.grad_fn.name} (not a leaf); you can only change requires_grad on leaves. To use its "
                 "values outside the graph, take x.detach()")
-        if value and not _dt.is_floating(self.data.dtype):
+        if value and not _dt.is_floating(self._data.dtype):
             raise self._int_grad_error("requires_grad")
         self._requires_grad = value
 
@@ -320,7 +320,7 @@ class Tensor:
         if type(requires_grad) is not bool:
             raise ArgumentTypeError(f"requires_grad_: requires_grad must be True or False, got "
                                     f"{type(requires_grad).__name__} {requires_grad!r}")
-        if requires_grad and not _dt.is_floating(self.data.dtype):
+        if requires_grad and not _dt.is_floating(self._data.dtype):
             raise self._int_grad_error("requires_grad_")
         if not requires_grad and self.grad_fn is not None:
             raise GradError(
@@ -332,7 +332,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new leaf that shares the data but has no history: gradients stop here."""
-        t = Tensor._make(self.data)
+        t = Tensor._make(self._data)
         t._version = self._version  # same storage, same version counter
         return t
 
@@ -364,7 +364,7 @@ class Tensor:
 
     def __format__(self, spec):
         # as PyTorch: a 0-d tensor formats as its number (f"loss {loss}" prints "loss 0.25")
-        if self.data.ndim == 0 or (self.data.size == 1 and spec):
+        if self._data.ndim == 0 or (self._data.size == 1 and spec):
             return format(self.item(), spec)
         return repr(self)
 

@@ -23,7 +23,7 @@ def _to_array(data, dtype=None, device=None):
     if isinstance(data, np.generic):  # a NumPy scalar keeps its dtype, as an array does (PyTorch too)
         data = np.asarray(data)
     if isinstance(data, Tensor):
-        arr = data.data
+        arr = data._data
         out = arr.astype(dtype) if dtype is not None else arr.copy()
     elif isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
         if data.dtype.kind == "c":
@@ -64,7 +64,7 @@ def _to_array(data, dtype=None, device=None):
 
 
 def _unwrap(seq):
-    return [(_unwrap(x) if isinstance(x, (list, tuple)) else (x.data if isinstance(x, Tensor) else x)) for x in seq]
+    return [(_unwrap(x) if isinstance(x, (list, tuple)) else (x._data if isinstance(x, Tensor) else x)) for x in seq]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None) -> Tensor:

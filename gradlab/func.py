@@ -55,7 +55,7 @@ def _prepare(x):
     if x._requires_grad and _grad_state.enabled:
         t = _fwd._alias(x)
     else:
-        t = Tensor._make(x.data, True)
+        t = Tensor._make(x._data, True)
         t._version = x._version
     if x._fw_grad is not None:  # inside jvp/jacfwd: keep the tangent (forward over reverse)
         _fwd._set_tangent(t, x._fw_grad)
@@ -129,7 +129,7 @@ def _map(tree, f):
 
 
 def _zeros_like(x):
-    return Tensor._make(xp_of(x.data).zeros_like(x.data))
+    return Tensor._make(xp_of(x._data).zeros_like(x._data))
 
 
 def _split_aux(res, has_aux, what):
@@ -208,7 +208,7 @@ def value_and_grad(func, argnums=0, has_aux=False):
                             "reduce it with .sum() or .mean(), or use gradlab.func.vjp / jacrev")
         create = _grad_state.enabled
         with _enable(create):
-            gs = _grads([out], xs, [Tensor._make(xp_of(out.data).ones_like(out.data))], create_graph=create)
+            gs = _grads([out], xs, [Tensor._make(xp_of(out._data).ones_like(out._data))], create_graph=create)
         g = gs[0] if single else tuple(gs)
         value = out if not has_aux else (out, aux)
         return _finish(value, xs), _finish(g, xs)
@@ -244,7 +244,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
             n = o.numel()
             rows = [[] for _ in xs]
             for k in range(n):
-                basis = xp_of(o.data).zeros(n, dtype=o.dtype)
+                basis = xp_of(o._data).zeros(n, dtype=o.dtype)
                 basis[k] = 1
                 with _enable(create):
                     gs = _grads([o], xs, [Tensor._make(basis.reshape(o.shape))], create_graph=create)
@@ -253,7 +253,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
             per_in = []
             for x, r in zip(xs, rows):
                 if n == 0:
-                    per_in.append(Tensor._make(xp_of(x.data).zeros(o.shape + x.shape, dtype=x.dtype)))
+                    per_in.append(Tensor._make(xp_of(x._data).zeros(o.shape + x.shape, dtype=x.dtype)))
                 else:
                     per_in.append(O.reshape(O.stack(r), o.shape + x.shape))
             jac.append(per_in[0] if single else tuple(per_in))
@@ -309,7 +309,7 @@ def jacfwd(func, argnums=0, *, has_aux=False):
             x = args[a]
             n = x.numel()
             for k in range(n):
-                basis = xp_of(x.data).zeros(n, dtype=x.dtype)
+                basis = xp_of(x._data).zeros(n, dtype=x.dtype)
                 basis[k] = 1
 
                 def f(xx, _a=a):
@@ -339,7 +339,7 @@ def jacfwd(func, argnums=0, *, has_aux=False):
                 x = args[a]
                 c = cols[ii][oi] if cols is not None and cols[ii][oi] else []
                 if not c:
-                    per_in.append(Tensor._make(xp_of(x.data).zeros(o.shape + x.shape, dtype=o.dtype)))
+                    per_in.append(Tensor._make(xp_of(x._data).zeros(o.shape + x.shape, dtype=o.dtype)))
                 else:
                     per_in.append(O.reshape(O.stack(c, dim=-1), o.shape + x.shape))
             jac.append(per_in[0] if single else tuple(per_in))
@@ -377,7 +377,7 @@ def hvp(func, primals, tangents):
         out = func(*xs)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise GradError("hvp: the function must return a one-element tensor (a scalar)")
-        gs = _grads([out], xs, [Tensor._make(xp_of(out.data).ones_like(out.data))], create_graph=True)
+        gs = _grads([out], xs, [Tensor._make(xp_of(out._data).ones_like(out._data))], create_graph=True)
         hv = _grads(gs, xs, list(tangents), create_graph=_grad_state.enabled)
     hv = tuple(hv) if as_tuple else hv[0]
     return _finish(out, xs), _finish(hv, xs)

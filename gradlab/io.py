@@ -75,7 +75,7 @@ def _encode(obj, saver, path):
     if isinstance(obj, Tensor):
         if id(obj) in saver.tensors:
             return {"__ref__": saver.tensors[id(obj)]}
-        data = obj.data
+        data = obj._data
         if hasattr(data, "get"):
             data = data.get()
         ref = _add_array(np.asarray(data), saver)

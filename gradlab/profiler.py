@@ -201,8 +201,8 @@ class profile:
 
     def after(self, e, cls, args, outputs, node):
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
-        ins = [a.data for a in args if isinstance(a, Tensor)]
-        nbytes = sum(o.data.nbytes for o in outs if isinstance(o, Tensor) and not _is_view(o.data, ins))
+        ins = [a._data for a in args if isinstance(a, Tensor)]
+        nbytes = sum(o._data.nbytes for o in outs if isinstance(o, Tensor) and not _is_view(o._data, ins))
         self._close(e, int(nbytes))
 
     def _in_backward(self):

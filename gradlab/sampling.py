@@ -18,7 +18,7 @@ from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fm
 def _host(t, op, arg="input"):
     if not isinstance(t, Tensor):
         raise ArgumentTypeError(f"{op}: {arg} must be a Tensor, got {type(t).__name__}")
-    return np.asarray(t.cpu().data, dtype=np.float64)
+    return np.asarray(t.cpu()._data, dtype=np.float64)
 
 
 def _on(arr, like):

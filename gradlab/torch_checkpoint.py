@@ -247,19 +247,19 @@ class _Unpickler:
     """An interpreter of the pickle opcodes ``torch.save`` writes; every callable comes from ``_rebuilders``."""
 
     def __init__(self, data, rd):
-        self.data, self.pos, self.rd = memoryview(data), 0, rd
+        self.buf, self.pos, self.rd = memoryview(data), 0, rd
         self.calls = _rebuilders(rd)
         self.ours = set(map(id, self.calls.values()))
 
     def read(self, n):
-        if self.pos + n > len(self.data):
+        if self.pos + n > len(self.buf):
             raise self.rd.damaged("data.pkl ends in the middle of an instruction (truncated)")
-        out = self.data[self.pos:self.pos + n]
+        out = self.buf[self.pos:self.pos + n]
         self.pos += n
         return out
 
     def readline(self):
-        end = bytes(self.data[self.pos:self.pos + 256]).find(b"\n")
+        end = bytes(self.buf[self.pos:self.pos + 256]).find(b"\n")
         if end < 0:
             raise self.rd.damaged("a GLOBAL name in data.pkl is unterminated or too long")
         line = bytes(self.read(end + 1))[:-1]

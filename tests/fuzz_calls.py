@@ -48,7 +48,7 @@ class Case:
 
 # ---------------------------------------------------------------- mutations
 def _int_tensor(t):
-    return gradlab.Tensor._make(np.asarray(t.data).round().astype(np.int64))
+    return gradlab.Tensor._make(np.asarray(t._data).round().astype(np.int64))
 
 
 def mutations(v):
@@ -85,7 +85,7 @@ def mutate(args, kwargs):
 def _copy(a):
     """A fresh copy of the tensors in args (a call may change its inputs in place)."""
     if isinstance(a, gradlab.Tensor):
-        t = gradlab.Tensor._make(np.array(a.data, copy=True))
+        t = gradlab.Tensor._make(np.array(a._data, copy=True))
         if a.requires_grad:
             t.requires_grad_(True)
         return t

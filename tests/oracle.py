@@ -9,7 +9,7 @@ import gradlab
 def to_torch(torch, a):
     """Convert gradlab tensors (recursively inside lists/tuples/dicts) to torch tensors."""
     if isinstance(a, gradlab.Tensor):
-        arr = np.asarray(a.data)
+        arr = np.asarray(a._data)
         if a.dtype == gradlab.bfloat16:
             t = torch.tensor(arr.astype(np.float32)).to(torch.bfloat16)
         else:

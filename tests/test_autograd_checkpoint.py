@@ -51,7 +51,7 @@ def _grads(params, x, use_ckpt, dropout=0.0, seed=0):
     loss = _run(params, x, use_ckpt, dropout)
     report = graph.saved_tensors(loss)
     loss.backward()
-    return loss.item(), report, [x.grad.data.copy()] + [t.grad.data.copy() for p in params for t in p]
+    return loss.item(), report, [x.grad._data.copy()] + [t.grad._data.copy() for p in params for t in p]
 
 
 def test_checkpoint_gives_identical_gradients_and_saves_at_least_half():
@@ -83,7 +83,7 @@ def test_checkpoint_replays_dropout_with_the_same_random_state():
     x.grad = None
     gradlab.manual_seed(5)
     _run(params, x, True, 0.3, preserve_rng_state=False).backward()
-    assert not np.allclose(x.grad.data, g0[0])
+    assert not np.allclose(x.grad._data, g0[0])
 
 
 def test_checkpoint_works_with_grad_and_under_no_grad():
@@ -93,7 +93,7 @@ def test_checkpoint_works_with_grad_and_under_no_grad():
     g_plain = gradlab.grad(_run(params, x, False), ws)
     g_ckpt = gradlab.grad(_run(params, x, True), ws)
     for a, b in zip(g_plain, g_ckpt):
-        np.testing.assert_allclose(a.data, b.data, rtol=1e-6)
+        np.testing.assert_allclose(a._data, b._data, rtol=1e-6)
     with gradlab.no_grad():
         assert _run(params, x, True).grad_fn is None
 
@@ -106,12 +106,12 @@ def test_checkpoint_sequential_matches():
     ref = x
     for f in layers:
         ref = f(ref)
-    np.testing.assert_allclose(out.data, ref.data)
+    np.testing.assert_allclose(out._data, ref._data)
     out.sum().backward()
-    g = x.grad.data.copy()
+    g = x.grad._data.copy()
     x.grad = None
     ref.sum().backward()
-    np.testing.assert_allclose(g, x.grad.data, rtol=1e-6)
+    np.testing.assert_allclose(g, x.grad._data, rtol=1e-6)
 
 
 def test_double_backward_through_checkpoint_is_refused_clearly():

@@ -54,9 +54,9 @@ def test_function_saving_its_output_matches_torch(torch):
     y = Exp.apply(x)
     assert y.grad_fn is not None and type(y.grad_fn) is Exp
     (y * y).sum().backward()
-    tx = torch.tensor(x.data, requires_grad=True)
+    tx = torch.tensor(x._data, requires_grad=True)
     (tx.exp() ** 2).sum().backward()
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad._data, tx.grad.numpy(), rtol=1e-12)
     assert gradcheck(Exp.apply, (T([0.3, 0.7]),))
     # its backward is made of gradlab ops: second order works too
     assert gradlab.autograd.gradgradcheck(Exp.apply, (T([0.3, 0.7]),))
@@ -69,8 +69,8 @@ def test_multiple_outputs_needs_input_grad_and_gradcheck():
     assert out1.grad_fn.needs_in_forward == (True, True, False, False)
     assert out1.grad_fn.needs_input_grad == (True, True, False, False)
     (out1.sum() + 3 * out2.sum()).backward()
-    np.testing.assert_allclose(a.grad.data, b.data * 2 + 3)
-    np.testing.assert_allclose(b.grad.data, a.data * 2 - 3)
+    np.testing.assert_allclose(a.grad._data, b._data * 2 + 3)
+    np.testing.assert_allclose(b.grad._data, a._data * 2 - 3)
     assert gradcheck(lambda x, y: MulAdd.apply(x, y, c, 2.0), (T([1.0, 2.0]), T([3.0, -1.0])))
 
 
@@ -95,14 +95,14 @@ def test_materialize_grads_and_unused_output():
     Two.apply(x, True)[0].sum().backward()
     Two.apply(x, False)[0].sum().backward()
     assert seen == [(False, False), (False, True)]  # unused output: zeros, or None without materializing
-    np.testing.assert_allclose(x.grad.data, [4.0, 4.0])
+    np.testing.assert_allclose(x.grad._data, [4.0, 4.0])
 
 
 def test_mark_non_differentiable():
     class SortLike(Function):
         @staticmethod
         def forward(ctx, x):
-            idx = gradlab.tensor(np.argsort(x.data).astype(np.float64), dtype=gradlab.float64)
+            idx = gradlab.tensor(np.argsort(x._data).astype(np.float64), dtype=gradlab.float64)
             ctx.mark_non_differentiable(idx)
             return x * 1, idx
 
@@ -114,7 +114,7 @@ def test_mark_non_differentiable():
     y, idx = SortLike.apply(x)
     assert y.requires_grad and not idx.requires_grad and idx.grad_fn is None
     (y * 2).sum().backward()
-    np.testing.assert_allclose(x.grad.data, 2.0)
+    np.testing.assert_allclose(x.grad._data, 2.0)
 
 
 def test_function_with_jvp_staticmethod_works_in_forward_mode():
@@ -135,7 +135,7 @@ def test_function_with_jvp_staticmethod_works_in_forward_mode():
 
     x = T([1.5, -2.0], rg=False)
     _, t = gradlab.func.jvp(Square.apply, (x,), (T([1.0, 1.0], rg=False),))
-    np.testing.assert_allclose(t.data, 2 * x.data)
+    np.testing.assert_allclose(t._data, 2 * x._data)
     with pytest.raises(GradError, match="Exp has no JVP rule"):
         gradlab.func.jvp(Exp.apply, (x,), (x,))
 
@@ -163,10 +163,10 @@ def test_override_vjp_straight_through_and_restore():
     x = T([0.2, -0.3, 0.9])
     with override_vjp("relu", straight_through):
         gradlab.relu(x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [1.0, 1.0, 1.0])   # relu's true grad would zero the middle
+    np.testing.assert_allclose(x.grad._data, [1.0, 1.0, 1.0])   # relu's true grad would zero the middle
     x.grad = None
     gradlab.relu(x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [1.0, 0.0, 1.0])   # restored
+    np.testing.assert_allclose(x.grad._data, [1.0, 0.0, 1.0])   # restored
     assert not gradlab.autograd.overrides.overridden()
 
 
@@ -241,7 +241,7 @@ def test_without_anomaly_mode_nan_passes_silently_and_no_meta():
     y = x.sqrt()
     assert y.grad_fn.meta is None
     y.sum().backward()
-    assert np.isinf(x.grad.data).all()
+    assert np.isinf(x.grad._data).all()
     gradlab.autograd.set_detect_anomaly(True)
     try:
         assert gradlab.autograd.is_anomaly_enabled()
@@ -271,12 +271,12 @@ def test_once_differentiable_and_save_for_forward():
 
     x = T([0.5, -2.0])
     (g,) = gradlab.grad(Cube.apply(x).sum(), x)
-    np.testing.assert_allclose(g.data, 3 * x.data ** 2)           # first order is fine
+    np.testing.assert_allclose(g._data, 3 * x._data ** 2)           # first order is fine
     (g,) = gradlab.grad(Cube.apply(x).sum(), x, create_graph=True)
     with pytest.raises(GradError, match="Cube: its backward is marked @once_differentiable"):
         gradlab.grad(g.sum(), x)
     _, t = gradlab.func.jvp(Cube.apply, (T([0.5, -2.0], rg=False),), (T([1.0, 1.0], rg=False),))
-    np.testing.assert_allclose(t.data, [0.75, 12.0])
+    np.testing.assert_allclose(t._data, [0.75, 12.0])
 
 
 def test_detect_anomaly_as_decorator_and_check_nan_off():
@@ -291,7 +291,7 @@ def test_detect_anomaly_as_decorator_and_check_nan_off():
     x = T([1.0])
     with gradlab.autograd.detect_anomaly(check_nan=False):
         (x * 0).log().sum().backward()   # records creation sites but does not stop
-    assert not np.isfinite(x.grad.data).all()
+    assert not np.isfinite(x.grad._data).all()
 
 
 def test_an_op_class_with_an_init_is_refused_when_it_is_defined():
@@ -308,7 +308,7 @@ def test_an_op_class_with_an_init_is_refused_when_it_is_defined():
         @staticmethod
         def forward(ctx, x, k):
             ctx.save_for_backward(None, k)
-            return x.data * k
+            return x._data * k
 
         def vjp(self, g):
             return g * self.saved_tensors[1], None
@@ -327,7 +327,7 @@ def test_a_staticmethod_array_twin_receives_the_node_in_both_engine_loops():
         @staticmethod
         def forward(ctx, x):
             ctx.save_for_backward(x)
-            return x.data * 3.0
+            return x._data * 3.0
 
         def vjp(self, g):
             return (g * 3.0,)

@@ -20,12 +20,12 @@ def test_second_derivative_of_tanh_matches_formula_and_torch(torch):
     assert g.requires_grad and g.grad_fn is not None  # the backward pass built a graph
     (gg,) = gradlab.grad(g.sum(), x)
     y = np.tanh(xs)
-    np.testing.assert_allclose(g.data, 1 - y ** 2, rtol=1e-12)
-    np.testing.assert_allclose(gg.data, -2 * y * (1 - y ** 2), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(g._data, 1 - y ** 2, rtol=1e-12)
+    np.testing.assert_allclose(gg._data, -2 * y * (1 - y ** 2), rtol=1e-10, atol=1e-14)
     tx = torch.tensor(xs, requires_grad=True)
     (tg,) = torch.autograd.grad(tx.tanh().sum(), tx, create_graph=True)
     (tgg,) = torch.autograd.grad(tg.sum(), tx)
-    np.testing.assert_allclose(gg.data, tgg.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(gg._data, tgg.numpy(), rtol=1e-10, atol=1e-14)
 
 
 def test_backward_create_graph_then_backward_again():
@@ -36,7 +36,7 @@ def test_backward_create_graph_then_backward_again():
     assert g.requires_grad
     x.grad = None
     g.sum().backward()
-    np.testing.assert_allclose(x.grad.data, 6 * x.data)
+    np.testing.assert_allclose(x.grad._data, 6 * x._data)
 
 
 def _mlp_params(rng, sizes=(3, 5, 4, 1)):
@@ -57,7 +57,7 @@ def _flat_grad(ws_arrays, x, y):
     ws = [_t(w) for w in ws_arrays]
     loss = _mlp_loss(gradlab, ws, gradlab.tensor(x, dtype=gradlab.float64), gradlab.tensor(y, dtype=gradlab.float64))
     gs = gradlab.grad(loss, ws)
-    return np.concatenate([g.data.ravel() for g in gs])
+    return np.concatenate([g._data.ravel() for g in gs])
 
 
 def test_hessian_vector_product_of_mlp_loss_vs_finite_differences_and_torch(torch):
@@ -71,7 +71,7 @@ def test_hessian_vector_product_of_mlp_loss_vs_finite_differences_and_torch(torc
     gs = gradlab.grad(loss, ws, create_graph=True)
     dot = sum((g * _t(v, rg=False)).sum() for g, v in zip(gs, vs_np))
     hv = gradlab.grad(dot, ws)
-    hv_flat = np.concatenate([h.data.ravel() for h in hv])
+    hv_flat = np.concatenate([h._data.ravel() for h in hv])
     # finite differences of the gradient along v
     eps = 1e-5
     plus = _flat_grad([w + eps * v for w, v in zip(ws_np, vs_np)], x, y)
@@ -88,7 +88,7 @@ def test_hessian_vector_product_of_mlp_loss_vs_finite_differences_and_torch(torc
     _, hv2 = gradlab.func.hvp(lambda *w: _mlp_loss(gradlab, w, gradlab.tensor(x, dtype=gradlab.float64),
                                                    gradlab.tensor(y, dtype=gradlab.float64)),
                               tuple(_t(w, rg=False) for w in ws_np), tuple(_t(v, rg=False) for v in vs_np))
-    np.testing.assert_allclose(np.concatenate([h.data.ravel() for h in hv2]), hv_flat, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.concatenate([h._data.ravel() for h in hv2]), hv_flat, rtol=1e-10, atol=1e-12)
 
 
 def _maml_outer(lib, ws, xs, ys, xq, yq, lr, create_graph):
@@ -125,17 +125,17 @@ def test_maml_inner_step_gradient_vs_finite_differences_and_torch(torch):
             p[k][idx] += eps
             m[k][idx] -= eps
             num[idx] = (value(p) - value(m)) / (2 * eps)
-        np.testing.assert_allclose(grads[k].data, num, rtol=1e-5, atol=1e-8, err_msg=f"MAML grad of w{k}")
+        np.testing.assert_allclose(grads[k]._data, num, rtol=1e-5, atol=1e-8, err_msg=f"MAML grad of w{k}")
     tws = [torch.tensor(w, requires_grad=True) for w in ws_np]
     tt = torch.tensor
     touter = _maml_outer(torch, tws, tt(xs), tt(ys), tt(xq), tt(yq), lr, create_graph=True)
     tgrads = torch.autograd.grad(touter, tws)
     for g, tg in zip(grads, tgrads):
-        np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(g._data, tg.numpy(), rtol=1e-9, atol=1e-12)
     # first-order MAML (no create_graph) differs: the second-order term matters here
     w_fo = [_t(w) for w in ws_np]
     fo = gradlab.grad(_maml_outer(gradlab, w_fo, T(xs), T(ys), T(xq), T(yq), lr, False), w_fo)
-    assert not all(np.allclose(a.data, b.data, rtol=1e-4) for a, b in zip(fo, grads))
+    assert not all(np.allclose(a._data, b._data, rtol=1e-4) for a, b in zip(fo, grads))
 
 
 class _CubeWrongSecond(Function):
@@ -181,7 +181,7 @@ def test_grad_of_non_scalar_without_grad_outputs_is_a_clear_error():
         (x * 2).backward()
     # with grad_outputs it works; a wrong shape is named
     (g,) = gradlab.grad(x * 2, x, gradlab.ones(2, dtype=gradlab.float64))
-    np.testing.assert_allclose(g.data, [2.0, 2.0])
+    np.testing.assert_allclose(g._data, [2.0, 2.0])
     with pytest.raises(ShapeError, match=r"\(3,\).*\(2,\)"):
         gradlab.grad(x * 2, x, gradlab.ones(3, dtype=gradlab.float64))
 
@@ -193,9 +193,9 @@ def test_unreachable_input_is_named_unless_allow_unused():
     with pytest.raises(GradError, match="input 1 \\('w'\\) is not reachable.*allow_unused=True"):
         gradlab.grad((x * 2).sum(), [x, w])
     gx, gw = gradlab.grad((x * 2).sum(), [x, w], allow_unused=True)
-    assert gw is None and np.allclose(gx.data, 2)
+    assert gw is None and np.allclose(gx._data, 2)
     gx, gw = gradlab.grad((x * 2).sum(), [x, w], allow_unused=True, materialize_grads=True)
-    assert np.all(gw.data == 0)
+    assert np.all(gw._data == 0)
 
 
 def test_third_derivative_through_three_create_graph_passes():
@@ -205,4 +205,4 @@ def test_third_derivative_through_three_create_graph_passes():
     g2 = gradlab.grad(g1.sum(), x, create_graph=True)[0]
     g3 = gradlab.grad(g2.sum(), x)[0]
     expected = -np.cos(0.7) if hasattr(x, "sin") else np.exp(0.7)
-    np.testing.assert_allclose(g3.data, [expected], rtol=1e-10)
+    np.testing.assert_allclose(g3._data, [expected], rtol=1e-10)

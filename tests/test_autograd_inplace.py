@@ -39,7 +39,7 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_but_allowed_under_no_gr
               lambda: w.__setitem__(0, 1.0), lambda: w.copy_(gradlab.ones(3)), lambda: w.normal_()):
         with pytest.raises(GradError, match="'w' is a leaf that requires grad.*no_grad"):
             f()
-    start = w.data.copy()
+    start = w._data.copy()
     with gradlab.no_grad():
         w.add_(gradlab.ones(3), alpha=2)
         w.sub_(1)
@@ -49,18 +49,18 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_but_allowed_under_no_gr
         w.addcdiv_(gradlab.ones(3), gradlab.full((3,), 2.0), value=2)     # +1
         w.lerp_(w + 4, 0.5)                                               # +2
         w.clamp_(-100, 100)
-    np.testing.assert_allclose(w.data, start + 1 + 1 + 1 + 2, rtol=1e-6)
+    np.testing.assert_allclose(w._data, start + 1 + 1 + 1 + 2, rtol=1e-6)
     assert w.is_leaf and w.requires_grad and w._version.value == 8
     with gradlab.no_grad():
         w.copy_(gradlab.tensor([1.0, 2.0, 3.0]))
         w[1] = 7.0
         w.uniform_(0, 1)
-        assert np.all((w.data >= 0) & (w.data < 1))
+        assert np.all((w._data >= 0) & (w._data < 1))
         w.normal_(5.0, 0.001)
-        assert np.allclose(w.data, 5.0, atol=0.01)
+        assert np.allclose(w._data, 5.0, atol=0.01)
         w.fill_(0.25)
         w.zero_()
-    assert np.all(w.data == 0)
+    assert np.all(w._data == 0)
 
 
 def test_optimizer_style_update_keeps_training_correct():
@@ -73,7 +73,7 @@ def test_optimizer_style_update_keeps_training_correct():
         loss.backward()
         with gradlab.no_grad():
             w.add_(w.grad, alpha=-0.1)
-    np.testing.assert_allclose(w.data, target.data, atol=1e-4)
+    np.testing.assert_allclose(w._data, target._data, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["add_", "iadd", "mul_", "imul", "sub_", "div_", "setitem", "setitem_tensor",
@@ -119,9 +119,9 @@ def test_inplace_on_non_leaf_gives_pytorchs_gradients(kind, torch):
     tl = run(torch, tx, to)
     tl.backward()
     np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-12)
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x.grad._data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
     tog = to.grad.numpy() if to.grad is not None else np.zeros_like(oa)
-    og = o.grad.data if o.grad is not None else np.zeros_like(oa)
+    og = o.grad._data if o.grad is not None else np.zeros_like(oa)
     np.testing.assert_allclose(og, tog, rtol=1e-10, atol=1e-12)
 
 
@@ -143,7 +143,7 @@ def test_plain_tensor_meeting_one_that_requires_grad_joins_the_graph():
     acc += x * 3
     acc[0] = x[1]
     acc.sum().backward()
-    np.testing.assert_allclose(x.grad.data, [0.0, 4.0])  # acc = [x1, 3 x1]
+    np.testing.assert_allclose(x.grad._data, [0.0, 4.0])  # acc = [x1, 3 x1]
 
 
 def test_inplace_bad_input():
@@ -186,7 +186,7 @@ def test_elementwise_inplace_methods_match_torch(op, torch):
     tl = run(torch, tx)
     tl.backward()
     np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-12)
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x.grad._data, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_retain_grad_follows_the_tensor_through_an_inplace_change(torch):
@@ -198,5 +198,5 @@ def test_retain_grad_follows_the_tensor_through_an_inplace_change(torch):
         return y.grad
     x = gradlab.tensor([1.0, -2.0], dtype=gradlab.float64, requires_grad=True)
     tx = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
-    np.testing.assert_allclose(run(gradlab, x).data, run(torch, tx).numpy())
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy())
+    np.testing.assert_allclose(run(gradlab, x)._data, run(torch, tx).numpy())
+    np.testing.assert_allclose(x.grad._data, tx.grad.numpy())

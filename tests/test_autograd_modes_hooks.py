@@ -85,21 +85,21 @@ def test_register_hook_can_replace_the_gradient(torch):
     x = gradlab.tensor([1.0, -2.0, 3.0], requires_grad=True)
     y = x * 2
     seen = []
-    h1 = y.register_hook(lambda g: seen.append(g.data.copy()))
+    h1 = y.register_hook(lambda g: seen.append(g._data.copy()))
     y.register_hook(lambda g: g * 10)
     (y * y).sum().backward()
     tx = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
     ty = tx * 2
     ty.register_hook(lambda g: g * 10)
     (ty * ty).sum().backward()
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy())
-    np.testing.assert_allclose(seen[0], 2 * y.data)
+    np.testing.assert_allclose(x.grad._data, tx.grad.numpy())
+    np.testing.assert_allclose(seen[0], 2 * y._data)
     h1.remove()
     # a leaf hook too
     x.grad = None
     x.register_hook(lambda g: g + 1)
     (x * 3).sum().backward()
-    np.testing.assert_allclose(x.grad.data, 4.0)
+    np.testing.assert_allclose(x.grad._data, 4.0)
 
 
 def test_hook_returning_wrong_shape_is_a_clear_error():
@@ -117,7 +117,7 @@ def test_hook_returning_wrong_shape_is_a_clear_error():
 def test_post_accumulate_grad_hook_sees_the_final_grad():
     w = gradlab.randn(3, requires_grad=True)
     got = []
-    w.register_post_accumulate_grad_hook(lambda t: got.append(t.grad.data.copy()))
+    w.register_post_accumulate_grad_hook(lambda t: got.append(t.grad._data.copy()))
     (w * 2 + w * 3).sum().backward()
     assert len(got) == 1 and np.allclose(got[0], 5.0)
     with pytest.raises(GradError, match="leaf"):
@@ -129,7 +129,7 @@ def test_saved_tensors_hooks_intercept_every_save():
 
     def pack(t):
         packed.append(t.shape)
-        return t.data.copy()
+        return t._data.copy()
 
     def unpack(a):
         unpacked.append(a.shape)
@@ -144,7 +144,7 @@ def test_saved_tensors_hooks_intercept_every_save():
     x2 = x.detach().requires_grad_()
     w2 = [w.detach().requires_grad_() for w in ws]
     _mlp(x2, w2).backward()
-    np.testing.assert_allclose(x.grad.data, x2.grad.data, rtol=1e-6)
+    np.testing.assert_allclose(x.grad._data, x2.grad._data, rtol=1e-6)
     assert not gradlab.autograd.function.saved_tensor_hooks  # the stack is empty again
 
 
@@ -156,7 +156,7 @@ def test_save_on_cpu_gives_the_same_gradients():
     y.backward()
     x2 = x.detach().requires_grad_()
     _mlp(x2, [w.detach() for w in ws]).backward()
-    np.testing.assert_allclose(x.grad.data, x2.grad.data, rtol=1e-6)
+    np.testing.assert_allclose(x.grad._data, x2.grad._data, rtol=1e-6)
 
 
 # -------------------------------------------------------------- the report

@@ -106,7 +106,7 @@ def test_many_references_to_one_member_load_one_array(tmp_path):
     arr = np.arange(1000, dtype=np.float32)
     path = _zip(tmp_path / "r.gl", _ckpt([_tensor() for _ in range(40)]), [("arrays/0.npy", _npy(arr))])
     out = gradlab.load(path, max_bytes=10_000)  # 40 copies would need 160 kB
-    assert len(out) == 40 and all(np.shares_memory(t.data, out[0].data) for t in out)
+    assert len(out) == 40 and all(np.shares_memory(t._data, out[0]._data) for t in out)
 
 
 @pytest.mark.parametrize("manifest", [
@@ -169,7 +169,7 @@ def test_shared_storage_and_views_round_trip(tmp_path):
     assert back["a"] is back["b"]                               # one tensor saved twice: one tensor
     for k in ("row", "col", "T"):
         np.testing.assert_array_equal(back[k].numpy(), obj[k].numpy())
-        assert np.shares_memory(back[k].data, back["a"].data), k  # views stay views of one storage
+        assert np.shares_memory(back[k]._data, back["a"]._data), k  # views stay views of one storage
     np.testing.assert_array_equal(back["arr"], obj["arr"])
     with zipfile.ZipFile(tmp_path / "s.gl") as z:
         assert len([n for n in z.namelist() if n.endswith(".npy")]) == 2  # w's storage and arr's

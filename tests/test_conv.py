@@ -19,12 +19,12 @@ def _leaf(torch, shape, seed=0, dtype="float64"):
 
 def _check(torch, out, tout, ins, tins, atol=1e-8, rtol=1e-6):
     assert out.shape == tuple(tout.shape)
-    assert_close(out.data, tout.detach().numpy(), atol=atol, rtol=rtol, what="forward")
+    assert_close(out._data, tout.detach().numpy(), atol=atol, rtol=rtol, what="forward")
     cot = np.random.default_rng(1).standard_normal(out.shape)
     (out * gradlab.tensor(cot, dtype=out.dtype)).sum().backward()
     (tout * torch.from_numpy(cot).to(tout.dtype)).sum().backward()
     for i, (a, b) in enumerate(zip(ins, tins)):
-        assert_close(a.grad.data, b.grad.numpy(), atol=atol, rtol=rtol, what=f"grad of input {i}")
+        assert_close(a.grad._data, b.grad.numpy(), atol=atol, rtol=rtol, what=f"grad of input {i}")
 
 
 CONV_CASES = [
@@ -61,7 +61,7 @@ def test_conv2d_second_order_matches_torch(torch):
     hx, = gradlab.grad((gw * gradlab.tensor(v)).sum(), [x])
     tgw, = torch.autograd.grad((torch.nn.functional.conv2d(tx, tw, padding=1) ** 2).sum(), [tw], create_graph=True)
     thx, = torch.autograd.grad((tgw * torch.from_numpy(v)).sum(), [tx])
-    assert_close(hx.data, thx.numpy(), what="d/dx of (dL/dw . v)")
+    assert_close(hx._data, thx.numpy(), what="d/dx of (dL/dw . v)")
 
 
 def test_conv2d_naive_refuses_second_order():

@@ -120,12 +120,12 @@ def test_not_in_optimizer():
 
 def test_dead_relu_fraction():
     lin = nn.Linear(4, 6)
-    lin.bias.data[:] = -100.0  # every unit's input is negative: all ReLUs dead
+    lin.bias._data[:] = -100.0  # every unit's input is negative: all ReLUs dead
     head = nn.Linear(6, 1)
     x = gradlab.randn(8, 4)
     loss = head(lin(x).relu()).sum()
     loss.backward(retain_graph=True)
-    assert not lin.weight.grad.data.any()
+    assert not lin.weight.grad._data.any()
     e = explain_grad(lin.weight, loss)
     assert e.cause == "dead_relu"
     assert "100%" in e.verdict
@@ -145,7 +145,7 @@ def test_half_dead_relu_reports_fraction():
     e = explain_grad(w, loss)
     assert e.cause == "dead_relu"
     frac = [line for line in e.evidence if "units are dead" in line][0]
-    expected = float((out.data <= 0).all(axis=0).mean())
+    expected = float((out._data <= 0).all(axis=0).mean())
     assert f"{expected:.0%}" in frac
 
 
@@ -154,7 +154,7 @@ def test_saturation(act, cause):
     w = _w(5)
     loss = (getattr(w * 1000.0 + 1000.0, act)() * 3.0).sum()
     loss.backward(retain_graph=True)
-    assert not w.grad.data.any()
+    assert not w.grad._data.any()
     assert explain_grad(w, loss).cause == cause
 
 
@@ -189,7 +189,7 @@ def test_backward_not_run_and_ok():
     assert explain_grad(w, loss).cause == "backward_not_run"
     loss.backward()
     e = explain_grad(w, loss)
-    assert e.cause == "ok" and np.allclose(w.grad.data, 3)
+    assert e.cause == "ok" and np.allclose(w.grad._data, 3)
 
 
 def test_zero_for_another_reason():
@@ -247,8 +247,8 @@ def test_ok_gradient_notes_partly_dead_relus():
 
 def test_dead_relus_after_backward_freed_the_graph():
     model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 1))
-    model[0].bias.data[:] = -100.0
-    model[2].bias.data[:] = -100.0
+    model[0].bias._data[:] = -100.0
+    model[2].bias._data[:] = -100.0
     x = gradlab.randn(8, 4)
     loss = model(x).sum()
     loss.backward()  # frees the saved relu outputs

@@ -72,7 +72,7 @@ def test_model_and_loss_tensor():
     x = gradlab.randn(5, 3)
     assert not find_nonfinite(model, x).found
     x_bad = x.clone()
-    x_bad.data[0, 0] = np.nan
+    x_bad._data[0, 0] = np.nan
     r = find_nonfinite(model, x_bad)
     assert r.found and r.phase == "forward" and "already contains NaN" in r.likely_cause
     assert r.module == "0"  # the first Linear, from node.meta["module"]

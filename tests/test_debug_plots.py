@@ -47,7 +47,7 @@ def test_grad_norm_bars():
     assert ax.get_ylabel() == "gradient L2 norm" and ax.get_xlabel() == "parameter"
     heights = [p.get_height() for p in ax.patches]
     names = [t.get_text() for t in ax.get_xticklabels()]
-    expected = {n: float(np.linalg.norm(p.grad.data.astype(np.float64))) for n, p in model.named_parameters()}
+    expected = {n: float(np.linalg.norm(p.grad._data.astype(np.float64))) for n, p in model.named_parameters()}
     assert names == list(expected)
     np.testing.assert_allclose(heights, list(expected.values()), rtol=1e-6)
 
@@ -56,7 +56,7 @@ def test_grad_norm_bars_by_module():
     model, *_ = _trained()
     ax = grad_norm_bars(model, by="module", log=False).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "2"] and ax.get_xlabel() == "module"
-    first = np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum()) for p in model[0].parameters()))
+    first = np.sqrt(sum(float((p.grad._data.astype(np.float64) ** 2).sum()) for p in model[0].parameters()))
     assert ax.patches[0].get_height() == pytest.approx(first)
 
 
@@ -77,7 +77,7 @@ def test_activation_stats_model_and_dict():
     top, bottom = fig.axes[0], fig.axes[1]
     assert [t.get_text() for t in top.get_xticklabels()] == ["0", "1", "2"]
     with gradlab.no_grad():
-        relu_out = model[1](model[0](x)).data
+        relu_out = model[1](model[0](x))._data
     zero_bars = bottom.patches[:3]
     assert zero_bars[1].get_height() == pytest.approx(float((relu_out == 0).mean()))
     means = top.lines[0].get_ydata()

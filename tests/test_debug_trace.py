@@ -38,7 +38,7 @@ def _run(path, seed=0, steps=2, lr=0.1, poison=False):
             loss = ((out - y) ** 2).mean()
             opt.zero_grad()
             loss.backward()
-            norms.append(float(np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum())
+            norms.append(float(np.sqrt(sum(float((p.grad._data.astype(np.float64) ** 2).sum())
                                            for p in model.parameters()))))
             opt.step()
             losses.append(loss.item())
@@ -174,7 +174,7 @@ def test_loss_scale_from_a_grad_scaler(tmp_path):
     with gradlab.trace(path, model=model, scaler=scaler):
         loss = model(x).pow(2).mean()
         scaler.scale(loss).backward()
-        scaled_norm = float(np.sqrt(sum(float((p.grad.data.astype(np.float64) ** 2).sum())
+        scaled_norm = float(np.sqrt(sum(float((p.grad._data.astype(np.float64) ** 2).sum())
                                         for p in model.parameters())))
         scaler.step(opt)
         scaler.update()

@@ -33,7 +33,7 @@ def sim(sim_device):  # the conftest fixture, under a short name
 
 
 def on_sim(t):
-    return t.device == "cuda:0" and isinstance(t.data, SimArray)
+    return t.device == "cuda:0" and isinstance(t._data, SimArray)
 
 
 # ------------------------------------------------------------ no GPU here
@@ -116,7 +116,7 @@ def test_to_cuda_cpu_and_device_property(sim):
     assert on_sim(x.cuda()) and on_sim(x.to(gradlab.device("cuda:0")))
     assert y.to("cuda") is y  # already there: no copy
     back = y.cpu()
-    assert back.device == "cpu" and type(back.data) is np.ndarray
+    assert back.device == "cpu" and type(back._data) is np.ndarray
     np.testing.assert_array_equal(back.numpy(), x.numpy())
     z = x.to("cuda", gradlab.float64)
     assert on_sim(z) and z.dtype == gradlab.float64
@@ -237,7 +237,7 @@ def test_module_to_moves_buffers_and_back(sim):
     m(gradlab.randn(5, 3, device=sim)).sum().backward()
     assert on_sim(m.weight.grad)
     m.cpu()
-    assert m.count.device == "cpu" and type(m.weight.data) is np.ndarray and m.weight.grad.device == "cpu"
+    assert m.count.device == "cpu" and type(m.weight._data) is np.ndarray and m.weight.grad.device == "cpu"
     with pytest.raises(DeviceError, match="device mismatch"):
         nn.Linear(3, 2).to(sim)(gradlab.ones(1, 3))
 
@@ -318,7 +318,7 @@ def test_random_fills_dropout_and_generation_stay_on_the_device(sim):
 def test_numpy_conversions_of_device_arrays_are_refused_while_simulating(sim):
     a = gradlab.ones(2, 3, device=sim).T  # not contiguous
     with pytest.raises(DeviceError, match=r"numpy\.asarray\(\) got an array on the simulated cuda:0 device"):
-        np.asarray(a.data)
+        np.asarray(a._data)
     assert on_sim(a.contiguous()) and a.contiguous().is_contiguous()
     assert on_sim(gradlab.cumsum(gradlab.tensor(2.0, device=sim), 0))
 
@@ -366,9 +366,9 @@ def test_integer_division_on_device(sim):
 def test_load_state_dict_copies_onto_each_models_device(sim):
     dev_model, cpu_model = _mlp().to(sim), _mlp()
     for p in dev_model.parameters():
-        p.data = p.data * 2
+        p._data = p._data * 2
     cpu_model.load_state_dict(dev_model.state_dict())  # device values into a cpu model: copied to the host
-    assert all(type(p.data) is np.ndarray for p in cpu_model.parameters())
+    assert all(type(p._data) is np.ndarray for p in cpu_model.parameters())
     back = _mlp().to(sim)
     back.load_state_dict(cpu_model.state_dict())
     for p, q in zip(back.parameters(), dev_model.parameters()):

@@ -23,7 +23,7 @@ def sim():
 
 
 def on_sim(t):
-    return t.device == "cuda:0" and isinstance(t.data, SimArray)
+    return t.device == "cuda:0" and isinstance(t._data, SimArray)
 
 
 def _move(o, dev):

@@ -240,7 +240,7 @@ def test_random_programs_match_pytorch(data, torch):
                 t_vals.append(getattr(torch, op)(t_vals[i], t_vals[j]))
     g_out = sum(v.sum() for v in g_vals[3:]) if len(g_vals) > 3 else g_vals[0].sum()
     t_out = sum(v.sum() for v in t_vals[3:]) if len(t_vals) > 3 else t_vals[0].sum()
-    assert_close(g_out.data, t_out.detach().numpy(), what="loss")
+    assert_close(g_out._data, t_out.detach().numpy(), what="loss")
     g_out.backward()
     t_out.backward()
     for g, t in zip(g_leaves, t_leaves):
@@ -266,6 +266,6 @@ def test_mlp_gradients_match_pytorch(torch):
     tl = run(torch, tp, torch.tensor(xs))
     gl.backward()
     tl.backward()
-    assert_close(gl.data, tl.detach().numpy())
+    assert_close(gl._data, tl.detach().numpy())
     for a, b in zip(gp, tp):
         assert_close(a.grad.numpy(), b.grad.numpy())

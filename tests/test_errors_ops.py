@@ -242,8 +242,8 @@ def test_argument_checks_match_pytorch(torch, case):
 # ---------------------------------------------------------------- NaN and ties: order statistics vs PyTorch
 def _pair(g, t):
     if isinstance(t, tuple):
-        return [(np.asarray(g[0].data), t[0].numpy()), (np.asarray(g[1].data), t[1].numpy())]
-    return [(np.asarray(g.data), t.numpy())]
+        return [(np.asarray(g[0]._data), t[0].numpy()), (np.asarray(g[1]._data), t[1].numpy())]
+    return [(np.asarray(g._data), t.numpy())]
 
 
 def _check(name, g, t):

@@ -33,14 +33,14 @@ def test_grad_and_value_and_grad_match_torch_func(torch, data):
     g = func.grad(lambda a, b: _loss(gradlab, a, b), argnums=(0, 1))(T(x), T(w))
     tg = torch.func.grad(lambda a, b: _loss(torch, a, b), argnums=(0, 1))(torch.tensor(x), torch.tensor(w))
     for a, b in zip(g, tg):
-        np.testing.assert_allclose(a.data, b.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(a._data, b.numpy(), rtol=1e-10, atol=1e-12)
     (v, aux), g1 = func.value_and_grad(lambda a, b: (_loss(gradlab, a, b), a.sum()), argnums=1, has_aux=True)(
         T(x), T(w))
     np.testing.assert_allclose(v.item(), _loss(torch, torch.tensor(x), torch.tensor(w)).item(), rtol=1e-12)
     np.testing.assert_allclose(aux.item(), x.sum())
-    np.testing.assert_allclose(g1.data, tg[1].numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g1._data, tg[1].numpy(), rtol=1e-10, atol=1e-12)
     g2, aux2 = func.grad(lambda b: (_loss(gradlab, T(x), b), "hello"), has_aux=True)(T(w))
-    assert aux2 == "hello" and np.allclose(g2.data, tg[1].numpy())
+    assert aux2 == "hello" and np.allclose(g2._data, tg[1].numpy())
     # plain inputs give plain results (no graph leaks out)
     assert not g1.requires_grad and g1.grad_fn is None
 
@@ -48,21 +48,21 @@ def test_grad_and_value_and_grad_match_torch_func(torch, data):
 def test_grad_composes_and_stays_differentiable(torch):
     x = T([0.3, -0.8, 1.4])
     d2 = func.grad(lambda t: func.grad(lambda u: u.tanh().sum())(t).sum())(x)
-    tx = torch.tensor(x.data)
+    tx = torch.tensor(x._data)
     td2 = torch.func.grad(lambda t: torch.func.grad(lambda u: u.tanh().sum())(t).sum())(tx)
-    np.testing.assert_allclose(d2.data, td2.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(d2._data, td2.numpy(), rtol=1e-10)
     # results w.r.t. a tensor that requires grad keep their graph for ordinary autograd
     xr = T([0.3, -0.8, 1.4], rg=True)
     g = func.grad(lambda t: (t ** 3).sum())(xr)
     assert g.requires_grad
     g.sum().backward()
-    np.testing.assert_allclose(xr.grad.data, 6 * xr.data)
+    np.testing.assert_allclose(xr.grad._data, 6 * xr._data)
 
 
 def test_closure_tensor_is_treated_as_a_constant():
     x = T([2.0])
     g = func.grad(lambda y: (y * x).sum())(x)  # d/dy (y*x) = x, not 2x
-    np.testing.assert_allclose(g.data, [2.0])
+    np.testing.assert_allclose(g._data, [2.0])
 
 
 def test_vjp_and_jvp_match_torch(torch, data):
@@ -73,15 +73,15 @@ def test_vjp_and_jvp_match_torch(torch, data):
     gx, gw = vjp_fn(T(ct))
     tout, tvjp = torch.func.vjp(lambda a, b: _f(torch, a, b), torch.tensor(x), torch.tensor(w))
     tgx, tgw = tvjp(torch.tensor(ct))
-    np.testing.assert_allclose(out.data, tout.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(gx.data, tgx.numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(gw.data, tgw.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out._data, tout.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gx._data, tgx.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw._data, tgw.numpy(), rtol=1e-10, atol=1e-12)
     tx_, tw_ = rng.standard_normal(x.shape), rng.standard_normal(w.shape)
     p, t = func.jvp(lambda a, b: _f(gradlab, a, b), (T(x), T(w)), (T(tx_), T(tw_)))
     tp, tt = torch.func.jvp(lambda a, b: _f(torch, a, b), (torch.tensor(x), torch.tensor(w)),
                             (torch.tensor(tx_), torch.tensor(tw_)))
-    np.testing.assert_allclose(p.data, tp.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(t.data, tt.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(p._data, tp.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(t._data, tt.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_jacobians_and_hessian_match_torch(torch, data):
@@ -91,15 +91,15 @@ def test_jacobians_and_hessian_match_torch(torch, data):
     tj = torch.func.jacrev(lambda a, b: _f(torch, a, b), argnums=(0, 1))(torch.tensor(x), torch.tensor(w))
     for a, b, c in zip(jr, jf, tj):
         assert a.shape == tuple(c.shape) == b.shape
-        np.testing.assert_allclose(a.data, c.numpy(), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(b.data, c.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(a._data, c.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b._data, c.numpy(), rtol=1e-10, atol=1e-12)
     h = func.hessian(lambda b: _loss(gradlab, T(x), b))(T(w))
     th = torch.func.hessian(lambda b: _loss(torch, torch.tensor(x), b))(torch.tensor(w))
     assert h.shape == tuple(th.shape) == (3, 2, 3, 2)
-    np.testing.assert_allclose(h.data, th.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(h._data, th.numpy(), rtol=1e-9, atol=1e-12)
     # forward over reverse gives the same Hessian
     h2 = func.jacfwd(func.jacrev(lambda b: _loss(gradlab, T(x), b)))(T(w))
-    np.testing.assert_allclose(h2.data, th.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(h2._data, th.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_hvp_matches_hessian_times_vector(data):
@@ -107,8 +107,8 @@ def test_hvp_matches_hessian_times_vector(data):
     v = np.random.default_rng(2).standard_normal(w.shape)
     f = lambda b: _loss(gradlab, T(x), b)  # noqa: E731
     out, hv = func.hvp(f, T(w), T(v))
-    H = func.hessian(f)(T(w)).data.reshape(6, 6)
-    np.testing.assert_allclose(hv.data.ravel(), H @ v.ravel(), rtol=1e-9, atol=1e-12)
+    H = func.hessian(f)(T(w))._data.reshape(6, 6)
+    np.testing.assert_allclose(hv._data.ravel(), H @ v.ravel(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(out.item(), f(T(w)).item())
 
 
@@ -121,12 +121,12 @@ def test_dual_numbers_flow_forward(torch):
         p, t = fwAD.unpack_dual(y)
         assert isinstance(fwAD.unpack_dual(y), fwAD.UnpackedDualTensor)
         assert fwAD.unpack_dual(x).tangent is None  # the original is untouched
-    np.testing.assert_allclose(p.item(), float((np.exp(x.data) * x.data).sum()))
-    np.testing.assert_allclose(t.item(), float((np.exp(x.data) * (1 + x.data) * v.data).sum()))
+    np.testing.assert_allclose(p.item(), float((np.exp(x._data) * x._data).sum()))
+    np.testing.assert_allclose(t.item(), float((np.exp(x._data) * (1 + x._data) * v._data).sum()))
     assert y._fw_grad is None  # tangents are dropped when the level ends
     import torch.autograd.forward_ad as tfw
     with tfw.dual_level():
-        td = tfw.make_dual(torch.tensor(x.data), torch.tensor(v.data))
+        td = tfw.make_dual(torch.tensor(x._data), torch.tensor(v._data))
         tt = tfw.unpack_dual((td.exp() * td).sum()).tangent
     np.testing.assert_allclose(t.item(), tt.item(), rtol=1e-12)
 
@@ -138,8 +138,8 @@ def test_forward_ad_with_reverse_mode_on_the_primal():
         y = (d * d).sum()
         tangent = fwAD.unpack_dual(y).tangent
     y.backward()
-    np.testing.assert_allclose(x.grad.data, 2 * x.data)       # reverse mode went through make_dual
-    np.testing.assert_allclose(tangent.item(), 2 * x.data.sum())
+    np.testing.assert_allclose(x.grad._data, 2 * x._data)       # reverse mode went through make_dual
+    np.testing.assert_allclose(tangent.item(), 2 * x._data.sum())
 
 
 def test_forward_ad_bad_input():
@@ -180,8 +180,8 @@ def test_transforms_work_under_no_grad():
     with gradlab.no_grad():
         g = func.grad(lambda a: (a * a).sum())(x)
         j = func.jacrev(lambda a: a.exp())(x)
-    np.testing.assert_allclose(g.data, 2 * x.data)
-    np.testing.assert_allclose(j.data, np.diag(np.exp(x.data)))
+    np.testing.assert_allclose(g._data, 2 * x._data)
+    np.testing.assert_allclose(j._data, np.diag(np.exp(x._data)))
     assert not g.requires_grad
 
 
@@ -189,19 +189,19 @@ def test_aux_and_multiple_outputs(torch):
     x = T([0.5, -1.0, 2.0])
     j, aux = func.jacrev(lambda a: (a.exp(), a.sum()), has_aux=True)(x)
     jf, auxf = func.jacfwd(lambda a: (a.exp(), a.sum()), has_aux=True)(x)
-    np.testing.assert_allclose(j.data, np.diag(np.exp(x.data)))
-    np.testing.assert_allclose(jf.data, j.data)
+    np.testing.assert_allclose(j._data, np.diag(np.exp(x._data)))
+    np.testing.assert_allclose(jf._data, j._data)
     assert aux.item() == auxf.item() == 1.5
     (o1, o2), vjp_fn = func.vjp(lambda a: (a * 2, a.exp()), x)
     g = vjp_fn((T([1.0, 1.0, 1.0]), T([1.0, 0.0, 0.0])))
-    tx = torch.tensor(x.data)
+    tx = torch.tensor(x._data)
     _, tvjp = torch.func.vjp(lambda a: (a * 2, a.exp()), tx)
     tg = tvjp((torch.ones(3, dtype=torch.float64), torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)))
-    np.testing.assert_allclose(g[0].data, tg[0].numpy())
+    np.testing.assert_allclose(g[0]._data, tg[0].numpy())
     jm = func.jacrev(lambda a: (a * 2, a.exp()))(x)
     assert isinstance(jm, tuple) and jm[0].shape == (3, 3)
     p, t = func.jvp(lambda a: (a * 2, a.exp()), (x,), (T([1.0, 1.0, 1.0]),))
-    np.testing.assert_allclose(t[1].data, np.exp(x.data))
+    np.testing.assert_allclose(t[1]._data, np.exp(x._data))
 
 
 def test_unpack_dual_of_a_tensor_that_requires_grad():
@@ -211,9 +211,9 @@ def test_unpack_dual_of_a_tensor_that_requires_grad():
         y = d * 3
         primal, tangent = fwAD.unpack_dual(y)
         assert primal.requires_grad and fwAD.unpack_dual(primal).tangent is None
-        np.testing.assert_allclose(tangent.data, [3.0, 0.0])
+        np.testing.assert_allclose(tangent._data, [3.0, 0.0])
         primal.sum().backward()
-    np.testing.assert_allclose(x.grad.data, [3.0, 3.0])
+    np.testing.assert_allclose(x.grad._data, [3.0, 3.0])
 
 
 def test_autograd_functional_matches_torch(torch):
@@ -236,7 +236,7 @@ def test_autograd_functional_matches_torch(torch):
                 close(x, y)
         else:
             assert a.shape == tuple(b.shape)
-            np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(a._data, b.detach().numpy(), rtol=1e-9, atol=1e-12)
     for strategy in ("reverse-mode", "forward-mode"):
         close(GF.jacobian(f, g_in, strategy=strategy), TF.jacobian(tf, t_in))
     close(GF.jacobian(lambda a: a.exp(), T(xa)), TF.jacobian(lambda a: a.exp(), torch.tensor(xa)))
@@ -261,9 +261,9 @@ def test_vmap_per_sample_gradients_match_torch(torch):
     tper = torch.func.vmap(torch.func.grad(lambda w, x, y: loss(torch, w, x, y)), in_dims=(None, 0, 0))(
         torch.tensor(wa), torch.tensor(xa), torch.tensor(ya))
     assert per.shape == (5, 3)
-    np.testing.assert_allclose(per.data, tper.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(per._data, tper.numpy(), rtol=1e-10, atol=1e-12)
     both = func.vmap(lambda a: (a.sum(), a * 2), in_dims=1, out_dims=(0, 1))(T(xa))
-    np.testing.assert_allclose(both[0].data, xa.sum(0))
-    np.testing.assert_allclose(both[1].data, xa * 2)
+    np.testing.assert_allclose(both[0]._data, xa.sum(0))
+    np.testing.assert_allclose(both[1]._data, xa * 2)
     with pytest.raises(ShapeError, match="batch sizes"):
         func.vmap(lambda a, b: a + b)(T(xa), T(wa))

@@ -23,12 +23,12 @@ def _pair(torch, a, requires_grad=True):
 
 def _check(torch, out, tout, ins, tins, atol=1e-8, rtol=1e-6):
     """Forward values and the gradients of sum(out * cotangent) agree with PyTorch."""
-    assert_close(out.data, tout.detach().numpy(), atol=atol, rtol=rtol, what="forward")
+    assert_close(out._data, tout.detach().numpy(), atol=atol, rtol=rtol, what="forward")
     cot = np.random.default_rng(1).standard_normal(out.shape)
     (out * gradlab.tensor(cot, dtype=out.dtype)).sum().backward()
     (tout * torch.from_numpy(cot).to(tout.dtype)).sum().backward()
     for i, (a, b) in enumerate(zip(ins, tins)):
-        assert_close(a.grad.data, b.grad.numpy(), atol=atol, rtol=rtol, what=f"grad of input {i}")
+        assert_close(a.grad._data, b.grad.numpy(), atol=atol, rtol=rtol, what=f"grad of input {i}")
 
 
 # ---------------------------------------------------------------- stability
@@ -40,10 +40,10 @@ def test_softmax_family_is_stable_at_1e4(torch, dtype, fn):
     x, tx = _pair(torch, a)
     out = getattr(F, fn)(x, dim=1)
     tout = getattr(torch.nn.functional, fn)(tx, dim=1)
-    assert np.isfinite(out.data).all()
+    assert np.isfinite(out._data).all()
     tol = dict(atol=1e-3, rtol=1e-5) if dtype == "float32" else {}
     _check(torch, out, tout, [x], [tx], **tol)
-    assert np.isfinite(x.grad.data).all()
+    assert np.isfinite(x.grad._data).all()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -56,11 +56,11 @@ def test_cross_entropy_is_stable_at_1e4(torch, dtype):
     tloss = torch.nn.functional.cross_entropy(tx, torch.from_numpy(y), label_smoothing=0.1)
     assert np.isfinite(loss.item())
     rtol = 1e-5 if dtype == "float32" else 1e-10
-    assert_close(loss.data, tloss.detach().numpy(), rtol=rtol, what="loss")
+    assert_close(loss._data, tloss.detach().numpy(), rtol=rtol, what="loss")
     loss.backward()
     tloss.backward()
-    assert np.isfinite(x.grad.data).all()
-    assert_close(x.grad.data, tx.grad.numpy(), atol=1e-6, rtol=rtol, what="grad")
+    assert np.isfinite(x.grad._data).all()
+    assert_close(x.grad._data, tx.grad.numpy(), atol=1e-6, rtol=rtol, what="grad")
 
 
 def test_bce_with_logits_is_stable_at_100(torch):
@@ -69,7 +69,7 @@ def test_bce_with_logits_is_stable_at_100(torch):
     x, tx = _pair(torch, a)
     out = F.binary_cross_entropy_with_logits(x, gradlab.tensor(t), reduction="none")
     tout = torch.nn.functional.binary_cross_entropy_with_logits(tx, torch.from_numpy(t), reduction="none")
-    assert np.isfinite(out.data).all()
+    assert np.isfinite(out._data).all()
     _check(torch, out, tout, [x], [tx], atol=1e-5, rtol=1e-6)
 
 
@@ -108,7 +108,7 @@ def test_cross_entropy_all_ignored_is_nan_like_torch(torch):
     assert np.isnan(out.item()) and np.isnan(tout.item())
     out.backward()
     tout.backward()
-    assert_close(x.grad.data, tx.grad.numpy())
+    assert_close(x.grad._data, tx.grad.numpy())
 
 
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
@@ -142,7 +142,7 @@ def test_cross_entropy_second_order_matches_torch(torch):
     (tg,) = torch.autograd.grad(torch.nn.functional.cross_entropy(tx, torch.from_numpy(y), label_smoothing=0.1),
                                 [tx], create_graph=True)
     (thv,) = torch.autograd.grad((tg * torch.from_numpy(v)).sum(), [tx])
-    assert_close(hv.data, thv.numpy(), what="Hessian-vector product")
+    assert_close(hv._data, thv.numpy(), what="Hessian-vector product")
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
@@ -162,7 +162,7 @@ def test_legacy_size_average_and_reduce_flags(torch):
     a, b = np.random.default_rng(0).standard_normal((2, 3, 4))
     (x, tx), (t, tt) = _pair(torch, a, False), _pair(torch, b, False)
     for flags in (dict(size_average=False), dict(reduce=False), dict(size_average=True, reduce=True)):
-        assert_close(F.mse_loss(x, t, **flags).data, torch.nn.functional.mse_loss(tx, tt, **flags).numpy())
+        assert_close(F.mse_loss(x, t, **flags)._data, torch.nn.functional.mse_loss(tx, tt, **flags).numpy())
 
 
 # ------------------------------------------------------------------ bad input
@@ -252,8 +252,8 @@ def test_embedding_max_norm_renormalizes_in_place(torch):
     ids = np.array([2, 0, 2])
     out = F.embedding(gradlab.tensor(ids), w, max_norm=1.0)
     tout = torch.nn.functional.embedding(torch.from_numpy(ids), tw, max_norm=1.0)
-    assert_close(out.data, tout.numpy(), rtol=1e-6)
-    assert_close(w.data, tw.numpy(), rtol=1e-6, what="weight after renorm")
+    assert_close(out._data, tout.numpy(), rtol=1e-6)
+    assert_close(w._data, tw.numpy(), rtol=1e-6, what="weight after renorm")
 
 
 def test_embedding_bad_ids():
@@ -265,7 +265,7 @@ def test_embedding_bad_ids():
 
 def test_one_hot(torch):
     t = np.array([[0, 2], [4, 1]])
-    assert_close(F.one_hot(gradlab.tensor(t)).data, torch.nn.functional.one_hot(torch.from_numpy(t)).numpy())
+    assert_close(F.one_hot(gradlab.tensor(t))._data, torch.nn.functional.one_hot(torch.from_numpy(t)).numpy())
     assert F.one_hot(gradlab.tensor(t), 6).shape == (2, 2, 6)
     assert F.one_hot(gradlab.tensor(t)).dtype == gradlab.int64
     with pytest.raises(IndexOutOfRange, match="num_classes=3"):
@@ -299,9 +299,9 @@ def test_sdpa_fully_masked_row_is_zero_not_nan(torch):
     m[1] = False
     out = F.scaled_dot_product_attention(*ins, attn_mask=gradlab.tensor(m))
     tout = torch.nn.functional.scaled_dot_product_attention(*tins, attn_mask=torch.from_numpy(m))
-    assert not np.isnan(out.data).any()
+    assert not np.isnan(out._data).any()
     _check(torch, out, tout, ins, tins)
-    assert np.isfinite(ins[0].grad.data).all()
+    assert np.isfinite(ins[0].grad._data).all()
 
 
 def test_sdpa_dropout_is_seeded():
@@ -343,7 +343,7 @@ def test_fake_quantize_matches_torch_with_ste_gradient(torch, dtype):
     out = gradlab.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127)
     tout = torch.fake_quantize_per_tensor_affine(tx, 0.1, 3, -128, 127)
     _check(torch, out, tout, [x], [tx])
-    inside = np.abs(x.grad.data) > 0
+    inside = np.abs(x.grad._data) > 0
     assert inside.any() and not inside.all(), "the STE passes some gradients and blocks the clamped ones"
 
 
@@ -377,4 +377,4 @@ def test_hessian_forward_over_reverse_matches_torch(torch, fn):
     h = func.hessian(g)(gradlab.tensor(a))
     th = torch.autograd.functional.hessian(t, torch.from_numpy(a))
     assert np.abs(th.numpy()).max() > 1e-3
-    assert_close(h.data, th.numpy(), what="Hessian")
+    assert_close(h._data, th.numpy(), what="Hessian")

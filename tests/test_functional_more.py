@@ -17,11 +17,11 @@ def _pair(torch, a):
 
 
 def _grads_match(torch, out, tout, ins, tins):
-    assert_close(out.data, tout.detach().numpy(), what="forward")
+    assert_close(out._data, tout.detach().numpy(), what="forward")
     out.sum().backward()
     tout.sum().backward()
     for a, b in zip(ins, tins):
-        assert_close(a.grad.data, b.grad.numpy(), what="grad")
+        assert_close(a.grad._data, b.grad.numpy(), what="grad")
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5), (2, 3, 4, 5)])
@@ -34,12 +34,12 @@ def test_batch_norm_training_updates_running_stats_like_torch(torch, shape):
     for _ in range(2):
         out = F.batch_norm(x, rm, rv, w, None, training=True, momentum=0.3)
         tout = torch.nn.functional.batch_norm(tx, trm, trv, tw, None, training=True, momentum=0.3)
-    assert_close(rm.data, trm.numpy(), what="running_mean")
-    assert_close(rv.data, trv.numpy(), what="running_var (unbiased)")
+    assert_close(rm._data, trm.numpy(), what="running_mean")
+    assert_close(rv._data, trv.numpy(), what="running_var (unbiased)")
     _grads_match(torch, out, tout, [x, w], [tx, tw])
     ev = F.batch_norm(x.detach(), rm, rv, training=False)
     tev = torch.nn.functional.batch_norm(tx.detach(), trm, trv, training=False)
-    assert_close(ev.data, tev.numpy(), what="eval mode")
+    assert_close(ev._data, tev.numpy(), what="eval mode")
 
 
 def test_batch_norm_bad_input():
@@ -58,8 +58,8 @@ def test_instance_norm_running_stats_like_torch(torch):
     trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
     out = F.instance_norm(x, rm, rv)
     tout = torch.nn.functional.instance_norm(tx, trm, trv)
-    assert_close(rm.data, trm.numpy(), what="running_mean")
-    assert_close(rv.data, trv.numpy(), what="running_var")
+    assert_close(rm._data, trm.numpy(), what="running_mean")
+    assert_close(rv._data, trv.numpy(), what="running_var")
     _grads_match(torch, out, tout, [x], [tx])
 
 
@@ -73,7 +73,7 @@ def test_logsigmoid_and_elu_stay_finite(torch):
     _grads_match(torch, F.logsigmoid(x), torch.nn.functional.logsigmoid(tx), [x], [tx])
     y, ty = _pair(torch, [-1000.0, -1.0, 0.5, 800.0])
     _grads_match(torch, F.elu(y), torch.nn.functional.elu(ty), [y], [ty])
-    assert np.isfinite(y.grad.data).all(), "exp in elu's unused branch must not overflow into nan"
+    assert np.isfinite(y.grad._data).all(), "exp in elu's unused branch must not overflow into nan"
 
 
 def test_binary_cross_entropy_at_exact_zero_and_one(torch):
@@ -81,7 +81,7 @@ def test_binary_cross_entropy_at_exact_zero_and_one(torch):
     t = np.array([1.0, 0.0, 1.0])
     out = F.binary_cross_entropy(p, gradlab.tensor(t), reduction="none")
     tout = torch.nn.functional.binary_cross_entropy(tp, torch.from_numpy(t), reduction="none")
-    assert_close(out.data, tout.detach().numpy(), what="log clamped at -100")
+    assert_close(out._data, tout.detach().numpy(), what="log clamped at -100")
     with pytest.raises(ArgumentError, match=r"probabilities in \[0, 1\].*with_logits"):
         F.binary_cross_entropy(gradlab.tensor([1.5]), gradlab.tensor([1.0]))
 
@@ -124,7 +124,7 @@ def test_activation_inplace_flag_is_accepted(torch):
     for name in ("relu", "silu", "leaky_relu", "elu", "relu6", "hardswish"):
         out = getattr(F, name)(gradlab.tensor(a), inplace=False)
         tout = getattr(torch.nn.functional, name)(torch.from_numpy(a), inplace=False)
-        assert_close(out.data, tout.numpy(), what=name)
+        assert_close(out._data, tout.numpy(), what=name)
 
 
 @pytest.mark.parametrize("kw", [dict(scale_factor=1.7), dict(scale_factor=0.6), dict(size=(7, 3)),

@@ -33,7 +33,7 @@ def _cupy():
 
 def test_tensor_on_gpu_is_a_cupy_array():
     x = gradlab.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
-    assert isinstance(x.data, _cupy().ndarray) and x.device == "cuda:0" and x.is_cuda
+    assert isinstance(x._data, _cupy().ndarray) and x.device == "cuda:0" and x.is_cuda
     assert gradlab.cuda.device_count() >= 1 and isinstance(gradlab.cuda.get_device_name(), str)
     with pytest.raises(DeviceError, match=r"call \.cpu\(\) first"):
         x.numpy()

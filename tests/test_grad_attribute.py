@@ -46,7 +46,7 @@ def test_grad_and_backward_name_bad_argument_kinds():
 def test_a_tensor_stored_in_data_is_named_when_it_breaks_an_op():
     w = gradlab.randn(3, requires_grad=True)
     (w * w).sum().backward()
-    w.data = w.data - 0.1 * w.grad  # PyTorch style; in gradlab .data is an array, so this stores a Tensor
+    w._data = w._data - 0.1 * w.grad  # PyTorch style; in gradlab .data is an array, so this stores a Tensor
     with pytest.raises(ArgumentTypeError, match=r"\.data holds a Tensor"):
         w * gradlab.ones(3)
 
@@ -60,4 +60,4 @@ def test_a_zero_dim_parameter_keeps_an_array_gradient_on_every_path():
     with gradlab.profiler.profile():  # the tensor path of backward (ops are watched)
         (p * 3).backward()
         (p * 3).backward()
-    assert p.grad.item() == 6.0 and type(p.grad.data) is np.ndarray
+    assert p.grad.item() == 6.0 and type(p.grad._data) is np.ndarray

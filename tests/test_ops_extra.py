@@ -27,12 +27,12 @@ def grads_vs_torch(torch, fn_g, fn_t, *arrays, second_order=False):
     xs = [t64(a) for a in arrays]
     txs = [torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True) for a in arrays]
     y, ty = fn_g(*xs), fn_t(*txs)
-    assert_close(y.data, ty.detach().numpy(), what="forward")
+    assert_close(y._data, ty.detach().numpy(), what="forward")
     cot = np.random.default_rng(1).standard_normal(y.shape)
     gs = gradlab.grad(y, xs, gradlab.tensor(cot), create_graph=second_order)
     tgs = torch.autograd.grad(ty, txs, torch.tensor(cot), create_graph=second_order)
     for g, tg in zip(gs, tgs):
-        assert_close(g.data, tg.detach().numpy(), what="gradient")
+        assert_close(g._data, tg.detach().numpy(), what="gradient")
     if second_order:
         s = sum((g * g).sum() for g in gs)
         ts = sum((g * g).sum() for g in tgs)
@@ -43,7 +43,7 @@ def grads_vs_torch(torch, fn_g, fn_t, *arrays, second_order=False):
         hs = gradlab.grad(s, xs, allow_unused=True)
         ths = torch.autograd.grad(ts, txs, allow_unused=True)
         for h, th in zip(hs, ths):
-            assert_close(h.data, th.numpy(), what="second derivative")
+            assert_close(h._data, th.numpy(), what="second derivative")
 
 
 # ------------------------------------------------------------------ prod with zeros
@@ -447,12 +447,12 @@ def test_jvp_rules_match_finite_differences(name, fn, shape):
     eps = 1e-6
 
     def moved(sign):
-        new = [gradlab.tensor(a.data + sign * eps * tangent_of[id(a)].data) if id(a) in tangent_of and
+        new = [gradlab.tensor(a._data + sign * eps * tangent_of[id(a)]._data) if id(a) in tangent_of and
                isinstance(a, gradlab.Tensor) else a for a in args]
         with gradlab.no_grad():
             return cls.apply(*new)
-    numeric = (moved(1).data - moved(-1).data) / (2 * eps)
-    np.testing.assert_allclose(jvp.data, numeric, rtol=1e-5, atol=1e-6, err_msg=name)
+    numeric = (moved(1)._data - moved(-1)._data) / (2 * eps)
+    np.testing.assert_allclose(jvp._data, numeric, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_numpy_only_erf_is_accurate_without_scipy():

@@ -25,7 +25,7 @@ def _T(L, a=A, **kw):
 def _plain(o, torch):
     """Results of either library as (kind, dtype name, ndarray) tuples, recursively."""
     if isinstance(o, gradlab.Tensor):
-        return ("T", str(o.dtype).replace("gradlab.", ""), np.asarray(o.data))
+        return ("T", str(o.dtype).replace("gradlab.", ""), np.asarray(o._data))
     if isinstance(o, torch.Tensor):
         return ("T", str(o.dtype).replace("torch.", ""), o.detach().numpy())
     if isinstance(o, (tuple, list)):
@@ -245,7 +245,7 @@ def test_binary_ops_broadcast_values_and_grads(torch, shapes, op, seed):
         z = getattr(L, op)(x, y)
         w = L.tensor(np.random.default_rng(1).standard_normal(tuple(z.shape)))
         (z * w).sum().backward()
-        out[L] = [np.asarray(t.detach().numpy() if L is torch else t.data) for t in (z, x.grad, y.grad)]
+        out[L] = [np.asarray(t.detach().numpy() if L is torch else t._data) for t in (z, x.grad, y.grad)]
     for g, t in zip(out[gradlab], out[torch]):
         assert g.shape == t.shape
         np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-12)
@@ -269,7 +269,7 @@ def test_reductions_with_dim_spellings(torch, shape, seed, data):
         else:
             y = getattr(x, op)(dim, keepdim=keepdim)
         y.sum().backward()
-        res[L] = [np.asarray(t.detach().numpy() if L is torch else t.data) for t in (y, x.grad)]
+        res[L] = [np.asarray(t.detach().numpy() if L is torch else t._data) for t in (y, x.grad)]
     for g, t in zip(res[gradlab], res[torch]):
         assert g.shape == t.shape, (op, dim, keepdim)
         np.testing.assert_allclose(g, t, rtol=1e-8, atol=1e-10)
@@ -357,7 +357,7 @@ def test_topk_and_sort_gradients(torch):
     xt = torch.tensor(a, requires_grad=True)
     (xg.topk(2).values.sum() + xg.sort(0).values[0].sum()).backward()
     (xt.topk(2).values.sum() + xt.sort(0).values[0].sum()).backward()
-    np.testing.assert_allclose(xg.grad.data, xt.grad.numpy())
+    np.testing.assert_allclose(xg.grad._data, xt.grad.numpy())
 
 
 def test_generator_streams_are_independent(torch):
@@ -423,7 +423,7 @@ def test_random_index_mixes_get_and_set_match_pytorch(torch, seed):
             (y * w).sum().backward()
             z = L.tensor(a)
             z[_build_index(L, parts)] = w * 2
-            res[L] = [np.asarray(t.detach().numpy() if L is torch else t.data) for t in (y, x.grad, z)]
+            res[L] = [np.asarray(t.detach().numpy() if L is torch else t._data) for t in (y, x.grad, z)]
         got, want = res[gradlab], res[torch]
         if isinstance(want, type) or isinstance(got, type):
             assert isinstance(want, type) and isinstance(got, type), (parts, got, want)
@@ -456,12 +456,12 @@ def test_data_update_idiom_keeps_an_array(torch):
     def prog(L):
         p = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
         (p * p).sum().backward()
-        p.data -= 0.1 * p.grad
-        p.data += -0.1 * p.grad
+        p._data -= 0.1 * p.grad
+        p._data += -0.1 * p.grad
         return [p.detach(), p.requires_grad, p.is_leaf]
     _same_program(torch, prog, "p.data -= lr * p.grad")
     p = gradlab.tensor([1.0, 2.0], requires_grad=True)
     (p * p).sum().backward()
-    p.data -= 0.1 * p.grad
-    assert isinstance(p.data, np.ndarray)
+    p._data -= 0.1 * p.grad
+    assert isinstance(p._data, np.ndarray)
     assert isinstance(np.ones(2) * p, gradlab.Tensor) and (np.ones(2) * p).requires_grad

@@ -21,7 +21,7 @@ A = np.random.default_rng(0).standard_normal((2, 3, 4))
 
 def _plain(o, torch):
     if isinstance(o, gradlab.Tensor):
-        return ("T", str(o.dtype).replace("gradlab.", ""), np.asarray(o.data))
+        return ("T", str(o.dtype).replace("gradlab.", ""), np.asarray(o._data))
     if isinstance(o, torch.Tensor):
         return ("T", str(o.dtype).replace("torch.", ""), o.detach().numpy())
     if isinstance(o, (tuple, list)):

@@ -47,10 +47,10 @@ def test_the_tiled_path_is_the_general_path_bit_for_bit(dtype, k, shape):
 
 def test_the_tiled_path_runs_where_it_should():
     x = gradlab.randn(2, 3, 8, 8)
-    assert pool._tiles(x.data, (2, 2), (2, 2), (1, 1), (4, 4), (0, 0, 0, 0)) is not None
-    assert pool._tiles(x.data, (2, 2), (1, 1), (1, 1), (7, 7), (0, 0, 0, 0)) is None  # overlapping windows
-    x.data[0, 0, 3, 3] = np.nan
-    assert pool._tiles(x.data, (2, 2), (2, 2), (1, 1), (4, 4), (0, 0, 0, 0)) is None  # NaN: the general path
+    assert pool._tiles(x._data, (2, 2), (2, 2), (1, 1), (4, 4), (0, 0, 0, 0)) is not None
+    assert pool._tiles(x._data, (2, 2), (1, 1), (1, 1), (7, 7), (0, 0, 0, 0)) is None  # overlapping windows
+    x._data[0, 0, 3, 3] = np.nan
+    assert pool._tiles(x._data, (2, 2), (2, 2), (1, 1), (4, 4), (0, 0, 0, 0)) is None  # NaN: the general path
 
 
 def test_the_tiled_path_matches_pytorch_on_ties_and_signed_zeros(torch):

@@ -32,10 +32,10 @@ class HypothesisSource(SampleSource):
 
     def __init__(self, data):
         super().__init__(data.draw(st.integers(0, 2**31 - 1), label="value seed"))
-        self.data = data
+        self._data = data
 
     def integers(self, lo, hi):
-        return self.data.draw(st.integers(lo, hi))
+        return self._data.draw(st.integers(lo, hi))
 
 
 def _samples(name, data):
@@ -79,7 +79,7 @@ def test_matches_pytorch(name, data, torch):
         out = first_output(_call(info, s))
         targs, tkwargs = to_torch(torch, s.args), to_torch(torch, s.kwargs)
         tout = first_output(info.torch(torch, *targs, **tkwargs))
-        assert_close(out.data, tout.detach().numpy(), what=f"{name} forward on {s}")
+        assert_close(out._data, tout.detach().numpy(), what=f"{name} forward on {s}")
         ins, tins = leaves((s.args, s.kwargs)), torch_leaves(torch, (targs, tkwargs))
         if not info.differentiable or not ins or not out.requires_grad:
             continue
@@ -88,10 +88,10 @@ def test_matches_pytorch(name, data, torch):
         tgrads = torch.autograd.grad(tout, tins, torch.from_numpy(cot).to(tout.dtype), allow_unused=True)
         for i, (g, tg) in enumerate(zip(grads, tgrads)):
             if tg is None:
-                assert g is None or not np.any(g.data), f"{name}: torch gives no grad for input {i}"
+                assert g is None or not np.any(g._data), f"{name}: torch gives no grad for input {i}"
                 continue
             assert g is not None, f"{name}: no gradient for input {i} but torch has one"
-            assert_close(g.data, tg.numpy(), what=f"{name} grad of input {i} on {s}")
+            assert_close(g._data, tg.numpy(), what=f"{name} grad of input {i} on {s}")
 
 
 # ---------------------------------------------------------------- the table itself

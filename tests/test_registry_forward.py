@@ -84,14 +84,14 @@ def test_jvp_matches_finite_differences(name):
             outs = out if isinstance(out, tuple) else (out,)
             jvps = {i: fwAD.unpack_dual(outs[i]).tangent for i in _floating(out)}
         eps = info.eps
-        plus = _call(info, s, [gradlab.tensor(p.data + eps * t.data, dtype=p.dtype) for p, t in zip(primals, tangents)])
-        minus = _call(info, s, [gradlab.tensor(p.data - eps * t.data, dtype=p.dtype) for p, t in zip(primals, tangents)])
+        plus = _call(info, s, [gradlab.tensor(p._data + eps * t._data, dtype=p.dtype) for p, t in zip(primals, tangents)])
+        minus = _call(info, s, [gradlab.tensor(p._data - eps * t._data, dtype=p.dtype) for p, t in zip(primals, tangents)])
         mid = _call(info, s, primals)
         plus, minus, mid = (o if isinstance(o, tuple) else (o,) for o in (plus, minus, mid))
         for i, jv in jvps.items():
-            p_, m_, c_ = (o[i].data.astype(np.float64) for o in (plus, minus, mid))
+            p_, m_, c_ = (o[i]._data.astype(np.float64) for o in (plus, minus, mid))
             numeric = (p_ - m_) / (2 * eps)
-            got = np.zeros_like(numeric) if jv is None else jv.data.astype(np.float64)
+            got = np.zeros_like(numeric) if jv is None else jv._data.astype(np.float64)
             assert got.shape == numeric.shape, f"{name}: tangent shape {got.shape} vs output {numeric.shape} on {s}"
             # at a kink (e.g. a tie inside max) one-sided slopes differ and no derivative exists: skip there
             smooth = np.abs((p_ - c_) - (c_ - m_)) / eps <= 1e-3 * (1 + np.abs(numeric))
@@ -129,7 +129,7 @@ def test_jacrev_equals_jacfwd(name):
         jf = func.jacfwd(f, argnums=argnums)(*primals)
         for k, (a, b) in enumerate(zip(jr, jf)):
             assert a.shape == b.shape, f"{name}: jacrev {a.shape} vs jacfwd {b.shape} for input {k} on {s}"
-            np.testing.assert_allclose(a.data, b.data, atol=1e-8, rtol=1e-6,
+            np.testing.assert_allclose(a._data, b._data, atol=1e-8, rtol=1e-6,
                                        err_msg=f"{name}: jacrev != jacfwd for input {k} on {s}")
 
 
@@ -162,7 +162,7 @@ def test_op_without_jvp_names_itself():
 
         @staticmethod
         def forward(ctx, x):
-            return x.data * 2
+            return x._data * 2
 
         def vjp(self, g):
             return (g * 2,)

@@ -64,7 +64,7 @@ def _params(dtype, rng, shapes=((5, 3), (3,), (4, 4, 2), ())):
 def test_sgd_matches_plain_formula_bit_for_bit(dtype, kw):
     rng = np.random.default_rng(0)
     ps = _params(dtype, rng)
-    ref = [p.data.copy() for p in ps]
+    ref = [p._data.copy() for p in ps]
     bufs = [None] * len(ps)
     opt = gradlab.optim.SGD(ps, lr=0.05, **kw)
     args = dict(mom=kw.get("momentum", 0.0), damp=kw.get("dampening", 0.0), wd=kw.get("weight_decay", 0.0),
@@ -76,7 +76,7 @@ def test_sgd_matches_plain_formula_bit_for_bit(dtype, kw):
             ref[i], bufs[i] = _ref_sgd(ref[i], g, bufs[i], 0.05, **args)
         opt.step()
         for p, r in zip(ps, ref):
-            assert p.data.dtype == dtype and np.array_equal(p.data, r)
+            assert p._data.dtype == dtype and np.array_equal(p._data, r)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -86,7 +86,7 @@ def test_sgd_matches_plain_formula_bit_for_bit(dtype, kw):
 def test_adam_matches_plain_formula_bit_for_bit(dtype, cls, kw):
     rng = np.random.default_rng(1)
     ps = _params(dtype, rng)
-    ref = [p.data.copy() for p in ps]
+    ref = [p._data.copy() for p in ps]
     states = [dict(step=0, m=np.zeros_like(r), v=np.zeros_like(r), vmax=np.zeros_like(r)) for r in ref]
     opt = getattr(gradlab.optim, cls)(ps, lr=0.01, **kw)
     wd = kw.get("weight_decay", 0.01 if cls == "AdamW" else 0.0)
@@ -98,7 +98,7 @@ def test_adam_matches_plain_formula_bit_for_bit(dtype, cls, kw):
                                kw.get("maximize", False), cls == "AdamW")
         opt.step()
         for p, r in zip(ps, ref):
-            assert p.data.dtype == dtype and np.array_equal(p.data, r)
+            assert p._data.dtype == dtype and np.array_equal(p._data, r)
 
 
 @pytest.mark.parametrize("cls,kw", [("SGD", dict(momentum=0.9, weight_decay=0.01)), ("Adam", dict(amsgrad=True)),
@@ -117,16 +117,16 @@ def test_optimizers_match_pytorch(torch, cls, kw):
         go.step()
         to.step()
     for a, b in zip(gp, tp):
-        np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(a._data, b.detach().numpy(), rtol=1e-6, atol=1e-7)
 
 
 def test_update_of_a_read_only_parameter_replaces_its_array():
     p = nn.Parameter(gradlab.from_numpy(np.ones((2, 3), np.float32)))
-    p.data = np.broadcast_to(np.float32(1.0), (2, 3))  # read-only
+    p._data = np.broadcast_to(np.float32(1.0), (2, 3))  # read-only
     v0 = p._version.value
     p.grad = gradlab.from_numpy(np.full((2, 3), 2.0, np.float32))
     gradlab.optim.SGD([p], lr=0.5).step()
-    assert np.array_equal(p.data, np.zeros((2, 3), np.float32)) and p._version.value == v0 + 1
+    assert np.array_equal(p._data, np.zeros((2, 3), np.float32)) and p._version.value == v0 + 1
 
 
 # ------------------------------------------------------------------ sigmoid
@@ -134,7 +134,7 @@ def test_update_of_a_read_only_parameter_replaces_its_array():
 def test_sigmoid_in_place_forward_is_the_stable_formula(dtype):
     a = (np.random.default_rng(3).standard_normal(500) * 30).astype(dtype)
     a[:5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
-    y = O.sigmoid(gradlab.from_numpy(a)).data
+    y = O.sigmoid(gradlab.from_numpy(a))._data
     b = a.astype(np.float32) if dtype == np.float16 else a
     e = np.exp(-np.abs(b))
     ref = np.where(b >= 0, 1 / (1 + e), e / (1 + e)).astype(dtype)
@@ -158,8 +158,8 @@ def test_sigmoid_matches_pytorch(torch):
     O.sigmoid(x).sum().backward()
     t = torch.from_numpy(a).requires_grad_()
     torch.sigmoid(t).sum().backward()
-    np.testing.assert_allclose(O.sigmoid(x).data, torch.sigmoid(t).detach().numpy(), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(O.sigmoid(x)._data, torch.sigmoid(t).detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(x.grad._data, t.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
 # ------------------------------------------------------------------ getitem, transpose
@@ -169,17 +169,17 @@ def test_plain_slices_are_views_with_the_right_gradient(index, torch):
     a = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
     x = gradlab.from_numpy(a.copy()).requires_grad_()
     y = x[index]
-    assert np.array_equal(y.data, a[index]) and y._version is x._version  # a view: shares the version counter
+    assert np.array_equal(y._data, a[index]) and y._version is x._version  # a view: shares the version counter
     (y * y).sum().backward()
     t = torch.from_numpy(a.copy()).requires_grad_()
     (t[index] * t[index]).sum().backward()
-    assert np.array_equal(x.grad.data, t.grad.numpy())
+    assert np.array_equal(x.grad._data, t.grad.numpy())
 
 
 def test_non_plain_indices_still_take_the_general_path():
     x = gradlab.from_numpy(np.arange(12.0).reshape(3, 4))
-    assert np.array_equal(x[np.int64(1)].data, np.arange(4.0, 8.0))           # NumPy integer
-    assert np.array_equal(x[[0, 2], 1:3].data, np.arange(12.0).reshape(3, 4)[[0, 2], 1:3])
+    assert np.array_equal(x[np.int64(1)]._data, np.arange(4.0, 8.0))           # NumPy integer
+    assert np.array_equal(x[[0, 2], 1:3]._data, np.arange(12.0).reshape(3, 4)[[0, 2], 1:3])
     assert x[True].shape == (1, 3, 4)                                           # a bool is not an int
     with pytest.raises(IndexOutOfRange):
         x[5]
@@ -193,16 +193,16 @@ def test_transpose_and_permute_backward(torch):
     assert O.transpose(x, 1, 1) is x and O.transpose(x, -1, 2) is x
     w = gradlab.from_numpy(np.random.default_rng(7).standard_normal((4, 3, 2)))
     (O.transpose(x, 0, 2) * w).sum().backward()
-    gx = x.grad.data.copy()
+    gx = x.grad._data.copy()
     x.grad = None
     (O.permute(x, (1, 2, 0)).sum(0) * O.permute(w, (1, 0, 2)).sum(0)).sum().backward()
     t = torch.from_numpy(a).requires_grad_()
-    tw = torch.from_numpy(w.data)
+    tw = torch.from_numpy(w._data)
     (t.transpose(0, 2) * tw).sum().backward()
     assert np.array_equal(gx, t.grad.numpy())
     t.grad = None
     (t.permute(1, 2, 0).sum(0) * tw.permute(1, 0, 2).sum(0)).sum().backward()
-    np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad._data, t.grad.numpy(), rtol=1e-12)
     assert gradlab.autograd.gradcheck(lambda v: O.permute(v, (2, 0, 1)) * 2, (x,))
 
 
@@ -224,8 +224,8 @@ def test_module_call_labels_hooks_and_keyword_arguments():
     h2 = net.register_forward_hook(lambda m, args, out: out * 2)
     x = gradlab.from_numpy(np.ones((2, 3), np.float32))
     y = net(x, scale=3.0)
-    ref = np.tanh(x.data @ net.fc.weight.data.T + net.fc.bias.data) * np.float32(3.0) * 2
-    np.testing.assert_array_equal(y.data, ref)
+    ref = np.tanh(x._data @ net.fc.weight._data.T + net.fc.bias._data) * np.float32(3.0) * 2
+    np.testing.assert_array_equal(y._data, ref)
     assert seen == [("pre", "Linear")]
     labels = set()
     stack = [y.grad_fn]
@@ -276,13 +276,13 @@ def test_batch_norm_running_stats_reuse_the_graph_statistics(shape, dtype, trans
     c = shape[1]
     rm = gradlab.from_numpy(rng.standard_normal(c).astype(dtype))
     rv = gradlab.from_numpy(rng.random(c).astype(dtype) + 0.5)
-    rm0, rv0 = rm.data.copy(), rv.data.copy()
+    rm0, rv0 = rm._data.copy(), rv._data.copy()
     F.batch_norm(gradlab.from_numpy(a), rm, rv, training=True, momentum=0.2)
     dims = (0,) + tuple(range(2, a.ndim))
     n = a.size // c
     ref_m = (1 - 0.2) * rm0 + 0.2 * a.mean(axis=dims).astype(dtype)
     ref_v = (1 - 0.2) * rv0 + 0.2 * (a.var(axis=dims) * n / (n - 1)).astype(dtype)
-    assert np.array_equal(rm.data, ref_m) and np.array_equal(rv.data, ref_v)
+    assert np.array_equal(rm._data, ref_m) and np.array_equal(rv._data, ref_v)
 
 
 def test_batch_norm_module_matches_pytorch(torch):
@@ -291,9 +291,9 @@ def test_batch_norm_module_matches_pytorch(torch):
     g, t = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
     for _ in range(3):
         yg, yt = g(gradlab.from_numpy(a)), t(torch.from_numpy(a))
-    np.testing.assert_allclose(yg.data, yt.detach().numpy(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(g.running_mean.data, t.running_mean.numpy(), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(g.running_var.data, t.running_var.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(yg._data, yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.running_mean._data, t.running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g.running_var._data, t.running_var.numpy(), rtol=1e-6, atol=1e-7)
 
 
 # ------------------------------------------------------------------ batch_norm as one op (training)
@@ -316,13 +316,13 @@ def test_fused_batch_norm_forward_is_the_composite_bit_for_bit(shape, dtype):
     y = F.batch_norm(x, None, None, w, b, training=True)
     assert y.grad_fn.name == "batch_norm"   # one node, with its own formula
     yr = _bn_composite(x, w, b)
-    assert np.array_equal(y.data, yr.data)
+    assert np.array_equal(y._data, yr._data)
     g = gradlab.from_numpy(rng.standard_normal(shape).astype(dtype))
     fast = gradlab.autograd.grad((y * g).sum(), [x, w, b])
     slow = gradlab.autograd.grad((yr * g).sum(), [x, w, b])
     tol = 1e-5 if dtype == np.float32 else 1e-12
     for f, s in zip(fast, slow):
-        np.testing.assert_allclose(f.data, s.data, rtol=tol, atol=tol)
+        np.testing.assert_allclose(f._data, s._data, rtol=tol, atol=tol)
 
 
 def test_fused_batch_norm_gradcheck_second_order_and_forward_mode():
@@ -337,7 +337,7 @@ def test_fused_batch_norm_gradcheck_second_order_and_forward_mode():
     tangents = tuple(gradlab.from_numpy(rng.standard_normal(t.shape)) for t in (x, w, b))
     _, jf = gradlab.func.jvp(fn, (x, w, b), tangents)
     _, jc = gradlab.func.jvp(_bn_composite, (x, w, b), tangents)
-    np.testing.assert_allclose(jf.data, jc.data, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jf._data, jc._data, rtol=1e-10, atol=1e-12)
 
 
 def test_fused_batch_norm_training_matches_pytorch(torch):
@@ -345,9 +345,9 @@ def test_fused_batch_norm_training_matches_pytorch(torch):
     a = rng.standard_normal((32, 8)).astype(np.float32)
     g = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 1))
     t = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(), torch.nn.Linear(6, 1))
-    t.load_state_dict({k: torch.from_numpy(v.data.copy()) for k, v in g.state_dict().items()})
+    t.load_state_dict({k: torch.from_numpy(v._data.copy()) for k, v in g.state_dict().items()})
     g(gradlab.from_numpy(a)).sum().backward()
     t(torch.from_numpy(a)).sum().backward()
     for (name, p), q in zip(g.named_parameters(), t.parameters()):
-        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
-    np.testing.assert_allclose(g[1].running_var.data, t[1].running_var.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(p.grad._data, q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(g[1].running_var._data, t[1].running_var.numpy(), rtol=1e-6)

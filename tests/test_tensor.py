@@ -69,7 +69,7 @@ def test_detach_shares_data_and_cuts_the_graph():
     y = x * 2
     d = y.detach()
     assert d.grad_fn is None and not d.requires_grad and d.is_leaf
-    assert np.shares_memory(d.data, y.data)
+    assert np.shares_memory(d._data, y._data)
 
 
 def test_repr_shows_values_shape_dtype_and_grad_fn():

@@ -385,10 +385,10 @@ def test_data_is_the_array_with_a_hint_for_torch_habits():
     from gradlab._interop import data_method_hint
     p = gnn.Parameter(gradlab.ones(3))
     try:
-        p.data.add_(p, alpha=-0.1)
+        p._data.add_(p, alpha=-0.1)
     except AttributeError as e:
         hint = data_method_hint(e)
     assert "with gradlab.no_grad():" in hint and "p.add_(p.grad, alpha=-lr)" in hint
     m = gnn.Linear(3, 2)
-    gnn.init.constant_(m.weight.data, 0.25)  # DCGAN's weights_init passes .data
+    gnn.init.constant_(m.weight._data, 0.25)  # DCGAN's weights_init passes .data
     assert float(m.weight.sum()) == 1.5

@@ -166,14 +166,14 @@ def test_saved_tensors_and_memory_footer():
     expected_saved = {}
     for n in ops:
         for s in n.saved:
-            expected_saved[id(s.data)] = s.nbytes
+            expected_saved[id(s._data)] = s.nbytes
         op = v.model.nodes[v.model.node_ids[n]]
         assert [(s.shape, s.nbytes) for s in op.saved] == [(tuple(s.shape), s.nbytes) for s in n.saved]
     assert v.model.memory.saved == sum(expected_saved.values())
-    assert v.model.memory.parameters == sum(a.variable.data.nbytes for a in accs)
+    assert v.model.memory.parameters == sum(a.variable._data.nbytes for a in accs)
     g = dot_graph(v)
     matmul = g.get_node("op0").attr["label"]
-    assert "saved" in matmul and fmt_bytes(t["w1"].data.nbytes) in matmul
+    assert "saved" in matmul and fmt_bytes(t["w1"]._data.nbytes) in matmul
     assert "saved activations " + fmt_bytes(v.model.memory.saved) in footer(v)
     assert "parameters " + fmt_bytes(v.model.memory.parameters) in footer(v)
 
@@ -184,14 +184,14 @@ def test_grads_after_backward_are_summarised():
     v = show_graph(loss)
     for name in ("w1", "b1", "w2"):
         node = next(n for n in v.model.tensors if n.name == name)
-        g = t[name].grad.data.astype(np.float64)
+        g = t[name].grad._data.astype(np.float64)
         assert node.grad.shape == g.shape
         assert node.grad.norm == pytest.approx(np.linalg.norm(g))
         assert (node.grad.min, node.grad.mean, node.grad.max) == pytest.approx((g.min(), g.mean(), g.max()))
         g_ = dot_graph(v)
         attrs = dict(g_.get_node(node.id).attr)
         assert "has-grad" in attrs["class"] and f"norm {node.grad.norm:.3g}" in attrs["label"]
-    assert v.model.memory.gradients == sum(t[k].grad.data.nbytes for k in ("w1", "b1", "w2"))
+    assert v.model.memory.gradients == sum(t[k].grad._data.nbytes for k in ("w1", "b1", "w2"))
     assert any("freed" in n for n in v.notes)             # saved tensors were released by backward
 
 
@@ -223,7 +223,7 @@ def test_retained_intermediate_is_drawn_with_its_grad():
     loss.backward()
     v = show_graph(loss, params={"h": t["h"]})
     h = next(n for n in v.model.tensors if n.name == "h")
-    assert h.role == "intermediate" and h.grad.norm == pytest.approx(np.linalg.norm(t["h"].grad.data))
+    assert h.role == "intermediate" and h.grad.norm == pytest.approx(np.linalg.norm(t["h"].grad._data))
     g = dot_graph(v)
     # drawn in place: relu -> h -> the matmul that consumes it
     assert g.in_degree(h.id) == 1 and g.out_degree(h.id) == 1
@@ -380,7 +380,7 @@ def test_backward_view_collapses_and_boxes_report_grads():
     v = show_graph(loss, view="backward", depth=2, fold=False)
     g = dot_graph(v)
     box0, box1 = dict(g.get_node("mod_blocks_0").attr), dict(g.get_node("mod_blocks_1").attr)
-    norm0 = np.sqrt(sum(np.sum(p.grad.data.astype(np.float64) ** 2)
+    norm0 = np.sqrt(sum(np.sum(p.grad._data.astype(np.float64) ** 2)
                         for k, p in params.items() if k.startswith("blocks.0.")))
     assert f"total norm {norm0:.3g}" in box0["label"] and "missing-grad" not in box0["class"]
     assert "missing-grad" in box1["class"] and "grad: None for 1" in box1["label"]

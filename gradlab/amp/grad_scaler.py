@@ -82,7 +82,7 @@ class GradScaler:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad.data
+                g = p.grad._data
                 if g.dtype == np.float16:
                     raise ArgumentError(
                         f"GradScaler.unscale_: a parameter of shape {fmt_shape(p.shape)} has a float16 gradient; "

@@ -37,7 +37,7 @@ def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
             if t is not None and grads[nr] is not None:
                 g = grads[nr] if create_graph else grads[nr].detach()
                 if t.grad is None:  # a copy, as PyTorch: the same array flows on and may become a leaf's .grad
-                    t.grad = g if create_graph else Tensor._make(g.data.copy())
+                    t.grad = g if create_graph else Tensor._make(g._data.copy())
                 else:
                     t.grad = t.grad + g
     if node._node_pre_hooks:
@@ -50,7 +50,7 @@ def _pre_process(node, grads, create_graph, capture, captured, arrays=False):
             for i in capture.get((node, nr), ()):
                 captured[i] = grads[nr]
     if arrays:
-        return [None if g is None else g.data for g in grads]
+        return [None if g is None else g._data for g in grads]
     return grads
 
 
@@ -100,19 +100,19 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool):
         g = g.detach() if g.grad_fn is not None or g._requires_grad else g
     if leaf.grad is None:
         # never store an array another tensor may own and change in place
-        leaf.grad = g if create_graph else Tensor._make(g.data.copy() if _shares(g, leaf) else g.data)
+        leaf.grad = g if create_graph else Tensor._make(g._data.copy() if _shares(g, leaf) else g._data)
     else:
         if create_graph or leaf.grad._requires_grad:
             leaf.grad = leaf.grad + g
         else:
-            leaf.grad = Tensor._make(leaf.grad.data + g.data)
+            leaf.grad = Tensor._make(leaf.grad._data + g._data)
     if leaf._post_acc_hooks:
         for h in leaf._post_acc_hooks:
             h(leaf)
 
 
 def _shares(g, leaf):
-    return g.data is leaf.data or getattr(g.data, "base", None) is not None
+    return g._data is leaf._data or getattr(g._data, "base", None) is not None
 
 
 def _accumulate_array(leaf: Tensor, g, handed: set):
@@ -125,15 +125,15 @@ def _accumulate_array(leaf: Tensor, g, handed: set):
     """
     old = leaf.grad
     if old is None or old._requires_grad:
-        if id(g) in handed or g is leaf.data or getattr(g, "base", None) is not None:
+        if id(g) in handed or g is leaf._data or getattr(g, "base", None) is not None:
             g = g.copy()
         handed.add(id(g))
         leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
     else:
-        total = old.data + g
-        if type(total) is not type(old.data):  # NumPy turns 0-d + 0-d into a scalar: keep a 0-d array
+        total = old._data + g
+        if type(total) is not type(old._data):  # NumPy turns 0-d + 0-d into a scalar: keep a 0-d array
             from ..backend import xp_of
-            total = xp_of(old.data).asarray(total)
+            total = xp_of(old._data).asarray(total)
         leaf.grad = Tensor._make(total)
     if leaf._post_acc_hooks:
         for h in leaf._post_acc_hooks:

@@ -84,9 +84,9 @@ class _NanWatch:
         if not grads_out or not _state["check_nan"]:
             return
         for i, g in enumerate(grads_out):
-            if g is None or not _dt.is_floating(g.data.dtype):
+            if g is None or not _dt.is_floating(g._data.dtype):
                 continue
-            d = g.data
+            d = g._data
             bad = ~_finite(d)
             if bad.any():
                 what = "NaN" if _isnan(d).any() else "Inf"

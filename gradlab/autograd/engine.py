@@ -81,7 +81,7 @@ def reference_backward(root):
             order.append(node)  # after all its inputs' nodes
 
     visit(root.grad_fn)
-    grads = {root.grad_fn: [_ones_like(root.data)]}  # d root / d root = 1
+    grads = {root.grad_fn: [_ones_like(root._data)]}  # d root / d root = 1
     with _quiet():  # inf and nan without NumPy warnings, as in PyTorch (backend/fperr.py)
         for node in reversed(order):
             g_out = grads.pop(node, None)
@@ -89,7 +89,7 @@ def reference_backward(root):
                 continue  # no gradient reached it (it only feeds integer or detached paths)
             if type(node) is AccumulateGrad:
                 leaf = node.variable
-                leaf.grad = Tensor._make(g_out[0] if leaf.grad is None else _sum(leaf.grad.data, g_out[0]))
+                leaf.grad = Tensor._make(g_out[0] if leaf.grad is None else _sum(leaf.grad._data, g_out[0]))
                 continue
             g_in = _call_vjp_arrays(node, g_out)  # the chain rule at one node
             for edge, g in zip(node.next_functions, g_in):
@@ -126,13 +126,13 @@ def _make_grads(outputs, grad_outputs, what):
     grads = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if t.data.size != 1:
+            if t._data.size != 1:
                 raise GradError(
-                    f"{what}: {_label(t)} has {t.data.size} elements; backward needs a scalar to start from, "
+                    f"{what}: {_label(t)} has {t._data.size} elements; backward needs a scalar to start from, "
                     f"or an explicit gradient of the same shape: call .sum() (or .mean()) first, or pass "
                     f"gradient=gradlab.ones_like(...)"
                 )
-            g = Tensor._make(_ones_like(t.data))
+            g = Tensor._make(_ones_like(t._data))
         elif not isinstance(g, Tensor):
             from ..factories import tensor as _tensor
             g = _tensor(g, dtype=t.dtype)
@@ -197,7 +197,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:
             if materialize_grads:
-                result[i] = Tensor._make(_ones_like(t.data) * 0)
+                result[i] = Tensor._make(_ones_like(t._data) * 0)
             elif not allow_unused:
                 raise GradError(
                     f"grad: input {i} ({_label(t)}) is not reachable from the outputs (it was not used to compute "
@@ -251,7 +251,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, targets=None, ac
         if e is None:
             continue
         buf = buffers.setdefault(e[0], [None] * len(e[0].out_meta))
-        g = g.data if arrays else g
+        g = g._data if arrays else g
         buf[e[1]] = g if buf[e[1]] is None else _sum(buf[e[1]], g)
     handed = set()  # ids of gradient arrays already stored in some .grad (never share one)
     prev_mode = _grad_state.enabled
@@ -296,11 +296,11 @@ def _accumulate_non_leaves(targets, captured, create_graph):
             continue  # (a tensor that retains its gradient got it already, once)
         done.add(id(t))
         if t.grad is None:  # a copy, as for retain_grad: the same array flowed on and may be a leaf's .grad
-            t.grad = g if create_graph else Tensor._make(g.data.copy())
+            t.grad = g if create_graph else Tensor._make(g._data.copy())
         elif create_graph or t.grad._requires_grad:
             t.grad = t.grad + g
         else:
-            t.grad = Tensor._make(_sum(t.grad.data, g.data))
+            t.grad = Tensor._make(_sum(t.grad._data, g._data))
 
 
 class _Pass:
@@ -412,7 +412,7 @@ def _run_node(node, grads, buffers, st):
                 new = h(_tensors(outs), _tensors(grads)) if arrays else h(outs, grads)
                 if new is not None:  # new grad_inputs, as PyTorch's Node hooks may return
                     new = _checked(node, new, outs, node.input_meta, "register_hook", "grad_inputs")
-                    outs = tuple(None if g is None else g.data for g in new) if arrays else new
+                    outs = tuple(None if g is None else g._data for g in new) if arrays else new
     if observers:
         for o in observers:
             if arrays:

@@ -50,7 +50,7 @@ class _Alias(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return x.data
+        return x._data
 
     def vjp(self, g):
         return (g,)
@@ -220,7 +220,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
 
 
 def _plain_alias(t):
-    out = Tensor._make(t.data)
+    out = Tensor._make(t._data)
     out._version = t._version
     return out
 

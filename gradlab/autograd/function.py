@@ -134,7 +134,7 @@ class Function:
         out = []
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:
-                s = s.data if s.version_obj.value == s.version and s.unpack is None else s.array(self)
+                s = s._data if s.version_obj.value == s.version and s.unpack is None else s.array(self)
             elif isinstance(s, SavedTensor):  # a subclass (forward AD's saved outputs that carry a tangent)
                 s = s.array(self)
             out.append(s)
@@ -295,7 +295,7 @@ class Op(Function):
             return _record(ctx, args, out)
         if type(out) is _ndarray:
             t = _new_tensor(Tensor)
-            t.data = out
+            t._data = out
             return t
         if type(out) is tuple:
             return tuple(Tensor._make(o) for o in out)
@@ -334,14 +334,14 @@ def _run_tensor_forward(ctx, args, kwargs):
         keep, out_arrays = [], []
         for s in ctx._to_save:
             if isinstance(s, Tensor) and any(s is o for o in outs):
-                out_arrays.append(s.data)
+                out_arrays.append(s._data)
             else:
                 keep.append(s)
         ctx._to_save = tuple(keep)
         ctx._to_save_out = tuple(out_arrays) or None
     if ctx._non_diff:
-        ctx._non_diff = tuple(o.data for o in ctx._non_diff)
-    arrays = tuple(o.data for o in outs)
+        ctx._non_diff = tuple(o._data for o in ctx._non_diff)
+    arrays = tuple(o._data for o in outs)
     return arrays if multi else arrays[0]
 
 
@@ -389,7 +389,7 @@ def _record(ctx, args, out):
                 edges.append(_edge(a))
             else:
                 edges.append(None)
-            d = a.data
+            d = a._data
             metas.append((d.shape, d.dtype))
         else:
             metas.append(None)
@@ -403,7 +403,7 @@ def _record(ctx, args, out):
         dt = out.dtype
         ctx.out_meta = ((out.shape, dt),)
         ret = _new_tensor(Tensor)
-        ret.data = out
+        ret._data = out
         if dt in _FLOATING and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
             ret._requires_grad = True
             ret.grad_fn = ctx

@@ -37,16 +37,16 @@ def _loc(shape, flat):
 
 
 def _numeric_column(fn, inputs, x, flat, eps, n_out):
-    data = x.data.reshape(-1) if x.data.flags.c_contiguous else None
+    data = x._data.reshape(-1) if x._data.flags.c_contiguous else None
     if data is None:
         raise ArgumentError("gradcheck: inputs must be contiguous tensors")
     orig = data[flat]
     # (grad mode stays on: fn may itself differentiate, as in gradgradcheck)
     try:
         data[flat] = orig + eps
-        plus = [to_host(o.data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]  # host copies
+        plus = [to_host(o._data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]  # host copies
         data[flat] = orig - eps
-        minus = [to_host(o.data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]
+        minus = [to_host(o._data).astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]
     finally:
         data[flat] = orig
     return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
@@ -82,7 +82,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
 
 
 def _check_output(fn, inputs, diff, oi, out, eps, atol, rtol, seed):
-    n_out = out.data.size
+    n_out = out._data.size
     # (an output with no graph is checked too: every numeric derivative must then be zero)
     rng = np.random.default_rng(seed)
     if n_out <= _MAX_ROWS:
@@ -98,13 +98,13 @@ def _check_output(fn, inputs, diff, oi, out, eps, atol, rtol, seed):
             res = engine.grad([out], [inputs[i] for i in diff], [Tensor._make(to_device_array(v.astype(out.dtype),
                                                                                               out.device))],
                               retain_graph=True, allow_unused=True)
-            analytic.append([np.zeros(inputs[i].shape) if g is None else to_host(g.data).astype(np.float64)
+            analytic.append([np.zeros(inputs[i].shape) if g is None else to_host(g._data).astype(np.float64)
                              for i, g in zip(diff, res)])
         else:
             analytic.append([np.zeros(inputs[i].shape) for i in diff])
     for k, i in enumerate(diff):
         x = inputs[i]
-        for flat in range(x.data.size):
+        for flat in range(x._data.size):
             cols = _numeric_column(fn, inputs, x, flat, eps, n_out)
             numeric_col = cols[oi]
             for r, v in enumerate(cotangents):

@@ -203,15 +203,15 @@ def _entry(node, i, s: SavedTensor, seen):
         p = s.packed
         t = p if isinstance(p, Tensor) else None
         if t is not None:
-            key = _storage_key(t.data)
+            key = _storage_key(t._data)
             dup = key in seen
             seen.add(key)
             return SavedEntry(node, node.name, i, t.shape, t.dtype, t.nbytes, s.name, "packed",
                               t.grad_fn is None and t._requires_grad, dup)
         return SavedEntry(node, node.name, i, s.shape, s.dtype, s.nbytes, s.name, "packed", False, False)
-    key = _storage_key(s.data)
+    key = _storage_key(s._data)
     dup = key in seen
     seen.add(key)
     leaf = s.tensor is not None and s.tensor.grad_fn is None and s.tensor._requires_grad
     kind = "output" if s.output_nr is not None else "input"
-    return SavedEntry(node, node.name, i, s.data.shape, s.data.dtype, int(s.data.nbytes), s.name, kind, leaf, dup)
+    return SavedEntry(node, node.name, i, s._data.shape, s._data.dtype, int(s._data.nbytes), s.name, kind, leaf, dup)

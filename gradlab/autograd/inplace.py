@@ -67,11 +67,11 @@ def _refuse_leaf(self, name):
 
 def _write(self, result, name):
     """Copy ``result``'s values into ``self``'s memory (same shape; cast to self's dtype) and bump the version."""
-    r = result.data if isinstance(result, Tensor) else result
+    r = result._data if isinstance(result, Tensor) else result
     shape = np.shape(r)
-    if tuple(shape) != self.data.shape:
+    if tuple(shape) != self._data.shape:
         try:
-            ok = np.broadcast_shapes(shape, self.data.shape) == self.data.shape
+            ok = np.broadcast_shapes(shape, self._data.shape) == self._data.shape
         except ValueError:
             ok = False
         if not ok:
@@ -84,7 +84,7 @@ def _write(self, result, name):
             f"{name}: the result has dtype {_dt.dtype_name(rdt)}, which cannot be stored in place in {_label(self)} "
             f"of dtype {_dt.dtype_name(self.dtype)}; convert first (x = x.float()) or use an out-of-place op")
     try:
-        self.data[...] = r
+        self._data[...] = r
     except ValueError as e:
         raise GradError(f"{name}: cannot write into {_label(self)}: {e} (it may be a broadcast view; "
                         ".clone() it first)") from None
@@ -109,11 +109,11 @@ def apply_inplace(self, name, compute, others=()):
     if self._requires_grad and self.grad_fn is None:
         _refuse_leaf(self, name)
     fn = self.grad_fn
-    if fn is not None and fn.name in VIEW_NODES and getattr(self.data, "base", None) is not None:
+    if fn is not None and fn.name in VIEW_NODES and getattr(self._data, "base", None) is not None:
         raise GradError(
             f"{name}: {_label(self)} is a view (made by {fn.name}) of another tensor in the graph; gradlab does not "
             f"track in-place changes through views. Compute a new tensor instead (y = x.clone(); y[...] = ...)")
-    old = Tensor._make(self.data.copy(), self._requires_grad, fn, self._output_nr)
+    old = Tensor._make(self._data.copy(), self._requires_grad, fn, self._output_nr)
     if self._fw_grad is not None:
         old._fw_grad = self._fw_grad
     result = compute(old)
@@ -139,11 +139,11 @@ def _replace(value):
     def compute(s):
         O = _O()
         if isinstance(value, Tensor) and value._requires_grad:
-            keep = Tensor._make(xp_of(s.data).zeros(s.shape, dtype=bool))
+            keep = Tensor._make(xp_of(s._data).zeros(s.shape, dtype=bool))
             v = value if value.dtype == s.dtype else value.to(s.dtype)
             return O.where(keep, s, v)
-        v = value.data if isinstance(value, Tensor) else value
-        out = xp_of(s.data).empty_like(s.data)
+        v = value._data if isinstance(value, Tensor) else value
+        out = xp_of(s._data).empty_like(s._data)
         out[...] = v
         if s._requires_grad:  # still an output of the graph, with gradient 0 to the old value
             return _Overwrite.apply(s, out)
@@ -166,13 +166,13 @@ class _Overwrite(Op):
         return out
 
     def vjp(self, g):
-        return Tensor._make(xp_of(g.data).zeros(g.shape, dtype=g.dtype)), None
+        return Tensor._make(xp_of(g._data).zeros(g.shape, dtype=g.dtype)), None
 
     def vjp_arrays(self, g):
         return xp_of(g).zeros(g.shape, dtype=g.dtype), None
 
     def jvp(self, t, t_out):
-        return Tensor._make(xp_of(self.out.data).zeros(self.out.shape, dtype=self.out.dtype))
+        return Tensor._make(xp_of(self.out._data).zeros(self.out.shape, dtype=self.out.dtype))
 
 
 # ------------------------------------------------------------------ methods
@@ -210,7 +210,7 @@ def div_(self, other, *, rounding_mode=None):
 def zero_(self):
     """Set every element to 0 (``optimizer.zero_grad(set_to_none=False)`` uses this)."""
     if not _needs_graph(self, ()):
-        self.data.fill(0)
+        self._data.fill(0)
         _bump(self)
         return self
     return apply_inplace(self, "zero_", _replace(0))
@@ -222,7 +222,7 @@ def fill_(self, value):
         raise ShapeError(f"fill_: value must be a number or a one-element tensor, got shape {fmt_shape(value.shape)}")
     _dt.check_fits(value, self.dtype, "fill_")
     if not _needs_graph(self, (value,)):
-        self.data[...] = value.data if isinstance(value, Tensor) else value
+        self._data[...] = value._data if isinstance(value, Tensor) else value
         _bump(self)
         return self
     return apply_inplace(self, "fill_", _replace(value), (value,))
@@ -234,7 +234,7 @@ def copy_(self, src, non_blocking=False):
         from ..factories import tensor
         src = tensor(src, dtype=self.dtype)
     if not _needs_graph(self, (src,)):
-        _write(self, src.data.astype(self.dtype, copy=False) if src.dtype != self.dtype else src.data, "copy_")
+        _write(self, src._data.astype(self.dtype, copy=False) if src.dtype != self.dtype else src._data, "copy_")
         return self
     return apply_inplace(self, "copy_", _replace(src), (src,))
 
@@ -342,8 +342,8 @@ class SetItem(Op):
     def forward(ctx, x, value, index):
         ctx.index = index
         ctx.v_shape = value.shape if isinstance(value, Tensor) else None
-        out = x.data.copy()
-        _assign(out, index, value.data if isinstance(value, Tensor) else value)
+        out = x._data.copy()
+        _assign(out, index, value._data if isinstance(value, Tensor) else value)
         return out
 
     def _mask(self, like):
@@ -353,7 +353,7 @@ class SetItem(Op):
 
     def vjp(self, g):
         O = _O()
-        gx = g * self._mask(g.data)
+        gx = g * self._mask(g._data)
         gv = None
         if self.v_shape is not None:
             gv = O.sum_to(O.getitem(g, self.index), self.v_shape)
@@ -362,7 +362,7 @@ class SetItem(Op):
     def jvp(self, tx, tv, _):
         x = self.args[0]
         if tx is None:
-            tx = Tensor._make(xp_of(x.data).zeros(x.shape, dtype=x.dtype))
+            tx = Tensor._make(xp_of(x._data).zeros(x.shape, dtype=x.dtype))
         return SetItem.apply(tx, tv if tv is not None else 0.0, self.index)
 
 
@@ -405,7 +405,7 @@ def setitem(self, index, value):
     try:
         dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents
         if not dual and not _needs_graph(self, (value,)):
-            _assign(self.data, idx, value.data if isinstance(value, Tensor) else value)
+            _assign(self._data, idx, value._data if isinstance(value, Tensor) else value)
             _bump(self)
             return
         if isinstance(value, Tensor) and value.dtype != self.dtype:

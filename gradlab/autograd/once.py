@@ -48,7 +48,7 @@ def _once_node(ctx, g):
     node.input_meta = tuple(ctx.input_meta)
     node.out_meta = ((g.shape, g.dtype),)
     node.seq = next(_seq)
-    return Tensor._make(g.data, True, node, 0)
+    return Tensor._make(g._data, True, node, 0)
 
 
 class _OnceDifferentiable(Function):

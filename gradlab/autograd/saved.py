@@ -24,12 +24,12 @@ class SavedTensor:
     uses to avoid the cycle ``output -> grad_fn -> saved output``.
     """
 
-    __slots__ = ("tensor", "data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
+    __slots__ = ("tensor", "_data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
 
     def __init__(self, t: Tensor, output_nr=None):
         # (every saving op makes these, in every forward: written for speed)
         self.output_nr = output_nr
-        self.data = t.data
+        self._data = t._data
         vc = t._vcounter
         if vc is None:  # (the counter is made on first use: ``Tensor._version``, inline)
             vc = t._vcounter = _Version()
@@ -40,7 +40,7 @@ class SavedTensor:
         if saved_tensor_hooks:
             pack, unpack = saved_tensor_hooks[-1]
             self.packed, self.unpack = pack(t), unpack
-            self.data = None
+            self._data = None
             # where ``t`` sits in the graph (not its memory), so what unpack returns can be put back there
             self.tensor = None if output_nr is not None or not t._requires_grad else (
                 (t.grad_fn, t._output_nr, None) if t.grad_fn is not None else (None, 0, t))  # (a leaf lives anyway)
@@ -50,18 +50,18 @@ class SavedTensor:
     @property
     def nbytes(self) -> int:
         """Bytes this saved tensor keeps alive (0 when a pack hook moved it elsewhere)."""
-        if self.data is not None:
-            return int(self.data.nbytes)
+        if self._data is not None:
+            return int(self._data.nbytes)
         p = self.packed
         return int(getattr(p, "nbytes", 0) or 0) if not isinstance(p, Tensor) else p.nbytes
 
     @property
     def shape(self):
-        return self.data.shape if self.data is not None else getattr(self.packed, "shape", None)
+        return self._data.shape if self._data is not None else getattr(self.packed, "shape", None)
 
     @property
     def dtype(self):
-        return self.data.dtype if self.data is not None else getattr(self.packed, "dtype", None)
+        return self._data.dtype if self._data is not None else getattr(self.packed, "dtype", None)
 
     def get(self, node) -> Tensor:
         if self.version_obj.value != self.version:
@@ -77,7 +77,7 @@ class SavedTensor:
             return self._attach(self.unpack(self.packed), node)
         if self.tensor is not None:
             return self.tensor
-        t = Tensor._make(self.data, True, node, self.output_nr)
+        t = Tensor._make(self._data, True, node, self.output_nr)
         t._version = self.version_obj
         return t
 
@@ -90,7 +90,7 @@ class SavedTensor:
         if self.output_nr is not None:  # this node's own output
             if u.grad_fn is node and u._output_nr == self.output_nr:
                 return u
-            return Tensor._make(u.data, True, node, self.output_nr)
+            return Tensor._make(u._data, True, node, self.output_nr)
         if self.tensor is None:  # an input that needs no gradient
             return u
         fn, nr, leaf = self.tensor
@@ -99,15 +99,15 @@ class SavedTensor:
                 return u
             from .function import _edge
             _edge(leaf)
-            t = Tensor._make(u.data, True)
+            t = Tensor._make(u._data, True)
             t._acc_ref = leaf._acc_ref
             return t
         if u.grad_fn is fn and u._output_nr == nr:
             return u
-        return Tensor._make(u.data, True, fn, nr)
+        return Tensor._make(u._data, True, fn, nr)
 
     def array(self, node):
         """The saved array itself (for ``vjp_arrays``), after the same checks as :meth:`get`."""
         if self.version_obj.value == self.version and self.unpack is None:
-            return self.data
-        return self.get(node).data
+            return self._data
+        return self.get(node)._data

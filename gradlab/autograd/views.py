@@ -36,7 +36,7 @@ def refresh_view(view):
     if base.grad_fn is view._view_fn:
         return  # the base's graph did not change (a leaf updated under no_grad, as optimizers do)
     view._view_fn = base.grad_fn
-    positions = _positions_in(view.data, base.data)
+    positions = _positions_in(view._data, base._data)
     if positions is None:
         raise GradError(
             f"{_label(view)} is a view of a tensor that was changed in place after the view was made, and gradlab "

@@ -32,7 +32,7 @@ def _call_vjp(node, grads):
     if node._released:
         raise _fn._freed_error(node)
     if len(grads) > 1 and node._materialize and any(g is None for g in grads):  # (`None in grads` would call ==)
-        like = next(g for g in grads if g is not None).data
+        like = next(g for g in grads if g is not None)._data
         grads = [g if g is not None else Tensor._make(_zeros(node.out_meta[i], like)) for i, g in enumerate(grads)]
     outs = node.vjp(*grads)
     if type(outs) is not tuple:
@@ -49,14 +49,14 @@ def _call_vjp(node, grads):
         if type(g) is not Tensor and not isinstance(g, Tensor):
             raise GradError(f"{node.name}: backward returned a {type(g).__name__} for input {i}; return Tensors")
         shape, dtype = metas[i]
-        data = g.data
+        data = g._data
         if data.shape != shape and _expands_to(shape, data.shape):
             # a gradient of the broadcast shape (a user backward that forgot to reduce): summed
             # down to the input's shape, as PyTorch does
             if fixed is None:
                 fixed = list(outs)
             g = fixed[i] = _tensor_mod._ops.sum_to(g, shape)
-            data = g.data
+            data = g._data
         if data.shape != shape:
             raise BackwardShapeError(
                 f"{node.name}: backward gave a gradient of shape {fmt_shape(g.shape)} for input {i}, "
@@ -82,7 +82,7 @@ def _call_vjp_arrays(node, grads):
     fast = node.vjp_arrays
     if fast is None:
         outs = _call_vjp(node, _tensors(grads))
-        return tuple(None if g is None else g.data for g in outs)
+        return tuple(None if g is None else g._data for g in outs)
     if node._released:
         raise _fn._freed_error(node)
     if len(grads) > 1 and any(g is None for g in grads):

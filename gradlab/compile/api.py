@@ -60,7 +60,7 @@ class Entry:
     def run(self, args):
         tensors = [a for a in args if isinstance(a, Tensor)] + [t for _, t in self.params]
         if self.backward is None:
-            outs = execute(self.forward, [t.data for t in tensors])
+            outs = execute(self.forward, [t._data for t in tensors])
             res = tuple(Tensor._make(o) for o in outs[:self.n_out])
         else:
             res = self.node_cls.apply(self, *tensors)
@@ -75,7 +75,7 @@ class _CompiledNode(Function):
 
     @staticmethod
     def forward(ctx, entry, *inputs):
-        arrays = execute(entry.forward, [t.data for t in inputs])
+        arrays = execute(entry.forward, [t._data for t in inputs])
         ctx.entry = entry
         ctx.inputs = inputs
         ctx.save_for_backward(*[Tensor._make(a) for a in arrays[entry.n_out:]])
@@ -87,11 +87,11 @@ class _CompiledNode(Function):
         entry = ctx.entry
         if _grad_state.enabled:  # create_graph=True: differentiate the eager program instead
             return (None,) + _eager_vjp(entry, ctx.inputs, grads)
-        saved = [t.data for t in ctx.saved_tensors]
+        saved = [t._data for t in ctx.saved_tensors]
         gs = []
         for k in entry.diff_out:
             g = grads[k]
-            gs.append(g.data if g is not None else xp_of(saved[0] if saved else np.zeros(0)).zeros(*entry.out_meta[k]))
+            gs.append(g._data if g is not None else xp_of(saved[0] if saved else np.zeros(0)).zeros(*entry.out_meta[k]))
         res = execute(entry.backward, saved + gs)
         out = []
         for slot in entry.grad_slots:
@@ -214,7 +214,7 @@ class CompiledFunction:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 # trace on a copy: an in-place change inside fn must not touch the caller's tensor twice
-                t = Tensor._make(a.data.copy(), bool(a._requires_grad and need_grad))
+                t = Tensor._make(a._data.copy(), bool(a._requires_grad and need_grad))
                 t.name = a.name
                 tracer.add_input(t, _input_name(self._argname(i), tracer))
                 targs.append(t)
@@ -241,7 +241,7 @@ class CompiledFunction:
         if need_grad and diff_outs and wrt:
             gts = []
             for k, o in enumerate(outs):
-                gt = Tensor._make(ones_like_array(o.data))
+                gt = Tensor._make(ones_like_array(o._data))
                 if o._requires_grad:
                     tracer.add_input(gt, f"d{g.outputs[k].name}", kind="grad")
                     gts.append(gt)

@@ -35,7 +35,7 @@ def graph_dot_lines(g: Graph, prefix: str, title: str, n_out=None) -> list:
                 "op": "kept by forward"}.get(v.kind, v.kind)
         text = f"%{v.name}  ({what})"
         if v.kind == "const" and v.size == 1:
-            text = f"%{v.name} = {float(v.data.reshape(()).item()):.4g}"
+            text = f"%{v.name} = {float(v._data.reshape(()).item()):.4g}"
         lines.append(f'"{nid}" [id="{nid}", class="tensor {v.kind}", label=<{html.escape(text)}<br/>'
                      f'<font point-size="9">{v.type}</font>>, {_val_style(v)}, fontname="Helvetica"];')
         where[v] = nid

@@ -45,12 +45,12 @@ class Value:
     or ``op`` (computed by a node).
     """
 
-    __slots__ = ("name", "shape", "dtype", "kind", "data", "ref", "label")
+    __slots__ = ("name", "shape", "dtype", "kind", "_data", "ref", "label")
 
     def __init__(self, name, shape, dtype, kind="op", data=None, ref=None, label=None):
         self.name, self.shape, self.dtype, self.kind = name, tuple(shape), np.dtype(dtype) if dtype is not None \
             else None, kind
-        self.data, self.ref, self.label = data, ref, label
+        self._data, self.ref, self.label = data, ref, label
 
     @property
     def type(self) -> str:
@@ -189,7 +189,7 @@ class Graph:
 
 
 def _const_text(c: Value) -> str:
-    d = c.data
+    d = c._data
     try:
         size = int(d.size)
     except AttributeError:

@@ -47,7 +47,7 @@ def fold_constants(graph: Graph, report: list, max_elements=1 << 20) -> Graph:
         ins = n.inputs
         if (ins and all(a.kind == "const" for a in ins) and not n.hidden and not is_impure(n)
                 and n.group is None and all(v is not None and v.size <= max_elements for v in n.outputs)):
-            outs, _ = run_node(n, [a.data if isinstance(a, Value) else a for a in n.args])
+            outs, _ = run_node(n, [a._data if isinstance(a, Value) else a for a in n.args])
             news = []
             for v, o in zip(n.outputs, outs):
                 c = g.new_value(v.shape, v.dtype, "const", data=o, prefix="c")
@@ -202,7 +202,7 @@ def _call(n: Node) -> str:
 
 def _const_value(c: Value) -> str:
     if c.size == 1:
-        return f"{c.data.reshape(()).item():.6g}" if c.dtype.kind == "f" else repr(c.data.reshape(()).item())
+        return f"{c._data.reshape(()).item():.6g}" if c.dtype.kind == "f" else repr(c._data.reshape(()).item())
     return f"<array {c.type}>"
 
 

@@ -24,7 +24,7 @@ def run_node(node: Node, arrays: list):
         with no_grad():
             out = node.fn(*args, **node.kwargs)
         outs = out if isinstance(out, tuple) else (out,)
-        return [o.data if isinstance(o, Tensor) else o for o in outs], []
+        return [o._data if isinstance(o, Tensor) else o for o in outs], []
     cls = node.cls
     ctx = object.__new__(cls)
     ctx._recording = bool(node.hidden)
@@ -39,7 +39,7 @@ def run_node(node: Node, arrays: list):
     hidden = []
     for _, (kind, key) in node.hidden:
         h = ctx._to_save[key] if kind == "saved" else getattr(ctx, key)
-        hidden.append(h.data if isinstance(h, Tensor) else h)
+        hidden.append(h._data if isinstance(h, Tensor) else h)
     return outs, hidden
 
 
@@ -67,7 +67,7 @@ def execute(graph: Graph, inputs: list) -> list:
         graph._free = free
     env = dict(zip(graph.inputs, inputs))
     for c in graph.consts:
-        env[c] = c.data
+        env[c] = c._data
     # (each step is quiet about inf/nan, as the eager ops: run_node silences NumPy, and a fused kernel's
     # generated code does so itself, in every thread it runs on)
     for n, dead in zip(graph.nodes, free):

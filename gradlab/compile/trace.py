@@ -80,7 +80,7 @@ class Tracer:
     # ------------------------------------------------------------ values
     def _register(self, t, v):
         self.by_tensor[id(t)] = v
-        self.by_array[id(t.data)] = v
+        self.by_array[id(t._data)] = v
         self.versions[id(t)] = (t._version, t._version.value)
         self.keep.append(t)
 
@@ -92,7 +92,7 @@ class Tracer:
         return v
 
     def known(self, t) -> bool:
-        return id(t) in self.by_tensor or id(t.data) in self.by_array
+        return id(t) in self.by_tensor or id(t._data) in self.by_array
 
     def value_of(self, t: Tensor):
         v = self.by_tensor.get(id(t))
@@ -104,7 +104,7 @@ class Tracer:
                 f"did not see (its version went {seen} -> {counter.value}); noticed at "
                 f"{_site_text(user_site(2)) or '?'}. Write it functionally (h = h + 1) instead of changing it in place")
         if v is None:
-            v = self.by_array.get(id(t.data))
+            v = self.by_array.get(id(t._data))
             if v is None:
                 v = self._capture(t)
             self.by_tensor[id(t)] = v
@@ -124,7 +124,7 @@ class Tracer:
             v.name = _unique(label, g)
             self.params.append((v, t))
         else:
-            v = g.new_value(t.shape, t.dtype, "const", data=t.data, label=t.name, prefix="c")
+            v = g.new_value(t.shape, t.dtype, "const", data=t._data, label=t.name, prefix="c")
             g.consts.append(v)
         self._register(t, v)
         return v

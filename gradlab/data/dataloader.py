@@ -101,7 +101,7 @@ class TensorDataset(Dataset):
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(Tensor._make(t.data[index]) for t in self.tensors)
+        return tuple(Tensor._make(t._data[index]) for t in self.tensors)
 
     def __len__(self):
         return self.tensors[0].shape[0]
@@ -145,7 +145,7 @@ def default_collate(batch):
     """Stack a list of samples into a batch: tensors/arrays/numbers are stacked, tuples and dicts per field."""
     first = batch[0]
     if isinstance(first, Tensor):
-        return Tensor._make(np.stack([b.data for b in batch]))
+        return Tensor._make(np.stack([b._data for b in batch]))
     if isinstance(first, np.ndarray):
         return Tensor._make(np.stack(batch))
     if isinstance(first, bool):
@@ -253,7 +253,7 @@ class DataLoader:
     def _batch(self, indices):
         if self._fast:  # index the whole batch at once (a list of tensors, as default_collate gives)
             chunk = np.fromiter((int(i) for i in indices), np.int64)
-            return [Tensor._make(t.data[chunk]) for t in self.dataset.tensors]
+            return [Tensor._make(t._data[chunk]) for t in self.dataset.tensors]
         return self.collate_fn([self.dataset[_index(i)] for i in indices])
 
     def __iter__(self):

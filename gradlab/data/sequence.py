@@ -69,7 +69,7 @@ class SequenceTask:
             seq = prompts[s:s + batch_size]
             for _ in range(self.answer_len):
                 logits = model(Tensor._make(seq))
-                nxt = np.asarray(logits.data[:, -1, :]).argmax(-1)
+                nxt = np.asarray(logits._data[:, -1, :]).argmax(-1)
                 seq = np.concatenate([seq, nxt[:, None]], axis=1)
             preds.append(seq[:, self.prompt_len:])
         if was_training and hasattr(model, "train"):

@@ -103,7 +103,7 @@ class CharDataset(Dataset):
             raise ArgumentError(f"CharDataset.encode: character {e.args[0]!r} is not in the vocabulary") from None
 
     def decode(self, ids) -> str:
-        ids = ids.data if isinstance(ids, Tensor) else ids
+        ids = ids._data if isinstance(ids, Tensor) else ids
         return "".join(self.itos[int(i)] for i in np.asarray(ids).ravel())
 
     def split(self, val_fraction: float = 0.1):

@@ -36,22 +36,22 @@ def explain_missing(t, name, loss, nodes, rec, ev, checked, done):
                   "with t (call explain_grad before backward, or pass loss as a function)")
     checked.append(f"the graph's {len(graph_leaves(nodes))} leaves and {len(saved)} saved tensors for ones that "
                    "share t's storage or values")
-    candidates = [(None, v.data, v._version, "leaf") for v in graph_leaves(nodes)]
-    candidates += [(n, s.data, s.version_obj, f"saved by {n.name}") for n, s in saved if s.data is not None]
+    candidates = [(None, v._data, v._version, "leaf") for v in graph_leaves(nodes)]
+    candidates += [(n, s._data, s.version_obj, f"saved by {n.name}") for n, s in saved if s._data is not None]
     for n, arr, ver, where in candidates:
         if ver is t._version:
             ev.append(f"a tensor {where} shares the storage and version counter of {name} but is not {name}: "
                       "a .detach() of it")
             return done("detached", _cut_verdict(name, "detached", None))
     for n, arr, ver, where in candidates:
-        if _may_share(arr, t.data) or _same(arr, t.data):
+        if _may_share(arr, t._data) or _same(arr, t._data):
             ev.append(f"a tensor {where} has exactly the values (or memory) of {name} but no graph back to it: a copy "
                       "through NumPy (.numpy()/from_numpy/gradlab.tensor) or detach()")
             return done("numpy_round_trip", _cut_verdict(name, "numpy_round_trip", None))
     if _dt.is_floating(t.dtype):
-        trunc = np.trunc(host(t.data, dtype=np.float64))
+        trunc = np.trunc(host(t._data, dtype=np.float64))
         for n, arr, ver, where in candidates:
-            if not np.array_equal(trunc, host(t.data, dtype=np.float64)) and _same(arr, trunc):
+            if not np.array_equal(trunc, host(t._data, dtype=np.float64)) and _same(arr, trunc):
                 ev.append(f"a tensor {where} holds the values of {name} truncated to integers: an integer cast")
                 return done("integer_cast", _cut_verdict(name, "integer_cast", None))
     copies = _detached_copies(t)

@@ -90,13 +90,13 @@ def _log_grad(t):
     entry = _grad_log.get(id(t))
     if entry is not None and entry[0]() is t and t.grad is not None:
         entry[1] += 1
-        entry[2] = float(np.sqrt(np.sum(host(t.grad.data, dtype=np.float64) ** 2)))
+        entry[2] = float(np.sqrt(np.sum(host(t.grad._data, dtype=np.float64) ** 2)))
 
 
 def _grad_state(g):
     if g is None:
         return "none"
-    a = host(g.data, dtype=np.float64)
+    a = host(g._data, dtype=np.float64)
     if a.size and not np.isfinite(a).all():
         return "nonfinite"
     return "zero" if not a.any() else "nonzero"
@@ -134,7 +134,7 @@ def _fresh_grad(loss, t):
     if not loss.requires_grad:
         return None
     try:
-        g = None if loss.numel() == 1 else Tensor._make(np.ones_like(loss.data))
+        g = None if loss.numel() == 1 else Tensor._make(np.ones_like(loss._data))
         (res,) = _engine.grad(loss, [t], grad_outputs=g, retain_graph=True, allow_unused=True)
     except GradlabError:
         return None
@@ -203,7 +203,7 @@ def explain_grad(t, loss=None, optimizer=None) -> Explanation:
     kind = "a leaf" if t.grad_fn is None else f"an intermediate result of {t.grad_fn.name}"
     grad_desc = {"none": "None", "zero": "all zeros", "nonfinite": "contains NaN/Inf"}.get(state)
     if state == "nonzero":
-        grad_desc = f"nonzero (norm {_norm(t.grad.data):.4g})"
+        grad_desc = f"nonzero (norm {_norm(t.grad._data):.4g})"
     ev = [f"{name}: shape {fmt_shape(t.shape)}, dtype {_dt.dtype_name(t.dtype)}, {kind}, "
           f"requires_grad={t.requires_grad}; .grad is {grad_desc}"]
     checked = ["requires_grad", "leaf / retain_grad()"]
@@ -316,8 +316,8 @@ def _explain_with_loss(t, name, state, loss, rec, logged_nonzero, ev, checked, d
     if released:
         ev.append("the graph's saved tensors were freed: backward() has already run through it")
     if fresh is not None:
-        ev.append(f"recomputing from the graph gives {name} a gradient of norm {_norm(fresh.data):.4g}")
-    fresh_nonzero = fresh is not None and bool(host(fresh.data).any())
+        ev.append(f"recomputing from the graph gives {name} a gradient of norm {_norm(fresh._data):.4g}")
+    fresh_nonzero = fresh is not None and bool(host(fresh._data).any())
     if logged_nonzero or (fresh_nonzero and (released or state == "zero")):
         return done("cleared_by_zero_grad", _cleared_verdict(name, state))
     if fresh_nonzero and state == "none":

@@ -211,7 +211,7 @@ def memory_report(model, loss=None, optimizer=None, top=10) -> MemoryReport:
         return memory_report_torch(model, loss=loss, optimizer=optimizer, top=top)
     params = named_parameters(model, "memory_report")
     rep = MemoryReport()
-    owner, param_roots = rep._parameters(params, lambda t: t.nbytes, lambda p: id(_root(p.data)))
+    owner, param_roots = rep._parameters(params, lambda t: t.nbytes, lambda p: id(_root(p._data)))
     if optimizer is not None:
         rep._optimizer(optimizer, owner, _state_bytes, "a gradlab.optim optimizer")
     if loss is not None:
@@ -232,10 +232,10 @@ def _activations(rep, loss, param_roots, top):
     for n in sorted(nodes, key=lambda n: n.seq):
         for s in getattr(n, "saved", ()):
             packed = s.packed
-            if s.data is None and isinstance(packed, Tensor):
-                packed = packed.data  # a pack hook kept the tensor itself (e.g. checkpoint keeps inputs)
-            if s.data is not None or hasattr(packed, "base"):
-                root = _root(s.data if s.data is not None else packed)
+            if s._data is None and isinstance(packed, Tensor):
+                packed = packed._data  # a pack hook kept the tensor itself (e.g. checkpoint keeps inputs)
+            if s._data is not None or hasattr(packed, "base"):
+                root = _root(s._data if s._data is not None else packed)
                 key, nbytes = id(root), int(root.nbytes)
             else:
                 key, nbytes = id(packed), s.nbytes

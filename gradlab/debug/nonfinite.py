@@ -73,7 +73,7 @@ _EXP_LIMIT = {"float16": 11.09, "bfloat16": 88.72, "float32": 88.72, "float64": 
 
 
 def _arr(x):
-    return host(x.data if isinstance(x, Tensor) else x)
+    return host(x._data if isinstance(x, Tensor) else x)
 
 
 def _has_zero(a):
@@ -119,8 +119,8 @@ def forward_cause(name, args, out_arrays, later=()):
 
 def backward_cause(node, grads_in):
     name = node.name
-    saved = [s for s in getattr(node, "saved", ()) if s.data is not None]
-    vals = [host(s.data, dtype=np.float64) for s in saved]
+    saved = [s for s in getattr(node, "saved", ()) if s._data is not None]
+    vals = [host(s._data, dtype=np.float64) for s in saved]
     if name == "log" and vals and (vals[0] == 0).any():
         return "log's gradient dY / X is infinite where X == 0: keep log's input away from 0 (clamp(min=1e-8))"
     if name == "sqrt" and vals and (vals[0] == 0).any():
@@ -152,13 +152,13 @@ class _Forward:
         if self.first is not None:
             self.later.append(cls.name)
             return
-        bad = [o for o in outs if isinstance(o, Tensor) and nonfinite_count(o.data)]
+        bad = [o for o in outs if isinstance(o, Tensor) and nonfinite_count(o._data)]
         if bad:
-            ins = [(f"input {i}{_nm(t)} {fmt_shape(t.shape)} {_dt.dtype_name(t.dtype)}", value_range(t.data))
+            ins = [(f"input {i}{_nm(t)} {fmt_shape(t.shape)} {_dt.dtype_name(t.dtype)}", value_range(t._data))
                    for i, t in enumerate(tensor_args(args))]
             module = (node_module(node) if node is not None else None) or token[1]
-            self.first = (cls.name, args, [o.data for o in outs if isinstance(o, Tensor)], token[0], ins,
-                          value_range(bad[0].data), module)
+            self.first = (cls.name, args, [o._data for o in outs if isinstance(o, Tensor)], token[0], ins,
+                          value_range(bad[0]._data), module)
 
 
 class _Backward:
@@ -172,15 +172,15 @@ class _Backward:
         self.count += 1
         if self.first is not None or not grads_out:
             return
-        bad = [g for g in grads_out if isinstance(g, Tensor) and nonfinite_count(g.data)]
-        if not bad or any(isinstance(g, Tensor) and nonfinite_count(g.data) for g in grads_in or ()):
+        bad = [g for g in grads_out if isinstance(g, Tensor) and nonfinite_count(g._data)]
+        if not bad or any(isinstance(g, Tensor) and nonfinite_count(g._data) for g in grads_in or ()):
             return
-        ins = [(f"incoming gradient {i} {fmt_shape(g.shape)}", value_range(g.data))
+        ins = [(f"incoming gradient {i} {fmt_shape(g.shape)}", value_range(g._data))
                for i, g in enumerate(grads_in or ()) if isinstance(g, Tensor)]
         ins += [(f"saved {s.name or ('output' if s.output_nr is not None else 'input')} {fmt_shape(s.shape)}",
-                 value_range(s.data)) for s in getattr(node, "saved", ()) if s.data is not None]
+                 value_range(s._data)) for s in getattr(node, "saved", ()) if s._data is not None]
         site = self.sites.get(node) or _meta_site(node)
-        self.first = (node, site, ins, value_range(bad[0].data), backward_cause(node, grads_in))
+        self.first = (node, site, ins, value_range(bad[0]._data), backward_cause(node, grads_in))
 
 
 def _nm(t):
@@ -203,7 +203,7 @@ def _meta_site(node):
 
 def _static_cause(node):
     """A known culprit visible in a node's saved inputs (log of 0, x / 0...), or None."""
-    ins = [host(s.data) for s in node.saved if s.data is not None and s.output_nr is None]
+    ins = [host(s._data) for s in node.saved if s._data is not None and s.output_nr is None]
     if not ins:
         return None
     args = [Tensor._make(a) for a in ins]
@@ -221,7 +221,7 @@ def _from_graph(out, note):
     """The loss is already non-finite: find the first node (in creation order) that shows why."""
     nodes = sorted((n for n in walk(out) if n.saved), key=lambda n: n.seq)
     for n in nodes:
-        bad = [s for s in n.saved if s.data is not None and nonfinite_count(s.data)]
+        bad = [s for s in n.saved if s._data is not None and nonfinite_count(s._data)]
         cause = _static_cause(n) if not bad else None
         if bad or cause:
             s = bad[0] if bad else n.saved[0]
@@ -235,8 +235,8 @@ def _from_graph(out, note):
             return NonfiniteReport(True, f"{label(out)} is non-finite; in its graph the first op that shows why is "
                                          f"{n.name} (#{n.seq}); {note}", "forward", n.name, _meta_site(n),
                                    [(f"saved {'output' if x.output_nr is not None else 'input'} "
-                                     f"{fmt_shape(x.shape)}", value_range(x.data)) for x in n.saved
-                                    if x.data is not None], None, cause, node_module(n), 0, len(nodes))
+                                     f"{fmt_shape(x.shape)}", value_range(x._data)) for x in n.saved
+                                    if x._data is not None], None, cause, node_module(n), 0, len(nodes))
     return NonfiniteReport(True, f"{label(out)} is non-finite, but no saved tensor in its graph shows where; "
                                  f"{note}", "forward", ops_checked=0)
 
@@ -277,7 +277,7 @@ def find_nonfinite(target, *args, backward=True, loss_fn=None, **kwargs) -> Nonf
                                "forward", name, site, ins, orange, cause, module, fwd.count, 0)
     if not isinstance(out, Tensor):
         raise DebugInputError(f"find_nonfinite: the function returned {type(out).__name__}; return the loss Tensor")
-    if isinstance(target, Tensor) and nonfinite_count(out.data):
+    if isinstance(target, Tensor) and nonfinite_count(out._data):
         return _from_graph(out, note)
     if not backward:
         return NonfiniteReport(False, f"no NaN/Inf in the forward pass ({fwd.count} ops)", ops_checked=fwd.count)

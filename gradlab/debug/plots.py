@@ -35,7 +35,7 @@ def _figure(nrows=1, ncols=1, size=None):
 
 
 def _f64(t):
-    return host(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
+    return host(t._data if isinstance(t, Tensor) else t, dtype=np.float64)
 
 
 def _grads(model, tool):

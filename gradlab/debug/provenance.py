@@ -127,7 +127,7 @@ def follow(t, records):
     derived = {id(t): None}
     alive = [t]
     versions = {id(t._version)}
-    arrays = [t.data]
+    arrays = [t._data]
     for rec in records:
         touched, flowing, cut = False, False, None
         for a in rec.inputs:
@@ -143,10 +143,10 @@ def follow(t, records):
             if id(a._version) in versions:
                 how = Cut("detached", rec, f"{rec.name} got a tensor that shares storage and version counter with "
                                            "a tensor computed from t but has no graph: a .detach()")
-            elif any(_shares(a.data, arr) for arr in arrays):
+            elif any(_shares(a._data, arr) for arr in arrays):
                 how = Cut("numpy_round_trip", rec, f"{rec.name} got a tensor that shares memory with a tensor "
                                                    "computed from t but has no graph: .numpy() then from_numpy()")
-            elif any(_same_values(a.data, arr) for arr in arrays):
+            elif any(_same_values(a._data, arr) for arr in arrays):
                 how = Cut("numpy_round_trip", rec, f"{rec.name} got a tensor with exactly the values of a tensor "
                                                    "computed from t but no graph: a copy through NumPy "
                                                    "(.numpy()/.tolist() then gradlab.tensor) or detach().clone()")
@@ -169,5 +169,5 @@ def follow(t, records):
             derived[id(o)] = c
             alive.append(o)
             versions.add(id(o._version))
-            arrays.append(o.data)
+            arrays.append(o._data)
     return derived, alive

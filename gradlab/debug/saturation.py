@@ -70,10 +70,10 @@ def measure(path):
         if n.name not in _KINDS:
             continue
         outs = [s for s in n.saved if s.output_nr is not None]
-        if getattr(n, "_released", False) or not outs or outs[0].data is None:
+        if getattr(n, "_released", False) or not outs or outs[0]._data is None:
             found.append(Finding(n, None, None, None))
             continue
-        z = _zero_derivative(n.name, outs[0].data)
+        z = _zero_derivative(n.name, outs[0]._data)
         if z.ndim >= 2:
             dead = z.reshape(-1, z.shape[-1]).all(axis=0)
         else:

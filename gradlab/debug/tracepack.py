@@ -213,8 +213,8 @@ class trace:
     def after(self, token, cls, args, outputs, node):
         if self._forward_anomaly is None:
             outs = outputs if isinstance(outputs, tuple) else (outputs,)
-            if any(isinstance(o, Tensor) and _dt.is_floating(o.dtype) and nonfinite_count(o.data) for o in outs):
-                ins_ok = not any(isinstance(a, Tensor) and _dt.is_floating(a.dtype) and nonfinite_count(a.data)
+            if any(isinstance(o, Tensor) and _dt.is_floating(o.dtype) and nonfinite_count(o._data) for o in outs):
+                ins_ok = not any(isinstance(a, Tensor) and _dt.is_floating(a.dtype) and nonfinite_count(a._data)
                                  for a in args)
                 if ins_ok:
                     self._forward_anomaly = f"forward:{cls.name}"
@@ -236,7 +236,7 @@ class trace:
     def node_start(self, node, grads):
         bw = self._bws[-1] if self._bws else None
         if bw is not None and type(node).__name__ == "AccumulateGrad" and grads and grads[0] is not None:
-            g = host(grads[0].data, dtype=np.float64)
+            g = host(grads[0]._data, dtype=np.float64)
             bw["sq"] += float(np.sum(g * g))
             bw["got"] = True
 
@@ -244,8 +244,8 @@ class trace:
         bw = self._bws[-1] if self._bws else None
         if bw is None or bw["anomaly"] is not None or not grads_out:
             return
-        if any(isinstance(g, Tensor) and nonfinite_count(g.data) for g in grads_out) and not any(
-                isinstance(g, Tensor) and nonfinite_count(g.data) for g in grads_in or ()):
+        if any(isinstance(g, Tensor) and nonfinite_count(g._data) for g in grads_out) and not any(
+                isinstance(g, Tensor) and nonfinite_count(g._data) for g in grads_in or ()):
             bw["anomaly"] = f"backward:{node.name}"
 
     def end(self):
@@ -263,7 +263,7 @@ class trace:
         for i, leaf in enumerate(leaves):
             self._tensor_record(self._names.get(id(leaf)) or leaf.name or f"leaf{i}", leaf)
         root = bw["roots"][0] if bw["roots"] else None
-        loss_value = float(host(root.data, dtype=np.float64).reshape(-1)[0]) \
+        loss_value = float(host(root._data, dtype=np.float64).reshape(-1)[0]) \
             if root is not None and root.numel() == 1 else None
         scale = self.loss_scale
         if scale is None and self.scaler is not None and hasattr(self.scaler, "get_scale"):

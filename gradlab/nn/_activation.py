@@ -205,7 +205,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
                             f"U(lower, upper)")
     if not training:
         return O.leaky_relu(x, (lower + upper) / 2)
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     slope = Tensor._make(xp.asarray(generator().uniform(lower, upper, x.shape)).astype(x.dtype))
     return O.where(x >= 0, x, x * slope)
 
@@ -219,7 +219,7 @@ def _prelu_samples(src):
 def _shrink_samples(src):
     shape = src.shape(0, 3, 1, 4)
     x = src.tensor(shape, -2, 2)
-    x.data[abs(abs(x.data) - 0.5) < 0.05] += 0.2  # away from the kinks at +-lambd
+    x._data[abs(abs(x._data) - 0.5) < 0.05] += 0.2  # away from the kinks at +-lambd
     yield Sample((x,), dict(lambd=0.5))
 
 

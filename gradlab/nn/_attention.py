@@ -83,7 +83,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     L, S = q.shape[-2], k.shape[-2]
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     scores = O.matmul(q, k.mT) * sc
-    xp = xp_of(scores.data)
+    xp = xp_of(scores._data)
     if is_causal:
         mask = Tensor._make(xp.tril(xp.ones((L, S), dtype=bool)))
     if mask is not None:
@@ -94,7 +94,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     dead = None
     if mask is not None:
         # rows where every key is masked: softmax would give 0/0; PyTorch gives zero weights instead
-        rows = xp.all(xp.isneginf(scores.data), axis=-1, keepdims=True)
+        rows = xp.all(xp.isneginf(scores._data), axis=-1, keepdims=True)
         if rows.any():
             dead = Tensor._make(rows)
             scores = O.where(dead, 0.0, scores)

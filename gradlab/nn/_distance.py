@@ -50,7 +50,7 @@ def pdist(input, p=2):
     if x.ndim != 2:
         raise ShapeError(f"pdist: input must be 2-D (N, M), got {fmt_shape(x.shape)}")
     i, j = np.triu_indices(x.shape[0], 1)
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     return O.norm(x[Tensor._make(xp.asarray(i))] - x[Tensor._make(xp.asarray(j))], p, dim=-1)
 
 

@@ -32,7 +32,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return x
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"dropout: input has dtype {_dt.dtype_name(x.dtype)}; dropout needs a floating tensor")
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     if p == 1:
         m = xp.zeros(x.shape, dtype=x.dtype)
     else:
@@ -48,7 +48,7 @@ def _channel_dropout(name, input, p, training, mask_shape):
     shape = mask_shape(tuple(x.shape))
     if not training or p == 0:
         return x
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     if p == 1:
         m = xp.zeros(shape, dtype=x.dtype)
     else:
@@ -138,7 +138,7 @@ def _alpha_dropout(name, input, p, training, per_channel):
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = -a * alpha * p
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if per_channel and x.ndim >= 2 else tuple(x.shape)
-    keep = Tensor._make(xp_of(x.data).asarray(generator().random(shape) >= p).astype(x.dtype))  # gradlab.manual_seed
+    keep = Tensor._make(xp_of(x._data).asarray(generator().random(shape) >= p).astype(x.dtype))  # gradlab.manual_seed
     return (x * keep + alpha * (1 - keep)) * a + b
 
 

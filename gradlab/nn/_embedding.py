@@ -30,7 +30,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """
     ids = check_tensor(input, "embedding", "input")
     w = check_tensor(weight, "embedding", "weight")
-    if type(ids.data) is not type(w.data) and ids.device != w.device:  # same device (PyTorch)
+    if type(ids._data) is not type(w._data) and ids.device != w.device:  # same device (PyTorch)
         raise device_mismatch("embedding", w, ids, ("weight", "input"))
     if _dt.category(ids.dtype) != 1:
         raise DTypeError(f"embedding: input holds the ids to look up and must be an integer tensor, got dtype "
@@ -38,7 +38,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if w.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {fmt_shape(w.shape)}")
     n = w.shape[0]
-    a = ids.data
+    a = ids._data
     if a.size and (a.min() < 0 or a.max() >= n):
         bad = int(a[(a < 0) | (a >= n)].reshape(-1)[0])
         raise IndexOutOfRange(f"embedding: id {bad} is outside [0, {n}) for weight {fmt_shape(w.shape)} with {n} rows")
@@ -62,12 +62,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def _renorm(w, ids, max_norm, norm_type):
     """Scale the looked-up rows of ``w`` (in place, no gradient) so their norm is at most ``max_norm``."""
-    xp = xp_of(w.data)
+    xp = xp_of(w._data)
     rows = xp.unique(ids.reshape(-1))
     with no_grad():
-        norms = xp.linalg.norm(w.data[rows], ord=norm_type, axis=1)
+        norms = xp.linalg.norm(w._data[rows], ord=norm_type, axis=1)
         big = norms > max_norm
-        w.data[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(w.dtype)
+        w._data[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(w.dtype)
         w._version.value += 1
 
 
@@ -89,7 +89,7 @@ def one_hot(tensor, num_classes=-1):
     if _dt.category(t.dtype) != 1:
         raise DTypeError(f"one_hot: tensor must hold integer class indices, got dtype {_dt.dtype_name(t.dtype)}; "
                          "use .long()")
-    a = t.data
+    a = t._data
     xp = xp_of(a)
     num_classes = _c.size(num_classes, "one_hot", "num_classes", -1)
     if num_classes == -1:

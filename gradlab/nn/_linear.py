@@ -41,7 +41,7 @@ def linear(input, weight, bias=None):
         x = O.reshape(x, (-1, x.shape[-1]))
     b = None if bias is None else check_tensor(bias, "linear", "bias")
     if x.ndim == 2 and w.ndim == 2 and x.dtype.itemsize >= 4 and not _op_observers and (
-            b is None or (b.dtype == w.dtype and b.shape == w.shape[:1] and type(b.data) is type(w.data))):
+            b is None or (b.dtype == w.dtype and b.shape == w.shape[:1] and type(b._data) is type(w._data))):
         out = _Linear.apply(x, w) if b is None else _Linear.apply(x, w, b)  # the everyday case: one node
     else:  # vectors, half precision, a bias that broadcasts or promotes, or a profiler or trace_shapes watching
         # (they show the matmul and the add, as the engine shows the ops inside each VJP then): the composite

@@ -75,13 +75,13 @@ def _check_weight(op, weight, n_classes, x):
     if w.shape != (n_classes,):
         raise ShapeError(f"{op}: weight has shape {fmt_shape(w.shape)} but input has {n_classes} classes; "
                          f"weight needs one entry per class: shape ({n_classes},)")
-    return w.data
+    return w._data
 
 
 def _check_index_target(op, x, target, cdim, ignore_index):
     """Class-index targets: an integer tensor shaped like the input without its class dim, values in [0, C)."""
     t = check_tensor(target, op, "target")
-    if type(t.data) is not type(x.data) and t.device != x.device:  # same device (PyTorch)
+    if type(t._data) is not type(x._data) and t.device != x.device:  # same device (PyTorch)
         raise device_mismatch(op, x, t, ("input", "target"))
     expected = x.shape[:cdim] + x.shape[cdim + 1:]
     if _dt.category(t.dtype) != 1:
@@ -97,7 +97,7 @@ def _check_index_target(op, x, target, cdim, ignore_index):
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input {fmt_shape(x.shape)} needs a "
                          f"target of shape {fmt_shape(expected)} (the input's shape without the class dim {cdim})")
     c = x.shape[cdim]
-    data = t.data
+    data = t._data
     bad = (data != ignore_index) & ((data < 0) | (data >= c))
     if bad.any():
         v = int(data[bad].reshape(-1)[0])
@@ -193,7 +193,7 @@ def _cross_entropy_probs(x, target, logp, w, wshape, red, cdim, label_smoothing)
         prod = prod * Tensor._make(w.reshape(wshape))
     loss = -O.sum(prod, dim=cdim)
     if red == "mean":
-        n = x.data.size // c if c else 0
+        n = x._data.size // c if c else 0
         return O.sum(loss) / n if n else O.sum(loss) * float("nan")
     return _reduce(loss, red)
 
@@ -326,11 +326,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if t.shape != p.shape:
         raise ShapeError(f"{op}: target has shape {fmt_shape(t.shape)} but input has {fmt_shape(p.shape)}; they "
                          "must be the same")
-    data = p.data
+    data = p._data
     if data.size and ((data < 0) | (data > 1)).any():
         raise ArgumentError(f"{op}: input must hold probabilities in [0, 1] (got values from {float(data.min()):.4g} "
                             f"to {float(data.max()):.4g}); for raw scores use binary_cross_entropy_with_logits")
-    td = t.data
+    td = t._data
     if td.size and ((td < 0) | (td > 1)).any():
         raise ArgumentError(f"{op}: target must hold values in [0, 1] (got values from {float(td.min()):.4g} to "
                             f"{float(td.max()):.4g}); they are the probabilities of class 1")
@@ -365,8 +365,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 # ------------------------------------------------------------- registry entries
 def _targets(src, shape, c, ignore=None):
     t = src.index_tensor(shape, c)
-    if ignore is not None and t.data.size:
-        t.data[src.rng.random(shape) < 0.3] = ignore
+    if ignore is not None and t._data.size:
+        t._data[src.rng.random(shape) < 0.3] = ignore
     return t
 
 
@@ -393,7 +393,7 @@ def _ce_samples(src):
     yield Sample((src.tensor((n, c)), _targets(src, (n,), c)), dict(label_smoothing=0.2, reduction=red),
                  desc="label smoothing")
     probs = src.tensor((n, c), 0.05, 1.0, requires_grad=False)
-    probs = Tensor._make(probs.data / probs.data.sum(1, keepdims=True)).requires_grad_()
+    probs = Tensor._make(probs._data / probs._data.sum(1, keepdims=True)).requires_grad_()
     yield Sample((src.tensor((n, c)), probs), dict(reduction=red, label_smoothing=src.choice([0.0, 0.2])),
                  desc="class probabilities")
     yield Sample((src.tensor((c,)), _targets(src, (), c)), desc="unbatched (C,)")
@@ -448,9 +448,9 @@ def _pair_samples(with_beta=None):
         x = src.tensor(shape, -3, 3)
         t = src.tensor(shape, -3, 3, requires_grad=src.boolean())
         # keep |x - t| away from the kinks at 0 and at beta/delta
-        gap = x.data - t.data
-        x.data[abs(abs(gap) - kw.get(with_beta, 0.0)) < 0.05] += 0.2
-        x.data[abs(x.data - t.data) < 0.05] += 0.2
+        gap = x._data - t._data
+        x._data[abs(abs(gap) - kw.get(with_beta, 0.0)) < 0.05] += 0.2
+        x._data[abs(x._data - t._data) < 0.05] += 0.2
         yield Sample((x, t), kw)
     return samples
 

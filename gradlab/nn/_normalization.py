@@ -119,7 +119,7 @@ def _update_running(op, running, value, momentum):
         raise ShapeError(f"{op}: a running statistic has shape {fmt_shape(r.shape)}, but the input has "
                          f"{value.size} channels (dim 1); make running_mean and running_var of shape ({value.size},)")
     with no_grad(), _fp_quiet():  # (raw arrays, outside any op: inf/nan quietly, as the ops)
-        r.data[...] = (1 - momentum) * r.data + momentum * value.reshape(r.shape).astype(r.dtype)
+        r._data[...] = (1 - momentum) * r._data + momentum * value.reshape(r.shape).astype(r.dtype)
         r._version.value += 1
 
 
@@ -163,7 +163,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             return y
         y = _standardize(x, dims, eps)
         if running_mean is not None or running_var is not None:
-            a = x.data
+            a = x._data
             with _fp_quiet():
                 m, v = a.mean(axis=dims), a.var(axis=dims) * n / (n - 1)
             _update_running(op, running_mean, m, momentum)
@@ -195,7 +195,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ShapeError(f"{op}: expected more than 1 spatial element per channel, got input {fmt_shape(x.shape)}")
     y = _standardize(x, dims, eps)
     if running_mean is not None or running_var is not None:
-        a = x.data
+        a = x._data
         with _fp_quiet():
             m, v = a.mean(axis=dims).mean(axis=0), (a.var(axis=dims) * n / (n - 1)).mean(axis=0)
         _update_running(op, running_mean, m, momentum)

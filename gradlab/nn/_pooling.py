@@ -150,7 +150,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                 for c in range(k[2]):
                     counts += mask[a:a + (outs[0] - 1) * s[0] + 1:s[0], b:b + (outs[1] - 1) * s[1] + 1:s[1],
                                    c:c + (outs[2] - 1) * s[2] + 1:s[2]]
-        out = total / Tensor._make(xp_of(x.data).asarray(counts.astype(x.dtype)))
+        out = total / Tensor._make(xp_of(x._data).asarray(counts.astype(x.dtype)))
     return O.squeeze(out, 0) if unbatched else out
 
 
@@ -188,7 +188,7 @@ def adaptive_avg_pool2d(input, output_size):
     if 0 in x.shape[-2:]:
         raise ShapeError(f"adaptive_avg_pool2d: input {fmt_shape(x.shape)} has an empty spatial dim; each output "
                          f"averages at least one input position")
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     ph = _avg_matrix(x.shape[-2], oh, xp, x.dtype)
     pw = _avg_matrix(x.shape[-1], ow, xp, x.dtype)
     return O.matmul(O.matmul(ph, x), pw.mT)
@@ -198,7 +198,7 @@ def adaptive_avg_pool1d(input, output_size):
     """Average-pool the last dim of ``(N, C, L)`` (or ``(C, L)``) to exactly ``output_size``."""
     x = _adaptive_input("adaptive_avg_pool1d", input, 1)
     (o,) = _out_sizes("adaptive_avg_pool1d", output_size, x.shape[-1:])
-    return O.matmul(x, _avg_matrix(x.shape[-1], o, xp_of(x.data), x.dtype).mT)
+    return O.matmul(x, _avg_matrix(x.shape[-1], o, xp_of(x._data), x.dtype).mT)
 
 
 def adaptive_avg_pool3d(input, output_size):
@@ -206,7 +206,7 @@ def adaptive_avg_pool3d(input, output_size):
     op = "adaptive_avg_pool3d"
     x = _adaptive_input(op, input, 3)
     od, oh, ow = _out_sizes(op, output_size, x.shape[-3:])
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     pd, ph, pw = (_avg_matrix(n, o, xp, x.dtype) for n, o in zip(x.shape[-3:], (od, oh, ow)))
     y = O.matmul(ph, O.matmul(x, pw.mT))                                      # (..., D, OH, OW)
     y = O.matmul(O.transpose(y, -3, -1), pd.mT)                               # (..., OW, OH, OD)
@@ -215,7 +215,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _on(like, arr):
     """An index/mask array as a tensor on ``like``'s device."""
-    return Tensor._make(xp_of(like.data).asarray(arr))
+    return Tensor._make(xp_of(like._data).asarray(arr))
 
 
 def _windows(n, out):
@@ -238,22 +238,22 @@ def _adaptive_max(op, input, output_size, return_indices, k):
         out = O.amax(g, dim=-1)
         if not return_indices:
             return out
-        a = to_host(g.data)
+        a = to_host(g._data)
         loc = np.take_along_axis(np.broadcast_to(idx, a.shape), a.argmax(-1)[..., None], -1)[..., 0]
-        return out, Tensor._make(xp_of(x.data).asarray(loc))
+        return out, Tensor._make(xp_of(x._data).asarray(loc))
     ih, iw = _windows(ins[0], sizes[0]), _windows(ins[1], sizes[1])
     g = x[..., _on(x, ih[:, :, None, None]), _on(x, iw[None, None])]    # (..., OH, kh, OW, kw)
     out = O.amax(g, dim=(-3, -1))
     if not return_indices:
         return out
-    a = np.moveaxis(to_host(g.data), -3, -2)                                # (..., OH, OW, kh, kw)
+    a = np.moveaxis(to_host(g._data), -3, -2)                                # (..., OH, OW, kh, kw)
     flat = a.reshape(a.shape[:-2] + (-1,)).argmax(-1)
     r, c = np.divmod(flat, iw.shape[1])
     rows = np.take_along_axis(np.broadcast_to(ih[:, None, :], flat.shape[:-2] + (sizes[0], sizes[1], ih.shape[1])),
                               r[..., None], -1)[..., 0]
     cols = np.take_along_axis(np.broadcast_to(iw[None, :, :], flat.shape[:-2] + (sizes[0], sizes[1], iw.shape[1])),
                               c[..., None], -1)[..., 0]
-    return out, Tensor._make(xp_of(x.data).asarray((rows * ins[1] + cols).astype(np.int64)))
+    return out, Tensor._make(xp_of(x._data).asarray((rows * ins[1] + cols).astype(np.int64)))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -280,7 +280,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     out = O.amax(g, dim=(-5, -3, -1))
     if not return_indices:
         return out
-    a = to_host(g.data)
+    a = to_host(g._data)
     lead = a.ndim - 6
     a = np.transpose(a, tuple(range(lead)) + tuple(lead + i for i in (0, 2, 4, 1, 3, 5)))
     flat = a.reshape(a.shape[:lead + 3] + (-1,)).argmax(-1)
@@ -288,7 +288,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     d = wd[np.arange(sizes[0])[:, None, None], i]
     h = wh[np.arange(sizes[1])[:, None], j]
     w = ww[np.arange(sizes[2]), l_]
-    return out, Tensor._make(xp_of(x.data).asarray(((d * ins[1] + h) * ins[2] + w).astype(np.int64)))
+    return out, Tensor._make(xp_of(x._data).asarray(((d * ins[1] + h) * ins[2] + w).astype(np.int64)))
 
 
 def _pool1d_samples(kind):

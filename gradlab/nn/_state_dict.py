@@ -74,12 +74,12 @@ def load_state_dict(module, state_dict, strict: bool = True, assign: bool = Fals
             if k not in state_dict:
                 continue
             v = state_dict[k]
-            arr = v.data if isinstance(v, Tensor) else v
+            arr = v._data if isinstance(v, Tensor) else v
             if assign:
-                t.data = arr
+                t._data = arr
             else:
-                xp_arr = _as_array_like(arr, t.data)
-                t.data[...] = xp_arr
+                xp_arr = _as_array_like(arr, t._data)
+                t._data[...] = xp_arr
             t._version.value += 1
     return _IncompatibleKeys(missing, unexpected)
 

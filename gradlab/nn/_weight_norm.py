@@ -50,8 +50,8 @@ def weight_norm(module, name="weight", dim=0):
     fn = _WeightNorm(name, dim)
     del module._parameters[name]
     g = _norm_except_dim(weight.detach(), dim)
-    module.register_parameter(name + "_g", Parameter(Tensor._make(xp_of(weight.data).asarray(g.data).copy())))
-    module.register_parameter(name + "_v", Parameter(Tensor._make(weight.data)))
+    module.register_parameter(name + "_g", Parameter(Tensor._make(xp_of(weight._data).asarray(g._data).copy())))
+    module.register_parameter(name + "_v", Parameter(Tensor._make(weight._data)))
     object.__setattr__(module, name, fn.compute_weight(module))
     module._weight_norm_hook = module.register_forward_pre_hook(fn)
     module._weight_norm_fn = fn
@@ -80,8 +80,8 @@ class _SpectralNorm:
             with no_grad():
                 m = mat.detach()
                 for _ in range(self.n):
-                    v.data[...] = _unit(m.mT @ u, self.eps)
-                    u.data[...] = _unit(m @ v, self.eps)
+                    v._data[...] = _unit(m.mT @ u, self.eps)
+                    u._data[...] = _unit(m @ v, self.eps)
                 u._version.value += 1
                 v._version.value += 1
         u, v = u.detach().clone(), v.detach().clone()
@@ -93,7 +93,7 @@ class _SpectralNorm:
 
 
 def _unit(x, eps):
-    a = x.data
+    a = x._data
     n = (a * a).sum() ** 0.5
     return a / max(float(n), eps)
 
@@ -115,7 +115,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     v = Tensor._make(_unit(randn(w, dtype=weight.dtype), eps))
     del module._parameters[name]
     module.register_parameter(name + "_orig", weight)
-    object.__setattr__(module, name, Tensor._make(weight.data))
+    object.__setattr__(module, name, Tensor._make(weight._data))
     module.register_buffer(name + "_u", u)
     module.register_buffer(name + "_v", v)
     module._spectral_norm_hook = module.register_forward_pre_hook(fn)

@@ -26,8 +26,8 @@ from ..errors import ArgumentError, ShapeError, fmt_shape
 def _fill(tensor: Tensor, values) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init: expected a Tensor, got {type(tensor).__name__}")
-    xp = xp_of(tensor.data)
-    tensor.data[...] = xp.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
+    xp = xp_of(tensor._data)
+    tensor._data[...] = xp.asarray(np.asarray(values).astype(tensor.dtype, copy=False))
     tensor._version.value += 1
     return tensor
 

@@ -310,7 +310,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
-                p.grad = Tensor._make(p.grad.data * 0)
+                p.grad = Tensor._make(p.grad._data * 0)
 
     # ------------------------------------------------------ device, dtype
     def _apply(self, fn):
@@ -320,12 +320,12 @@ class Module:
                 for k, t in store.items():
                     if t is None:
                         continue
-                    new = fn(t.data)
-                    if new is not t.data:
-                        t.data = new
+                    new = fn(t._data)
+                    if new is not t._data:
+                        t._data = new
                         t._version.value += 1
                         if t.grad is not None:
-                            t.grad = Tensor._make(fn(t.grad.data))
+                            t.grad = Tensor._make(fn(t.grad._data))
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):

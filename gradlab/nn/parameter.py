@@ -39,7 +39,7 @@ class Parameter(metaclass=_ParameterMeta):
         if not isinstance(data, Tensor):
             from ..factories import tensor
             data = tensor(data)
-        p = Tensor._make(data.data)
+        p = Tensor._make(data._data)
         p._version = data._version  # same storage, same version counter
         p._is_param = True
         p.name = data.name

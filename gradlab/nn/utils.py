@@ -40,13 +40,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     if not grads:
         from ..factories import tensor
         return tensor(0.0)
-    xp = xp_of(grads[0].data)
+    xp = xp_of(grads[0]._data)
     if norm_type == math.inf:
-        norms = [xp.abs(g.data).max() if g.data.size else xp.asarray(0.0, dtype=g.dtype) for g in grads]
+        norms = [xp.abs(g._data).max() if g._data.size else xp.asarray(0.0, dtype=g.dtype) for g in grads]
         total = xp.max(xp.stack([xp.asarray(n, dtype=xp.float64) for n in norms]))
     else:
-        parts = [xp.sum(xp.abs(g.data.astype(xp.float64)) ** norm_type) if norm_type != 2.0
-                 else xp.vdot(g.data.ravel().astype(xp.float64), g.data.ravel().astype(xp.float64))
+        parts = [xp.sum(xp.abs(g._data.astype(xp.float64)) ** norm_type) if norm_type != 2.0
+                 else xp.vdot(g._data.ravel().astype(xp.float64), g._data.ravel().astype(xp.float64))
                  for g in grads]
         total = xp.sum(xp.stack([xp.asarray(p) for p in parts])) ** (1.0 / norm_type)
     total_f = float(total)
@@ -59,17 +59,17 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     coef = max_norm / (total_f + 1e-6)
     if coef < 1.0:
         for g in grads:  # new arrays: a gradient array may be a read-only or shared view
-            g.data = g.data * g.data.dtype.type(coef)
+            g._data = g._data * g._data.dtype.type(coef)
             g._version.value += 1
-    return Tensor._make(xp.asarray(total, dtype=grads[0].data.dtype))
+    return Tensor._make(xp.asarray(total, dtype=grads[0]._data.dtype))
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
     for g in _grads(parameters):
-        xp = xp_of(g.data)
-        g.data = xp.clip(g.data, -clip_value, clip_value)
+        xp = xp_of(g._data)
+        g._data = xp.clip(g._data, -clip_value, clip_value)
         g._version.value += 1
 
 
@@ -82,7 +82,7 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
     i = 0
     for p in parameters:
         n = p.numel()
-        p.data[...] = vec.data[i:i + n].reshape(p.shape)
+        p._data[...] = vec._data[i:i + n].reshape(p.shape)
         p._version.value += 1
         i += n
 

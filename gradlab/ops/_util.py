@@ -68,27 +68,27 @@ def arrays_for(op: str, a, b, names=("input", "other")):
     """
     # Fast paths for the common cases (this runs for every binary op).
     if type(a) is Tensor:
-        x = a.data
+        x = a._data
         if type(b) is Tensor:
-            y = b.data
+            y = b._data
             if x.dtype == y.dtype:
                 if type(x) is not type(y):
                     raise device_mismatch(op, a, b, names)
                 return x, y, x.dtype
         elif type(b) is float and x.dtype in _FLOATS:
             return x, b, x.dtype
-    elif type(b) is Tensor and type(a) is float and b.data.dtype in _FLOATS:
-        return a, b.data, b.data.dtype
+    elif type(b) is Tensor and type(a) is float and b._data.dtype in _FLOATS:
+        return a, b._data, b._data.dtype
     dt = _dt.result_type(a, b)
     if isinstance(a, Tensor):
-        x = a.data if a.data.dtype == dt else a.data.astype(dt)
+        x = a._data if a._data.dtype == dt else a._data.astype(dt)
     else:
         x = _scalar(a, dt)
     if isinstance(b, Tensor):
-        y = b.data if b.data.dtype == dt else b.data.astype(dt)
+        y = b._data if b._data.dtype == dt else b._data.astype(dt)
     else:
         y = _scalar(b, dt)
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.data) is not type(b.data):
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a._data) is not type(b._data):
         raise device_mismatch(op, a, b, names)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # where(c, 1.5, 0): no tensor to keep dt
         x, y = dt.type(x), dt.type(y)  # NumPy scalars: accepted next to host and device arrays alike
@@ -153,7 +153,7 @@ def device_mismatch(op, a, b, names=("input", "other")):
     na = f"'{a.name}'" if a.name else names[0]
     nb = f"'{b.name}'" if b.name else names[1]
     for t, n in ((a, na), (b, nb)):
-        if isinstance(t.data, Tensor):  # `w.data = w.data - lr * w.grad` stored a Tensor where an array belongs
+        if isinstance(t._data, Tensor):  # `w.data = w.data - lr * w.grad` stored a Tensor where an array belongs
             return ArgumentTypeError(
                 f"{op}: {n}.data holds a Tensor, not an array: in gradlab .data is the NumPy array itself, so "
                 f"`w.data = <a tensor>` breaks the tensor. Write `w.data = (...).data`, or update in place: "
@@ -162,7 +162,7 @@ def device_mismatch(op, a, b, names=("input", "other")):
 
 
 def shape_of(x):
-    return x.data.shape if isinstance(x, Tensor) else None
+    return x._data.shape if isinstance(x, Tensor) else None
 
 
 def check_broadcast(op, a, b, names=("input", "other")):
@@ -203,7 +203,7 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
     that uses the view rebuilds its graph from the tensor's new one
     (``autograd.views.refresh_view``), as PyTorch does.
     """
-    if getattr(out.data, "base", None) is not None and out.data.base is not None:
+    if getattr(out._data, "base", None) is not None and out._data.base is not None:
         vc = out._version = base._version
         root = out._view_base = base._view_base if base._view_base is not None else base
         out._view_version = vc.value

@@ -153,7 +153,7 @@ class Gelu(Op):
     def forward(ctx, x, approximate):
         ctx.save_for_backward(x)
         ctx.approximate = approximate
-        a = x.data
+        a = x._data
         if approximate == "tanh":
             ctx.formula = ("dX = dY * (0.5 * (1 + T) + 0.5 * X * (1 - T^2) * sqrt(2/pi) * (1 + 3 * 0.044715 * X^2))"
                            "   (T = tanh(sqrt(2/pi) * (X + 0.044715 * X^3)))")
@@ -204,7 +204,7 @@ class GeluBackward(Op):
     def forward(ctx, g, x, approximate):
         ctx.save_for_backward(g, x)
         ctx.approximate = approximate
-        return _gelu_grad(g.data, x.data, approximate)
+        return _gelu_grad(g._data, x._data, approximate)
 
     _dydx = Gelu._dydx
     _d2ydx2 = Gelu._d2ydx2
@@ -258,7 +258,7 @@ class Silu(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        a = x.data
+        a = x._data
         e = np.exp(-np.abs(a))
         s = np.where(a >= 0, 1 / (1 + e), e / (1 + e))
         return as_array(a * s, dtype=a.dtype)
@@ -301,7 +301,7 @@ class Softplus(Op):
     def forward(ctx, x, beta, threshold):
         ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
-        a = x.data
+        a = x._data
         bx = a * beta
         # logaddexp(0, bx) = log(1 + exp(bx)) without overflow
         y = np.where(bx > threshold, a, np.logaddexp(0, bx) / beta)
@@ -358,7 +358,7 @@ class LeakyRelu(OneRule, Op):
 
     @staticmethod
     def forward(ctx, x, negative_slope):
-        a = x.data
+        a = x._data
         pos = a > 0
         ctx.slope = Tensor._make(np.where(pos, 1.0, negative_slope).astype(a.dtype))
         ctx.save_for_backward(ctx.slope)

@@ -49,7 +49,7 @@ class _Binary(Op):
         # the everyday cases inline: a float tensor and a Python float (as a cached 0-d array: same
         # numbers, half the time), or two tensors of one dtype; arrays_for promotes everything else
         if type(a) is Tensor:
-            x = a.data
+            x = a._data
             dt = x.dtype
             if type(b) is float and dt in _FLOATS:
                 y = b
@@ -57,8 +57,8 @@ class _Binary(Op):
                     y = WEAK_FLOATS.get((b, dt))
                     if y is None:
                         y = weak_float(b, dt)
-            elif type(b) is Tensor and b.data.dtype is dt and type(b.data) is type(x):
-                y = b.data
+            elif type(b) is Tensor and b._data.dtype is dt and type(b._data) is type(x):
+                y = b._data
             else:
                 x, y, dt = arrays_for(self.name, a, b)
         else:
@@ -283,8 +283,8 @@ def _rounded_div(a, b, mode):
         if mode == "floor":
             return q
         x, y, _ = arrays_for("div", a, b)
-        fix = (as_array(x - q.data * y) != 0) & ((as_array(x) < 0) != (as_array(y) < 0))  # on x's device
-        return Tensor._make(q.data + fix.astype(q.data.dtype))  # floor -> toward zero
+        fix = (as_array(x - q._data * y) != 0) & ((as_array(x) < 0) != (as_array(y) < 0))  # on x's device
+        return Tensor._make(q._data + fix.astype(q._data.dtype))  # floor -> toward zero
     q = div(a, b)
     return O.trunc(q) if mode == "trunc" else O.floor(q)
 
@@ -311,7 +311,7 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``, broadcasting; either side may be a number."""
     a, b = operand(input, "pow", "input"), operand(exponent, "pow", "exponent")
     if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b < 0 \
-            and isinstance(a, Tensor) and a.data.dtype.kind in "biu":
+            and isinstance(a, Tensor) and a._data.dtype.kind in "biu":
         from ..errors import ArgumentError
         raise ArgumentError(f"pow: an integer tensor (dtype {a.dtype}) to the negative integer power {b} "
                             f"is not allowed; use a float tensor (x.float() ** {b})")
@@ -325,7 +325,7 @@ class Atan2(Op):
     @staticmethod
     def forward(ctx, y, x):
         ctx.save_for_backward(y, x)
-        return np.arctan2(y.data, x.data)
+        return np.arctan2(y._data, x._data)
 
     def vjp(self, g):
         y, x = self.saved_tensors

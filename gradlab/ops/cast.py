@@ -23,9 +23,9 @@ class Cast(Op):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.in_dtype = x.dtype
-        if type(x.data) is not np.ndarray:
+        if type(x._data) is not np.ndarray:
             check_dtype_for(dtype, x.device)  # no bfloat16 on a GPU
-        return x.data.astype(dtype)
+        return x._data.astype(dtype)
 
     def vjp(self, g):
         return Cast.apply(g, self.in_dtype), None
@@ -44,7 +44,7 @@ class ToDevice(Op):
     @staticmethod
     def forward(ctx, x, device):
         ctx.in_device = x.device
-        return _to_device(x.data, device)
+        return _to_device(x._data, device)
 
     def vjp(self, g):
         return ToDevice.apply(g, self.in_device), None
@@ -141,7 +141,7 @@ class Clone(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return x.data.copy()  # on x's device
+        return x._data.copy()  # on x's device
 
     def vjp(self, g):
         return (g,)

@@ -21,7 +21,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = check_tensor(input, "isclose"), check_tensor(other, "isclose", "other")
     _c.same_dtype("isclose", input=a, other=b)
     check_broadcast("isclose", a, b)
-    return Tensor._make(np.isclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return Tensor._make(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 register('isclose', samples=lambda src: [Sample((src.tensor((3, 4)), src.tensor((3, 4))))],
@@ -67,7 +67,7 @@ ne = not_equal = _compare("ne", np.not_equal)
 
 def _pred(name, fn):
     def f(input):
-        return Tensor._make(as_array(fn(check_tensor(input, name).data)))
+        return Tensor._make(as_array(fn(check_tensor(input, name)._data)))
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
     return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
@@ -82,18 +82,18 @@ isfinite = _pred("isfinite", np.isfinite)
 def equal(input, other) -> bool:
     """True if both tensors have the same shape and the same values."""
     a, b = check_tensor(input, "equal"), check_tensor(other, "equal")
-    return a.shape == b.shape and bool(np.array_equal(a.data, b.data))
+    return a.shape == b.shape and bool(np.array_equal(a._data, b._data))
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose", "other")
     _c.same_dtype("allclose", input=a, other=b)
     check_broadcast("allclose", a, b)
-    return bool(np.allclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return bool(np.allclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor shaped like ``elements``: True where the element occurs in ``test_elements``."""
     e = elements if isinstance(elements, Tensor) else Tensor._make(np.asarray(elements))
-    t = np.asarray(test_elements.cpu().data if isinstance(test_elements, Tensor) else test_elements)
-    return Tensor._make(np.isin(np.asarray(e.cpu().data), t, invert=invert)).to(e.device)
+    t = np.asarray(test_elements.cpu()._data if isinstance(test_elements, Tensor) else test_elements)
+    return Tensor._make(np.isin(np.asarray(e.cpu()._data), t, invert=invert)).to(e.device)

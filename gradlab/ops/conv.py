@@ -95,7 +95,7 @@ class Unfold(Op):
     @staticmethod
     def forward(ctx, x, k, d, p, s):
         ctx.geom, ctx.hw = (k, d, p, s), x.shape[-2:]
-        return im2col(x.data, k, d, p, s)
+        return im2col(x._data, k, d, p, s)
 
     def vjp(self, g):
         return (Fold.apply(g, self.hw, *self.geom),) + (None,) * 4
@@ -114,7 +114,7 @@ class Fold(Op):
     @staticmethod
     def forward(ctx, cols, hw, k, d, p, s):
         ctx.geom = (k, d, p, s)
-        return col2im(cols.data, hw, k, d, p, s)
+        return col2im(cols._data, hw, k, d, p, s)
 
     def vjp(self, g):
         return (Unfold.apply(g, *self.geom),) + (None,) * 5
@@ -209,20 +209,20 @@ class Conv2d(Op):
     def forward(ctx, x, w, b, s, p, d, groups):
         ctx.save_for_backward(x, w)
         ctx.conf = (s, p, d, groups)
-        xp = xp_of(x.data)
+        xp = xp_of(x._data)
         n, c, h, wd = x.shape
         oc, cg, kh, kw = w.shape
         k = (kh, kw)
-        cols = im2col(x.data.astype(w.dtype, copy=False), k, d, p, s)  # (N, C*kh*kw, L)
+        cols = im2col(x._data.astype(w.dtype, copy=False), k, d, p, s)  # (N, C*kh*kw, L)
         oh, ow = out_size(h, kh, d[0], p[0], s[0]), out_size(wd, kw, d[1], p[1], s[1])
         if groups == 1:
-            y = xp.matmul(w.data.reshape(oc, -1), cols)  # (OC, K) @ (N, K, L) -> (N, OC, L)
+            y = xp.matmul(w._data.reshape(oc, -1), cols)  # (OC, K) @ (N, K, L) -> (N, OC, L)
         else:
             cg_cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
-            y = xp.matmul(w.data.reshape(groups, oc // groups, -1), cg_cols)  # (N, G, OC/G, L)
+            y = xp.matmul(w._data.reshape(groups, oc // groups, -1), cg_cols)  # (N, G, OC/G, L)
         y = y.reshape(n, oc, oh, ow)
         if b is not None:
-            bias = b.data.reshape(1, oc, 1, 1)
+            bias = b._data.reshape(1, oc, 1, 1)
             if np.result_type(y, bias) == y.dtype:
                 y += bias  # in place on the fresh product: one 4-D array fewer to allocate
             else:
@@ -414,15 +414,15 @@ class Conv2dNaive(Op):
     def forward(ctx, x, w, b, s, p, d, groups):
         ctx.save_for_backward(x, w)
         ctx.conf = (s, p, d, groups)
-        xp = xp_of(x.data)
-        a = xp.pad(x.data, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+        xp = xp_of(x._data)
+        a = xp.pad(x._data, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
         n, c, h, wd = x.shape
         oc, cg, kh, kw = w.shape
         k, ocg = (kh, kw), oc // groups
         oh, ow = out_size(h, kh, d[0], p[0], s[0]), out_size(wd, kw, d[1], p[1], s[1])
         out = xp.zeros((n, oc, oh, ow), dtype=w.dtype)
         for g in range(groups):
-            wg = w.data[g * ocg:(g + 1) * ocg]
+            wg = w._data[g * ocg:(g + 1) * ocg]
             xg = a[:, g * cg:(g + 1) * cg]
             for i in range(oh):
                 for j in range(ow):
@@ -430,7 +430,7 @@ class Conv2dNaive(Op):
                     patch = xg[:, :, rows, cols]                                  # (N, C/G, kh, kw)
                     out[:, g * ocg:(g + 1) * ocg, i, j] = xp.tensordot(patch, wg, axes=([1, 2, 3], [1, 2, 3]))
         if b is not None:
-            out += b.data.reshape(1, oc, 1, 1)
+            out += b._data.reshape(1, oc, 1, 1)
         return out
 
     def vjp(self, grad):
@@ -452,16 +452,16 @@ class Conv2dNaiveBackward(Op):
     def forward(ctx, grad, node):
         x, w = node.saved_tensors
         s, p, d, groups = node.conf
-        xp = xp_of(x.data)
-        a = xp.pad(x.data, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+        xp = xp_of(x._data)
+        a = xp.pad(x._data, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
         da = xp.zeros_like(a)
-        dw = xp.zeros_like(w.data)
+        dw = xp.zeros_like(w._data)
         oc, cg, kh, kw = w.shape
         k, ocg = (kh, kw), oc // groups
-        g_ = grad.data
+        g_ = grad._data
         for g in range(groups):
             co, ci = slice(g * ocg, (g + 1) * ocg), slice(g * cg, (g + 1) * cg)
-            wg = w.data[co]
+            wg = w._data[co]
             for i in range(g_.shape[2]):
                 for j in range(g_.shape[3]):
                     rows, cols = _patch(k, d, s, i, j)

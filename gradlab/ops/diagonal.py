@@ -26,7 +26,7 @@ class Tril(Op):
     @staticmethod
     def forward(ctx, x, diagonal):
         ctx.diagonal = diagonal
-        return type(ctx).fn(x.data, diagonal)
+        return type(ctx).fn(x._data, diagonal)
 
     def vjp(self, g):
         return type(self).apply(g, self.diagonal), None
@@ -87,7 +87,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise ArgumentError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
     y = x.movedim((d1, d2), (-2, -1))
-    rows, cols = _diag_index(y.shape[-2], y.shape[-1], _c.size(offset, "diagonal", "offset", None), xp_of(x.data))
+    rows, cols = _diag_index(y.shape[-2], y.shape[-1], _c.size(offset, "diagonal", "offset", None), xp_of(x._data))
     return O.getitem(y, (Ellipsis, Tensor._make(rows), Tensor._make(cols)))
 
 
@@ -115,6 +115,6 @@ def diag(input, diagonal=0):  # noqa: F811 - PyTorch's name for the argument
         raise ShapeError(f"diag: input must be 1-D (a vector) or 2-D (a matrix), got shape {fmt_shape(x.shape)}")
     n = x.shape[0] + abs(k)
     out = O.zeros(n, n, dtype=x.dtype, device=x.device)
-    rows, cols = _diag_index(n, n, k, xp_of(x.data))
+    rows, cols = _diag_index(n, n, k, xp_of(x._data))
     out[Tensor._make(rows), Tensor._make(cols)] = x
     return out

@@ -19,7 +19,7 @@ class Dropout(OneRule, Op):
     def forward(ctx, x, mask):
         ctx.save_for_backward(mask)
         ctx.mask = mask
-        return x.data * mask.data
+        return x._data * mask._data
 
     def rule(self, ns, g, mask):   # one rule: on tensors (vjp) and on arrays (vjp_arrays), see OneRule
         return g * mask, None

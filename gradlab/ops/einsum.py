@@ -124,7 +124,7 @@ class Einsum(Op):
     def forward(ctx, equation, *operands):
         ctx.labels, ctx.out, ctx.sizes, ctx.equation, ctx.formula = _plan(equation, tuple(x.shape for x in operands))
         ctx.save_for_backward(*operands)
-        return _einsum_arrays(ctx.equation, [x.data for x in operands])
+        return _einsum_arrays(ctx.equation, [x._data for x in operands])
 
     def vjp(self, g):
         xs = self.saved_tensors

@@ -21,7 +21,7 @@ class Embedding(Op):
     @staticmethod
     def forward(ctx, weight, ids, scale):
         ctx.ids, ctx.scale, ctx.n = ids, scale, weight.shape[0]
-        return weight.data[ids]
+        return weight._data[ids]
 
     def vjp(self, g):
         if self.scale is not None:
@@ -30,7 +30,7 @@ class Embedding(Op):
 
     def vjp_arrays(self, g):
         if self.scale is not None:
-            g = g * self.scale.data
+            g = g * self.scale._data
         return _rows_added(self.ids, g.reshape(self.ids.size, g.shape[-1]), self.n), None, None
 
     def jvp(self, t, *_):

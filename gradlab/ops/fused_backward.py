@@ -25,7 +25,7 @@ class TanhBackward(OneRule, Op):
     @staticmethod
     def forward(ctx, g, y):
         ctx.save_for_backward(g, y)
-        return g.data * (1 - y.data * y.data)
+        return g._data * (1 - y._data * y._data)
 
     def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         return gz * (1 - y * y), -2 * gz * g * y
@@ -48,8 +48,8 @@ class SigmoidBackward(OneRule, Op):
     @staticmethod
     def forward(ctx, g, y):
         ctx.save_for_backward(g, y)
-        yd = y.data
-        return g.data * yd * (1 - yd)
+        yd = y._data
+        return g._data * yd * (1 - yd)
 
     def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         return gz * y * (1 - y), gz * g * (1 - 2 * y)

@@ -107,7 +107,7 @@ def _norm_index(index, shape, op="getitem"):
     _check_steps(index, op)
     def conv(i):
         if isinstance(i, Tensor):
-            i = i.data
+            i = i._data
         elif isinstance(i, list):
             i = np.asarray(i)
             if i.size == 0:
@@ -152,7 +152,7 @@ class Index(Op):
     @staticmethod
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
-        return x.data[index]
+        return x._data[index]
 
     def vjp(self, g):
         return IndexAddZeros.apply(g, self.index, self.in_shape), None
@@ -173,7 +173,7 @@ class IndexAddZeros(Op):
     @staticmethod
     def forward(ctx, g, index, shape):
         ctx.index = index
-        return index_add_zeros(g.data, index, shape)
+        return index_add_zeros(g._data, index, shape)
 
     def vjp(self, gg):
         return Index.apply(gg, self.index), None, None
@@ -260,7 +260,7 @@ def getitem(input, index):
 
 def _index_arg(index, op, x, arg="index"):
     index = check_tensor(index, op, arg)
-    if type(index.data) is not type(x.data) and index.device != x.device:  # same device (PyTorch)
+    if type(index._data) is not type(x._data) and index.device != x.device:  # same device (PyTorch)
         raise device_mismatch(op, x, index, ("input", "index"))
     if _dt.category(index.dtype) != 1:
         raise DTypeError(f"{op}: {arg} must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
@@ -295,7 +295,7 @@ def _along(index: np.ndarray, dim: int):
 
 def _check_gather(op, x, dim, index):
     index = check_tensor(index, op, "index")
-    if type(index.data) is not type(x.data) and index.device != x.device:  # same device (PyTorch)
+    if type(index._data) is not type(x._data) and index.device != x.device:  # same device (PyTorch)
         raise device_mismatch(op, x, index, ("input", "index"))
     if _dt.category(index.dtype) != 1:
         raise DTypeError(f"{op}: index must be an integer tensor, got dtype {_dt.dtype_name(index.dtype)} "
@@ -309,10 +309,10 @@ def _check_gather(op, x, dim, index):
         if i != d and a > b:
             raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than input {fmt_shape(x.shape)} "
                              f"at dim {i}; outside dim {dim} index sizes must be <= the input's")
-    if index.data.size and (index.data.max() >= x.shape[d] or index.data.min() < 0):
+    if index._data.size and (index._data.max() >= x.shape[d] or index._data.min() < 0):
         # as in PyTorch, negative indices are not counted from the end here (NumPy would wrap them)
         raise IndexOutOfRange(f"{op}: index holds values outside [0, {x.shape[d]}) for dim {dim} of size "
-                              f"{x.shape[d]} (found {int(index.data.min())} to {int(index.data.max())})")
+                              f"{x.shape[d]} (found {int(index._data.min())} to {int(index._data.max())})")
     return d, index
 
 
@@ -330,7 +330,7 @@ def gather(input, dim, index):
     """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and so on): pick along ``dim``."""
     x = check_tensor(input, "gather")
     d, index = _check_gather("gather", x, dim, index)
-    return Index.apply(x, _along(index.data, d))
+    return Index.apply(x, _along(index._data, d))
 
 
 def _slice_index_arg(op, x, dim, index):
@@ -341,7 +341,7 @@ def _slice_index_arg(op, x, dim, index):
         raise ShapeError(f"{op}: index must be 1-D (or 0-d), got shape {fmt_shape(idx.shape)}")
     d = one_dim(dim, max(x.ndim, 1), op)
     n = x.shape[d] if x.ndim else 1
-    a = np.asarray(idx.cpu().data).reshape(-1)
+    a = np.asarray(idx.cpu()._data).reshape(-1)
     if a.size and (a.min() < -n or a.max() >= n):
         raise IndexOutOfRange(f"{op}: index holds {int(a.max()) if a.max() >= n else int(a.min())}, outside "
                               f"[-{n}, {n}) for dim {d} of input {fmt_shape(x.shape)}")
@@ -401,7 +401,7 @@ def index_fill(input, dim, index, value):
     x = check_tensor(input, "index_fill")
     d, idx = _slice_index_arg("index_fill", x, dim, index)
     hit = np.zeros(x.shape[d] if x.ndim else 1, dtype=bool)
-    hit[np.asarray(idx.cpu().data)] = True
+    hit[np.asarray(idx.cpu()._data)] = True
     view = [1] * x.ndim
     if x.ndim:
         view[d] = x.shape[d]
@@ -441,7 +441,7 @@ def index_select(input, dim, index):
         raise ShapeError(f"index_select: index must be 1-D (or 0-d), got shape {fmt_shape(index.shape)}")
     d = one_dim(dim, x.ndim, "index_select")
     n = x.shape[d] if x.ndim else 1
-    flat = index.data.reshape(-1)
+    flat = index._data.reshape(-1)
     if flat.size and (flat.max() >= n or flat.min() < 0):  # no wrap-around of negatives, as in PyTorch
         raise IndexOutOfRange(f"index_select: index holds values outside [0, {n}) for dim {dim} of "
                               f"input {fmt_shape(x.shape)}")
@@ -459,8 +459,8 @@ class MaskedFill(Op):
     def forward(ctx, x, mask, value):
         ctx.save_for_backward(mask)
         ctx.value_shape = value.shape if isinstance(value, Tensor) else None
-        v = value.data if isinstance(value, Tensor) else value
-        return np.where(mask.data, v, x.data).astype(x.dtype, copy=False)
+        v = value._data if isinstance(value, Tensor) else value
+        return np.where(mask._data, v, x._data).astype(x.dtype, copy=False)
 
     def vjp(self, g):
         (mask,) = self.saved_tensors
@@ -499,7 +499,7 @@ def masked_fill(input, mask, value):
     The attention lesson's causal mask: ``scores.masked_fill(~causal, float('-inf'))``."""
     x = check_tensor(input, "masked_fill")
     mask = check_tensor(mask, "masked_fill", "mask")
-    if type(mask.data) is not type(x.data) and mask.device != x.device:  # same device (PyTorch)
+    if type(mask._data) is not type(x._data) and mask.device != x.device:  # same device (PyTorch)
         raise device_mismatch("masked_fill", x, mask, ("input", "mask"))
     if mask.dtype != _dt.bool_:
         raise DTypeError(f"masked_fill: mask must be a bool tensor, got dtype {_dt.dtype_name(mask.dtype)} "

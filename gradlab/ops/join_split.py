@@ -37,12 +37,12 @@ class Cat(Op):
     def forward(ctx, dim, *xs):
         ctx.dim = dim
         ctx.sizes = [x.shape[dim] for x in xs]
-        kind = type(xs[0].data) if xs else None
+        kind = type(xs[0]._data) if xs else None
         for i, x in enumerate(xs):
-            if type(x.data) is not kind:  # nothing is copied between devices implicitly
+            if type(x._data) is not kind:  # nothing is copied between devices implicitly
                 raise device_mismatch("cat", xs[0], x, ("tensors[0]", f"tensors[{i}]"))
         dt = _dt.result_type(*xs)
-        return np.concatenate([x.data.astype(dt, copy=False) for x in xs], axis=dim)
+        return np.concatenate([x._data.astype(dt, copy=False) for x in xs], axis=dim)
 
     def vjp(self, g):
         grads, start = [None], 0
@@ -234,7 +234,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(s, Tensor):
         if s.dtype.kind not in "iu" or s.ndim > 1:
             raise ArgumentTypeError("tensor_split: a tensor indices_or_sections must be a 0-d or 1-D integer tensor")
-        s = int(s.item()) if s.ndim == 0 else [int(v) for v in np.asarray(s.cpu().data)]
+        s = int(s.item()) if s.ndim == 0 else [int(v) for v in np.asarray(s.cpu()._data)]
     if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
         if s <= 0:
             raise ArgumentError(f"tensor_split: number of sections must be larger than 0, got {s}")

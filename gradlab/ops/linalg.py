@@ -131,7 +131,7 @@ class Inv(_Op):
 
     @staticmethod
     def forward(ctx, A):
-        y = _lapack("inv", _np.linalg.inv, A.data)
+        y = _lapack("inv", _np.linalg.inv, A._data)
         ctx.save_output(y)
         return y
 
@@ -156,9 +156,9 @@ class Det(_Op):
     @staticmethod
     def forward(ctx, A):
         ctx.save_for_backward(A)
-        y = _np.linalg.det(A.data)
-        ctx.save_output(_xp_of(A.data).asarray(y, dtype=A.data.dtype))
-        return _xp_of(A.data).asarray(y, dtype=A.data.dtype)
+        y = _np.linalg.det(A._data)
+        ctx.save_output(_xp_of(A._data).asarray(y, dtype=A._data.dtype))
+        return _xp_of(A._data).asarray(y, dtype=A._data.dtype)
 
     def vjp(self, g):
         A, d = self.saved_tensors
@@ -195,7 +195,7 @@ class Solve(_Op):
 
     @staticmethod
     def forward(ctx, A, B, vector):
-        x = _lapack("solve", _solve_arrays, A.data, B.data, vector)
+        x = _lapack("solve", _solve_arrays, A._data, B._data, vector)
         ctx.save_for_backward(A, B, vector)
         ctx.save_output(x)
         return x
@@ -256,7 +256,7 @@ class Cholesky(_Op):
 
     @staticmethod
     def forward(ctx, A, upper):
-        a = A.data
+        a = A._data
         a = (a + _np.swapaxes(a, -1, -2)) * 0.5
         L = _lapack("cholesky", _np.linalg.cholesky, a, what="the input is not positive-definite")
         ctx.upper = upper
@@ -290,7 +290,7 @@ class QR(_Op):
 
     @staticmethod
     def forward(ctx, A, mode):
-        q, r = _np.linalg.qr(A.data, mode=mode)
+        q, r = _np.linalg.qr(A._data, mode=mode)
         ctx.mode = mode
         ctx.save_output(q)
         ctx.save_output(r)
@@ -329,7 +329,7 @@ class Eigh(_Op):
 
     @staticmethod
     def forward(ctx, A):
-        a = A.data
+        a = A._data
         a = (a + _np.swapaxes(a, -1, -2)) * 0.5
         w, v = _lapack("eigh", _np.linalg.eigh, a, what="the eigenvalue algorithm did not converge")
         v = v * _column_signs(v)
@@ -375,7 +375,7 @@ class SVD(_Op):
 
     @staticmethod
     def forward(ctx, A, full_matrices):
-        u, s, vh = _lapack("svd", lambda a: _np.linalg.svd(a, full_matrices=full_matrices), A.data,
+        u, s, vh = _lapack("svd", lambda a: _np.linalg.svd(a, full_matrices=full_matrices), A._data,
                            what="the SVD did not converge")
         signs = _column_signs(u[..., :s.shape[-1]])
         u = u.copy()

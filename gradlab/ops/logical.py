@@ -22,4 +22,4 @@ logical_xor = _compare("logical_xor", np.logical_xor)
 def logical_not(input):
     """``True`` where ``input`` is zero (False), for any dtype; ``~x`` is the bitwise not on integers."""
     x = check_tensor(input, "logical_not")
-    return Tensor._make(np.logical_not(x.data))
+    return Tensor._make(np.logical_not(x._data))

@@ -25,11 +25,11 @@ class NLLLoss(Op):
 
     @staticmethod
     def forward(ctx, logp, target, weight, ignore_index, reduction, cdim):
-        xp = xp_of(logp.data)
+        xp = xp_of(logp._data)
         valid = target != ignore_index
         safe = xp.where(valid, target, 0)
         idx = xp.expand_dims(safe, cdim)
-        picked = xp.take_along_axis(logp.data, idx, axis=cdim).squeeze(cdim)
+        picked = xp.take_along_axis(logp._data, idx, axis=cdim).squeeze(cdim)
         wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
         wt = wt.astype(logp.dtype, copy=False)
         loss = -picked * wt
@@ -87,7 +87,7 @@ class NLLBackward(Op):
     @staticmethod
     def forward(ctx, g, info):
         ctx.info = info
-        return _scatter(_row_coeff(info) * g.data, info)  # 'none': one dY per row; else dY is a scalar
+        return _scatter(_row_coeff(info) * g._data, info)  # 'none': one dY per row; else dY is a scalar
 
     def vjp(self, gz):
         return _pick(gz, self.info), None

@@ -99,7 +99,7 @@ class Linear(Op):
         X, W, _ = arrays_for("linear", x, w, ("input", "weight"))
         out = np.matmul(blas_ready(X), blas_ready(W).T)
         if b is not None:
-            out += b.data
+            out += b._data
         return out
 
     def vjp(self, g):
@@ -286,7 +286,7 @@ def tensordot(a, b, dims=2):
         da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         if isinstance(dims, Tensor):
-            dims = dims.data.tolist()
+            dims = dims._data.tolist()
         try:
             da, db = ([int(d) for d in (x if isinstance(x, (list, tuple)) else [x])] for x in dims)
         except (TypeError, ValueError):

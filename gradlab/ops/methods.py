@@ -161,11 +161,11 @@ def _nonzero(self, *, as_tuple=False):
     """The indices of the nonzero entries: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
     from ..backend import xp_of
     x = check_tensor(self, "nonzero")
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     if x.ndim == 0:  # a 0-d tensor: one row (if nonzero) with no columns
-        n = int(bool(x.data))
+        n = int(bool(x._data))
         return (Tensor._make(xp.zeros(n, "int64")),) if as_tuple else Tensor._make(xp.zeros((n, 0), "int64"))
-    idx = xp.nonzero(x.data)
+    idx = xp.nonzero(x._data)
     if as_tuple:
         return tuple(Tensor._make(i.astype("int64")) for i in idx)
     return Tensor._make(xp.stack(idx, axis=1).astype("int64") if idx else xp.zeros((0, 0), "int64"))
@@ -190,7 +190,7 @@ def _unfold(self, dimension, size, step):
                             f"(input {tuple(self.shape)}); need 0 <= size <= {n} and step > 0")
     windows = (n - size) // step + 1
     idx = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     picked = O.index_select(x, d, Tensor._make(xp.asarray(idx, dtype=np.int64)))
     out = picked.reshape(*x.shape[:d], windows, size, *x.shape[d + 1:])
     out = O.movedim(out, d + 1, -1)
@@ -209,8 +209,8 @@ def _masked_scatter(self, mask, source):
     if mask.dtype != np.bool_:
         raise DTypeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}; compare first (x > 0)")
     m = O.broadcast_to(mask, self.shape)
-    xp = xp_of(self.data)
-    flat = m.data.reshape(-1)
+    xp = xp_of(self._data)
+    flat = m._data.reshape(-1)
     need = int(flat.sum())
     if source.numel() < need:
         raise ArgumentError(f"masked_scatter: the mask selects {need} positions but source has only "
@@ -244,15 +244,15 @@ def _index_put_(self, indices, values, accumulate=False):
                                 "write x.index_put_((rows, cols), values)")
     indices = tuple(check_tensor(i, "index_put_", "indices") for i in indices)
     if not isinstance(values, Tensor):
-        values = Tensor._make(xp_of(self.data).asarray(values, dtype=self.dtype))
+        values = Tensor._make(xp_of(self._data).asarray(values, dtype=self.dtype))
     if not accumulate:
         self[indices] = values
         return self
-    xp = xp_of(self.data)
+    xp = xp_of(self._data)
     if len(indices) == 1 and indices[0].dtype == np.bool_:
-        indices = tuple(Tensor._make(i) for i in xp.nonzero(indices[0].data))
+        indices = tuple(Tensor._make(i) for i in xp.nonzero(indices[0]._data))
     k = len(indices)
-    arrays = xp.broadcast_arrays(*[i.data.astype(np.int64) for i in indices])
+    arrays = xp.broadcast_arrays(*[i._data.astype(np.int64) for i in indices])
     lead = self.shape[:k]
     lin = xp.ravel_multi_index(tuple(a.reshape(-1) % n for a, n in zip(arrays, lead)), lead)
     rest = tuple(self.shape[k:])
@@ -302,7 +302,7 @@ def _invert(self):
     if self.dtype.kind == "b":
         return O.logical_not(self)
     if self.dtype.kind in "iu":
-        return Tensor._make(np.invert(self.data))
+        return Tensor._make(np.invert(self._data))
     raise DTypeError(f"invert: ~ needs a bool or integer tensor, got dtype {self.dtype}; "
                      f"for a mask use ~(x > 0) or x.logical_not()")
 

@@ -27,7 +27,7 @@ class Norm(Op):
     def forward(ctx, x, p, axes, keepdim):
         ctx.p, ctx.axes, ctx.keepdim, ctx.in_shape = p, axes, keepdim, x.shape
         ctx.save_for_backward(x)
-        a = np.abs(x.data)
+        a = np.abs(x._data)
         if a.dtype.itemsize < 4:  # float16/bfloat16: squares and sums in float32 (as PyTorch), rounded once
             a = a.astype(np.float32)
         kw = dict(axis=axes, keepdims=keepdim)

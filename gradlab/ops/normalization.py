@@ -94,14 +94,14 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, k, eps):
-        a = x.data
+        a = x._data
         out_dt = _dt.result_type(*(t for t in (x, weight, bias) if t is not None))
         ct = np.dtype("float32") if out_dt.itemsize < 4 else out_dt  # 16-bit floats compute in float32
         m, n = int(np.prod(a.shape[:a.ndim - k])), int(np.prod(a.shape[a.ndim - k:]))
         ctx.k, ctx.eps, ctx.rows = k, eps, (m, n)
         a2 = a.reshape(m, n).astype(ct, copy=False)
-        wv = None if weight is None else weight.data.reshape(n)
-        bv = None if bias is None else bias.data.reshape(n)
+        wv = None if weight is None else weight._data.reshape(n)
+        bv = None if bias is None else bias._data.reshape(n)
         if parallel.big(a2):  # blocks of rows across threads: each row is the same NumPy calls (same bits)
             y = np.empty((m, n), ct)
             mu, rstd = np.empty((m, 1), ct), np.empty((m, 1), ct)
@@ -201,7 +201,7 @@ class BatchNorm(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps, stats):
-        a = x.data
+        a = x._data
         shape = (1, a.shape[1]) + (1,) * (a.ndim - 2)
         ctx.dims, ctx.eps, ctx.shape = dims, eps, shape
         mu = a.mean(axis=dims, keepdims=True)
@@ -210,9 +210,9 @@ class BatchNorm(Op):
         sd = np.sqrt(var + eps)
         y = xc / sd
         if weight is not None:
-            y = y * weight.data.reshape(shape)
+            y = y * weight._data.reshape(shape)
         if bias is not None:
-            y = y + bias.data.reshape(shape)
+            y = y + bias._data.reshape(shape)
         stats.append((mu, var))
         ctx.save_for_backward(x, weight, bias, mu, 1 / sd)
         return y

@@ -40,7 +40,7 @@ class ConstantPad(Op):
     @staticmethod
     def forward(ctx, x, amounts, value):
         ctx.amounts = amounts
-        return _constant_pad(x.data, amounts, value)
+        return _constant_pad(x._data, amounts, value)
 
     def vjp(self, g):
         return ConstantPad.apply(g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None

@@ -164,7 +164,7 @@ class MaxPool2d(Op):
         if type(geo) is _Tiles and geo.out is not None:  # (max_pool2d found the maxima already)
             out, geo.out = geo.out, None
             return out
-        return _gather(x.data, geo, -np.inf)
+        return _gather(x._data, geo, -np.inf)
 
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
@@ -198,7 +198,7 @@ class PoolScatter(Op):
     @staticmethod
     def forward(ctx, g, geo):
         ctx.geo = geo
-        return _scatter(g.data, geo)
+        return _scatter(g._data, geo)
 
     def vjp(self, gg):
         return PoolGather.apply(gg, self.geo), None
@@ -219,7 +219,7 @@ class PoolGather(Op):
     @staticmethod
     def forward(ctx, x, geo):
         ctx.geo = geo
-        return _gather(x.data, geo, 0)
+        return _gather(x._data, geo, 0)
 
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
@@ -238,10 +238,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """
     x, k, s, p, d, out_hw, pads, unbatched = _setup("max_pool2d", input, kernel_size, stride, padding, dilation,
                                                      ceil_mode)
-    xp = xp_of(x.data)
-    geo = _tiles(x.data, k, s, d, out_hw, pads)
+    xp = xp_of(x._data)
+    geo = _tiles(x._data, k, s, d, out_hw, pads)
     if geo is None:
-        win = _windows(_padded(x.data, pads, -np.inf), k, s, d, out_hw)
+        win = _windows(_padded(x._data, pads, -np.inf), k, s, d, out_hw)
         n, c = x.shape[:2]
         arg = xp.argmax(win.reshape(n, c, out_hw[0], out_hw[1], k[0] * k[1]), axis=-1)
         i, j = arg // k[1], arg % k[1]
@@ -293,7 +293,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     if divisor_override:
         out = sums / float(divisor_override)
     else:
-        out = sums / Tensor._make(_divisor(h, w, k, s, p, out_hw, count_include_pad, xp_of(x.data), x.dtype))
+        out = sums / Tensor._make(_divisor(h, w, k, s, p, out_hw, count_include_pad, xp_of(x._data), x.dtype))
     out = O.reshape(out, (n, c) + tuple(out_hw))
     return O.squeeze(out, 0) if unbatched else out
 

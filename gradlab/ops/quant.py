@@ -34,10 +34,10 @@ class FakeQuantize(OneRule, Op):
 
     @staticmethod
     def forward(ctx, x, scale, zero_point, qmin, qmax):
-        xp = xp_of(x.data)
+        xp = xp_of(x._data)
         # as PyTorch's kernel: multiply by a float32 1/scale, round half to even, then shift
         inv = float(np.float32(1.0) / np.float32(scale))
-        q = xp.rint(x.data * inv) + zero_point
+        q = xp.rint(x._data * inv) + zero_point
         mask = (q >= qmin) & (q <= qmax)
         ctx.mask = Tensor._make(mask)
         ctx.save_for_backward(ctx.mask)

@@ -93,9 +93,9 @@ class FusedLSTMCell(Op):
 
     @staticmethod
     def forward(ctx, gates, cx):
-        c = cx.data
+        c = cx._data
         H = c.shape[-1]
-        act, tc, hy, cy = _lstm_step_arrays(xp_of(c), gates.data, c, H)
+        act, tc, hy, cy = _lstm_step_arrays(xp_of(c), gates._data, c, H)
         ctx.H = H
         ctx.save_for_backward(gates, cx, act, tc)
         return hy, cy
@@ -127,7 +127,7 @@ class FusedLSTM(Op):
 
     @staticmethod
     def forward(ctx, proj, h0, c0, w_hh, b_hh, reverse=False):
-        P, h, c, W = proj.data, h0.data, c0.data, w_hh.data
+        P, h, c, W = proj._data, h0._data, c0._data, w_hh._data
         xp = xp_of(P)
         T, H = P.shape[0], c.shape[-1]
         acts = xp.empty(P.shape, dtype=P.dtype)
@@ -135,7 +135,7 @@ class FusedLSTM(Op):
         h_in = xp.empty((T,) + c.shape, dtype=P.dtype)  # the state each step read: h_{t-1}, c_{t-1}
         c_in = xp.empty((T,) + c.shape, dtype=P.dtype)
         hs = xp.empty((T,) + c.shape, dtype=P.dtype)
-        Wt, b = W.T, None if b_hh is None else b_hh.data
+        Wt, b = W.T, None if b_hh is None else b_hh._data
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             h_in[t], c_in[t] = h, c
             G = xp.matmul(h, Wt)
@@ -215,7 +215,7 @@ class FusedGRUCell(Op):
 
     @staticmethod
     def forward(ctx, input_gates, hidden_gates, hx):
-        xg, hg, h = input_gates.data, hidden_gates.data, hx.data
+        xg, hg, h = input_gates._data, hidden_gates._data, hx._data
         H = h.shape[-1]
         xp = xp_of(xg)
         rz = _sigmoid_array(xg[..., :2 * H] + hg[..., :2 * H])

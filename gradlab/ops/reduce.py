@@ -47,7 +47,7 @@ register('count_nonzero', samples=lambda src: [Sample((src.tensor((3, 4)),), dic
 def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "any")
     axes = norm_dim(dim if axis is None else axis, x.ndim, "any")
-    return Tensor._make(as_array(np.any(x.data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
+    return Tensor._make(as_array(np.any(x._data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
@@ -55,7 +55,7 @@ def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
 def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "all")
     axes = norm_dim(dim if axis is None else axis, x.ndim, "all")
-    return Tensor._make(as_array(np.all(x.data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
+    return Tensor._make(as_array(np.all(x._data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
 
 
 _bmax = builtins.max  # this module defines its own ``max``
@@ -127,7 +127,7 @@ class SumTo(OneRule, Op):
         ctx.in_shape = x.shape
         ctx.axes = tuple(range(lead)) + tuple(  # the widget shows which axes were summed
             lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-        return sum_to_array(x.data, shape)
+        return sum_to_array(x._data, shape)
 
     def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
         return ns.broadcast_to(g, self.in_shape), None
@@ -168,7 +168,7 @@ class Sum(Op):
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         # (the array's own .sum: the same reduction as np.sum without its Python wrapper, twice as fast on
         # a small tensor; CuPy arrays have it too)
-        return as_array(x.data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
+        return as_array(x._data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
 
     def vjp(self, g):
         return _expand_back(g, self.in_shape, self.axes, self.keepdim), None, None, None
@@ -209,8 +209,8 @@ class Mean(Op):
         reduced = range(x.ndim) if axes is None else axes
         ctx.count = math.prod(x.shape[a] for a in reduced)
         if ctx.count == 0:  # the mean of nothing is nan, as in PyTorch (and no NumPy "empty slice" warning)
-            return as_array(np.sum(x.data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
-        return as_array(x.data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
+            return as_array(np.sum(x._data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
+        return as_array(x._data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
 
     def vjp(self, g):
         # an empty input has an empty gradient, so the max(., 1) never changes a value
@@ -248,12 +248,12 @@ class Amax(Op):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
-        if (x.data.size == 0 and axes is None) or builtins.any(x.shape[a] == 0 for a in (axes or ())):
+        if (x._data.size == 0 and axes is None) or builtins.any(x.shape[a] == 0 for a in (axes or ())):
             raise ArgumentError(
                 f"{ctx.name}: cannot reduce an empty dimension of a tensor of shape {fmt_shape(x.shape)}: "
                 "the max of nothing is undefined")
         ctx.in_shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        y = as_array(type(ctx).fn(x.data, axis=axes, keepdims=keepdim))
+        y = as_array(type(ctx).fn(x._data, axis=axes, keepdims=keepdim))
         ctx.save_for_backward(x)
         ctx.save_output(y)
         return y
@@ -359,15 +359,15 @@ def _arg(name, fn):
         x = check_tensor(input, name)
         dim, keepdim = _dim_arg(dim, axis, name), _keep(keepdim, keepdims)
         d = None if dim is None else one_dim(dim, x.ndim, name)
-        if x.data.size == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
+        if x._data.size == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
             raise ArgumentError(f"{name}: the input of shape {fmt_shape(x.shape)} is empty"
                                 + ("" if d is None else f" along dim {dim}"))
         if dim is None:
-            out = as_array(fn(x.data.reshape(-1)))
+            out = as_array(fn(x._data.reshape(-1)))
             if keepdim:
                 out = out.reshape((1,) * x.ndim)
         else:
-            out = fn(x.data, axis=d, keepdims=keepdim) if x.ndim else xp_of(x.data).asarray(0)
+            out = fn(x._data, axis=d, keepdims=keepdim) if x.ndim else xp_of(x._data).asarray(0)
         return O.Tensor._make(as_array(out, dtype=np.int64))
     f.__name__ = name
     f.__doc__ = f"Index of the {name[3:]}imum (over all elements, or along ``dim``); not differentiable."
@@ -407,7 +407,7 @@ class Var(Op):
         ctx.axes, ctx.correction, ctx.keepdim, ctx.in_shape = axes, correction, keepdim, x.shape
         ctx.denom = _count(x.shape, axes) - correction
         ctx.save_for_backward(x)
-        return as_array(Var._compute(x.data, axes, keepdim, ctx.denom), dtype=x.data.dtype)
+        return as_array(Var._compute(x._data, axes, keepdim, ctx.denom), dtype=x._data.dtype)
 
     @staticmethod
     def _compute(a, axes, keepdim, denom):
@@ -451,7 +451,7 @@ class Std(Var):
         ctx.axes, ctx.correction, ctx.keepdim, ctx.in_shape = axes, correction, keepdim, x.shape
         ctx.denom = _count(x.shape, axes) - correction
         ctx.save_for_backward(x)
-        y = as_array(np.sqrt(Var._compute(x.data, axes, keepdim, ctx.denom)), dtype=x.data.dtype)
+        y = as_array(np.sqrt(Var._compute(x._data, axes, keepdim, ctx.denom)), dtype=x._data.dtype)
         ctx.save_output(y)
         return y
 
@@ -532,7 +532,7 @@ class LogSumExp(Op):
     def forward(ctx, x, axes, keepdim):
         ctx.axes, ctx.keepdim, ctx.in_shape = axes, keepdim, x.shape
         ctx.save_for_backward(x)
-        a = x.data
+        a = x._data
         m = np.max(a, axis=axes, keepdims=True, initial=-np.inf)
         m = np.where(np.isfinite(m), m, 0)  # rows of -inf (or +inf) stay -inf (+inf) instead of nan
         y = np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
@@ -589,7 +589,7 @@ class Prod(Op):
     def forward(ctx, x, axes, keepdim, dtype):
         ctx.axes, ctx.keepdim, ctx.in_shape = axes, keepdim, x.shape
         ctx.save_for_backward(x)
-        y = as_array(np.prod(x.data, axis=axes, keepdims=keepdim, dtype=dtype))
+        y = as_array(np.prod(x._data, axis=axes, keepdims=keepdim, dtype=dtype))
         ctx.save_output(y)
         return y
 
@@ -599,7 +599,7 @@ class Prod(Op):
             return O.ones_like(x)
         dim = None if self.axes is None else self.axes[0]
         yk = _kept(y, self.in_shape, self.axes, self.keepdim)
-        zero = x.data == 0
+        zero = x._data == 0
         if not zero.any():
             return yk / x
         # y is 0 wherever a slice holds a zero; then y / x_safe gives the right 0 (and its
@@ -675,7 +675,7 @@ class CumSum(Op):
     @staticmethod
     def forward(ctx, x, dim, dtype):
         ctx.dim = dim
-        a = x.data
+        a = x._data
         if a.ndim == 0:
             return a.astype(dtype or a.dtype)  # a copy, on a's device
         if dtype is None and a.dtype.itemsize <= 2 and a.dtype.kind not in "biu":
@@ -759,7 +759,7 @@ def bincount(input, weights=None, minlength=0):
     if x.ndim != 1 or x.dtype.kind not in "iu":
         raise ValueRuntimeError(f"bincount: input must be a 1-D integer tensor, got shape {fmt_shape(x.shape)} "
                          f"and dtype {x.dtype}; count class labels with y.long().flatten()")
-    a = np.asarray(x.cpu().data)
+    a = np.asarray(x.cpu()._data)
     if a.size and a.min() < 0:
         raise ValueRuntimeError(f"bincount: input must hold only non-negative values, found {int(a.min())}; shift them first "
                                 f"(x - x.min())")
@@ -769,7 +769,7 @@ def bincount(input, weights=None, minlength=0):
         if weights.shape != x.shape:
             raise ShapeError(f"bincount: weights {fmt_shape(weights.shape)} must have the same shape as input "
                              f"{fmt_shape(x.shape)}")
-        w = np.asarray(weights.cpu().data)
+        w = np.asarray(weights.cpu()._data)
     out = np.bincount(a, weights=w, minlength=int(minlength))
     if w is None:
         out = out.astype(np.int64)
@@ -810,7 +810,7 @@ def _cum_extreme(name, better):
         if x.ndim == 0:
             return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
         d = one_dim(dim, x.ndim, name)
-        a = np.moveaxis(np.asarray(x.cpu().data), d, -1)
+        a = np.moveaxis(np.asarray(x.cpu()._data), d, -1)
         n = a.shape[-1]
         idx = np.zeros(a.shape, np.int64)
         if n:
@@ -852,8 +852,8 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - PyTorch's names
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"histc: input must be a floating tensor, got {x.dtype}; convert with x.float()")
     bins = _c.size(bins, "histc", "bins", minimum=1)
-    xp = xp_of(x.data)
-    a = x.data.reshape(-1)
+    xp = xp_of(x._data)
+    a = x._data.reshape(-1)
     lo, hi = float(_c.number(min, "histc", "min")), float(_c.number(max, "histc", "max"))
     if lo == hi and a.size:
         lo, hi = float(a.min()), float(a.max())

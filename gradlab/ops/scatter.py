@@ -32,8 +32,8 @@ class Scatter(Op):
     def forward(ctx, x, src, dim, index):
         ctx.dim, ctx.index = dim, index
         ctx.src_shape = src.shape if isinstance(src, Tensor) else None
-        out = x.data.copy()
-        out[_along(index.data, dim)] = src.data[_head(index.shape)] if isinstance(src, Tensor) else src
+        out = x._data.copy()
+        out[_along(index._data, dim)] = src._data[_head(index.shape)] if isinstance(src, Tensor) else src
         return out
 
     def vjp(self, g):
@@ -42,7 +42,7 @@ class Scatter(Op):
         return dx, dsrc, None, None
 
     def vjp_arrays(self, g):
-        where = _along(self.index.data, self.dim)
+        where = _along(self.index._data, self.dim)
         dx = dsrc = None
         if self.next_functions[0] is not None:
             dx = g.copy()
@@ -68,8 +68,8 @@ class ScatterAdd(Op):
     @staticmethod
     def forward(ctx, x, src, dim, index):
         ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
-        out = x.data.copy()
-        _scatter_add(out, _along(index.data, dim), src.data[_head(index.shape)])  # repeats add up (np.add.at)
+        out = x._data.copy()
+        _scatter_add(out, _along(index._data, dim), src._data[_head(index.shape)])  # repeats add up (np.add.at)
         return out
 
     def vjp(self, g):
@@ -78,7 +78,7 @@ class ScatterAdd(Op):
     def vjp_arrays(self, g):
         dsrc = None
         if self.next_functions[1] is not None:
-            dsrc = _pad_array(g[_along(self.index.data, self.dim)], self.src_shape)
+            dsrc = _pad_array(g[_along(self.index._data, self.dim)], self.src_shape)
         return g, dsrc, None, None
 
     def jvp(self, tx, tsrc, *_):

@@ -72,7 +72,7 @@ class Reshape(Op):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
-        return x.data.reshape(shape)
+        return x._data.reshape(shape)
 
     def vjp(self, g):
         return O.reshape(g, self.in_shape), None
@@ -99,7 +99,7 @@ def _view_dtype(x, dtype):
         raise ShapeError(f"view: viewing {x.dtype} as {dt} changes the element size, which needs the last dim "
                          "to be contiguous; call .contiguous() first")
     try:
-        out = x.data.view(dt)
+        out = x._data.view(dt)
     except ValueError as e:
         raise ShapeError(f"view: cannot view a {fmt_shape(x.shape)} {x.dtype} tensor as {dt}: {e}") from None
     return view_of(Tensor._make(out), x)
@@ -109,7 +109,7 @@ def _view_dtype(x, dtype):
 def reshape(input, *shape):
     """The same elements in a new shape (one size may be -1). A view when possible."""
     x = check_tensor(input, "reshape")
-    shape = _infer_shape(sizes_arg(shape, "reshape"), x.data.size, "reshape", x.shape)
+    shape = _infer_shape(sizes_arg(shape, "reshape"), x._data.size, "reshape", x.shape)
     if shape == x.shape:
         return x
     return view_of(Reshape.apply(x, shape), x)
@@ -121,8 +121,8 @@ def view(input, *shape):
     x = check_tensor(input, "view")
     if len(shape) == 1 and isinstance(shape[0], (np.dtype, type)) and not isinstance(shape[0], (int, tuple, list)):
         return _view_dtype(x, shape[0])
-    shape = _infer_shape(sizes_arg(shape, "view"), x.data.size, "view", x.shape)
-    probe = x.data.view()
+    shape = _infer_shape(sizes_arg(shape, "view"), x._data.size, "view", x.shape)
+    probe = x._data.view()
     try:
         probe.shape = shape  # NumPy refuses exactly when a copy would be needed
     except AttributeError:
@@ -142,7 +142,7 @@ class Permute(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return x.data.transpose(dims)
+        return x._data.transpose(dims)
 
     @property
     def inverse(self):
@@ -264,7 +264,7 @@ class BroadcastTo(OneRule, Op):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
-        return np.broadcast_to(x.data, shape)
+        return np.broadcast_to(x._data, shape)
 
     def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
         return sum_to_in(ns, g, self.in_shape), None
@@ -329,7 +329,7 @@ class Contiguous(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return xp_of(x.data).ascontiguousarray(x.data)  # on x's device
+        return xp_of(x._data).ascontiguousarray(x._data)  # on x's device
 
     def vjp(self, g):
         return (g,)
@@ -343,7 +343,7 @@ class Contiguous(Op):
 def contiguous(input):
     """A C-contiguous copy (the same tensor if it already is contiguous)."""
     x = check_tensor(input, "contiguous")
-    return x if x.data.flags.c_contiguous else Contiguous.apply(x)
+    return x if x._data.flags.c_contiguous else Contiguous.apply(x)
 
 
 # -------------------------------------------------------------- repeat, tile
@@ -354,7 +354,7 @@ class Repeat(Op):
     @staticmethod
     def forward(ctx, x, sizes):
         ctx.sizes, ctx.in_shape = sizes, x.shape
-        a = x.data.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
+        a = x._data.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
         return np.tile(a, sizes)
 
     def vjp(self, g):
@@ -413,8 +413,8 @@ class Flip(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        xp = xp_of(x.data)
-        return xp.ascontiguousarray(xp.flip(x.data, axis=dims)) if dims else x.data.copy()
+        xp = xp_of(x._data)
+        return xp.ascontiguousarray(xp.flip(x._data, axis=dims)) if dims else x._data.copy()
 
     def vjp(self, g):
         return Flip.apply(g, self.dims), None
@@ -450,7 +450,7 @@ class Roll(Op):
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
-        return xp_of(x.data).roll(x.data, shifts, axis=dims)
+        return xp_of(x._data).roll(x._data, shifts, axis=dims)
 
     def vjp(self, g):
         back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
@@ -498,10 +498,10 @@ class AsStrided(Op):
 
     @staticmethod
     def forward(ctx, x, size, stride, offset, positions):
-        if type(x.data) is not np.ndarray:  # the gradient's scatter-add needs its indices on x's device
-            positions = xp_of(x.data).asarray(positions)
+        if type(x._data) is not np.ndarray:  # the gradient's scatter-add needs its indices on x's device
+            positions = xp_of(x._data).asarray(positions)
         ctx.in_shape, ctx.positions = x.shape, positions
-        a = x.data
+        a = x._data
         item = a.itemsize
         flat = a.reshape(-1)
         return _as_strided(flat[offset:], size, tuple(s * item for s in stride))  # NumPy's or CuPy's
@@ -554,7 +554,7 @@ def as_strided(input, size, stride, storage_offset=0):
         raise IndexOutOfRange(
             f"as_strided: size {fmt_shape(size)} with stride {fmt_shape(stride)} and storage_offset {offset} reaches "
             f"memory slot {int(positions.max())}, but input {fmt_shape(x.shape)} has only {n} elements")
-    if not x.data.flags.c_contiguous:
+    if not x._data.flags.c_contiguous:
         x = O.contiguous(x)
     return view_of(AsStrided.apply(x, size, stride, offset, positions), x)
 
@@ -676,7 +676,7 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
     if isinstance(repeats, Tensor):
         if repeats.dtype.kind not in "iu" or repeats.ndim > 1:
             raise ArgumentTypeError("repeat_interleave: repeats must be an int or a 1-D integer tensor")
-        counts = np.asarray(repeats.cpu().data).reshape(-1)
+        counts = np.asarray(repeats.cpu()._data).reshape(-1)
     elif isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
         counts = np.asarray([repeats])
     else:

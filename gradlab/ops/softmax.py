@@ -128,7 +128,7 @@ class Softmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        y = _by_rows(_softmax_array, dim, x.data)
+        y = _by_rows(_softmax_array, dim, x._data)
         ctx.save_output(y)
         return y
 
@@ -155,7 +155,7 @@ class SoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        return _by_rows(_softmax_grad, dim, g.data, y.data)
+        return _by_rows(_softmax_grad, dim, g._data, y._data)
 
     def vjp(self, gz):
         g, y = self.saved_tensors
@@ -189,7 +189,7 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        y = _by_rows(_log_softmax_array, dim, x.data)
+        y = _by_rows(_log_softmax_array, dim, x._data)
         ctx.save_output(y)
         return y
 
@@ -215,7 +215,7 @@ class LogSoftmaxBackward(Op):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        return _by_rows(_log_softmax_grad, dim, g.data, y.data)
+        return _by_rows(_log_softmax_grad, dim, g._data, y._data)
 
     def vjp(self, gz):
         g, y = self.saved_tensors

@@ -23,7 +23,7 @@ from .registry import Sample, register
 
 def _host_rows(x, d):
     """``x``'s values with ``dim`` last, as a host array of rows ``(-1, n)``."""
-    a = np.moveaxis(np.asarray(to_host(x.data)), d, -1)
+    a = np.moveaxis(np.asarray(to_host(x._data)), d, -1)
     return a.reshape(-1, a.shape[-1])
 
 
@@ -45,7 +45,7 @@ def _replay(x, d, idx, which, fn):
     if pick.size == 0:
         return idx
     rows = _host_rows(x, d)
-    ia = np.moveaxis(np.array(to_host(idx.data)), d, -1)
+    ia = np.moveaxis(np.array(to_host(idx._data)), d, -1)
     shape = ia.shape
     ir = ia.reshape(-1, shape[-1])
     for r in pick:
@@ -123,8 +123,8 @@ def _median(op, x, dim, keepdim, ignore_nan):
     lower middle in a stable sort (PyTorch breaks ties by index), and an all-NaN row in ``nanmedian``
     the index PyTorch's ``nth_element`` leaves there.
     """
-    xp = xp_of(x.data)
-    isnan = xp.isnan(x.data) if _dt_is_float(x.dtype) else None
+    xp = xp_of(x._data)
+    isnan = xp.isnan(x._data) if _dt_is_float(x.dtype) else None
     if dim is None:
         flat = O.flatten(x)
         n = flat.shape[0]
@@ -134,10 +134,10 @@ def _median(op, x, dim, keepdim, ignore_nan):
         nn = 0 if nan is None else int(nan.sum())
         if nn and (not ignore_nan or nn == n):
             return O.mean(O.masked_select(flat, Tensor._make(nan)))
-        order = xp.argsort(flat.data, kind="stable")  # NaNs last
+        order = xp.argsort(flat._data, kind="stable")  # NaNs last
         m = (n - nn - 1) // 2
         picked = O.reshape(O.gather(flat, 0, Tensor._make(order[m:m + 1].astype(np.int64))), ())
-        tied = flat.data == picked.data
+        tied = flat._data == picked._data
         k = int(tied.sum())
         if k == 1 or not x._requires_grad:
             return picked
@@ -145,7 +145,7 @@ def _median(op, x, dim, keepdim, ignore_nan):
         # is a valid subgradient; the even share is PyTorch's). The value stays exactly the median:
         # (s - s.detach()) is 0 forward and passes dY / k to each tied element backward.
         ties = O.masked_select(flat, Tensor._make(tied))
-        if not bool(xp.isfinite(picked.data)):
+        if not bool(xp.isfinite(picked._data)):
             return O.mean(ties)  # (k infinities: their mean is the same infinity)
         s = O.sum(ties)
         return picked.detach() + (s - s.detach()) / k
@@ -156,7 +156,7 @@ def _median(op, x, dim, keepdim, ignore_nan):
     if n == 0:
         from ..errors import IndexOutOfRange
         raise IndexOutOfRange(f"{op}: dim {d} of input {fmt_shape(x.shape)} is empty; there is no median to take")
-    order = xp.argsort(x.data, axis=d, kind="stable")  # NaNs last
+    order = xp.argsort(x._data, axis=d, kind="stable")  # NaNs last
     keep = x.shape[:d] + (1,) + x.shape[d + 1:]
     nans = xp.zeros(keep, np.int64) if isnan is None else xp.sum(isnan, axis=d, keepdims=True)
     if ignore_nan:
@@ -191,7 +191,7 @@ def mode(input, dim=-1, keepdim=False):
     if x.ndim == 0:
         return ValuesIndices(O.clone(x), Tensor._make(np.zeros((), np.int64)))
     d = one_dim(dim, x.ndim, "mode")
-    a = np.moveaxis(np.asarray(x.cpu().data), d, -1)
+    a = np.moveaxis(np.asarray(x.cpu()._data), d, -1)
     rows = a.reshape(-1, a.shape[-1])
     idx = np.zeros(rows.shape[0], np.int64)
     for r, row in enumerate(rows):  # PyTorch's kernel, replayed: std::sort by value, the first longest run
@@ -207,11 +207,11 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The distinct values, sorted (``dim=None``: of the flattened input; ``dim=d``: distinct slices along d),
     optionally with ``inverse`` (where each input element went) and ``counts``."""
     x = check_tensor(input, "unique")
-    a = np.asarray(x.cpu().data)
+    a = np.asarray(x.cpu()._data)
     if dim is None:
         vals, first, inv, counts = np.unique(a.reshape(-1), return_index=True, return_inverse=True, return_counts=True)
         out = O.getitem(O.flatten(x), Tensor._make(first.astype(np.int64)).to(x.device)) if x._requires_grad \
-            else Tensor._make(xp_of(x.data).asarray(vals))
+            else Tensor._make(xp_of(x._data).asarray(vals))
         inv = inv.reshape(a.shape)
     else:
         d = one_dim(dim, x.ndim, "unique")
@@ -233,14 +233,14 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     x = check_tensor(input, "unique_consecutive")
     if dim is not None:
         d = one_dim(dim, x.ndim, "unique_consecutive")
-        moved = np.moveaxis(np.asarray(x.cpu().data), d, 0)
+        moved = np.moveaxis(np.asarray(x.cpu()._data), d, 0)
         rows = moved.reshape(moved.shape[0], -1)
         starts = np.ones(rows.shape[0], bool)
         starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
         out = O.index_select(x, d, Tensor._make(np.nonzero(starts)[0].astype(np.int64)).to(x.device))
         n = rows.shape[0]
     else:
-        flat = np.asarray(x.cpu().data).reshape(-1)
+        flat = np.asarray(x.cpu()._data).reshape(-1)
         starts = np.ones(flat.shape[0], bool)
         starts[1:] = flat[1:] != flat[:-1]
         out = O.getitem(O.flatten(x), Tensor._make(np.nonzero(starts)[0].astype(np.int64)).to(x.device))
@@ -263,7 +263,7 @@ def _sort(self, dim=-1, descending=False, stable=False):
     gradients flow back to where each value came from. Ties keep their original order."""
     from ..backend import xp_of
     d = one_dim(dim, self.ndim, "sort") if self.ndim else 0
-    a = self.data if self.ndim else self.data.reshape(1)
+    a = self._data if self.ndim else self._data.reshape(1)
     xp = xp_of(a)
     idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
     if descending and a.dtype.kind == "b":

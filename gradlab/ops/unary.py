@@ -41,7 +41,7 @@ class ZeroGrad(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return as_array(type(ctx).fn(x.data))
+        return as_array(type(ctx).fn(x._data))
 
     def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
         return (g * 0,)
@@ -96,7 +96,7 @@ class Elementwise(Op):
 
     @staticmethod
     def forward(ctx, x):
-        a = x.data
+        a = x._data
         # a large host array: block by block across threads (backend.parallel; elementwise: same bits)
         y = _parallel.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
         saves = ctx.saves  # (save_for_backward / save_output, inline: every row's forward runs this)
@@ -219,7 +219,7 @@ def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
 
     def fn(input):
         x = input if type(input) is Tensor else check_tensor(input, name)
-        if floating and x.data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
+        if floating and x._data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
             x = to_float(x)
         return apply(x)
     fn.__doc__ = f"{doc} Backward: {formula}"
@@ -275,7 +275,7 @@ def polygamma(n, input):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise DTypeError(f"polygamma: n must be a non-negative int (the order of the derivative), got {n!r}")
     x = input if type(input) is Tensor else check_tensor(input, "polygamma")
-    if x.data.dtype.kind in "biu":
+    if x._data.dtype.kind in "biu":
         x = to_float(x)
     return _polygamma_op(int(n)).apply(x)
 
@@ -316,7 +316,7 @@ class Round(ZeroGrad):
     @staticmethod
     def forward(ctx, x, decimals):
         # half to even, like PyTorch: round(0.5) == 0, round(1.5) == 2
-        return as_array(np.round(x.data, decimals))
+        return as_array(np.round(x._data, decimals))
 
     def vjp(self, g):  # g * 0 is the same on a Tensor and on an array: one rule serves both
         return g * 0, None
@@ -490,7 +490,7 @@ def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
     x = check_tensor(input, "sign")
     if x.dtype == np.bool_:  # the sign of a bool is itself, as in PyTorch (NumPy has no bool sign)
-        return Tensor._make(x.data.copy())
+        return Tensor._make(x._data.copy())
     return Sign.apply(x)
 
 

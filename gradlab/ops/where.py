@@ -126,7 +126,7 @@ class Clamp(OneRule, Op):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
-        a = x.data
+        a = x._data
         out = a
         if lo is not None:
             out = np.maximum(out, a.dtype.type(lo))
@@ -190,7 +190,7 @@ class Where(Op):
     @staticmethod
     def forward(ctx, cond, a, b):
         x, y, _ = arrays_for("where", a, b)
-        c = cond.data
+        c = cond._data
         try:
             out = np.where(c, x, y)
         except ValueError:
@@ -244,7 +244,7 @@ def where(condition, input=None, other=None):
     if input is None or other is None:
         raise ArgumentTypeError("where: give both input and other (or neither, for the indices of the true entries)")
     for name, t in (("input", input), ("other", other)):
-        if isinstance(t, Tensor) and type(t.data) is not type(cond.data) and t.device != cond.device:
+        if isinstance(t, Tensor) and type(t._data) is not type(cond._data) and t.device != cond.device:
             raise device_mismatch("where", t, cond, (name, "condition"))
     if cond.dtype != _dt.bool_:
         raise DTypeError(f"where: condition must be a bool tensor, got dtype {_dt.dtype_name(cond.dtype)}; compare "

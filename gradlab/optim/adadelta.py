@@ -40,7 +40,7 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr, rho, eps = group["lr"], group["rho"], group["eps"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                v, u = state["square_avg"].data, state["acc_delta"].data
+                v, u = state["square_avg"]._data, state["acc_delta"]._data
                 v *= rho
                 v += (1 - rho) * (g * g)
                 std = np.sqrt(v + eps)

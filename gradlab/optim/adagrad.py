@@ -40,9 +40,9 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
+                step = float(state["step"]._data)
                 clr = lr / (1 + (step - 1) * lr_decay)
-                acc = state["sum"].data
+                acc = state["sum"]._data
                 acc += g * g
                 _update_param(p, clr * g / (np.sqrt(acc) + eps))
         return loss

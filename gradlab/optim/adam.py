@@ -61,8 +61,8 @@ class Adam(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps, amsgrad = group["lr"], group["betas"], group["eps"], group["amsgrad"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
-                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                step = float(state["step"]._data)
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 # the formulas above, computed in place so each step makes 4 temporary arrays, not 9
                 # (same operations in the same order: the results are bit-identical)
                 w = as_weak  # Python floats as cached 0-d arrays of m's dtype: the same numbers, faster
@@ -76,7 +76,7 @@ class Adam(Optimizer):
                 bc1 = 1 - beta1 ** step
                 bc2_sqrt = math.sqrt(1 - beta2 ** step)
                 if amsgrad:
-                    vmax = state["max_exp_avg_sq"].data
+                    vmax = state["max_exp_avg_sq"]._data
                     np.maximum(vmax, v, out=vmax) if isinstance(vmax, np.ndarray) else vmax.__setitem__(
                         Ellipsis, np.maximum(vmax, v))
                     denom = np.sqrt(vmax)

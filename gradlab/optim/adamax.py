@@ -31,8 +31,8 @@ class Adamax(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
-                m, u = state["exp_avg"].data, state["exp_inf"].data
+                step = float(state["step"]._data)
+                m, u = state["exp_avg"]._data, state["exp_inf"]._data
                 m += (g - m) * (1 - beta1)          # m.lerp_(g, 1 - beta1)
                 u *= beta2
                 u[...] = np.maximum(u, np.abs(g) + eps)

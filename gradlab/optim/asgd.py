@@ -34,16 +34,16 @@ class ASGD(Optimizer):
         for group in self.param_groups:
             lr, lambd, alpha, t0 = (group[k] for k in ("lr", "lambd", "alpha", "t0"))
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
-                eta = float(state["eta"].data)
-                p.data *= 1 - lambd * eta
+                step = float(state["step"]._data)
+                eta = float(state["eta"]._data)
+                p._data *= 1 - lambd * eta
                 _update_param(p, eta * g)
-                mu = state["mu"].data
-                ax = state["ax"].data
+                mu = state["mu"]._data
+                ax = state["ax"]._data
                 if float(mu) != 1:
-                    ax += (p.data - ax) * mu.astype(ax.dtype)
+                    ax += (p._data - ax) * mu.astype(ax.dtype)
                 else:
-                    ax[...] = p.data
-                state["eta"].data = np.asarray(lr / ((1 + lambd * lr * step) ** alpha), dtype=np.float32)
-                state["mu"].data = np.asarray(1 / max(1, step - t0), dtype=np.float32)
+                    ax[...] = p._data
+                state["eta"]._data = np.asarray(lr / ((1 + lambd * lr * step) ** alpha), dtype=np.float32)
+                state["mu"]._data = np.asarray(1 / max(1, step - t0), dtype=np.float32)
         return loss

@@ -39,13 +39,13 @@ class NAdam(Optimizer):
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             psi = group["momentum_decay"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
+                step = float(state["step"]._data)
                 bc2 = 1 - beta2 ** step
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
-                state["mu_product"].data = (state["mu_product"].data * np.float32(mu)).astype(np.float32)
-                mu_product = float(state["mu_product"].data)
-                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                state["mu_product"]._data = (state["mu_product"]._data * np.float32(mu)).astype(np.float32)
+                mu_product = float(state["mu_product"]._data)
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 m += (g - m) * (1 - beta1)
                 v *= beta2
                 v += (1 - beta2) * (g * g)

@@ -82,7 +82,7 @@ class Optimizer:
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is not None:
-                    p.grad = None if set_to_none else Tensor._make(p.grad.data * 0)
+                    p.grad = None if set_to_none else Tensor._make(p.grad._data * 0)
 
     @no_grad()
     def step(self, closure=None):  # pragma: no cover - abstract
@@ -123,7 +123,7 @@ class Optimizer:
             grad = p._grad
             if grad is None:
                 continue
-            a, g = p.data, grad.data
+            a, g = p._data, grad._data
             if g.dtype is not a.dtype and g.dtype != a.dtype:  # (``is`` first: the usual case, cheaply)
                 g = g.astype(a.dtype)
             if maximize:
@@ -133,9 +133,9 @@ class Optimizer:
                 state = states.get(p)
                 if not state:  # first step (or a state emptied by hand)
                     state = states[p] = {"step": _step_tensor(0.0), **init(p, group)}
-                state["step"].data = state["step"].data + 1
+                state["step"]._data = state["step"]._data + 1
             if shrink is not None:
-                p.data *= shrink
+                p._data *= shrink
             elif coupled:
                 g = g + coupled * a
             yield p, g, state
@@ -160,11 +160,11 @@ class Optimizer:
     def _state_follow_params(self):
         """Move state tensors (momentum, moments...) onto their parameter's device where they differ."""
         for p, st in self.state.items():
-            kind = type(p.data)
+            kind = type(p._data)
             for k, v in st.items():
-                if (type(v) is Tensor or isinstance(v, Tensor)) and type(v.data) is not kind and k != "step":
+                if (type(v) is Tensor or isinstance(v, Tensor)) and type(v._data) is not kind and k != "step":
                     from ..backend.device import to_device_array
-                    st[k] = Tensor._make(to_device_array(v.data, p.device))
+                    st[k] = Tensor._make(to_device_array(v._data, p.device))
 
     # ------------------------------------------------------------ state dicts
     def state_dict(self) -> dict:
@@ -215,7 +215,7 @@ class Optimizer:
             new = {}
             for k, v in st.items():
                 if isinstance(v, Tensor):
-                    arr = np.asarray(v.data) if not hasattr(v.data, "get") else v.data
+                    arr = np.asarray(v._data) if not hasattr(v._data, "get") else v._data
                     if k != "step" and arr.dtype != p.dtype and arr.dtype.kind == "f":
                         arr = arr.astype(p.dtype)
                     if arr.ndim and tuple(arr.shape) != tuple(p.shape):
@@ -246,7 +246,7 @@ class Optimizer:
 
 def _state_tensor(p, fill=0.0):
     """A zero buffer with ``p``'s shape, dtype and device (optimizer state)."""
-    out = p.data.copy()
+    out = p._data.copy()
     out.fill(fill)
     return Tensor._make(out)
 
@@ -261,7 +261,7 @@ def _update_param(p, new_or_delta, inplace_sub=True):
     A read-only array (e.g. one made from a broadcast) is replaced instead. NumPy refuses a
     read-only destination before computing anything, so trying first costs nothing.
     """
-    a = p.data
+    a = p._data
     if type(a) is np.ndarray:
         try:
             if inplace_sub:
@@ -275,9 +275,9 @@ def _update_param(p, new_or_delta, inplace_sub=True):
                 raise
     if getattr(a.flags, "writeable", True):
         if inplace_sub:
-            p.data -= new_or_delta
+            p._data -= new_or_delta
         else:
-            p.data[...] = new_or_delta
+            p._data[...] = new_or_delta
     else:
-        p.data = a - new_or_delta if inplace_sub else new_or_delta.copy()
+        p._data = a - new_or_delta if inplace_sub else new_or_delta.copy()
     p._version.value += 1

@@ -32,8 +32,8 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                step = float(state["step"].data)
-                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                step = float(state["step"]._data)
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 m += (g - m) * (1 - beta1)
                 v *= beta2
                 v += (1 - beta2) * (g * g)

@@ -39,17 +39,17 @@ class RMSprop(Optimizer):
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             mom, centered = group["momentum"], group["centered"]
             for p, g, state in self._params_with_grad(group):  # g with weight decay, state["step"] counted
-                v = state["square_avg"].data
+                v = state["square_avg"]._data
                 v *= alpha
                 v += (1 - alpha) * g * g
                 if centered:
-                    ga = state["grad_avg"].data
+                    ga = state["grad_avg"]._data
                     ga += (g - ga) * (1 - alpha)
                     avg = np.sqrt(v - ga * ga) + eps
                 else:
                     avg = np.sqrt(v) + eps
                 if mom > 0:
-                    buf = state["momentum_buffer"].data
+                    buf = state["momentum_buffer"]._data
                     buf *= mom
                     buf += g / avg
                     _update_param(p, lr * buf)

@@ -33,12 +33,12 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             (etaminus, etaplus), (smin, smax) = group["etas"], group["step_sizes"]
             for p, g, state in self._params_with_grad(group):  # g (no weight decay here), state["step"] counted
-                prev, size = state["prev"].data, state["step_size"].data
+                prev, size = state["prev"]._data, state["step_size"]._data
                 s = np.sign(g * prev)
                 factor = np.where(s > 0, etaplus, np.where(s < 0, etaminus, 1.0)).astype(size.dtype)
                 size *= factor
                 size[...] = np.clip(size, smin, smax)
-                g = np.where(s < 0, 0, g).astype(p.data.dtype)
+                g = np.where(s < 0, 0, g).astype(p._data.dtype)
                 _update_param(p, np.sign(g) * size)
                 prev[...] = g
         return loss

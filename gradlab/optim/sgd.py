@@ -50,12 +50,12 @@ class SGD(Optimizer):
                     buf = state.get("momentum_buffer")
                     if buf is None:
                         buf = _state_tensor(p)
-                        buf.data[...] = d
+                        buf._data[...] = d
                         state["momentum_buffer"] = buf
                     else:
-                        b = buf.data
+                        b = buf._data
                         b *= as_weak(mom, b)
                         b += d if damp == 0 else (1 - damp) * d  # (1 * d is d exactly: skip the copy)
-                    d = d + mom * buf.data if nesterov else buf.data
+                    d = d + mom * buf._data if nesterov else buf._data
                 _update_param(p, d * as_weak(lr, d))  # lr * d (lr as a cached 0-d array: same numbers)
         return loss

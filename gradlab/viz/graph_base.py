@@ -53,7 +53,7 @@ class FrameNames:
     """
 
     def __init__(self, frame=None, max_frames=12, modules=()):
-        self.tensor, self.data, self.param, self.module_types = {}, {}, {}, {}
+        self.tensor, self._data, self.param, self.module_types = {}, {}, {}, {}
         mods = list(modules)
         seen_ns = set()
         f = frame if frame is not None else sys._getframe(1)

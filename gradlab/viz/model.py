@@ -87,7 +87,7 @@ class CallerNames(FrameNames):
         return _is_module(v)
 
     def _note_data(self, t, k):
-        self.data.setdefault(id(t.data), t.name or k)
+        self._data.setdefault(id(t._data), t.name or k)
 
 
 def _is_module(v) -> bool:
@@ -165,7 +165,7 @@ class _Builder(GraphBuilder):
     def _saved_entries(self):
         for n in self.ops:
             for s in n.saved:
-                yield (id(s.data) if s.data is not None else id(s)), s.nbytes
+                yield (id(s._data) if s._data is not None else id(s)), s.nbytes
 
     def _released(self) -> bool:
         return any(n._released for n in self.ops)
@@ -174,7 +174,7 @@ class _Builder(GraphBuilder):
         name, gen, aliases = self._name_aliases(t, role)
         return TensorNode(
             id=nid, name=name, role=role, shape=tuple(t.shape), dtype=_dname(t.dtype), device=str(t.device),
-            requires_grad=bool(t.requires_grad), nbytes=int(t.data.nbytes), grad=grad_summary(t.grad),
+            requires_grad=bool(t.requires_grad), nbytes=int(t._data.nbytes), grad=grad_summary(t.grad),
             generated_name=gen, order=order, aliases=aliases)
 
     def _constant_name(self, n, i, im):
@@ -184,8 +184,8 @@ class _Builder(GraphBuilder):
         for s in n.saved:
             if s.output_nr is not None or s.shape is None or tuple(s.shape) != shape:
                 continue
-            if s.data is not None and c and id(s.data) in c.data:
-                return c.data[id(s.data)]
+            if s._data is not None and c and id(s._data) in c._data:
+                return c._data[id(s._data)]
         if not self.backward:
             # an input the op saved under its tensor's own name (x.name = "x")
             named = [s.name for s in n.saved if s.output_nr is None and s.name and s.shape is not None
@@ -234,8 +234,8 @@ class _Builder(GraphBuilder):
                                s.nbytes, s.output_nr is not None) for s in raw_saved]
             dev = None
             for s in raw_saved:
-                if s.data is not None:
-                    dev = str(device_of_array(s.data))
+                if s._data is not None:
+                    dev = str(device_of_array(s._data))
                     break
             meta = n.meta if isinstance(n.meta, dict) else {}
             op = OpNode(

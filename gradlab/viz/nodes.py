@@ -149,7 +149,7 @@ def grad_summary(g) -> Optional[GradSummary]:
     """Shape, norm and min/mean/max of a gradient tensor (None when there is none)."""
     if g is None:
         return None
-    arr = g.data if isinstance(g, Tensor) else g
+    arr = g._data if isinstance(g, Tensor) else g
     if hasattr(arr, "get"):          # CuPy: summarise on the host
         arr = arr.get()
     a = np.asarray(arr, dtype=np.float64)

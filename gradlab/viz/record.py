@@ -82,7 +82,7 @@ def _array(t):
         return None
     if not isinstance(t, np.ndarray) and _torch_graph.is_torch_tensor(t):
         return _torch_graph.to_numpy(t)
-    data = getattr(t, "data", t)
+    data = getattr(t, "_data", t)
     if hasattr(data, "get") and not isinstance(data, np.ndarray):  # CuPy -> host, for display only
         data = data.get()
     return np.asarray(data)
@@ -124,8 +124,8 @@ class _SavedLedger:
     def _arrays(node):
         out = []
         for s in getattr(node, "saved", ()):
-            if getattr(s, "data", None) is not None:
-                out.append((id(s.data), int(s.data.nbytes)))
+            if getattr(s, "_data", None) is not None:
+                out.append((id(s._data), int(s._data.nbytes)))
             elif s.nbytes:
                 out.append((id(s), int(s.nbytes)))   # packed by a saved-tensor hook
         return out

@@ -84,7 +84,7 @@ class TorchCallerNames(FrameNames):
 
     def _note_data(self, t, k):
         try:
-            self.data.setdefault(t.data_ptr(), k)
+            self._data.setdefault(t.data_ptr(), k)
         except Exception:  # noqa: BLE001 - a tensor without storage
             pass
 
@@ -343,7 +343,7 @@ class _TorchBuilder(GraphBuilder):
             name = None
             if c:
                 try:
-                    name = c.data.get(t.data_ptr())
+                    name = c._data.get(t.data_ptr())
                 except Exception:  # noqa: BLE001
                     name = None
             out.append((tuple(t.shape), dtype_name(t.dtype), name))

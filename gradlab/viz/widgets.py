@@ -260,7 +260,7 @@ def animate_forward(fn, *args, backward: bool = True, view: str = "forward", leg
     infos = _data.node_infos(model, root=root, sites=sites, compact=compact)
     drawing = _drawing_traits(gv)
     frames = _data.forward_frames(model, frec)
-    if backward and root.data.size == 1:
+    if backward and root._data.size == 1:
         rec = BackwardRecorder(preview_limit=_data.HEAT_SIDE ** 2)
         with observing_backward(rec):
             root.backward()

@@ -132,7 +132,7 @@ class MultiheadAttention(Module):
 
     def _mask(self, attn_mask, key_padding_mask, is_causal, n, L, S, like):
         """One additive float mask broadcastable to (N, H, L, S), or None."""
-        xp = xp_of(like.data)
+        xp = xp_of(like._data)
         dtype = like.dtype
         mask = None
         if attn_mask is not None:
@@ -171,7 +171,7 @@ def _additive(mask, dtype, xp):
     """A bool mask (True = blocked) becomes 0 / -inf; a float mask is used as is."""
     if isinstance(mask, Tensor):
         if mask.dtype == np.bool_:
-            return Tensor._make(xp.where(mask.data, xp.asarray(-xp.inf, dtype=dtype), xp.asarray(0, dtype=dtype)))
+            return Tensor._make(xp.where(mask._data, xp.asarray(-xp.inf, dtype=dtype), xp.asarray(0, dtype=dtype)))
         return mask if mask.dtype == dtype else O.to(mask, dtype)
     arr = xp.asarray(mask)
     if arr.dtype == np.bool_:

@@ -137,11 +137,11 @@ class GPT(Module):
         """
         from ...backend.device import CPU, to_device_array, to_host
         dev = idx.device if isinstance(idx, Tensor) else CPU  # sampling runs on the host, the model on its device
-        out = to_host(idx.data if isinstance(idx, Tensor) else np.asarray(idx)).astype(np.int64)
+        out = to_host(idx._data if isinstance(idx, Tensor) else np.asarray(idx)).astype(np.int64)
         gen = _random.generator()
         for _ in range(int(max_new_tokens)):
             ctx = Tensor._make(to_device_array(out[:, -self.block_size:], dev))
-            logits = to_host(self(ctx).data[:, -1, :]).astype(np.float64)
+            logits = to_host(self(ctx)._data[:, -1, :]).astype(np.float64)
             if not do_sample:
                 nxt = logits.argmax(-1)
             else:

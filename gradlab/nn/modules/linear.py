@@ -134,9 +134,9 @@ class LoRALinear(Module):
         """A plain ``Linear`` with the update folded in (for inference)."""
         out = Linear(self.in_features, self.out_features, bias=self.base.bias is not None,
                      dtype=self.base.weight.dtype)
-        out.weight.data[...] = self.merged_weight().data
+        out.weight._data[...] = self.merged_weight()._data
         if self.base.bias is not None:
-            out.bias.data[...] = self.base.bias.data
+            out.bias._data[...] = self.base.bias._data
         return out
 
     def extra_repr(self):

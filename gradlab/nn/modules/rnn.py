@@ -79,7 +79,7 @@ def _check_input(cls, input, size, ranks):
 
 def _zeros(like, shape):
     """A zero state with ``like``'s dtype and device (a constant: no gradient flows into it)."""
-    return Tensor._make(xp_of(like.data).zeros(shape, dtype=like.dtype))
+    return Tensor._make(xp_of(like._data).zeros(shape, dtype=like.dtype))
 
 
 # ---------------------------------------------------------------------------------------- cells

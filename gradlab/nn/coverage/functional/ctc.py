@@ -34,7 +34,7 @@ _NEG = -1e30  # "log 0" that stays finite
 
 def _ints(v, name):
     if isinstance(v, Tensor):
-        return to_host(v.data).astype(np.int64).reshape(-1)
+        return to_host(v._data).astype(np.int64).reshape(-1)
     return np.asarray(v, dtype=np.int64).reshape(-1)
 
 
@@ -67,7 +67,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise ArgumentError(f"{op}: input_lengths {in_len.tolist()} must be between 1 and T = {T}")
     if tl.min(initial=0) < 0:
         raise ArgumentError(f"{op}: target_lengths {tl.tolist()} must be >= 0")
-    t2 = np.asarray(to_host(targets.data) if isinstance(targets, Tensor) else targets)
+    t2 = np.asarray(to_host(targets._data) if isinstance(targets, Tensor) else targets)
     if t2.ndim == 2 and tl.max(initial=0) > t2.shape[1]:
         raise ShapeError(f"{op}: target_lengths {tl.tolist()} ask for up to {tl.max()} labels, but the padded "
                          f"targets {fmt_shape(t2.shape)} hold {t2.shape[1]} per sample; a length cannot exceed "
@@ -90,7 +90,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         ext[n, 1:2 * len(r):2] = r
         for i in range(1, len(r)):
             skip[n, 2 * i + 1] = r[i] != r[i - 1]
-    xp = xp_of(lp.data)
+    xp = xp_of(lp._data)
     idx = Tensor._make(xp.asarray(np.broadcast_to(ext, (T, N, S)).copy()))
     emit = O.gather(lp, 2, idx)                              # (T, N, S): log p_t of each state's label
     with _fp_quiet():  # (-1e30 is -inf in float16, quietly)
@@ -114,7 +114,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ends = O.where(Tensor._make(xp.asarray(np.stack([tl >= 0, tl > 0], 1))), ends, _NEG)
     loss = -O.logsumexp(ends, dim=1)                         # (N,)
     with _fp_quiet():
-        impossible = Tensor._make(xp.asarray(to_host(loss.data) > -_NEG / 2))
+        impossible = Tensor._make(xp.asarray(to_host(loss._data) > -_NEG / 2))
     if zero_infinity:
         loss = O.where(impossible, 0.0, loss)
     else:

@@ -32,7 +32,7 @@ def _bags(op, ids, offsets, include_last_offset):
         raise ShapeError(f"{op}: input must be 1-D (with offsets) or 2-D (B, n), got {fmt_shape(ids.shape)}")
     if offsets is None:
         raise ArgumentError(f"{op}: a 1-D input needs offsets (where each bag starts)")
-    off = to_host(offsets.data).astype(np.int64).reshape(-1)
+    off = to_host(offsets._data).astype(np.int64).reshape(-1)
     if off.size == 0 or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] > ids.shape[0]:
         raise ArgumentError(f"{op}: offsets must start at 0, not decrease, and stay within the input's "
                             f"{ids.shape[0]} ids; got {off.tolist()}")
@@ -66,7 +66,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ArgumentError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
     if per_sample_weights is not None and mode != "sum":
         raise ArgumentError(f"{op}: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
-    flat, bags = _bags(op, to_host(ids.data), offsets, include_last_offset)
+    flat, bags = _bags(op, to_host(ids._data), offsets, include_last_offset)
     if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(ids.shape):
         raise ShapeError(f"{op}: per_sample_weights {fmt_shape(per_sample_weights.shape)} must have the shape of "
                          f"input {fmt_shape(ids.shape)}")
@@ -75,7 +75,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     keep = np.ones(flat.shape[0], dtype=bool) if pad is None else np.asarray(flat) != pad
     rows = embedding(O.reshape(ids, (-1,)), w, max_norm=max_norm, norm_type=norm_type,
                      scale_grad_by_freq=scale_grad_by_freq)                              # (T, D)
-    xp = xp_of(w.data)
+    xp = xp_of(w._data)
     if mode == "max":
         k = max([int(keep[s:e].sum()) for s, e in bags] + [1])
         idx = np.zeros((len(bags), k), dtype=np.int64)
@@ -106,7 +106,7 @@ def _bag_samples(src):
     offsets = Tensor._make(np.array([0, src.integers(0, 3), 4], dtype=np.int64))
     yield Sample((ids, src.tensor((n, d))), dict(offsets=offsets, mode=src.choice(["sum", "mean"])),
                  desc="1-D input with offsets (an empty bag allowed)")
-    yield Sample((Tensor._make(ids.data.reshape(2, 3)), src.tensor((n, d), distinct=True)), dict(mode="max"),
+    yield Sample((Tensor._make(ids._data.reshape(2, 3)), src.tensor((n, d), distinct=True)), dict(mode="max"),
                  desc="2-D input, max")
     yield Sample((ids, src.tensor((n, d))), dict(offsets=offsets, mode="sum", per_sample_weights=src.tensor((6,)),
                                                  padding_idx=0), desc="weighted, padding left out")

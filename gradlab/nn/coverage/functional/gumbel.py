@@ -27,13 +27,13 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     x = check_tensor(logits, "gumbel_softmax", "logits")
     if eps != 1e-10:
         warnings.warn("gumbel_softmax: `eps` is deprecated and has no effect (as in PyTorch)", stacklevel=2)
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     e = generator().exponential(1.0, x.shape)
     gumbels = Tensor._make(xp.asarray(-np.log(e)).astype(x.dtype))
     y_soft = softmax((x + gumbels) / tau, dim=dim)
     if not hard:
         return y_soft
-    a = to_host(y_soft.data)
+    a = to_host(y_soft._data)
     d = dim % a.ndim if a.ndim else 0
     one_hot = (np.arange(a.shape[d]).reshape([-1 if i == d else 1 for i in range(a.ndim)])
                == np.expand_dims(a.argmax(d), d)).astype(a.dtype)

@@ -141,7 +141,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                              "or that shape with the last dim 1 or dropped (one variance per sample)")
     if reduction not in _REDUCTIONS:
         raise ArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-    if bool(to_host(var.data < 0).any()):
+    if bool(to_host(var._data < 0).any()):
         raise ArgumentError(f"{op}: var has negative entries; a variance must be >= 0")
     v = var + (O.clamp(var, min=eps) - var).detach()   # clamp the value, keep the gradient (as PyTorch)
     loss = 0.5 * (O.log(v) + (x - target) ** 2 / v)
@@ -172,8 +172,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ShapeError(f"{op}: input must be (N, C) or (C,) and target (N,), got input {fmt_shape(input.shape)} "
                          f"and target {fmt_shape(target.shape)}")
     c = x.shape[1]
-    ti = to_host(t.data).astype(np.int64)
-    xp = xp_of(x.data)
+    ti = to_host(t._data).astype(np.int64)
+    xp = xp_of(x._data)
     if ti.size and (ti.min() < 0 or ti.max() >= c):
         raise ArgumentError(f"{op}: target values must be class indices in [0, {c}), got {ti.tolist()}")
     idx = Tensor._make(xp.asarray(ti[:, None]))
@@ -197,7 +197,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x = check_tensor(_c.arguments(op, input=(input, "floating")), op)
     _index_target(op, _c.arguments(op, target=(target, "tensor")))
     red = _reduction(op, reduction, size_average, reduce)
-    t = (to_host(target.data) if isinstance(target, Tensor) else np.asarray(target)).astype(np.int64)
+    t = (to_host(target._data) if isinstance(target, Tensor) else np.asarray(target)).astype(np.int64)
     if t.shape != tuple(x.shape) or x.ndim not in (1, 2):
         raise ShapeError(f"{op}: input (N, C) or (C,) and target of the same shape expected, got input "
                          f"{fmt_shape(x.shape)} and target {fmt_shape(t.shape)}")
@@ -213,7 +213,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             if v >= c:
                 raise ArgumentError(f"{op}: target label {v} is out of range for {c} classes")
             is_t[r, v] = True
-    pairs = Tensor._make(xp_of(x.data).asarray((is_t[:, :, None] & ~is_t[:, None, :]).astype(x.dtype)))
+    pairs = Tensor._make(xp_of(x._data).asarray((is_t[:, :, None] & ~is_t[:, None, :]).astype(x.dtype)))
     m = O.relu(1 - O.unsqueeze(x, 2) + O.unsqueeze(x, 1))                  # (N, j, i)
     loss = O.sum(m * pairs, dim=(1, 2)) / c
     return _reduce(O.squeeze(loss, 0) if unbatched else loss, red)
@@ -241,7 +241,7 @@ def _signs(src, shape):
 def _ranking_samples(src):
     n = src.integers(1, 5)
     x1, x2, t = src.tensor((n,)), src.tensor((n,)), _signs(src, (n,))
-    x1.data[abs(-t.data * (x1.data - x2.data) + 0.1) < 0.05] += 0.2  # away from the hinge
+    x1._data[abs(-t._data * (x1._data - x2._data) + 0.1) < 0.05] += 0.2  # away from the hinge
     yield Sample((x1, x2, t), dict(margin=0.1, reduction=src.choice(_REDUCTIONS)))
 
 
@@ -273,8 +273,8 @@ def _cos_emb_samples(src):
 def _triplet_samples(src):
     n, d = src.integers(1, 3), src.integers(1, 3)
     a = src.tensor((n, d))
-    pos = Tensor._make(a.data + src.rng.uniform(0.1, 0.3, (n, d))).requires_grad_()
-    neg = Tensor._make(a.data + src.rng.uniform(0.5, 1.0, (n, d))).requires_grad_()
+    pos = Tensor._make(a._data + src.rng.uniform(0.1, 0.3, (n, d))).requires_grad_()
+    neg = Tensor._make(a._data + src.rng.uniform(0.5, 1.0, (n, d))).requires_grad_()
     yield Sample((a, pos, neg), dict(margin=5.0, swap=src.boolean(), reduction=src.choice(_REDUCTIONS)),
                  desc="a large margin keeps every triplet active")
 

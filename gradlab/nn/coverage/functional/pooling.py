@@ -84,10 +84,10 @@ def _unpool(op, input, indices, kernel_size, stride, padding, output_size, n):
     for v in size:
         total *= v
     flat_idx = O.reshape(idx, lead + (-1,))
-    if int(flat_idx.data.max(initial=0)) >= total or int(flat_idx.data.min(initial=0)) < 0:
+    if int(flat_idx._data.max(initial=0)) >= total or int(flat_idx._data.min(initial=0)) < 0:
         raise ShapeError(f"{op}: an index in indices is outside the output of size {size} (valid: 0 to "
                          f"{total - 1}); pass the indices and the output_size of the tensor that was pooled")
-    zeros = Tensor._make(xp_of(x.data).zeros(lead + (total,), dtype=x.dtype))
+    zeros = Tensor._make(xp_of(x._data).zeros(lead + (total,), dtype=x.dtype))
     out = O.scatter(zeros, -1, flat_idx, O.reshape(x, lead + (-1,)))
     return O.reshape(out, lead + size)
 

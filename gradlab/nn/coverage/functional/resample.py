@@ -98,7 +98,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         factors = (None,) * k
     if mode == "area":
         return adaptive_avg_pool1d(x, sizes[0]) if k == 1 else adaptive_avg_pool2d(x, sizes)
-    xp = xp_of(x.data)
+    xp = xp_of(x._data)
     mats = [Tensor._make(xp.asarray(_matrix(mode, n, o, f, bool(align_corners)).astype(x.dtype)))
             for n, o, f in zip(x.shape[2:], sizes, factors)]
     if k == 1:
