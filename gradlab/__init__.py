@@ -183,10 +183,6 @@ def __getattr__(name):
     globals()[name] = value
     return value
 
-from ._interop import install_data_hint as _install_data_hint  # noqa: E402
-
-_install_data_hint()  # `p.data.add_(...)` (a PyTorch habit) gets a line saying what to write in gradlab
-
 from .autograd import cells as _cells  # noqa: E402
 
 _cells.install()  # in a notebook: note which cell makes which nodes (the inspectors' "created at"; no cost per op)

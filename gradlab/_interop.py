@@ -15,9 +15,9 @@ from .errors import fmt_shape
 
 def array_ufunc(Tensor, ufunc, method, inputs, kwargs):  # noqa: N803 - the class, passed in by Tensor
     """``Tensor.__array_ufunc__``: NumPy meets a Tensor. ``array * tensor`` is the Tensor op
-    (``tensor.__rmul__``); an in-place ``array -= tensor`` -- PyTorch's ``p.data -= lr * p.grad`` --
-    updates the array in place (no graph), instead of silently replacing ``p.data`` by a Tensor;
-    other ufuncs see the arrays."""
+    (``tensor.__rmul__``); an in-place ``array -= tensor`` (``a = p.numpy(); a -= lr * p.grad``) updates
+    the array in place (no graph), instead of silently replacing ``a`` by a Tensor; other ufuncs see the
+    arrays."""
     out = kwargs.get("out")
     if out is None and method == "__call__" and len(inputs) == 2:
         names = _REFLECTED.get(ufunc.__name__)
@@ -65,62 +65,3 @@ _REFLECTED = {
     "bitwise_and": ("__and__", "__rand__"), "bitwise_or": ("__or__", "__ror__"),
     "bitwise_xor": ("__xor__", "__rxor__"),
 }
-
-
-# ------------------------------------------------------------- `p.data.add_(...)`: what to write instead
-def data_method_hint(exc):
-    """The gradlab explanation for ``AttributeError: 'numpy.ndarray' object has no attribute 'add_'`` (a PyTorch
-    habit: ``p.data.add_(p.grad, alpha=-lr)``), or None when ``exc`` is something else.
-
-    In gradlab ``tensor.data`` is the NumPy/CuPy array itself (DESIGN: the array under the tensor is what the
-    course shows), so Tensor methods are not on it. The fix is to call the method on the tensor, outside the
-    graph: ``with gradlab.no_grad(): p.add_(p.grad, alpha=-lr)``.
-    """
-    import re
-    if not isinstance(exc, AttributeError):
-        return None
-    m = re.search(r"'(?:numpy|cupy)\.ndarray' object has no attribute '(\w+)'", str(exc))
-    if m is None:
-        return None
-    from ._tensor import Tensor
-    name = m.group(1)
-    if not hasattr(Tensor, name):
-        return None
-    example = {"add_": "p.add_(p.grad, alpha=-lr)", "sub_": "p.sub_(lr * p.grad)", "copy_": "p.copy_(new_values)",
-               "normal_": "nn.init.normal_(m.weight, 0.0, 0.02)", "uniform_": "nn.init.uniform_(m.weight, -a, a)",
-               "fill_": "m.bias.fill_(0)", "zero_": "m.bias.zero_()", "clamp_": "p.clamp_(-c, c)"}.get(
-        name, f"t.{name}(...)")
-    return (f"gradlab: `tensor.data` is the NumPy array itself, not a Tensor, so it has no .{name}(). Call it on "
-            f"the tensor, outside the graph:\n    with gradlab.no_grad():\n        {example}\n"
-            f"(or work on the array with NumPy: p.data -= lr * p.grad.data)")
-
-
-def install_data_hint():
-    """Print :func:`data_method_hint` under such an uncaught error: in scripts (``sys.excepthook``, chained to
-    the one already there) and in Jupyter/IPython (after the cell's traceback)."""
-    import sys
-    previous = sys.excepthook
-    if not getattr(previous, "_gradlab_hint", False):
-        def hook(etype, value, tb):
-            previous(etype, value, tb)
-            hint = data_method_hint(value)
-            if hint:
-                print(hint, file=sys.stderr)
-        hook._gradlab_hint = True
-        sys.excepthook = hook
-    ip = None
-    if "IPython" in sys.modules:
-        try:
-            ip = sys.modules["IPython"].get_ipython()
-        except Exception:  # noqa: BLE001
-            ip = None
-    if ip is not None and not getattr(ip, "_gradlab_hint", False):
-        def after(result):
-            hint = data_method_hint(getattr(result, "error_in_exec", None))
-            if hint:
-                print(hint, file=sys.stderr)
-        try:
-            ip.events.register("post_run_cell", after)
-            ip._gradlab_hint = True
-        except Exception:  # noqa: BLE001 - an old IPython: the hint is a nicety
-            pass

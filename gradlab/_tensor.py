@@ -117,6 +117,32 @@ class Tensor:
         """Was this tensor made inside ``inference_mode()``? (Such a tensor cannot be saved for a backward.)"""
         return self._is_inference
 
+    # ----------------------------------------------------------- .data, as PyTorch's
+    @property
+    def data(self) -> "Tensor":
+        """PyTorch's ``x.data``: a Tensor sharing ``x``'s storage, with ``requires_grad=False`` and no graph.
+
+        Changes made through it (``p.data.add_(p.grad, alpha=-lr)``, ``p.data.zero_()``,
+        ``m.weight.data.copy_(w)``) change ``x``, and autograd does not see them: ``x.data`` has a version
+        counter of its own, so a value saved for backward can be overwritten this way without the error
+        an in-place change of ``x`` itself would give. That is why PyTorch now recommends
+        ``with torch.no_grad(): p.add_(...)`` (checked) or ``x.detach()`` (shares the version counter).
+        The raw array is ``x.numpy()`` (shared on the CPU, as PyTorch's); gradlab's own code reads it as
+        ``x._data``.
+        """
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        """``x.data = y``: ``x`` now holds ``y``'s storage (shape and dtype may change), as in PyTorch."""
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(f"data: x.data = ... needs a Tensor (as in PyTorch), got {type(value).__name__}; "
+                                    "wrap an array with gradlab.from_numpy(...) or gradlab.tensor(...)")
+        if self._requires_grad and not _dt.is_floating(value._data.dtype):
+            raise DTypeError(f"data: {self._label()} requires grad, so its data must be floating, got dtype "
+                             f"{_dt.dtype_name(value._data.dtype)}")
+        self._data = value._data
+
     @property
     def _version(self) -> "_Version":
         """The version counter, shared with views; in-place changes bump it."""

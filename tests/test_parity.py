@@ -451,17 +451,17 @@ def test_autograd_functional_return_conventions(torch):
     np.testing.assert_allclose(gj.numpy(), tj.numpy())
 
 
-def test_data_update_idiom_keeps_an_array(torch):
+def test_data_update_idiom_updates_in_place(torch):
     """``p.data -= lr * p.grad`` (the classic hand-written SGD step) updates the values in place."""
     def prog(L):
         p = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
         (p * p).sum().backward()
-        p._data -= 0.1 * p.grad
-        p._data += -0.1 * p.grad
+        p.data -= 0.1 * p.grad  # torch-data
+        p.data += -0.1 * p.grad  # torch-data
         return [p.detach(), p.requires_grad, p.is_leaf]
     _same_program(torch, prog, "p.data -= lr * p.grad")
     p = gradlab.tensor([1.0, 2.0], requires_grad=True)
     (p * p).sum().backward()
-    p._data -= 0.1 * p.grad
-    assert isinstance(p._data, np.ndarray)
+    p.data -= 0.1 * p.grad  # torch-data
+    assert isinstance(p.data, gradlab.Tensor) and not p.data.requires_grad  # torch-data
     assert isinstance(np.ones(2) * p, gradlab.Tensor) and (np.ones(2) * p).requires_grad

@@ -24,6 +24,11 @@ class SavedTensor:
     uses to avoid the cycle ``output -> grad_fn -> saved output``.
     """
 
+    @property
+    def data(self):
+        """The saved array (or None once released): what the lessons inspect."""
+        return self._data
+
     __slots__ = ("tensor", "_data", "version_obj", "version", "output_nr", "packed", "unpack", "name")
 
     def __init__(self, t: Tensor, output_nr=None):

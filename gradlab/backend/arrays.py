@@ -1,7 +1,7 @@
 """The few array operations whose spelling differs between NumPy and CuPy.
 
 Everything else is the same call on either module (``xp.exp``, ``xp.where``,
-``xp.zeros``...), so ops simply ask ``xp = xp_of(x.data)``. These helpers hide
+``xp.zeros``...), so ops simply ask ``xp = xp_of(x._data)``. These helpers hide
 the differences that remain:
 
 * ``scatter_add``: NumPy's ``np.add.at`` (unbuffered: repeated indices add up)

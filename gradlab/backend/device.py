@@ -118,7 +118,7 @@ def _cupy(device):
 def xp_of(arr):
     """The array module (numpy or cupy) that owns ``arr``: ops create new arrays with it.
 
-    ``xp = xp_of(x.data); xp.zeros(...)`` makes the new array on ``x``'s device;
+    ``xp = xp_of(x._data); xp.zeros(...)`` makes the new array on ``x``'s device;
     ``np.zeros(...)`` would make it on the host, and CuPy refuses to mix the two.
     """
     t = type(arr)

@@ -187,9 +187,9 @@ uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaimi
 
 
 def _accept_arrays(fn):
-    """``nn.init.normal_(m.weight.data, 0, 0.02)`` (DCGAN's ``weights_init``): in gradlab ``.data`` is the array
-    itself, so an initialiser given an array fills it in place, through a tensor sharing its memory (like a
-    write through PyTorch's ``.data``, it is invisible to autograd's version checks)."""
+    """An initialiser also fills a NumPy/CuPy array in place (``nn.init.normal_(w.numpy(), 0, 0.02)``), through a
+    tensor sharing its memory. (``nn.init.normal_(m.weight.data, 0, 0.02)``, DCGAN's ``weights_init``, passes
+    PyTorch's ``.data``, a Tensor: it fills the weight the same way, invisible to autograd's version checks.)"""
     import functools
 
     @functools.wraps(fn)

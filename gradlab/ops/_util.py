@@ -153,12 +153,6 @@ def _scalar(v, dt):
 def device_mismatch(op, a, b, names=("input", "other")):
     na = f"'{a.name}'" if a.name else names[0]
     nb = f"'{b.name}'" if b.name else names[1]
-    for t, n in ((a, na), (b, nb)):
-        if isinstance(t._data, Tensor):  # `w.data = w.data - lr * w.grad` stored a Tensor where an array belongs
-            return ArgumentTypeError(
-                f"{op}: {n}.data holds a Tensor, not an array: in gradlab .data is the NumPy array itself, so "
-                f"`w.data = <a tensor>` breaks the tensor. Write `w.data = (...).data`, or update in place: "
-                f"`with gradlab.no_grad(): w -= lr * w.grad`")
     return DeviceError(f"device mismatch: {op} got {na} on {a.device} and {nb} on {b.device}; move one with .to()")
 
 
