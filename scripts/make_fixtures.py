@@ -2218,7 +2218,7 @@ def standardise(a, eps=1e-5):
 def sgd_step(params, lr):
     for p in params:
         if p.grad is not None:
-            p.data -= lr * p.grad.data     # the array itself, in place
+            p.data -= lr * p.grad.data     # PyTorch's .data: the same storage, in place
             p.grad.zero_()
 '''})
 FIXTURES['alt_16_method_calls'] = ('16_inplace_bugs', {
@@ -2499,9 +2499,9 @@ _INIT_18 = '''
 def init_model_(model, nonlinearity="relu", rng=None):
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            kaiming_normal_(m.weight.detach().numpy(), nonlinearity, "fan_in", rng)
             if m.bias is not None:
-                m.bias.data[...] = 0.0
+                m.bias.detach().numpy()[...] = 0.0
     return model
 '''
 FIXTURES['wrong_18_relu_gain_is_variance'] = ('18_init_deep_mlp', {
@@ -2547,7 +2547,7 @@ FIXTURES['wrong_18_bias_kept'] = ('18_init_deep_mlp', {
 def init_model_(model, nonlinearity="relu", rng=None):
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            kaiming_normal_(m.weight.detach().numpy(), nonlinearity, "fan_in", rng)
     return model
 '''})
 FIXTURES['alt_18_rng_normal'] = ('18_init_deep_mlp', {
@@ -2571,9 +2571,9 @@ def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
 def init_model_(model, nonlinearity="relu", rng=None):
     for _, m in model.named_modules():
         if type(m) is nn.Linear:
-            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            kaiming_normal_(m.weight.detach().numpy(), nonlinearity, "fan_in", rng)
             if m.bias is not None:
-                m.bias.data.fill(0.0)
+                m.bias.detach().numpy().fill(0.0)
     return model
 '''})
 FIXTURES['alt_18_no_grad_copy'] = ('18_init_deep_mlp', {
@@ -3140,9 +3140,9 @@ FIXTURES['wrong_18_children_only'] = ('18_init_deep_mlp', {
 def init_model_(model, nonlinearity="relu", rng=None):
     for m in model.children():   # the direct children only: a nested Linear is never reached
         if isinstance(m, nn.Linear):
-            kaiming_normal_(m.weight.data, nonlinearity, "fan_in", rng)
+            kaiming_normal_(m.weight.detach().numpy(), nonlinearity, "fan_in", rng)
             if m.bias is not None:
-                m.bias.data[...] = 0.0
+                m.bias.detach().numpy()[...] = 0.0
     return model
 """,
 })

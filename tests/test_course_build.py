@@ -247,5 +247,5 @@ def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
 
     monkeypatch.setattr(grade_mod, "run_notebooks", fake_run)
     (res,) = grade([str(ROOT / "solutions" / "01_unbroadcast.ipynb")], solutions_dir=str(ROOT / "solutions"))
-    assert calls == [[0, ("reference", 0)], [0, ("reference", 0)]], "the notebook (and its reference) run again"
+    assert calls == [[("reference", 0), 0], [("reference", 0), 0]], "the notebook (and its reference) run again"
     assert res.earned == res.possible > 0 and not res.failed

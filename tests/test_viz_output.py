@@ -93,7 +93,7 @@ def test_notebook_gets_inline_svg_and_no_stderr(tmp_path):
     outputs = nb.cells[0].outputs
     assert [o for o in outputs if o.output_type == "stream"] == []
     result = [o for o in outputs if o.output_type == "execute_result"]
-    assert result and result[0]._data["image/svg+xml"].lstrip().startswith("<svg")
+    assert result and result[0].data["image/svg+xml"].lstrip().startswith("<svg")
     nbconvert = pytest.importorskip("nbconvert")
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     # exported HTML embeds the picture (inline, or as a base64 data: image in nbconvert 7), ids intact

@@ -232,7 +232,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                          f"{fmt_shape(x.shape)}")
     if eps is None:
         eps = float(np.finfo(np.float32 if x.dtype.itemsize < 4 else x.dtype).eps)
-    xc = O.to(x, "float32") if x.dtype.itemsize < 4 else x  # 16-bit floats: squares in float32, as PyTorch
+    xc = O.to(x, _dt.float32) if x.dtype.itemsize < 4 else x  # 16-bit floats: squares in float32, as PyTorch
     y = xc / O.sqrt(O.mean(xc * xc, dim=tuple(range(-k, 0)), keepdim=True) + eps)
     y = y * weight if weight is not None else y
     return O.to(y, x.dtype) if xc is not x else y
