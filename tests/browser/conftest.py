@@ -273,3 +273,22 @@ def lab_page(browser, lab_server):
     lp = LabPage(page, lab_server)
     yield lp
     ctx.close()
+
+
+def run_recording_notebook(browser, lab_server, lab_root, name, cells, recorded, timeout):
+    """Write ``cells`` as ``name`` in the lab, open it, run it all, wait for its first two graph widgets and
+    read back the JSON files its cells recorded (``recorded``: {key: file name}) as ``lp.recorded``.
+    Returns ``(ctx, lp)``: the caller closes ``ctx`` when done (the notebook fixtures of the widget tests)."""
+    write_notebook(lab_root / name, cells)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    lp = LabPage(page, lab_server)
+    lp.open(name)
+    lp.run_all(timeout=timeout)
+    assert lp.cell_errors() == [], f"the notebook raised: {lp.cell_errors()}"
+    roots = page.locator(".gl-root")
+    for i in range(2):
+        roots.nth(i).locator(".gl-graph svg").wait_for(state="attached", timeout=60_000)
+    lp.recorded = {k: json.loads((lab_root / f).read_text()) for k, f in recorded.items()}
+    return ctx, lp

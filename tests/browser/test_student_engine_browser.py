@@ -9,11 +9,9 @@ diff view marks the first wrong node, with both values, on the drawing and on it
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from .conftest import write_notebook
+from .conftest import run_recording_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -52,19 +50,9 @@ def _state(root):
 
 @pytest.fixture(scope="module")
 def student_notebook(browser, lab_server, lab_root):
-    from .conftest import LabPage
-    write_notebook(lab_root / "student_engine.ipynb", [SETUP, GOOD_CELL, BAD_CELL])
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
-    page.set_default_timeout(60_000)
-    lp = LabPage(page, lab_server)
-    lp.open("student_engine.ipynb")
-    lp.run_all(timeout=180_000)
-    assert lp.cell_errors() == [], f"the notebook raised: {lp.cell_errors()}"
-    roots = page.locator(".gl-root")
-    for i in range(2):
-        roots.nth(i).locator(".gl-graph svg").wait_for(state="attached", timeout=60_000)
-    lp.recorded = {k: json.loads((lab_root / f"student_{k}.json").read_text()) for k in ("good", "bad")}
+    ctx, lp = run_recording_notebook(browser, lab_server, lab_root, "student_engine.ipynb",
+                                     [SETUP, GOOD_CELL, BAD_CELL],
+                                     {k: f"student_{k}.json" for k in ("good", "bad")}, timeout=180_000)
     yield lp
     ctx.close()
 

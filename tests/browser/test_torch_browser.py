@@ -8,12 +8,11 @@ in that order, then times one step on the GPT (folded by module, ``depth=2``).
 """
 from __future__ import annotations
 
-import json
 import statistics
 
 import pytest
 
-from .conftest import SCREENSHOTS, write_notebook
+from .conftest import SCREENSHOTS, run_recording_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -45,19 +44,8 @@ def _state(root):
 
 @pytest.fixture(scope="module")
 def torch_notebook(torch, browser, lab_server, lab_root):
-    from .conftest import LabPage
-    write_notebook(lab_root / "torch_widgets.ipynb", [SETUP, MLP_CELL, GPT_CELL])
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
-    page.set_default_timeout(60_000)
-    lp = LabPage(page, lab_server)
-    lp.open("torch_widgets.ipynb")
-    lp.run_all(timeout=240_000)
-    assert lp.cell_errors() == [], f"the notebook raised: {lp.cell_errors()}"
-    roots = page.locator(".gl-root")
-    for i in range(2):
-        roots.nth(i).locator(".gl-graph svg").wait_for(state="attached", timeout=60_000)
-    lp.recorded = {k: json.loads((lab_root / f"torch_{k}.json").read_text()) for k in ("mlp", "gpt")}
+    ctx, lp = run_recording_notebook(browser, lab_server, lab_root, "torch_widgets.ipynb", [SETUP, MLP_CELL, GPT_CELL],
+                                     {k: f"torch_{k}.json" for k in ("mlp", "gpt")}, timeout=240_000)
     yield lp
     ctx.close()
 
