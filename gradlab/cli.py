@@ -10,7 +10,7 @@
                    [--timeout S] [-n N] [--limit 120] [--verbose]
     gradlab practice OP | --list                        a drill: write the VJP (and JVP) of any op
     gradlab grade SUBMISSION.ipynb... [--against solutions/NAME.ipynb] [--hidden]
-                  [--timeout S] [--json out.json] [--junit out.xml] [-n N] [--keep DIR]
+                  [--timeout S] [--json out.json] [--junit out.xml] [--force] [-n N] [--keep DIR]
     gradlab course release OUT                          the students' repository (no solutions), leak-scanned
     gradlab grade DOWNLOAD.zip|FOLDER... [--csv gb.csv] [--json gb.json] [--feedback DIR]
                   [--shard I/N] [--scheduler tcp://HOST:8786]   a batch, by student (Canvas, Moodle, nbgrader)
@@ -18,8 +18,8 @@
     (every course command: --course DIR, default found from the current folder up; python -m gradlab ...)
 
 Exit codes: 0 everything passed; 1 some graded part failed (or ``--check``
-found exercises out of date, or ``course build`` refused to overwrite an edited
-file); 2 bad input (not a notebook, malformed JSON,
+found exercises out of date, or a command refused to overwrite an edited
+file: see gradlab/course/written.py; ``--force`` replaces it, keeping a backup); 2 bad input (not a notebook, malformed JSON,
 a notebook from another exercise, bad arguments). A batch: 0 every part passed; 1 some part failed or
 some file had a problem (reported); 2 nothing to grade (no course, an empty batch, an unreadable zip).
 """
@@ -58,6 +58,7 @@ def _parser():
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--json", default=None, metavar="OUT.json", help="also write the scores as JSON")
     g.add_argument("--junit", default=None, metavar="OUT.xml", help="also write JUnit XML (one testcase per part)")
+    _force_flag(g)
     g.add_argument("-n", dest="workers", type=int, default=1, help="grade N notebooks in parallel (pytest-xdist)")
     g.add_argument("--keep", default=None, metavar="DIR",
                    help="keep the notebooks exactly as run, nbval's log and per-cell results in DIR")
@@ -121,6 +122,7 @@ def _merge_parser():
     m.add_argument("--json", default=None, metavar="OUT.json", help="write the merged report")
     m.add_argument("--csv", default=None, metavar="OUT.csv", help="write the merged gradebook")
     m.add_argument("--feedback", default=None, metavar="DIR", help="write DIR/STUDENT.md per student")
+    _force_flag(m)
     return m
 
 
@@ -146,12 +148,9 @@ def _is_batch(args) -> bool:
 def _write_gradebook(report, args):
     from .course import gradebook
     print(gradebook.summary(report))
-    if args.json:
-        _write(args.json, gradebook.dumps(report))
-    if args.csv:
-        _write(args.csv, gradebook.to_csv(report))
-    if args.feedback:
-        gradebook.write_feedback(report, args.feedback)
+    outputs = [(args.json, lambda: gradebook.dumps(report)), (args.csv, lambda: gradebook.to_csv(report))]
+    _write(args, "grade", outputs,
+           gradebook.feedback_files(report, args.feedback) if args.feedback else [])
     bad = report["problems"] or any(e["error"] or e["earned"] < e["possible"]
                                     for st in report["students"].values() for e in st["exercises"].values())
     return 1 if bad else 0
@@ -164,6 +163,7 @@ def _grade_batch(args) -> int:
             return _error(f"{flag} is for single notebooks; a batch (folder, zip, --csv, --shard...) matches each "
                           "notebook to its exercise and writes --csv, --json and --feedback")
     course = _course_of(args)
+    _writable(args, "grade", args.json, args.csv)
     if not course.is_instructors:
         return _error(f"{course.root} has no solutions/: grading a batch needs the instructor's repository "
                       "(pass --course DIR)")
@@ -180,12 +180,16 @@ def _self_check(paths, timeout, workers, keep_dir, **_):
 
 def _grade_merge(argv) -> int:
     from .course import gradebook
+    from .course.written import WouldOverwrite
     args = _merge_parser().parse_args(argv)
     try:
+        _writable(args, "grade merge", args.json, args.csv)
         report = gradebook.merge([gradebook.load(p) for p in args.reports])
+        return _write_gradebook(report, args)
     except gradebook.ReportError as e:
         return _error(str(e))
-    return _write_gradebook(report, args)
+    except WouldOverwrite as e:
+        return _error(str(e), 1)
 
 
 def _course_release(args) -> int:
@@ -226,6 +230,7 @@ def _mutants_parser(csub):
     m.add_argument("--min-score", type=float, default=0.9,
                    help="exit 1 if an exercise's score killed/(killed+survived) is below this (default 0.9)")
     m.add_argument("--json", default=None, metavar="OUT.json", help="also write every mutant and its class as JSON")
+    _force_flag(m)
     m.add_argument("--timeout", type=float, default=None,
                    help="seconds per mutant before it is killed (default: 5x the solution's time, at least 5)")
     m.add_argument("-n", dest="workers", type=int, default=1, help="grade N mutants at once (processes)")
@@ -240,6 +245,7 @@ def _course_mutants(args) -> int:
     if args.workers < 1:
         return _error(f"-n must be at least 1, got {args.workers}")
     from .course import mutants
+    _writable(args, "course mutants", args.json)
     if args.solutions is None and (args.course or not args.notebooks):
         args.solutions = _course_of(args).solutions
     paths = mutants.find_notebooks(args.notebooks, args.solutions or "solutions")
@@ -258,8 +264,7 @@ def _course_mutants(args) -> int:
         if lines:
             print(f"\n{r.exercise}:")
             print("\n".join(f"  {ln}" for ln in lines))
-    if args.json:
-        _write(args.json, mutants.to_json(results, args.min_score))
+    _write(args, "course mutants", [(args.json, lambda: mutants.to_json(results, args.min_score))])
     if any(r.error for r in results):
         return 2
     low = [r.exercise for r in results if r.score is not None and r.score < args.min_score]
@@ -274,11 +279,33 @@ def _error(msg: str, code: int = 2) -> int:
     return code
 
 
-def _write(path, text):
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+def _force_flag(parser):
+    parser.add_argument("--force", action="store_true",
+                        help="replace report files edited since gradlab wrote them, keeping each as "
+                             "NAME.backup-DATE next to it (without it, such a file is never overwritten)")
+
+
+def _writable(args, command, *paths):
+    """Refuse before the (long) run when an output file is someone's edit and ``--force`` is not given.
+
+    The same rule as when writing (gradlab/course/written.py), minus the case "the new bytes equal the
+    old" that only the finished run can tell: better to say so now than after grading a whole batch.
+    """
+    from .course.written import Manifest, WouldOverwrite
+    if args.force:
+        return
+    refused = [p for p in paths if p and not Manifest(os.path.dirname(os.path.abspath(p))).replaceable(p)]
+    if refused:
+        raise WouldOverwrite(command, refused, "Write the report elsewhere, or pass --force to replace "
+                             f"{'it' if len(refused) == 1 else 'them'}, keeping each as NAME.backup-DATE next to it.")
+
+
+def _write(args, command, outputs, more=()):
+    """Write each ``(path, make_text)`` whose path was given, and the ``(path, bytes)`` of ``more``,
+    all under the rule of gradlab/course/written.py (never over someone's edits without ``--force``)."""
+    from .course.written import write_files
+    planned = [(p, make().encode("utf-8")) for p, make in outputs if p] + list(more)
+    write_files(command, planned, force=args.force, on_backup=lambda old, new: print(f"kept your {old} as {new}"))
 
 
 def main(argv=None) -> int:
@@ -293,6 +320,7 @@ def main(argv=None) -> int:
     if argv is None:  # the `gradlab` command's own process: skip jsonschema's slow optional IRI grammar
         sys.modules.setdefault("rfc3987_syntax", None)  # (see course/_nbval_plugin.py); not when called as a library
     from .course.notebook import CourseError
+    from .course.written import WouldOverwrite
     try:
         if args.command == "course" and args.course_command == "release":
             return _course_release(args)
@@ -302,12 +330,8 @@ def main(argv=None) -> int:
                 course = _course_of(args)
                 args.solutions = args.solutions or course.solutions
                 args.out = args.out or course.exercises
-            from .course.written import WouldOverwrite
-            try:
-                paths = build(args.solutions, args.out, check_only=args.check, force=args.force,
-                              on_backup=lambda old, new: print(f"kept your {old} as {new}"))
-            except WouldOverwrite as e:
-                return _error(str(e), 1)
+            paths = build(args.solutions, args.out, check_only=args.check, force=args.force,
+                          on_backup=lambda old, new: print(f"kept your {old} as {new}"))
             verb = "up to date" if args.check else "written"
             print(f"{len(paths)} exercise notebook{'s' if len(paths) != 1 else ''} {verb} in {args.out}/")
             return 0
@@ -326,6 +350,7 @@ def main(argv=None) -> int:
                 return _error(f"--memory must be at least 256 (MB), got {args.memory}")
             if _is_batch(args):
                 return _grade_batch(args)
+            _writable(args, "grade", args.json, args.junit)
             from .course import grade, table, to_json, to_junit
             if args.against is None and (args.course or args.solutions is None):
                 course = _course_of(args)
@@ -336,13 +361,12 @@ def main(argv=None) -> int:
                                    hidden=args.hidden, timeout=args.timeout, workers=args.workers,
                                    keep_dir=args.keep, sandbox=args.sandbox, memory_mb=args.memory)
             print(table(results))
-            if args.json:
-                _write(args.json, to_json(results))
-            if args.junit:
-                _write(args.junit, to_junit(results))
+            _write(args, "grade", [(args.json, lambda: to_json(results)), (args.junit, lambda: to_junit(results))])
             if any(r.error for r in results):
                 return 2
             return 1 if any(r.failed for r in results) else 0
+    except WouldOverwrite as e:
+        return _error(str(e), 1)
     except CourseError as e:
         return _error(str(e), 1 if "--check" in str(e) else 2)
     except OSError as e:

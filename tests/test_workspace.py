@@ -127,6 +127,101 @@ def test_course_build_refuses_to_overwrite_an_edited_exercise(tmp_path, capsys):
     assert "NotImplementedError" in victim.read_text()
 
 
+# ------------------------------------------------- the reports of gradlab grade (and course mutants)
+# The same rule, through the same helper (written.write_files): --json, --junit, --csv and --feedback files.
+def _fake_grading(monkeypatch, calls):
+    """``gradlab grade`` with the grading itself replaced by a fixed result (no kernel: the writing is tested)."""
+    from gradlab.course import practice
+    from gradlab.course.grade import NotebookResult, Part
+
+    def grade_drills(grade, submissions, **kw):
+        calls.append(list(submissions))
+        return [NotebookResult(notebook=str(submissions[0]), against="sol.ipynb",
+                               parts=[Part("p1", 2.0, earned=2.0, status="ok"),
+                                      Part("p2", 1.0, status="failed", message="wrong", hint="sum over axis 0")])]
+    monkeypatch.setattr(practice, "grade_drills", grade_drills)
+
+
+def test_grade_reports_are_never_written_over_an_edited_file(tmp_path, monkeypatch, capsys):
+    calls = []
+    _fake_grading(monkeypatch, calls)
+    out_json, out_xml = tmp_path / "reports" / "scores.json", tmp_path / "reports" / "scores.xml"
+    argv = ["grade", str(tmp_path / "sub.ipynb"), "--against", str(tmp_path / "sol.ipynb"),
+            "--json", str(out_json), "--junit", str(out_xml)]
+    assert main(argv) == 1                                     # a part failed; the reports are written
+    first = out_json.read_bytes(), out_xml.read_bytes()
+    assert b"sum over axis 0" in first[0] and b"sum over axis 0" in first[1]
+    assert json.loads((out_json.parent / MANIFEST_NAME).read_text())["files"].keys() == {"scores.json", "scores.xml"}
+    assert main(argv) == 1 and len(calls) == 2                 # what gradlab wrote: replaced again, no question
+    assert (out_json.read_bytes(), out_xml.read_bytes()) == first
+    # an instructor's note in the JUnit file: refused before grading anything, both files as they were
+    out_xml.write_text(first[1].decode() + "<!-- checked by hand -->\n")
+    edited = out_xml.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 1 and len(calls) == 2, "graded although the report could not be written"
+    err = capsys.readouterr().err
+    assert f"refusing to overwrite {out_xml}" in err and "--force" in err
+    assert out_xml.read_bytes() == edited and out_json.read_bytes() == first[0]
+    # --force replaces it and keeps the edited one as a backup
+    assert main([*argv, "--force"]) == 1 and len(calls) == 3
+    assert f"kept your {out_xml} as " in capsys.readouterr().out
+    backups = list(out_xml.parent.glob("scores.backup-*.xml"))
+    assert [b.read_bytes() for b in backups] == [edited] and out_xml.read_bytes() == first[1]
+
+
+def _shard(i, sid):
+    part = {"grade_id": "p1", "points": 2, "earned": i - 1, "status": "ok" if i == 2 else "failed",
+            "message": "" if i == 2 else "wrong shape", "case": "", "hint": "", "where": ""}
+    return {"format": "gradlab-batch-1", "shard": f"{i}/2", "exercises": {"01_unbroadcast": {"possible": 2}},
+            "students": {sid: {"name": f"name{sid}", "total": {"earned": i - 1, "possible": 2},
+                               "exercises": {"01_unbroadcast": {"earned": i - 1, "possible": 2, "source": "x.ipynb",
+                                                                "error": None, "parts": [part], "notes": [],
+                                                                "tamper": []}}}},
+            "problems": []}
+
+
+def test_gradebook_csv_json_and_feedback_are_never_written_over_edits(tmp_path, capsys):
+    shards = []
+    for i, sid in ((1, "111"), (2, "222")):
+        shards.append(tmp_path / f"s{i}.json")
+        shards[-1].write_text(json.dumps(_shard(i, sid)))
+    out, fb = tmp_path / "out", tmp_path / "out" / "feedback"
+    argv = ["grade", "merge", *map(str, shards), "--csv", str(out / "gb.csv"), "--feedback", str(fb)]
+    assert main(argv) == 1                                     # a failed part: exit 1, everything written
+    note = fb / "111.md"
+    written = {p.name: p.read_bytes() for p in [out / "gb.csv", note, fb / "222.md"]}
+    assert b"wrong shape" in written["111.md"] and b"name222" in written["gb.csv"]
+    assert main(argv) == 1                                     # gradlab's own files: replaced
+    # the instructor adds a comment to one student's feedback: nothing at all is written (all or nothing)
+    note.write_text(note.read_text() + "\nSee me after class.\n")
+    edited = note.read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--json", str(out / "gb.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"refusing to overwrite {note}" in err and "--force" in err
+    assert note.read_bytes() == edited and not (out / "gb.json").exists()
+    # an edited gradebook is refused before the merge even starts
+    hand = "Student,ID,Total\nfixed by hand,111,2\n"
+    (out / "gb.csv").write_text(hand)
+    assert main(argv) == 1 and "refusing to overwrite" in capsys.readouterr().err
+    assert (out / "gb.csv").read_text() == hand
+    # --force: both replaced, each kept as a backup next to it
+    assert main([*argv, "--force"]) == 1
+    assert note.read_bytes() == written["111.md"] and (out / "gb.csv").read_bytes() == written["gb.csv"]
+    assert [b.read_bytes() for b in fb.glob("111.backup-*.md")] == [edited]
+    assert [b.read_text() for b in out.glob("gb.backup-*.csv")] == [hand]
+
+
+def test_course_mutants_json_is_refused_over_an_edited_file_before_running(tmp_path, monkeypatch, capsys):
+    from gradlab.course import mutants
+    monkeypatch.setattr(mutants, "run_all", lambda *a, **k: pytest.fail("ran the mutants; the report was refused"))
+    out = tmp_path / "mutants.json"
+    out.write_text("{\"my\": \"notes\"}\n")
+    assert main(["course", "mutants", str(ROOT / "solutions" / "01_unbroadcast.ipynb"), "--json", str(out)]) == 1
+    assert f"refusing to overwrite {out}" in capsys.readouterr().err
+    assert out.read_text() == "{\"my\": \"notes\"}\n"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_committed_unchanged_file_may_be_replaced_an_edited_one_not(tmp_path):
     root = tmp_path / "repo"

@@ -35,7 +35,7 @@ from .notebook import (
     strip_solution,
 )
 from .references import check_references
-from .written import Manifest, WouldOverwrite
+from .written import write_files
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 _KEEP_CELL_META = ("nbgrader", "tags")
@@ -139,17 +139,8 @@ def build(solutions="solutions", out="exercises", check_only=False, force=False,
             raise CourseError(f"course build --check: {'; '.join(msg)} (instructors regenerate {out}/ from "
                               f"{solutions}/ with gradlab course build, which never overwrites an edited file)")
         return written
-    manifest = Manifest(out)
-    refused = [t for t, data in planned if not manifest.replaceable(t, data)]
-    if refused and not force:
-        raise WouldOverwrite("course build", refused, (
-            f"Students: do exercises in your own copies (workspace/exercises/, which gradlab lab opens), never in "
-            f"{out}/. Instructors: gradlab course build --force rebuilds them, keeping each edited file as "
-            f"NAME.backup-DATE.ipynb next to it."))
-    os.makedirs(out, exist_ok=True)
-    for target, data in planned:
-        b = manifest.write(target, data, force=force)
-        if b is not None and on_backup is not None:
-            on_backup(target, b)
-    manifest.save()
+    write_files("course build", planned, force=force, on_backup=on_backup, hint=(
+        f"Students: do exercises in your own copies (workspace/exercises/, which gradlab lab opens), never in "
+        f"{out}/. Instructors: gradlab course build --force rebuilds them, keeping each edited file as "
+        f"NAME.backup-DATE.ipynb next to it."))
     return written

@@ -176,17 +176,24 @@ def feedback(report, sid) -> str:
     return "\n".join(out)
 
 
-def write_feedback(report, folder) -> list:
-    """``folder/STUDENT.md`` for every student of the report; returns the paths written."""
-    os.makedirs(folder, exist_ok=True)
-    paths = []
+def feedback_files(report, folder) -> list:
+    """``(folder/STUDENT.md, bytes)`` for every student of the report: what ``write_feedback`` writes."""
+    out = []
     for sid in sorted(report["students"]):
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", sid) or "student"
-        p = os.path.join(folder, f"{safe}.md")
-        with open(p, "w", encoding="utf-8", newline="\n") as f:
-            f.write(feedback(report, sid))
-        paths.append(p)
-    return paths
+        out.append((os.path.join(folder, f"{safe}.md"), feedback(report, sid).encode("utf-8")))
+    return out
+
+
+def write_feedback(report, folder, force=False, on_backup=None) -> list:
+    """``folder/STUDENT.md`` for every student of the report; returns the paths written.
+
+    A file edited since gradlab wrote it (an instructor's added comment) is never overwritten unless
+    ``force``, which keeps it as a backup first: the rule of :mod:`gradlab.course.written`.
+    """
+    from .written import write_files
+    paths = write_files("grade --feedback", feedback_files(report, folder), force=force, on_backup=on_backup)
+    return [str(p) for p in paths]
 
 
 def summary(report) -> str:

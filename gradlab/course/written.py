@@ -2,13 +2,15 @@
 
 Holds :class:`Manifest` (the hash of every file a gradlab command wrote into a
 folder, kept in ``<folder>/.gradlab-written.json``, git-ignored), the rule it
-enforces, :func:`backup_path` (the name a replaced file is kept under), and
+enforces, :func:`write_files` (the one way a command writes its files under the
+rule), :func:`backup_path` (the name a replaced file is kept under), and
 :class:`WouldOverwrite` (the refusal).
 
 The rule, for every command that writes a file a person may have edited
 (``gradlab course build`` into ``exercises/``, ``gradlab lab`` and ``gradlab
-fresh`` into ``workspace/``): a file may be replaced only when nothing would be
-lost, that is when
+fresh`` into ``workspace/``, ``gradlab grade``'s ``--json``, ``--junit``,
+``--csv`` and ``--feedback`` reports, ``gradlab course mutants --json``): a
+file may be replaced only when nothing would be lost, that is when
 
 * it does not exist, or already holds exactly the new bytes;
 * it holds exactly what gradlab last wrote there (its hash is in the manifest);
@@ -17,6 +19,8 @@ lost, that is when
 Anything else is someone's work: the command refuses (exit status 1) and says
 which files, unless told ``force=True``, and then the old file is first moved
 to a backup name next to it (``01_unbroadcast.backup-20260101-120000.ipynb``).
+A gradebook an instructor fixed by hand is someone's work just as much as an
+edited exercise, hence the same rule for the reports.
 """
 from __future__ import annotations
 
@@ -133,3 +137,31 @@ class Manifest:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+def write_files(command: str, planned, force: bool = False, on_backup=None, hint: str = "") -> list:
+    """Write every ``(path, bytes)`` of ``planned`` under the rule; returns the paths.
+
+    All or nothing: when any file is not replaceable and ``force`` is false, this
+    raises :class:`WouldOverwrite` naming every such file (``command`` and ``hint``
+    go into its message) before anything is written. With ``force``, each such
+    file is first kept as a backup and ``on_backup(path, backup)`` is called.
+    Each folder keeps its own manifest (``<folder>/.gradlab-written.json``).
+    """
+    planned = [(Path(p), data) for p, data in planned]
+    manifests: dict[Path, Manifest] = {}
+    for path, _ in planned:
+        folder = path.parent.resolve()
+        if folder not in manifests:
+            manifests[folder] = Manifest(path.parent)
+    refused = [p for p, data in planned if not manifests[p.parent.resolve()].replaceable(p, data)]
+    if refused and not force:
+        raise WouldOverwrite(command, refused, hint or f"Pass --force to replace "
+                             f"{'it' if len(refused) == 1 else 'them'}, keeping each as NAME.backup-DATE next to it.")
+    for path, data in planned:
+        b = manifests[path.parent.resolve()].write(path, data, force=force)
+        if b is not None and on_backup is not None:
+            on_backup(path, b)
+    for m in manifests.values():
+        m.save()
+    return [p for p, _ in planned]
