@@ -10,6 +10,11 @@ settings; tests/browser/conftest.py). Then what a student does:
   its static picture), never "Error displaying widget: model not found";
 * ``gradlab course build``, ``git pull`` of a new commit of the course and the student's own tests:
   the filled-in exercise survives all three, and the new lesson appears in the workspace.
+
+The autosave wait is two idle minutes, so what needs no browser runs during it, in the same clone with the
+lab open (as a student would have it): ``gradlab course build``, the teacher's new commit, and the student's
+tests (in the background; their result is read at the end). The ``git status`` after the wait then covers
+those too.
 """
 from __future__ import annotations
 
@@ -56,8 +61,42 @@ def _widget_state(page):
     }""")
 
 
+def _students_tests(student):
+    """The student's own tests of the course build and the workspace, started in the background."""
+    env = dict(os.environ, PYTHONPATH=str(student))
+    env.pop("GRADLAB_TORCH_SKIPS", None)
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "tests/test_course_build.py", "tests/test_workspace.py"],
+                            cwd=student, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _teacher_pushes_an_update(tmp_path, upstream):
+    """A new commit of the course upstream: a new lesson, and a changed one (05_graphs, the one left open)."""
+    teacher = tmp_path / "teacher"
+    _git(tmp_path, "clone", "-q", str(upstream), str(teacher))
+    shutil.copy(teacher / "notebooks" / "00_welcome.ipynb", teacher / "notebooks" / "99_new_lesson.ipynb")
+    nb = json.loads((teacher / "notebooks" / "05_graphs.ipynb").read_text())
+    nb["cells"].append({"cell_type": "markdown", "id": "course-update", "metadata": {}, "source": "An update."})
+    (teacher / "notebooks" / "05_graphs.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    _git(teacher, "add", "-A")
+    _git(teacher, "commit", "-q", "-m", "a new lesson and an update")
+    _git(teacher, "push", "-q", "origin", "HEAD")
+
+
+@pytest.fixture
+def background():
+    """Processes a test starts in the background; any still running at its end (it failed early) are stopped."""
+    procs = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
 @pytest.mark.timeout(1200)
-def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, browser_requirements, tmp_path):
+def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, browser_requirements, tmp_path,
+                                                                      background):
     from nbformat.sign import NotebookNotary
 
     from gradlab import lab
@@ -101,9 +140,17 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
         mine = exercise.read_bytes()
         # 3. a lesson left open past JupyterLab's autosave (it rewrites the kernelspec and language_info)
         lp.open("notebooks/05_graphs.ipynb")
+        # meanwhile: the filled-in exercise survives `gradlab course build`...
+        r = _gradlab(student, "course", "build")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert exercise.read_bytes() == mine
+        # ... the student's tests start (read at the end) and the teacher pushes a new commit of the course
+        students_tests = _students_tests(student)
+        background.append(students_tests)
+        _teacher_pushes_an_update(tmp_path, upstream)
         time.sleep(max(0.0, AUTOSAVE_S + 15 - (time.monotonic() - t_open)))
         status = _git(student, "status", "--porcelain").stdout
-        assert status == "", f"opening, running and saving changed tracked files:\n{status}"
+        assert status == "", f"opening, running and saving (and course build) changed tracked files:\n{status}"
         ctx.close()
     finally:
         stop_lab(proc)
@@ -139,31 +186,15 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
     finally:
         stop_lab(proc)
 
-    # 5. the filled-in exercise survives `gradlab course build`...
-    r = _gradlab(student, "course", "build")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert exercise.read_bytes() == mine
-    # ... a `git pull` of a new commit of the course (a new lesson, a changed one) ...
-    teacher = tmp_path / "teacher"
-    _git(tmp_path, "clone", "-q", str(upstream), str(teacher))
-    shutil.copy(teacher / "notebooks" / "00_welcome.ipynb", teacher / "notebooks" / "99_new_lesson.ipynb")
-    nb = json.loads((teacher / "notebooks" / "05_graphs.ipynb").read_text())
-    nb["cells"].append({"cell_type": "markdown", "id": "course-update", "metadata": {}, "source": "An update."})
-    (teacher / "notebooks" / "05_graphs.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
-    _git(teacher, "add", "-A")
-    _git(teacher, "commit", "-q", "-m", "a new lesson and an update")
-    _git(teacher, "push", "-q", "origin", "HEAD")
+    # 5. ... a `git pull` of the new commit of the course (a new lesson, a changed one) ...
     pull = _git(student, "pull", "-q", "--no-rebase", check=False)
     assert pull.returncode == 0, f"git pull of a course update failed: {pull.stdout}{pull.stderr}"
     rep = __import__("gradlab.course.workspace", fromlist=["sync"]).sync(student)   # the next `gradlab lab`
     assert "notebooks/99_new_lesson.ipynb" in rep.added
     assert "notebooks/05_graphs.ipynb" in rep.kept + rep.updated   # kept if it was autosaved (the student's now)
     assert exercise.read_bytes() == mine
-    # ... and the student's tests
-    env = dict(os.environ, PYTHONPATH=str(student))
-    env.pop("GRADLAB_TORCH_SKIPS", None)
-    t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_course_build.py",
-                        "tests/test_workspace.py"], cwd=student, env=env, capture_output=True, text=True, timeout=600)
-    assert t.returncode == 0, t.stdout[-3000:] + t.stderr[-2000:]
+    # ... and the student's tests (started during the autosave wait)
+    out, err = students_tests.communicate(timeout=600)
+    assert students_tests.returncode == 0, out[-3000:] + err[-2000:]
     assert exercise.read_bytes() == mine
     assert _git(student, "status", "--porcelain").stdout == ""
