@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     ids = skipped_ids(args.skipped)
     what = f"{len(ids)} tests that skipped without PyTorch ({args.skipped})" if ids else "the oracle-marked tests"
     print(f"run_oracle_tests: {what}", flush=True)
-    rc = subprocess.call([py, "-m", "pytest", "-n", args.jobs, "--dist", "loadfile", *(ids or ["-m", "oracle"])],
+    rc = subprocess.call([py, "-m", "pytest", "-n", args.jobs, "--dist", "loadfile", "--no-loadscope-reorder",
+                          *(ids or ["-m", "oracle"])],
                          cwd=ROOT)
     names = notebooks_needing_torch()
     if names:
