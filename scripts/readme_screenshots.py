@@ -1,9 +1,10 @@
 """Take the README's two JupyterLab screenshots: a lesson's stored graph, and the step-through widget.
 
-    python scripts/readme_screenshots.py     # writes docs/images/jupyterlab_stored_graph.png
-                                             #    and docs/images/jupyterlab_step_through.png
+    python scripts/readme_screenshots.py     # writes docs/images/jupyterlab_stored_graph.png,
+                                             # jupyterlab_step_through.png, jupyterlab_yourturn_predict.png
+                                             # and jupyterlab_yourturn_writeit.png
 
-Both are whole JupyterLab windows (1400 x 1000), as a student sees them: the server is started the
+All are whole JupyterLab windows (1400 x 1000), as a student sees them: the server is started the
 way ``gradlab lab`` starts it, with its JupyterLab settings and nothing else (the browser tests' own
 ``start_lab``, in ``tests/browser/conftest.py``, is used, so the two never drift apart), on a scratch
 folder, and driven by Debian's Chromium (``/usr/bin/chromium``, or ``$GRADLAB_CHROMIUM``) through
@@ -15,6 +16,9 @@ Python Playwright.
 2. A two-layer MLP written with ops (so each bias add is its own node), run in the page, with
    ``animate_backward(loss)`` stepped to the first node whose gradient is summed over the batch axis
    (a bias's).
+3. and 4. ``notebooks/02_broadcasting.ipynb`` as a student who answers wrongly runs it: its predict cell
+   answered ``(8, 1, 5)`` (the feedback: not it, and the first hint), and its write-it cell with a
+   ``sum_to`` that forgets the size-1 axes (the first failing case, what differs, and the hint).
 
 Everything it starts (the server, the browser, the kernel) is stopped before it returns.
 """
@@ -42,6 +46,13 @@ from tests.browser.conftest import (  # noqa: E402
 IMAGES = REPO / "docs" / "images"
 VIEWPORT = {"width": 1400, "height": 1000}
 GRAPH_LESSON = "05_graphs.ipynb"
+YOURTURN_LESSON = "02_broadcasting.ipynb"
+# a student's wrong answers, put into the your-turn cells of YOURTURN_LESSON: (what is replaced, by what)
+WRONG_ANSWERS = [
+    ("answer = ...   # the shape of a + b, as a tuple", "answer = (8, 1, 5)   # the shape of a + b, as a tuple"),
+    ("    raise NotImplementedError   # sum away the leading axes, then the axes where shape has a 1 (keepdims)",
+     "    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))   # the leading axes only"),
+]
 
 STEP_THROUGH_CELLS = [
     """import gradlab
@@ -58,6 +69,42 @@ b2 = gradlab.zeros(3, requires_grad=True); b2.name = 'b2'""",
 loss = F.cross_entropy(h @ W2 + b2, y); loss.name = "loss"
 gradlab.animate_backward(loss)          # instead of loss.backward(): step through it""",
 ]
+
+
+def scroll_to_cell(page, index: int) -> None:
+    """Make cell ``index`` the active one and scroll it to the top (JupyterLab renders only what is in view)."""
+    page.evaluate("""async (i) => { const nb = window.jupyterapp.shell.currentWidget.content;
+                                     nb.activeCellIndex = i; await nb.scrollToItem(i, 'start'); }""", index)
+    page.wait_for_timeout(800)
+
+
+def yourturn_feedback(browser, url, root: Path) -> list[Path]:
+    import nbformat
+    nb = nbformat.read(REPO / "notebooks" / YOURTURN_LESSON, as_version=4)
+    cells = {}
+    for old, new in WRONG_ANSWERS:
+        at = [i for i, c in enumerate(nb.cells) if old in c.source]
+        if len(at) != 1:
+            raise RuntimeError(f"{YOURTURN_LESSON}: expected one cell holding {old!r}, found {len(at)}")
+        nb.cells[at[0]].source = nb.cells[at[0]].source.replace(old, new)
+        cells[new] = at[0]
+    nbformat.write(nb, root / YOURTURN_LESSON)
+    ctx = browser.new_context(viewport=VIEWPORT)
+    try:
+        lp = LabPage(ctx.new_page(), url)
+        lp.open(YOURTURN_LESSON)
+        lp.run_all(timeout=180_000)
+        if lp.cell_errors():
+            raise RuntimeError(f"{YOURTURN_LESSON} raised: {lp.cell_errors()}")
+        outs = []
+        for (_, new), name in zip(WRONG_ANSWERS, ("predict", "writeit")):
+            scroll_to_cell(lp.page, cells[new])
+            out = IMAGES / f"jupyterlab_yourturn_{name}.png"
+            lp.page.screenshot(path=str(out))
+            outs.append(out)
+        return outs
+    finally:
+        ctx.close()
 
 
 def scroll_to_top_of(page, locator) -> None:
@@ -127,8 +174,10 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
             try:
-                for take in (stored_graph, step_through):
-                    print("wrote", take(browser, url, root).relative_to(REPO))
+                for take in (stored_graph, step_through, yourturn_feedback):
+                    made = take(browser, url, root)
+                    for path in made if isinstance(made, list) else [made]:
+                        print("wrote", path.relative_to(REPO))
             finally:
                 browser.close()
     finally:
