@@ -9,12 +9,17 @@ with the build's own parser. A region counts as shown in a lesson when a lesson 
 the text it printed) holds
 
 * two of the region's lines one after the other, or
-* one long line of it (40 characters or more without spaces: a formula, not boilerplate such as
-  ``(x,) = ctx.saved_tensors``), or
-* the whole of a one-line region.
+* one long line of it (16 tokens or more), or
+* the whole of a one-line region (10 tokens or more),
 
-Lines are compared without whitespace and comments, so re-indenting or re-spacing the answer does not
-hide it; lines shorter than 12 characters (``continue``, ``return True``) say nothing and are skipped.
+and the piece does some arithmetic (``+ - * / @ **``...): a loop header or a constructor call is the
+language's vocabulary, not an answer.
+
+Lines are compared as tokens, without whitespace, comments or ``self.``, and with the names of values
+numbered in order of appearance: ``self.tan * o.val`` reads as ``tangent * other.value`` does, so
+renaming or re-spacing the answer does not hide it; what is *called* keeps its name, so
+``g * x.tanh()`` is not ``g * x.sigmoid()``. Lines of fewer than 6 tokens (``continue``,
+``return True``) say nothing and are skipped on both sides.
 """
 from __future__ import annotations
 
