@@ -7,6 +7,7 @@ from one clean, seeded run. Usage::
     python scripts/run_notebooks.py                 # every notebook in notebooks/
     python scripts/run_notebooks.py notebooks/02_broadcasting.ipynb
     python scripts/run_notebooks.py --where [NOTEBOOK...]   # only the "Where this lives" cells
+    python scripts/run_notebooks.py --help                  # this text
 
 ``--where`` refreshes just the outputs of the cells that show gradlab's code: the cell after the
 "## Where this lives" heading (file names and line numbers computed from the code, checked by
@@ -73,6 +74,9 @@ def refresh_where(path: pathlib.Path, timeout: int = 600) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if {"-h", "--help"} & set(args):
+        print(__doc__)
+        sys.exit(0)
     where = "--where" in args
     args = [a for a in args if a != "--where"]
     paths = [pathlib.Path(p).resolve() for p in args] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))

@@ -98,7 +98,21 @@ def test_capstone_stores_the_heatmap_and_the_collapsed_graph():
     kinds = [(cell.source, set(out.get("data", {}))) for _, cell, out in _outputs(nb)]
     assert any("imshow" in src and "image/png" in k for src, k in kinds), "notebook 26 stores no attention heatmap"
     assert any("depth=1" in src and "image/svg+xml" in k for src, k in kinds), "notebook 26 stores no collapsed graph"
-    assert any("class CausalSelfAttention" in c.source for c in nb.cells), "notebook 26 should build its own attention"
+    assert any("def attention(" in c.source for c in nb.cells), "notebook 26 should build its own attention"
+
+
+def test_one_gpt_trained_in_26_and_taken_apart_in_25():
+    """The capstone trains gradlab's nn.GPT, and the internals lesson takes that same class apart: neither
+    defines a GPT of its own (notebook 27's GPT is a PyTorch program, on purpose)."""
+    internals = _nb(ROOT / "notebooks" / "25_transformer_internals.ipynb")
+    for nb in (internals, _nb17()):
+        for c in nb.cells:
+            assert not re.search(r"^class \w*GPT\w*\(", c.source, re.M), f"a GPT class of its own:\n{c.source[:200]}"
+    assert sum("nn.GPT(" in c.source for c in _nb17().cells) >= 2, "notebook 26 should train nn.GPT"
+    assert any("inspect.getsource" in c.source and "nn.GPT.forward" in c.source for c in internals.cells), (
+        "notebook 25 should read nn.GPT's source")
+    assert any("forward_steps gives nn.GPT's own logits: True" in _text(out) for _, _, out in _outputs(internals)), (
+        "notebook 25 should store its check that its step-by-step forward is nn.GPT's")
 
 
 def test_capstone_fits_a_class():
