@@ -4,7 +4,7 @@
 multi-output ops, user Functions, in-place changes, views, grad modes, repeated backward,
 ``backward(inputs=)``, ``grad()`` options, saved-tensor hooks, checkpoint, anomaly mode, forward
 AD, several dtypes, 0-d and size-0 tensors) and runs it with gradlab's everyday loop
-(``engine._run_plain``), with every node sent through the general one (``engine._run_node``; the
+(the inline path of ``engine._run_nodes``), with every node sent through the general one (``engine._run_node``; the
 two must agree bit for bit, errors included) and with PyTorch (values to a tight tolerance; where
 one raises the other must too, with a matching built-in class). The regression tests below pin
 each divergence the fuzzing found. (``tests/test_engine_reference.py`` checks both loops against

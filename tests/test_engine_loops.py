@@ -1,4 +1,4 @@
-"""The engine's two loops (``_run_plain`` for the everyday pass, ``_run_node`` for every case) agree.
+"""The engine's two node paths (inline in ``_run_nodes`` for the everyday node, ``_run_node`` for every case) agree.
 
 A backward observer that does nothing forces the general loop; the same program
 run without it takes the fast one. Gradients must match bit for bit, on

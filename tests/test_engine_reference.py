@@ -3,8 +3,8 @@
 Generated programs (``tests/random_programs.py``: broadcasting, a float64 leaf beside float32
 ones, an integer input, leaves used many times, reductions, views, multi-output ops) are
 differentiated on one graph three times: by ``reference_backward``, by ``backward()`` (its
-everyday loop, ``_run_plain``) and by ``backward()`` with every node sent through its general
-loop (``_run_node``). The leaves' gradients must be the same.
+loop, each everyday node run inline in ``_run_nodes``) and by ``backward()`` with every node sent
+through the general node runner (``_run_node``). The leaves' gradients must be the same.
 
 Bit for bit, where the additions happen in the same order. Floating-point addition is
 commutative but not associative: two gradients that meet at one place give the same bits in
@@ -70,15 +70,10 @@ def _grads(leaves):
 def _three_ways(steps, dtype):
     (x, w), pool, _ = build(steps, set(), dtype)
     loss = sum(t.sum() for t in pool[2:])
-    ran = []  # the order the reference runs the op nodes in (it calls the VJP through this name)
-    real = engine._call_vjp_arrays
-    engine._call_vjp_arrays = lambda node, g: (ran.append(node), real(node, g))[1]
-    try:
-        engine.reference_backward(loss)
-    finally:
-        engine._call_vjp_arrays = real
+    ran = engine.depth_first_order(loss.grad_fn)[::-1]  # the order the reference runs the nodes in
+    engine.reference_backward(loss)
     ref = _grads([x, w])
-    order = engine._schedule([loss.grad_fn])
+    order = engine.schedule([loss.grad_fn])
     engine.backward_observers.append(quiet := _Quiet())
     try:
         loss.backward(retain_graph=True)
@@ -156,9 +151,9 @@ def test_inspect_getsource_shows_every_engine_function():
         src = inspect.getsource(f)
         assert f"def {f.__name__}" in src or "lambda" in src, name
         names.append(name)
-    for must in ("gradlab.autograd.engine._run_plain", "gradlab.autograd.engine.run_backward",
+    for must in ("gradlab.autograd.engine._run_nodes", "gradlab.autograd.engine.run_backward",
                  "gradlab.autograd.function.Op.apply", "gradlab.autograd.function._record",
-                 "gradlab.autograd.schedule.schedule", "gradlab.autograd.function.Function.saved_arrays"):
+                 "gradlab.autograd.engine.schedule", "gradlab.autograd.engine.call_vjp", "gradlab.autograd.function.Function.saved_arrays"):
         assert must in names
     # what runs is what the source shows: no compiled module in the autograd package
     here = pathlib.Path(autograd.__file__).parent

@@ -25,6 +25,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
@@ -150,8 +151,9 @@ def _broadcasts(src, dst) -> bool:
 
 
 def _ops():
-    from .. import ops
-    return ops
+    """``gradlab.ops``, reached at call time through the slot it fills in ``_tensor`` when it is imported
+    (this layer is below ops and never imports it)."""
+    return _tensor_mod._ops
 
 
 def _missing(node):

@@ -119,7 +119,7 @@ class Function:
     def saved_tensors(self) -> tuple:
         """What forward saved: inputs first, then saved outputs, rebuilt as tensors."""
         if self._released:
-            raise _freed_error(self)
+            raise freed_graph_error(self)
         if not self._saved and self.__dict__.get("_fwd_saved"):
             return self._fwd_saved  # inside a jvp: what save_for_forward kept
         return tuple(s.get(self) if isinstance(s, SavedTensor) else s for s in self._saved)
@@ -128,7 +128,7 @@ class Function:
     def saved_arrays(self) -> list:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
-            raise _freed_error(self)
+            raise freed_graph_error(self)
         if self._plain_saved:
             return self._saved  # only plain values were saved (``x * 1.01`` keeps the float): nothing to unpack
         out = []
@@ -351,7 +351,7 @@ def _run_tensor_forward(ctx, args, kwargs):
     return arrays if multi else arrays[0]
 
 
-def _edge(a):
+def edge_of(a):
     """Where the gradient for input ``a`` goes: its grad_fn, its accumulator, or nowhere."""
     if not isinstance(a, Tensor) or not a._requires_grad:
         return None
@@ -371,11 +371,11 @@ def _record(ctx, args, out):
     ``next_functions`` says where each input's gradient goes (None: nowhere),
     ``input_meta`` the shape and dtype that gradient must have (None for a
     non-tensor argument), ``out_meta`` the same for each output. ``seq`` is the
-    creation number the engine orders by (``schedule.py``).
+    creation number the engine orders by (``engine.schedule``).
 
     Every recorded op passes here, once per call, so it is written for speed:
     the usual inputs (a tensor with a grad_fn, or any argument that needs no
-    gradient) are handled inline and the rest by ``_edge``; the single-output
+    gradient) are handled inline and the rest by ``edge_of``; the single-output
     case is inline and several outputs go to ``_wrap_outputs``. (Measured: this
     function is about a third of the time a small op takes to record.)
     """
@@ -392,7 +392,7 @@ def _record(ctx, args, out):
                     metas.append(fn.out_meta[nr])
                     edges.append((fn, nr))
                     continue
-                edges.append(_edge(a))
+                edges.append(edge_of(a))
             else:
                 edges.append(None)
                 if a._is_inference and ctx._to_save and any(a is t for t in ctx._to_save):
@@ -496,7 +496,8 @@ def _observed_apply(cls, args, kwargs):
     return outputs
 
 
-def _freed_error(node):
+def freed_graph_error(node):
+    """The error for a node whose saved tensors an earlier backward already freed."""
     t = _grad_state.backward_root  # (labelled here, not in every backward pass: only an error needs the words)
     root = "this tensor" if t is None else f"'{t.name}'" if t.name else f"the tensor of shape {fmt_shape(t.shape)}"
     return GradError(

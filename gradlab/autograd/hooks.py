@@ -3,8 +3,8 @@
 These are Tensor methods, but they are about graph nodes (a non-leaf's hooks
 live on its ``grad_fn``, a leaf's on the tensor), so they live in the
 autograd layer and are installed on ``Tensor`` when ``gradlab.autograd`` is
-imported. ``accumulate.py`` is where the engine runs them. A node that gets a
-hook or a retained gradient is marked ``_hooked``, which sends it through the
+imported. ``engine.py`` (``pre_process``) is where the engine runs them. A node that
+gets a hook or a retained gradient is marked ``_hooked``, which sends it through the
 engine's general loop.
 """
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .. import _tensor as _tensor_mod
 from ..errors import ArgumentError
 from .function import Function
 
@@ -34,8 +35,8 @@ def _op_class(op):
     if isinstance(op, type) and issubclass(op, Function):
         return op
     if isinstance(op, str):
-        from ..ops.registry import REGISTRY
-        info = REGISTRY.get(op) or REGISTRY.get(f"functional.{op}")
+        registry = _tensor_mod._ops.REGISTRY  # (gradlab.ops, reached through the slot it fills: a layer above)
+        info = registry.get(op) or registry.get(f"functional.{op}")
         if info is None:
             raise ArgumentError(f"register_vjp: there is no op named {op!r} in the registry "
                                 "(see gradlab.ops.REGISTRY); you can also pass the op's Function class")

@@ -102,8 +102,8 @@ class SavedTensor:
         if leaf is not None:  # a leaf: a new tensor whose gradient goes to the leaf's accumulator
             if u is leaf:
                 return u
-            from .function import _edge
-            _edge(leaf)
+            from .function import edge_of
+            edge_of(leaf)
             t = Tensor._make(u._data, True)
             t._acc_ref = leaf._acc_ref
             return t

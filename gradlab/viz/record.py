@@ -163,7 +163,7 @@ def walk_nodes(roots):
     for r in roots:
         n = getattr(r, "grad_fn", r) if not hasattr(r, "next_functions") else r
         if n is None and getattr(r, "requires_grad", False):
-            e = _function._edge(r)
+            e = _function.edge_of(r)
             n = e[0] if e else None
         if n is not None and id(n) not in seen:
             seen.add(id(n))
