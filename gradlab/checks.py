@@ -31,6 +31,8 @@ check                             accepts
                                   is refused, as PyTorch (``dtype=torch.float32``, never a name)
 ``operand`` (``ops/_util.py``)    a binary op's operand: a Tensor or a number; a list/tuple is refused
                                   as PyTorch refuses it (``add(x, [1, 2])``: wrap it in a tensor)
+``numpy_operand(a, fn, arg)``     the error for a NumPy array where a Tensor belongs (``check_tensor``,
+                                  ``operand``): PyTorch's "must be Tensor, not numpy.ndarray"
 ``nonnegative``, ``positive``     a number >= 0 / > 0
 ``probability(p, fn, arg)``       a number in [0, 1]
 ``in_range(v, lo, hi, fn, arg)``  a number in [lo, hi]
@@ -61,7 +63,7 @@ import operator
 
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError
+from .errors import ArgumentError, ArgumentTypeError, ArrayOperandError, DTypeError, IndexOutOfRange, ShapeError
 
 #: The largest number of elements a factory or reshape will allocate (2**40 elements ~ 4 TiB of
 #: float32): beyond it the request is certainly a mistake, refused before NumPy tries to allocate.
@@ -396,8 +398,22 @@ def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
                          f"convert with .long()")
     return t
 # ---------------------------------------------------------------- tensor arguments of the nn functions
+def numpy_operand(a, fn: str, arg: str) -> ArrayOperandError:
+    """The error for a NumPy array given where a Tensor belongs (``gradlab.tanh(array)``), to raise.
+
+    PyTorch refuses one there ("must be Tensor, not numpy.ndarray") rather than guess whether the
+    result should share the array's memory: the user says so, with ``gradlab.from_numpy(a)`` (shared,
+    as ``torch.from_numpy``) or ``gradlab.tensor(a)`` (a copy). Only the operators take an array as it
+    is (``x + array``, as PyTorch computes it too; see ``Tensor.__add__``)."""
+    return ArrayOperandError(f"{fn}: {arg} must be a Tensor, got a NumPy array of shape {tuple(a.shape)}; wrap "
+                             f"it with gradlab.from_numpy(a) (shares its memory) or gradlab.tensor(a) (a copy)")
+
+
 def _tensor_arg(t, fn: str, arg: str):
-    """``t`` if it is a tensor (anything with a dtype and a shape); else the wrong-kind error."""
+    """``t`` if it is a tensor (anything with a dtype and a shape, but not a NumPy array: see
+    :func:`numpy_operand`); else the wrong-kind error."""
+    if isinstance(t, np.ndarray):
+        raise numpy_operand(t, fn, arg)
     if getattr(t, "dtype", None) is None or not hasattr(t, "shape"):
         raise ArgumentTypeError(f"{fn}: {arg} must be a Tensor, got {_kind(t)} {t!r}; wrap data with "
                                 f"gradlab.tensor(...)")

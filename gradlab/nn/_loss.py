@@ -274,6 +274,7 @@ def _diff(op, input, target, reduction, size_average, reduce, promote=True):
     """``input - target`` and the reduction; ``promote``: an integer input with a float target is promoted
     (l1, smooth_l1), else the input itself must be floating (huber_loss, as PyTorch)."""
     x = _float_target_pair(op, input, target) if promote else _float_input(op, input)
+    target = check_tensor(target, op, "target")  # (``x - target`` below is the operator, which takes an array)
     red = _reduction(op, reduction, size_average, reduce)
     _warn_broadcast(op, x, target, stacklevel=4)
     return x - target, red

@@ -258,7 +258,7 @@ def _ints_first(idx):
     return tuple(first), tuple(rest)
 
 
-@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
+@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: torch.Tensor.__getitem__(x, idx))
 def getitem(input, index):
     """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
     x = input if type(input) is Tensor else check_tensor(input, "getitem")

@@ -189,7 +189,7 @@ def _sum_dtype(x, dtype):
 
 
 @register(op=Sum, samples=reduce_samples(),
-          torch=lambda torch, x, dim=None, keepdim=False: x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim))
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
@@ -225,7 +225,7 @@ class Mean(Op):
 
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
-          torch=lambda torch, x, dim=None, keepdim=False: x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim))
 def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")

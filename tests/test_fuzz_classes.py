@@ -1,0 +1,66 @@
+"""The representative call of each class the fuzz suite added later (``tests/fuzz_calls.py``: ndarray
+and list operands, non-bool flags, dtype strings, empty inputs, aliasing), run in gradlab and PyTorch:
+what PyTorch refuses gradlab refuses, with an error the same ``except`` clause catches, naming the
+function called; what PyTorch shares, gradlab shares. ``tests/test_fuzz_errors.py`` counts the
+generated cases of each class; these are the readable ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradlab
+import gradlab.nn.functional as GF
+from gradlab.errors import GradlabError
+
+
+def _refused_like_torch(torch, call, name):
+    """``call(lib)`` raises in both libraries; gradlab's error is its own, of PyTorch's built-in class,
+    and names ``name``."""
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(GradlabError) as ours:
+        call(gradlab)
+    base = next(c for c in type(theirs.value).__mro__ if c.__module__ == "builtins")
+    assert isinstance(ours.value, base), f"{type(ours.value).__name__} is not a {base.__name__}"
+    assert name in str(ours.value), str(ours.value)
+    return ours.value
+
+
+# ---------------------------------------------------------------- NumPy arrays and lists as operands
+UNARY_AND_BINARY = {
+    "tanh": lambda lib, a: lib.tanh(a),
+    "sum": lambda lib, a: lib.sum(a),
+    "reshape": lambda lib, a: lib.reshape(a, (6,)),
+    "add": lambda lib, a: lib.add(lib.ones(2, 3), a),
+    "maximum": lambda lib, a: lib.maximum(lib.ones(2, 3), a),
+    "eq": lambda lib, a: lib.eq(lib.ones(2, 3), a),
+    "linear": lambda lib, a: lib.nn.functional.linear(a, lib.ones(4, 3)),
+    "mse_loss": lambda lib, a: lib.nn.functional.mse_loss(lib.ones(2, 3), a),
+    "huber_loss": lambda lib, a: lib.nn.functional.huber_loss(lib.ones(2, 3), a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_AND_BINARY))
+def test_a_numpy_array_where_a_tensor_belongs_is_refused(torch, name):
+    call = UNARY_AND_BINARY[name]
+    err = _refused_like_torch(torch, lambda lib: call(lib, np.ones((2, 3), dtype=np.float32)), name)
+    assert "from_numpy" in str(err) and isinstance(err, TypeError)
+
+
+@pytest.mark.parametrize("name", ["add", "maximum", "eq"])
+def test_a_list_where_a_tensor_belongs_is_refused(torch, name):
+    _refused_like_torch(torch, lambda lib: UNARY_AND_BINARY[name](lib, [[1.0] * 3] * 2), name)
+
+
+def test_the_operators_still_take_an_array_as_pytorch_computes_them(torch):
+    """``x + array`` works in PyTorch (NumPy computes it) and is common in teaching code: the operators,
+    and only they, take the array as a tensor; the values agree."""
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    for op in (lambda x, y: x + y, lambda x, y: x * y, lambda x, y: x - y, lambda x, y: x == y):
+        ours, theirs = op(gradlab.ones(2, 3), a), op(torch.ones(2, 3), a)
+        assert isinstance(ours, gradlab.Tensor)
+        np.testing.assert_array_equal(ours.numpy(), np.asarray(theirs))
+    x = gradlab.ones(2, 3, requires_grad=True)
+    (x * a).sum().backward()  # and the gradient flows to the tensor
+    np.testing.assert_array_equal(x.grad.numpy(), a.astype(np.float32))
