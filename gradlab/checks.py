@@ -456,6 +456,7 @@ _RULES = {
     "int": lambda v, fn, arg: size(v, fn, arg, None), "size": size,
     "count": lambda v, fn, arg: size(v, fn, arg, 1),
     "tensor": _tensor_arg, "floating": lambda v, fn, arg: floating(_tensor_arg(v, fn, arg), fn, arg),
+    "flag": flag,
 }
 
 
@@ -466,7 +467,7 @@ def arguments(fn: str, **given):
 
     Each keyword is an argument's name and ``(value, rule)``; a rule is a name of :data:`_RULES`
     (``number``, ``nonnegative``, ``positive``, ``probability``, ``int``, ``size`` (>= 0), ``count``
-    (>= 1), ``tensor``, ``floating``), ending in ``?`` where ``None`` is allowed too (``"floating?"``
+    (>= 1), ``tensor``, ``floating``, ``flag`` (True or False)), ending in ``?`` where ``None`` is allowed too (``"floating?"``
     for an optional weight). Returns the checked values, in order (one value alone when one is given).
     """
     out = []

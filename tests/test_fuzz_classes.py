@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gradlab
-import gradlab.nn.functional as GF
+import gradlab.nn.functional  # noqa: F401 - gradlab.nn.functional.* below
 from gradlab.errors import GradlabError
 
 
@@ -64,3 +64,24 @@ def test_the_operators_still_take_an_array_as_pytorch_computes_them(torch):
     x = gradlab.ones(2, 3, requires_grad=True)
     (x * a).sum().backward()  # and the gradient flows to the tensor
     np.testing.assert_array_equal(x.grad.numpy(), a.astype(np.float32))
+
+
+# ---------------------------------------------------------------- flags: True or False, not 1 or 'yes'
+FLAGS = {
+    "dropout": lambda lib, v: lib.nn.functional.dropout(lib.ones(3), 0.5, training=v),
+    "max_pool2d": lambda lib, v: lib.nn.functional.max_pool2d(lib.ones(1, 1, 4, 4), 2, ceil_mode=v),
+    "avg_pool1d": lambda lib, v: lib.nn.functional.avg_pool1d(lib.ones(1, 1, 4), 2, count_include_pad=v),
+    "kthvalue": lambda lib, v: lib.kthvalue(lib.ones(3), 1, 0, v),
+    "topk": lambda lib, v: lib.topk(lib.ones(3), 1, largest=v),
+    "batch_norm": lambda lib, v: lib.nn.functional.batch_norm(lib.ones(2, 3), lib.zeros(3), lib.ones(3), training=v),
+    "scaled_dot_product_attention": lambda lib, v: lib.nn.functional.scaled_dot_product_attention(
+        lib.ones(1, 2, 3), lib.ones(1, 2, 3), lib.ones(1, 2, 3), is_causal=v),
+}
+
+
+@pytest.mark.parametrize("value", [1, "yes"])
+@pytest.mark.parametrize("name", sorted(FLAGS))
+def test_a_flag_takes_only_a_bool(torch, name, value):
+    err = _refused_like_torch(torch, lambda lib: FLAGS[name](lib, value), name)
+    assert "must be a bool" in str(err)
+    FLAGS[name](gradlab, True), FLAGS[name](gradlab, False)  # and both bools still work

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
@@ -67,6 +67,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     op = "scaled_dot_product_attention"
     q, k, v = (check_tensor(t, op, n) for t, n in ((query, "query"), (key, "key"), (value, "value")))
     mask = None if attn_mask is None else check_tensor(attn_mask, op, "attn_mask")
+    is_causal = _c.flag(is_causal, op, "is_causal")
     if mask is not None and mask.dtype != _dt.bool_ and mask.dtype != q.dtype and not _dt.is_floating(mask.dtype):
         raise DTypeError(f"{op}: attn_mask has dtype {_dt.dtype_name(mask.dtype)}; it must be bool (True = may "
                          f"attend) or floating (added to the scores). An integer mask would be added as a bias, not "

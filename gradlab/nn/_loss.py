@@ -352,6 +352,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     op = "kl_div"
     x = _float_input(op, input)
+    log_target = _c.flag(log_target, op, "log_target")
     if size_average is not None or reduce is not None:
         reduction = _reduction(op, "mean", size_average, reduce)
     if reduction not in _REDUCTIONS + ("batchmean",):

@@ -142,7 +142,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     op = "batch_norm"
     x, shape = _channel_args(op, input, weight, bias)
-    momentum, eps = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "nonnegative"))
+    momentum, eps, training = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "nonnegative"),
+                                           training=(training, "flag"))
     if training and not eps > 0:  # PyTorch: "batch_norm eps must be positive during training"
         raise ArgumentError(f"{op}: eps must be > 0 when training, got {eps!r} (it keeps the division by "
                             f"sqrt(var + eps) finite for a constant channel)")

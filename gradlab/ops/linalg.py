@@ -5,7 +5,7 @@ of their own.
 """
 from __future__ import annotations
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..errors import ShapeError, fmt_shape
 from ._util import check_tensor
 
@@ -281,7 +281,7 @@ def cholesky(A, *, upper=False, out=None):
     """``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L L^T`` for a symmetric positive-definite
     ``A``. gradlab factors the symmetric part ``(A + A^T)/2`` (PyTorch reads only the lower triangle): the same
     for every symmetric input, and the gradient is PyTorch's symmetric one."""
-    return Cholesky.apply(_square(A, "cholesky"), bool(upper))
+    return Cholesky.apply(_square(A, "cholesky"), _c.flag(upper, "cholesky", "upper"))
 
 
 class QR(_Op):
