@@ -85,3 +85,29 @@ def test_a_flag_takes_only_a_bool(torch, name, value):
     err = _refused_like_torch(torch, lambda lib: FLAGS[name](lib, value), name)
     assert "must be a bool" in str(err)
     FLAGS[name](gradlab, True), FLAGS[name](gradlab, False)  # and both bools still work
+
+
+# ---------------------------------------------------------------- factories: a dtype, not its name; a bool
+FACTORIES = {
+    "zeros": lambda lib, **k: lib.zeros(3, **k),
+    "ones": lambda lib, **k: lib.ones(2, 3, **k),
+    "full": lambda lib, **k: lib.full((2,), 1.5, **k),
+    "tensor": lambda lib, **k: lib.tensor([1.0, 2.0], **k),
+    "arange": lambda lib, **k: lib.arange(0.0, 3.0, **k),
+    "linspace": lambda lib, **k: lib.linspace(0.0, 1.0, 3, **k),
+    "randn": lambda lib, **k: lib.randn(2, **k),
+    "zeros_like": lambda lib, **k: lib.zeros_like(lib.ones(2), **k),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_a_factory_refuses_a_dtype_string_and_a_non_bool_requires_grad(torch, name):
+    make = FACTORIES[name]
+    err = _refused_like_torch(torch, lambda lib: make(lib, dtype="float32"), name)
+    assert "gradlab.float32" in str(err)  # the message says how to write it
+    _refused_like_torch(torch, lambda lib: make(lib, requires_grad=1), name)
+    assert make(gradlab, dtype=gradlab.float64, requires_grad=True).requires_grad
+
+
+def test_to_reads_a_string_as_a_device_as_pytorch(torch):
+    _refused_like_torch(torch, lambda lib: lib.ones(2).to("float32"), "to")
