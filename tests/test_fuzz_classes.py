@@ -111,3 +111,35 @@ def test_a_factory_refuses_a_dtype_string_and_a_non_bool_requires_grad(torch, na
 
 def test_to_reads_a_string_as_a_device_as_pytorch(torch):
     _refused_like_torch(torch, lambda lib: lib.ones(2).to("float32"), "to")
+
+
+# ---------------------------------------------------------------- aliasing: diagonal() is a view
+def test_diagonal_is_a_view_as_in_pytorch(torch):
+    """``x.diagonal()`` shares ``x``'s memory and version counter: an in-place change through it is seen
+    in ``x`` (the same values as PyTorch's), and a change to ``x`` is seen in it."""
+    for offset, d1, d2 in [(0, 0, 1), (1, 0, 1), (-1, 1, 0), (1, 2, 0)]:
+        x, tx = gradlab.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+        if d1 == 2 or d2 == 2:
+            x, tx = x.reshape(3, 2, 4), tx.reshape(3, 2, 4)
+        d, td = x.diagonal(offset, d1, d2), tx.diagonal(offset, d1, d2)
+        assert np.shares_memory(d.numpy(), x.numpy())
+        before = x._version.value
+        d.mul_(-1.0)
+        td.mul_(-1.0)
+        assert x._version is d._version and d._version.value == before + 1  # one shared counter
+        np.testing.assert_array_equal(x.numpy(), tx.numpy())
+        x.add_(1.0)
+        tx.add_(1.0)
+        np.testing.assert_array_equal(d.numpy(), td.numpy())
+
+
+def test_diagonal_gradient_and_its_refusals_match_pytorch(torch):
+    x = gradlab.randn(3, 4, 5, dtype=gradlab.float64, requires_grad=True)
+    assert gradlab.autograd.gradcheck(lambda t: gradlab.diagonal(t, 1, 2, 0), (x,))
+    assert gradlab.autograd.gradgradcheck(lambda t: gradlab.diagonal(t, -1, 0, 1) ** 2, (x,))
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    ((x * 2).diagonal(0, 1, 2) ** 2).sum().backward()
+    ((tx * 2).diagonal(0, 1, 2) ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+    # a view of a leaf that requires grad cannot be changed in place, in either library
+    _refused_like_torch(torch, lambda lib: lib.ones(2, 3, requires_grad=True).diagonal().zero_(), "zero_")
