@@ -320,6 +320,9 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     **{(op, arg): _BUILT_NUMBERS for op, arg in [
         ("BatchNorm1d", "eps"), ("BatchNorm1d", "momentum"), ("LayerNorm", "eps"), ("LeakyReLU", "arg 0"),
         ("ELU", "arg 0"), ("Softshrink", "arg 0"), ("HuberLoss", "delta")]},
+    **{(op, "forward arg 0"): "a layer checks that its input has its parameters' dtype before it looks at the "
+                              "batch; PyTorch skips that check for an empty batch (0 samples) and returns an "
+                              "empty result" for op in ("BatchNorm1d", "BatchNorm2d", "ConvTranspose2d")},
     ("cross_entropy", "label_smoothing"): _NEG_SMOOTHING, ("CrossEntropyLoss", "label_smoothing"): _NEG_SMOOTHING,
     ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
                                "returns empty tensors",
@@ -397,6 +400,17 @@ def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
         raise DTypeError(f"{fn}: {arg} must have {want}, got {_dt.dtype_name(dt) if dt is not None else _kind(t)}; "
                          f"convert with .long()")
     return t
+def conv_weight(w, groups: int, fn: str):
+    """A convolution's ``weight`` ``(out_channels, in_channels/groups, *kernel)`` has at least ``groups``
+    output channels: with none there is nothing to compute (PyTorch: "expected weight to be at least
+    ``groups`` at dimension 0"), and NumPy would fail deep inside with a bare reshape error."""
+    from .errors import fmt_shape
+    if w.shape[0] < groups:
+        raise ShapeError(f"{fn}: weight {fmt_shape(w.shape)} has {w.shape[0]} output channels (dim 0); with "
+                         f"groups={groups} it needs at least {groups}")
+    return w
+
+
 # ---------------------------------------------------------------- tensor arguments of the nn functions
 def numpy_operand(a, fn: str, arg: str) -> ArrayOperandError:
     """The error for a NumPy array given where a Tensor belongs (``gradlab.tanh(array)``), to raise.

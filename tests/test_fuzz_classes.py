@@ -143,3 +143,31 @@ def test_diagonal_gradient_and_its_refusals_match_pytorch(torch):
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
     # a view of a leaf that requires grad cannot be changed in place, in either library
     _refused_like_torch(torch, lambda lib: lib.ones(2, 3, requires_grad=True).diagonal().zero_(), "zero_")
+
+
+# ---------------------------------------------------------------- empty (size 0) inputs
+EMPTY_REFUSED = {
+    "conv2d": lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 3, 3), lib.ones(0, 2, 1, 1)),
+    "conv3d": lambda lib: lib.nn.functional.conv3d(lib.ones(1, 2, 3, 3, 3), lib.ones(0, 1, 1, 1, 1), groups=2),
+    "solve": lambda lib: lib.linalg.solve(lib.eye(2).expand(0, 2, 2), lib.ones(2, 2, 1)),
+    "bilinear": lambda lib: lib.nn.functional.bilinear(lib.ones(2, 2), lib.ones(2, 3), lib.ones(1, 2, 3),
+                                                       lib.ones(0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_REFUSED))
+def test_an_empty_argument_pytorch_refuses_is_refused(torch, name):
+    _refused_like_torch(torch, EMPTY_REFUSED[name], name)
+
+
+def test_empty_inputs_pytorch_accepts_give_its_results_quietly(torch, recwarn):
+    for lib_call in (lambda lib: lib.var(lib.ones(0, 3, dtype=lib.float64), dim=0),
+                     lambda lib: lib.std(lib.ones(0, 3, dtype=lib.float64)),
+                     lambda lib: lib.linalg.svdvals(lib.ones(0, 3, dtype=lib.float64))):
+        ours, theirs = lib_call(gradlab), lib_call(torch)
+        assert ours.shape == tuple(theirs.shape)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())  # nan where nothing is reduced
+    rm, rv = gradlab.zeros(2), gradlab.ones(2)
+    y = gradlab.nn.functional.batch_norm(gradlab.ones(0, 2, 1), rm, rv, training=True)
+    assert y.shape == (0, 2, 1) and rm.tolist() == [0.0, 0.0] and rv.tolist() == [1.0, 1.0]  # stats untouched
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

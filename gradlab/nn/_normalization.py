@@ -152,7 +152,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0,) + tuple(range(2, x.ndim))
     n = x.numel() // max(x.shape[1], 1)
     if training:
-        if n <= 1:
+        if n == 0:  # an empty batch: an empty result, the running statistics untouched (as PyTorch)
+            return _affine(x * 0.0, weight, bias, shape)
+        if n == 1:
             raise ShapeError(f"{op}: expected more than 1 value per channel when training, got input "
                              f"{fmt_shape(x.shape)}; use a batch of at least 2 (or training=False)")
         if _fused_batch_norm_ok(x, weight, bias):

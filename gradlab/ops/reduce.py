@@ -413,6 +413,8 @@ class Var(Op):
         """The variance, in float32 for 16-bit floats (as PyTorch: their squares overflow at 256)."""
         if a.dtype.itemsize < 4:
             a = a.astype(np.float32)
+        if a.size == 0:  # nan where nothing is reduced, as PyTorch (and no NumPy "Mean of empty slice" warning)
+            return np.sum(a, axis=axes, keepdims=keepdim) * np.nan
         d = a - np.mean(a, axis=axes, keepdims=True)
         return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
 
