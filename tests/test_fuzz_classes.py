@@ -150,6 +150,8 @@ EMPTY_REFUSED = {
     "conv2d": lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 3, 3), lib.ones(0, 2, 1, 1)),
     "conv3d": lambda lib: lib.nn.functional.conv3d(lib.ones(1, 2, 3, 3, 3), lib.ones(0, 1, 1, 1, 1), groups=2),
     "solve": lambda lib: lib.linalg.solve(lib.eye(2).expand(0, 2, 2), lib.ones(2, 2, 1)),
+    "scaled_dot_product_attention": lambda lib: lib.nn.functional.scaled_dot_product_attention(
+        lib.ones(0, 2, 2, 3), lib.ones(2, 2, 2, 3), lib.ones(2, 2, 2, 3)),
     "bilinear": lambda lib: lib.nn.functional.bilinear(lib.ones(2, 2), lib.ones(2, 3), lib.ones(1, 2, 3),
                                                        lib.ones(0)),
 }
