@@ -172,4 +172,13 @@ def test_empty_inputs_pytorch_accepts_give_its_results_quietly(torch, recwarn):
     rm, rv = gradlab.zeros(2), gradlab.ones(2)
     y = gradlab.nn.functional.batch_norm(gradlab.ones(0, 2, 1), rm, rv, training=True)
     assert y.shape == (0, 2, 1) and rm.tolist() == [0.0, 0.0] and rv.tolist() == [1.0, 1.0]  # stats untouched
+    y, ty = gradlab.nn.functional.group_norm(gradlab.ones(0, 4, 1), 2), torch.nn.functional.group_norm(
+        torch.ones(0, 4, 1), 2)
+    assert y.shape == tuple(ty.shape)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_index_copy_with_a_source_of_the_wrong_length_is_an_index_error_as_in_pytorch(torch):
+    err = _refused_like_torch(torch, lambda lib: lib.ones(3, 2).index_copy(0, lib.tensor([0, 1]), lib.ones(0, 2)),
+                              "index_copy")
+    assert isinstance(err, IndexError)

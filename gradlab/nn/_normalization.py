@@ -218,7 +218,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     c = x.shape[1]
     if num_groups < 1 or c % num_groups:
         raise ShapeError(f"{op}: num_groups={num_groups} must divide the {c} channels of input {fmt_shape(x.shape)}")
-    g = O.reshape(x, (x.shape[0], num_groups, -1))
+    g = O.reshape(x, (x.shape[0], num_groups, c // num_groups * int(np.prod(x.shape[2:]))))  # (no -1: the batch may be empty)
     y = O.reshape(_standardize(g, (2,), eps), x.shape)
     return _affine(y, weight, bias, shape)
 
