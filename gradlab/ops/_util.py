@@ -1,6 +1,6 @@
 """Helpers shared by every op module (one home each), so no op file writes its own copy.
 
-* argument checks: ``check_tensor`` (a Tensor or a NumPy array), ``operand`` and ``arrays_for`` (a
+* argument checks: ``check_tensor`` (a Tensor; a NumPy array is refused, as PyTorch), ``operand`` and ``arrays_for`` (a
   binary op's two inputs, scalars included), ``device_mismatch``, ``check_broadcast``, ``shape_of``,
   ``shape_str``;
 * Python numbers as PyTorch's *weak* scalars: ``is_scalar``, ``weak_float``, ``as_weak`` (a float
