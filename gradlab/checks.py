@@ -31,6 +31,8 @@ check                             accepts
                                   is refused, as PyTorch (``dtype=torch.float32``, never a name)
 ``operand`` (``ops/_util.py``)    a binary op's operand: a Tensor or a number; a list/tuple is refused
                                   as PyTorch refuses it (``add(x, [1, 2])``: wrap it in a tensor)
+``numpy_operand(a, fn, arg)``     the error for a NumPy array where a Tensor belongs (``check_tensor``,
+                                  ``operand``): PyTorch's "must be Tensor, not numpy.ndarray"
 ``nonnegative``, ``positive``     a number >= 0 / > 0
 ``probability(p, fn, arg)``       a number in [0, 1]
 ``in_range(v, lo, hi, fn, arg)``  a number in [lo, hi]
@@ -61,7 +63,7 @@ import operator
 
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError
+from .errors import ArgumentError, ArgumentTypeError, ArrayOperandError, DTypeError, IndexOutOfRange, ShapeError
 
 #: The largest number of elements a factory or reshape will allocate (2**40 elements ~ 4 TiB of
 #: float32): beyond it the request is certainly a mistake, refused before NumPy tries to allocate.
@@ -318,6 +320,9 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     **{(op, arg): _BUILT_NUMBERS for op, arg in [
         ("BatchNorm1d", "eps"), ("BatchNorm1d", "momentum"), ("LayerNorm", "eps"), ("LeakyReLU", "arg 0"),
         ("ELU", "arg 0"), ("Softshrink", "arg 0"), ("HuberLoss", "delta")]},
+    **{(op, "forward arg 0"): "a layer checks that its input has its parameters' dtype before it looks at the "
+                              "batch; PyTorch skips that check for an empty batch (0 samples) and returns an "
+                              "empty result" for op in ("BatchNorm1d", "BatchNorm2d", "ConvTranspose2d")},
     ("cross_entropy", "label_smoothing"): _NEG_SMOOTHING, ("CrossEntropyLoss", "label_smoothing"): _NEG_SMOOTHING,
     ("conv_zero_out", "hand"): "a convolution with 0 output channels computes nothing; PyTorch builds it and "
                                "returns empty tensors",
@@ -395,9 +400,34 @@ def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
         raise DTypeError(f"{fn}: {arg} must have {want}, got {_dt.dtype_name(dt) if dt is not None else _kind(t)}; "
                          f"convert with .long()")
     return t
+def conv_weight(w, groups: int, fn: str):
+    """A convolution's ``weight`` ``(out_channels, in_channels/groups, *kernel)`` has at least ``groups``
+    output channels: with none there is nothing to compute (PyTorch: "expected weight to be at least
+    ``groups`` at dimension 0"), and NumPy would fail deep inside with a bare reshape error."""
+    from .errors import fmt_shape
+    if w.shape[0] < groups:
+        raise ShapeError(f"{fn}: weight {fmt_shape(w.shape)} has {w.shape[0]} output channels (dim 0); with "
+                         f"groups={groups} it needs at least {groups}")
+    return w
+
+
 # ---------------------------------------------------------------- tensor arguments of the nn functions
+def numpy_operand(a, fn: str, arg: str) -> ArrayOperandError:
+    """The error for a NumPy array given where a Tensor belongs (``gradlab.tanh(array)``), to raise.
+
+    PyTorch refuses one there ("must be Tensor, not numpy.ndarray") rather than guess whether the
+    result should share the array's memory: the user says so, with ``gradlab.from_numpy(a)`` (shared,
+    as ``torch.from_numpy``) or ``gradlab.tensor(a)`` (a copy). Only the operators take an array as it
+    is (``x + array``, as PyTorch computes it too; see ``Tensor.__add__``)."""
+    return ArrayOperandError(f"{fn}: {arg} must be a Tensor, got a NumPy array of shape {tuple(a.shape)}; wrap "
+                             f"it with gradlab.from_numpy(a) (shares its memory) or gradlab.tensor(a) (a copy)")
+
+
 def _tensor_arg(t, fn: str, arg: str):
-    """``t`` if it is a tensor (anything with a dtype and a shape); else the wrong-kind error."""
+    """``t`` if it is a tensor (anything with a dtype and a shape, but not a NumPy array: see
+    :func:`numpy_operand`); else the wrong-kind error."""
+    if isinstance(t, np.ndarray):
+        raise numpy_operand(t, fn, arg)
     if getattr(t, "dtype", None) is None or not hasattr(t, "shape"):
         raise ArgumentTypeError(f"{fn}: {arg} must be a Tensor, got {_kind(t)} {t!r}; wrap data with "
                                 f"gradlab.tensor(...)")
@@ -440,6 +470,7 @@ _RULES = {
     "int": lambda v, fn, arg: size(v, fn, arg, None), "size": size,
     "count": lambda v, fn, arg: size(v, fn, arg, 1),
     "tensor": _tensor_arg, "floating": lambda v, fn, arg: floating(_tensor_arg(v, fn, arg), fn, arg),
+    "flag": flag,
 }
 
 
@@ -450,7 +481,7 @@ def arguments(fn: str, **given):
 
     Each keyword is an argument's name and ``(value, rule)``; a rule is a name of :data:`_RULES`
     (``number``, ``nonnegative``, ``positive``, ``probability``, ``int``, ``size`` (>= 0), ``count``
-    (>= 1), ``tensor``, ``floating``), ending in ``?`` where ``None`` is allowed too (``"floating?"``
+    (>= 1), ``tensor``, ``floating``, ``flag`` (True or False)), ending in ``?`` where ``None`` is allowed too (``"floating?"``
     for an optional weight). Returns the checked values, in order (one value alone when one is given).
     """
     out = []

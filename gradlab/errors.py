@@ -74,6 +74,13 @@ class ArgumentTypeError(GradlabError, TypeError, ValueError):
     in its Python code (``nn.Conv2d(2.5, 3, 3)``): both catch it."""
 
 
+class ArrayOperandError(ArgumentTypeError, RuntimeError):
+    """A NumPy array where a Tensor belongs (``gradlab.tanh(array)``). PyTorch's functions raise a
+    ``TypeError`` ("must be Tensor, not numpy.ndarray"); its functions written in Python raise a
+    ``RuntimeError`` when NumPy meets a tensor that requires grad ("Can't call numpy() on Tensor that
+    requires grad"): either ``except`` clause catches this."""
+
+
 class ValueRuntimeError(ArgumentError):
     """A bad argument value that PyTorch reports as a ``RuntimeError`` (``bincount`` of negative numbers...):
     both ``except ValueError`` and ``except RuntimeError`` catch it (as every ArgumentError)."""

@@ -70,9 +70,9 @@ def _unwrap(seq):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
-    t = Tensor._make(_to_array(data, dtype, device))
+    t = Tensor._make(_to_array(data, _c.dtype(dtype, "tensor"), device))
     t.name = name
-    if requires_grad:
+    if _c.flag(requires_grad, "tensor", "requires_grad"):
         t.requires_grad_(True)
     return t
 
@@ -108,7 +108,7 @@ def _shape(size, fn):
 
 
 def _new(fn, size, dtype, device, requires_grad, make):
-    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    dtype = _c.dtype(dtype, fn) or _dt.get_default_dtype()
     dev = factory_device(device)
     check_dtype_for(dtype, dev)
     shape = _shape(size, fn)
@@ -117,7 +117,7 @@ def _new(fn, size, dtype, device, requires_grad, make):
         t = Tensor._make(make(xp_for(dev), shape, dtype))
     except MemoryError as e:
         raise out_of_memory(fn, e) from None
-    if requires_grad:
+    if _c.flag(requires_grad, fn, "requires_grad"):
         t.requires_grad_(True)
     return t
 
@@ -169,14 +169,14 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
         raise ArgumentTypeError(f"full: fill_value must be a number, got {type(fill_value).__name__} {fill_value!r}")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
-    _dt.check_fits(fill_value, _dt.as_dtype(dtype), "full")
+    _dt.check_fits(fill_value, _c.dtype(dtype, "full"), "full")
     return _new("full", (size,) if not isinstance(size, int) else (size,), dtype, device, requires_grad,
                 lambda xp, s, d: xp.full(s, fill_value, dtype=d))
 
 
 def _float_draw(fn, dtype):
-    if dtype is not None and not _dt.is_floating(_dt.as_dtype(dtype)):
-        raise DTypeError(f"{fn}: draws floats, so dtype must be a floating dtype, got {_dt.as_dtype(dtype)} "
+    if dtype is not None and not _dt.is_floating(_c.dtype(dtype, fn)):
+        raise DTypeError(f"{fn}: draws floats, so dtype must be a floating dtype, got {_c.dtype(dtype, fn)} "
                          f"(for an integer tensor use randint; for a *_like call pass dtype=gradlab.float32)")
 
 
@@ -213,7 +213,7 @@ def randint(low=None, high=None, size=(), *, generator=None, dtype=None, device=
     if not low < high:
         raise ArgumentError(f"randint: need low < high, got low={low}, high={high}; "
                             f"values are drawn from [low, high)")
-    dtype = _dt.as_dtype(dtype) or _dt.int64
+    dtype = _c.dtype(dtype, "randint") or _dt.int64
     size = _shape((size,), "randint")
     arr = _random.generator(generator).integers(low, high, size=size).astype(dtype)
     return Tensor._make(xp_for(factory_device(device)).asarray(arr))
@@ -222,7 +222,7 @@ def randint(low=None, high=None, size=(), *, generator=None, dtype=None, device=
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     """A random permutation of ``0 .. n-1``."""
     (n,) = _shape((n,), "randperm")
-    arr = _random.generator(generator).permutation(n).astype(_dt.as_dtype(dtype) or _dt.int64)
+    arr = _random.generator(generator).permutation(n).astype(_c.dtype(dtype, "randperm") or _dt.int64)
     return Tensor._make(xp_for(factory_device(device)).asarray(arr))
 
 
@@ -244,17 +244,17 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if (end - start) * step < 0:
         raise ArgumentError(f"arange: step {step} points away from end: start={start}, end={end}; "
                             f"use a {'negative' if step > 0 else 'positive'} step to count from {start} to {end}")
-    dtype = _dt.as_dtype(dtype)
+    dtype = _c.dtype(dtype, "arange")
     xp = xp_for(factory_device(device))
     check_alloc("arange", (max(0, math.ceil((end - start) / step)),), dtype)
     t = Tensor._make(xp.arange(start, end, step).astype(dtype))
-    if requires_grad:
+    if _c.flag(requires_grad, "arange", "requires_grad"):
         t.requires_grad_(True)
     return t
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    dtype = _c.dtype(dtype, "linspace") or _dt.get_default_dtype()
     steps = _c.size(steps, "linspace", "steps", None)
     start, end = _c.number(start, "linspace", "start"), _c.number(end, "linspace", "end")
     if int(steps) < 0:
@@ -264,7 +264,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
         t = Tensor._make(xp.asarray(_linspace_like_pytorch(start, end, int(steps), np.dtype(dtype))))
     else:
         t = Tensor._make(xp.linspace(start, end, int(steps)).astype(dtype))
-    if requires_grad:
+    if _c.flag(requires_grad, "linspace", "requires_grad"):
         t.requires_grad_(True)
     return t
 
@@ -305,7 +305,7 @@ def _linspace_like_pytorch(start, end, steps, dt):
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` points from ``base ** start`` to ``base ** end``, evenly spaced in the exponent."""
-    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    dtype = _c.dtype(dtype, "logspace") or _dt.get_default_dtype()
     steps = _c.size(steps, "logspace", "steps", None)
     start, end = _c.number(start, "logspace", "start"), _c.number(end, "logspace", "end")
     _c.number(base, "logspace", "base")
@@ -314,13 +314,13 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     xp = xp_for(factory_device(device))
     exps = _linspace_like_pytorch(start, end, int(steps), np.dtype(np.float64))  # in float64, as PyTorch
     t = Tensor._make(xp.asarray((float(base) ** exps).astype(dtype)))
-    if requires_grad:
+    if _c.flag(requires_grad, "logspace", "requires_grad"):
         t.requires_grad_(True)
     return t
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dtype = _dt.as_dtype(dtype) or _dt.get_default_dtype()
+    dtype = _c.dtype(dtype, "eye") or _dt.get_default_dtype()
     for v in (n, m):
         if v is not None and not isinstance(v, (int, np.integer)):
             raise ArgumentTypeError(f"eye: n and m must be integers, got n={n!r}, m={m!r}")
@@ -329,7 +329,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     xp = xp_for(factory_device(device))
     check_alloc("eye", (int(n), int(n) if m is None else int(m)), dtype)
     t = Tensor._make(xp.eye(int(n), None if m is None else int(m), dtype=dtype))
-    if requires_grad:
+    if _c.flag(requires_grad, "eye", "requires_grad"):
         t.requires_grad_(True)
     return t
 
@@ -367,7 +367,7 @@ def randint_like(t, low=0, high=None, *, dtype=None, device=None, requires_grad=
     if high is None:
         low, high = 0, low
     out = randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)
-    if requires_grad:
+    if _c.flag(requires_grad, "randint_like", "requires_grad"):
         out.requires_grad_(True)
     return out
 

@@ -145,7 +145,7 @@ def test_saved_tensors_hooks_intercept_every_save():
     w2 = [w.detach().requires_grad_() for w in ws]
     _mlp(x2, w2).backward()
     np.testing.assert_allclose(x.grad._data, x2.grad._data, rtol=1e-6)
-    assert not gradlab.autograd.function.saved_tensor_hooks  # the stack is empty again
+    assert not gradlab.autograd.function.saved_tensor_hooks()  # the stack is empty again
 
 
 def test_save_on_cpu_gives_the_same_gradients():

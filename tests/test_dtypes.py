@@ -89,7 +89,7 @@ def test_default_dtype_decides_what_python_floats_bring(torch):
     try:
         gradlab.set_default_dtype(gradlab.float64)
         assert (gradlab.arange(3) * 2.5).dtype == gradlab.float64
-        assert (gradlab.ones(2, dtype="float32") * 2.5).dtype == gradlab.float32  # a float tensor keeps its own
+        assert (gradlab.ones(2, dtype=gradlab.float32) * 2.5).dtype == gradlab.float32  # a float tensor keeps its own
         assert gradlab.tensor([1.0]).dtype == gradlab.float64
         assert D.result_type(_g("int64", False), 2.5) == D.float64
     finally:
@@ -143,7 +143,7 @@ def test_integer_and_bool_tensors_refuse_requires_grad():
     for make in (lambda: gradlab.tensor([1, 2, 3], requires_grad=True),
                  lambda: gradlab.tensor([True, False], requires_grad=True),
                  lambda: gradlab.arange(3).requires_grad_(),
-                 lambda: gradlab.zeros(2, dtype="int8", requires_grad=True)):
+                 lambda: gradlab.zeros(2, dtype=gradlab.int8, requires_grad=True)):
         with pytest.raises(DTypeError, match=r"only floating"):
             make()
     with pytest.raises(TypeError):  # still a TypeError for code catching the built-in
@@ -190,9 +190,9 @@ def test_integer_outputs_of_differentiable_inputs_carry_no_graph():
 
 
 def test_mixed_dtype_ops_promote_and_send_each_input_its_own_dtype(torch):
-    a = gradlab.tensor([1.0, 2.0], dtype="float32", requires_grad=True)
-    b = gradlab.tensor([3.0, 4.0], dtype="float64", requires_grad=True)
-    h = gradlab.tensor([0.5, 0.25], dtype="float16", requires_grad=True)
+    a = gradlab.tensor([1.0, 2.0], dtype=gradlab.float32, requires_grad=True)
+    b = gradlab.tensor([3.0, 4.0], dtype=gradlab.float64, requires_grad=True)
+    h = gradlab.tensor([0.5, 0.25], dtype=gradlab.float16, requires_grad=True)
     # (einsum promotes where it only multiplies, as PyTorch's; a mixed contraction, "i,i->", is refused
     # there and here: tests/test_errors_ops.py)
     y = (a * b).sum() + gradlab.einsum("i,i->i", h, a).sum()

@@ -45,8 +45,8 @@ def test_tensor_on_gpu_is_a_cupy_array():
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_matmul_forward_backward_matches_cpu(dtype):
     gradlab.manual_seed(0)
-    a = gradlab.randn(64, 48, dtype=dtype)
-    b = gradlab.randn(48, 32, dtype=dtype)
+    a = gradlab.randn(64, 48, dtype=getattr(gradlab, dtype))
+    b = gradlab.randn(48, 32, dtype=getattr(gradlab, dtype))
     ag, bg = a.cuda().requires_grad_(), b.cuda().requires_grad_()
     ac, bc = a.float().requires_grad_(), b.float().requires_grad_()
     (ag @ bg).float().square().sum().backward()

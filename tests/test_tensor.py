@@ -24,7 +24,7 @@ def test_dtypes_inferred_like_pytorch():
     assert gradlab.tensor([True, False]).dtype == gradlab.bool
     assert gradlab.tensor(3.5).dtype == gradlab.float32
     assert gradlab.tensor(np.zeros(2, dtype=np.float64)).dtype == gradlab.float64  # arrays keep theirs
-    assert gradlab.tensor([1, 2], dtype="float64").dtype == gradlab.float64
+    assert gradlab.tensor([1, 2], dtype=gradlab.float64).dtype == gradlab.float64
 
 
 def test_tensor_copies_but_from_numpy_shares():
@@ -113,7 +113,7 @@ def test_manual_seed_makes_random_factories_reproducible():
 
 @pytest.mark.parametrize("make,scalar,expected", [
     (lambda: gradlab.ones(2), 2.5, "float32"),            # float32 * Python float stays float32
-    (lambda: gradlab.ones(2, dtype="float16"), 2.5, "float16"),
+    (lambda: gradlab.ones(2, dtype=gradlab.float16), 2.5, "float16"),
     (lambda: gradlab.arange(3), 2.5, "float32"),          # int tensor * float -> default float (not float64)
     (lambda: gradlab.arange(3), 2, "int64"),
     (lambda: gradlab.tensor([True, False]), 3, "int64"),
@@ -130,8 +130,8 @@ def test_tensor_tensor_promotion_matches_pytorch(torch):
     for a in dts:
         for b in dts:
             for shape_b in [(2,), ()]:  # a 0-d tensor only wins by category, as in PyTorch
-                x = gradlab.zeros(2, dtype=a)
-                y = gradlab.zeros(shape_b, dtype=b)
+                x = gradlab.zeros(2, dtype=getattr(gradlab, a))
+                y = gradlab.zeros(shape_b, dtype=getattr(gradlab, b))
                 tx = torch.zeros(2, dtype=getattr(torch, a))
                 ty = torch.zeros(shape_b, dtype=getattr(torch, b))
                 assert str((x + y).dtype) == str((tx + ty).dtype).replace("torch.", ""), (a, b, shape_b)

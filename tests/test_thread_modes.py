@@ -202,6 +202,39 @@ def test_inference_mode_is_per_thread():
         assert seen == {"a": True, "b": (False, True)}
 
 
+def test_saved_tensor_hooks_are_per_thread():
+    """A ``saved_tensors_hooks`` block in one thread packs only that thread's saved tensors (PyTorch's
+    hook stack is per thread): another thread's tanh saves its output as it is, and a new thread starts
+    with no hooks."""
+    inside, checked = threading.Semaphore(0), threading.Semaphore(0)
+    packed_by = []
+    seen = {}
+
+    def pack(t):
+        packed_by.append(threading.current_thread().name)
+        return t
+
+    def a():
+        with gradlab.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            inside.release()
+            wait(checked)
+            y = gradlab.ones(2, requires_grad=True).tanh()
+            seen["a"] = y.grad_fn.saved[0].packed is not None
+
+    def b():
+        wait(inside)
+        y = gradlab.ones(2, requires_grad=True).tanh()
+        seen["b"] = (y.grad_fn.saved[0].packed is None, list(gradlab.autograd.function.saved_tensor_hooks()))
+        y.sum().backward()
+        checked.release()
+
+    for _ in range(RUNS // 10):
+        packed_by.clear()
+        run_threads(a, b)
+        assert seen == {"a": True, "b": (True, [])}
+        assert len(packed_by) == 1, packed_by
+
+
 def _nan_grad_backward():
     x = gradlab.tensor([0.0], requires_grad=True)
     gradlab.sqrt(x).sum().backward()  # d sqrt / dx at 0 is inf

@@ -32,7 +32,7 @@ from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan 
 from ..backend.memory import out_of_memory as _out_of_memory
 from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
-from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - the hook stack lives with SavedTensor
+from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - this thread's hook stack, with SavedTensor
 
 _seq = itertools.count()
 _new_tensor = object.__new__

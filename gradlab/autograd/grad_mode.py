@@ -8,7 +8,9 @@ The modes are per thread, as PyTorch's are: ``state`` is a ``threading.local``,
 so a ``no_grad()`` block in one thread (or the engine switching recording off
 while its ``backward()`` runs) never stops another thread from recording, and
 a new thread starts with grad enabled whatever the thread that started it was
-doing. Everything that reads or sets a mode goes through ``state``.
+doing. The stack of saved-tensor hooks (``autograd.graph.saved_tensors_hooks``)
+is per thread too, as PyTorch's: a hook one thread pushes never packs the
+tensors another thread saves. Everything that reads or sets a mode goes through ``state``.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ class _State(threading.local):
         self.enabled = True
         self.inference = False
         self.backward_root = None  # the tensor this thread's running backward() started from (for messages)
+        self.saved_hooks = []  # this thread's ``saved_tensors_hooks`` stack of (pack, unpack), innermost last
 
 
 state = _State()

@@ -32,18 +32,19 @@ class saved_tensors_hooks:
     """Context manager: ops save ``pack(tensor)`` instead of the tensor; backward calls ``unpack``.
 
     ``pack`` must not change the tensor in place; ``unpack`` must return a tensor
-    with the original's shape and values. Nested contexts: the innermost wins.
+    with the original's shape and values. Nested contexts: the innermost wins. The hooks are
+    this thread's (as PyTorch's): another thread saves its tensors as they are.
     """
 
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
-        _fn.saved_tensor_hooks.append((self.pack_hook, self.unpack_hook))
+        _fn.saved_tensor_hooks().append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
-        stack = _fn.saved_tensor_hooks
+        stack = _fn.saved_tensor_hooks()
         for i in range(len(stack) - 1, -1, -1):
             if stack[i] == (self.pack_hook, self.unpack_hook):
                 del stack[i]
@@ -87,12 +88,12 @@ class disable_saved_tensors_hooks:
         self.msg = error_message
 
     def __enter__(self):
-        self._prev = list(_fn.saved_tensor_hooks)
-        _fn.saved_tensor_hooks.clear()
+        self._prev = list(_fn.saved_tensor_hooks())
+        _fn.saved_tensor_hooks().clear()
         return self
 
     def __exit__(self, *exc):
-        _fn.saved_tensor_hooks[:] = self._prev
+        _fn.saved_tensor_hooks()[:] = self._prev
         return False
 
 

@@ -3,17 +3,22 @@
 A node saves a tensor together with the version counter it had at that
 moment. In-place changes bump the counter, so if the tensor was changed after
 saving, backward refuses to use it (the gradient would be silently wrong) and
-says how to fix the program. ``saved_tensor_hooks`` is the stack of
-``(pack, unpack)`` pairs that ``gradlab.autograd.graph.saved_tensors_hooks``
-pushes: a pack hook can move a saved tensor elsewhere (to the host,
-recompute it) and unpack brings it back.
+says how to fix the program. ``saved_tensor_hooks()`` is this thread's stack
+of ``(pack, unpack)`` pairs that ``gradlab.autograd.graph.saved_tensors_hooks``
+pushes (per thread, as PyTorch's: it lives in ``grad_mode.state``): a pack
+hook can move a saved tensor elsewhere (to the host, recompute it) and unpack
+brings it back.
 """
 from __future__ import annotations
 
 from .._tensor import Tensor, _Version
 from ..errors import GradError, fmt_shape
+from .grad_mode import state as _state
 
-saved_tensor_hooks: list = []  # stack of (pack, unpack) pairs
+
+def saved_tensor_hooks() -> list:
+    """This thread's stack of ``(pack, unpack)`` pairs, innermost last (a thread starts with none)."""
+    return _state.saved_hooks
 
 
 class SavedTensor:
@@ -42,8 +47,9 @@ class SavedTensor:
         self.version = vc.value
         self.name = t.name
         self.tensor = None if output_nr is not None else t
-        if saved_tensor_hooks:
-            pack, unpack = saved_tensor_hooks[-1]
+        hooks = _state.saved_hooks
+        if hooks:
+            pack, unpack = hooks[-1]
             self.packed, self.unpack = pack(t), unpack
             self._data = None
             # where ``t`` sits in the graph (not its memory), so what unpack returns can be put back there

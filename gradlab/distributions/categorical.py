@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.grad_mode import no_grad
+from ..backend import dtypes as _dt
 from ..errors import ArgumentError
 from ..factories import arange, eye
 from ..nn.functional import one_hot as _one_hot
@@ -89,7 +90,7 @@ class Categorical(Distribution):
             n *= s
         with no_grad():
             probs_2d = self.probs.reshape(-1, self._num_events)
-            samples_2d = multinomial(probs_2d, n, True).T if n else O.zeros(0, probs_2d.shape[0], dtype="int64")
+            samples_2d = multinomial(probs_2d, n, True).T if n else O.zeros(0, probs_2d.shape[0], dtype=_dt.int64)
             return samples_2d.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
@@ -67,6 +67,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     op = "scaled_dot_product_attention"
     q, k, v = (check_tensor(t, op, n) for t, n in ((query, "query"), (key, "key"), (value, "value")))
     mask = None if attn_mask is None else check_tensor(attn_mask, op, "attn_mask")
+    is_causal = _c.flag(is_causal, op, "is_causal")
     if mask is not None and mask.dtype != _dt.bool_ and mask.dtype != q.dtype and not _dt.is_floating(mask.dtype):
         raise DTypeError(f"{op}: attn_mask has dtype {_dt.dtype_name(mask.dtype)}; it must be bool (True = may "
                          f"attend) or floating (added to the scores). An integer mask would be added as a bias, not "
@@ -80,6 +81,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise ShapeError(f"{op}: with enable_gqa the query heads ({hq}) must be a multiple of the key/value "
                              f"heads ({hk}, {v.shape[-3]})")
         k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
+    try:  # (here, not deep in the matmul below, so that the message names this function and both inputs)
+        np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
+    except ValueError:
+        raise ShapeError(f"{op}: the batch dims of query {fmt_shape(q.shape)} and key {fmt_shape(k.shape)} do not "
+                         "broadcast (each pair of sizes must match or one be 1)") from None
     L, S = q.shape[-2], k.shape[-2]
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     scores = O.matmul(q, k.mT) * sc

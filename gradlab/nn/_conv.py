@@ -132,6 +132,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if w.ndim != 5:
         raise ShapeError(f"{op}: weight must be 5-D (out_channels, in_channels/groups, kd, kh, kw), got "
                          f"{fmt_shape(w.shape)}")
+    _c.conv_weight(w, groups, op)
     n, c = x.shape[:2]
     if w.shape[1] * groups != c:
         raise ShapeError(f"{op}: weight {fmt_shape(w.shape)} expects {w.shape[1] * groups} input channels "

@@ -39,6 +39,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim (eps avoids the norm's kink at zero)."""
     a, b = check_tensor(x1, "pairwise_distance", "x1"), check_tensor(x2, "pairwise_distance", "x2")
     _c.number(p, "pairwise_distance", "p", tensor_ok=False), _c.number(eps, "pairwise_distance", "eps", tensor_ok=False)
+    _c.flag(keepdim, "pairwise_distance", "keepdim")
     return O.norm(a - b + eps, p, dim=-1, keepdim=keepdim)
 
 

@@ -26,6 +26,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     ``inplace`` is accepted for PyTorch compatibility; gradlab always returns a new tensor.
     """
     x = check_tensor(input, "dropout")
+    training = _c.flag(training, "dropout", "training")
     if not 0.0 <= _c.number(p, "dropout", "p") <= 1.0:
         raise ArgumentError(f"dropout: p is the probability of zeroing an entry and must be in [0, 1], got {p}")
     if not training or p == 0:
@@ -44,7 +45,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def _channel_dropout(name, input, p, training, mask_shape):
     """Zero whole channels: one draw per entry of ``mask_shape`` (1 along the spatial dims it shares)."""
     x = check_tensor(input, name)
-    p = _c.arguments(name, p=(p, "probability"))
+    p, training = _c.arguments(name, p=(p, "probability"), training=(training, "flag"))
     shape = mask_shape(tuple(x.shape))
     if not training or p == 0:
         return x
@@ -129,7 +130,7 @@ def _alpha_dropout(name, input, p, training, per_channel):
     ``per_channel`` draws one mask value per (sample, channel) of an ``(N, C, ...)`` input.
     """
     x = check_tensor(input, name)
-    p = _c.arguments(name, p=(p, "probability"))
+    p, training = _c.arguments(name, p=(p, "probability"), training=(training, "flag"))
     if not training or p == 0:
         return x
     if p == 1:

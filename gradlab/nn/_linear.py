@@ -72,8 +72,11 @@ def bilinear(input1, input2, weight, bias=None):
     if w.ndim != 3 or a.shape[-1] != w.shape[1] or b.shape[-1] != w.shape[2] or a.shape[:-1] != b.shape[:-1]:
         raise ShapeError(f"{op}: input1 {fmt_shape(a.shape)} and input2 {fmt_shape(b.shape)} must share their "
                          f"leading dims and match weight {fmt_shape(w.shape)} = (out, in1, in2)")
-    _c.same_dtype(op, input1=a, input2=b, weight=w, bias=bias)
+    _c.same_dtype(op, input1=a, input2=b, weight=w, bias=_c.arguments(op, bias=(bias, "tensor?")))
     out, n1, n2 = w.shape
+    if bias is not None and tuple(bias.shape) != (out,):
+        raise ShapeError(f"{op}: bias {fmt_shape(bias.shape)} must have one entry per output, ({out},) for weight "
+                         f"{fmt_shape(w.shape)}")
     t = O.matmul(a, O.reshape(O.permute(w, (1, 0, 2)), (n1, out * n2)))    # (..., out*in2)
     y = O.sum(O.reshape(t, tuple(a.shape[:-1]) + (out, n2)) * O.unsqueeze(b, -2), dim=-1)
     return y if bias is None else y + bias

@@ -274,6 +274,7 @@ def _diff(op, input, target, reduction, size_average, reduce, promote=True):
     """``input - target`` and the reduction; ``promote``: an integer input with a float target is promoted
     (l1, smooth_l1), else the input itself must be floating (huber_loss, as PyTorch)."""
     x = _float_target_pair(op, input, target) if promote else _float_input(op, input)
+    target = check_tensor(target, op, "target")  # (``x - target`` below is the operator, which takes an array)
     red = _reduction(op, reduction, size_average, reduce)
     _warn_broadcast(op, x, target, stacklevel=4)
     return x - target, red
@@ -351,6 +352,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     op = "kl_div"
     x = _float_input(op, input)
+    log_target = _c.flag(log_target, op, "log_target")
     if size_average is not None or reduce is not None:
         reduction = _reduction(op, "mean", size_average, reduce)
     if reduction not in _REDUCTIONS + ("batchmean",):

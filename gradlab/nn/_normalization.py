@@ -142,7 +142,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     op = "batch_norm"
     x, shape = _channel_args(op, input, weight, bias)
-    momentum, eps = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "nonnegative"))
+    momentum, eps, training = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "nonnegative"),
+                                           training=(training, "flag"))
     if training and not eps > 0:  # PyTorch: "batch_norm eps must be positive during training"
         raise ArgumentError(f"{op}: eps must be > 0 when training, got {eps!r} (it keeps the division by "
                             f"sqrt(var + eps) finite for a constant channel)")
@@ -151,7 +152,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0,) + tuple(range(2, x.ndim))
     n = x.numel() // max(x.shape[1], 1)
     if training:
-        if n <= 1:
+        if n == 0:  # an empty batch: an empty result, the running statistics untouched (as PyTorch)
+            return _affine(x * 0.0, weight, bias, shape)
+        if n == 1:
             raise ShapeError(f"{op}: expected more than 1 value per channel when training, got input "
                              f"{fmt_shape(x.shape)}; use a batch of at least 2 (or training=False)")
         if _fused_batch_norm_ok(x, weight, bias):
@@ -215,7 +218,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     c = x.shape[1]
     if num_groups < 1 or c % num_groups:
         raise ShapeError(f"{op}: num_groups={num_groups} must divide the {c} channels of input {fmt_shape(x.shape)}")
-    g = O.reshape(x, (x.shape[0], num_groups, -1))
+    g = O.reshape(x, (x.shape[0], num_groups, c // num_groups * int(np.prod(x.shape[2:]))))  # (no -1: the batch may be empty)
     y = O.reshape(_standardize(g, (2,), eps), x.shape)
     return _affine(y, weight, bias, shape)
 

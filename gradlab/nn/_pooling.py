@@ -23,7 +23,7 @@ from .. import ops as O
 from .._tensor import Tensor
 from ..backend import xp_of
 from ..backend.device import to_host
-from ..checks import floating, output_sizes, single, size, sizes as ntuple
+from ..checks import flag, floating, output_sizes, single, size, sizes as ntuple
 from ..errors import ArgumentError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.pad import pad as _pad
@@ -69,6 +69,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _pool_geometry(op, x, k, s, p, d, ceil_mode):
     """Output sizes and the right padding that ceil_mode's partial windows need (PyTorch's rule)."""
+    flag(ceil_mode, op, "ceil_mode")
     outs, extra = [], []
     for i in range(3):
         n = x.shape[2 + i]
@@ -119,6 +120,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     op = "avg_pool3d"
     x, unbatched = _volume(op, input)
     floating(x, op, "input", what=_FLOAT_POOL)
+    flag(count_include_pad, op, "count_include_pad")
     k = ntuple(kernel_size, 3, op, "kernel_size", minimum=1)
     s = k if stride is None or stride == [] else ntuple(stride, 3, op, "stride", minimum=1)
     p = ntuple(padding, 3, op, "padding", minimum=0)

@@ -1,6 +1,6 @@
 """Helpers shared by every op module (one home each), so no op file writes its own copy.
 
-* argument checks: ``check_tensor`` (a Tensor or a NumPy array), ``operand`` and ``arrays_for`` (a
+* argument checks: ``check_tensor`` (a Tensor; a NumPy array is refused, as PyTorch), ``operand`` and ``arrays_for`` (a
   binary op's two inputs, scalars included), ``device_mismatch``, ``check_broadcast``, ``shape_of``,
   ``shape_str``;
 * Python numbers as PyTorch's *weak* scalars: ``is_scalar``, ``weak_float``, ``as_weak`` (a float
@@ -32,13 +32,15 @@ def is_scalar(x) -> bool:
 
 
 def check_tensor(x, op: str, arg: str = "input") -> Tensor:
-    """Accept a Tensor (or a NumPy array, wrapped); anything else is a clear TypeError."""
+    """Accept a Tensor; anything else is a clear TypeError. A NumPy array too, as PyTorch refuses one
+    (``torch.tanh(array)``): the user chooses between sharing its memory (``gradlab.from_numpy``) and
+    copying it (``gradlab.tensor``). (The operators are the exception: ``x + array``, see ``_tensor.py``.)"""
     if type(x) is Tensor:
         return x
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        return Tensor._make(x)
+        raise _checks.numpy_operand(x, op, arg)
     refused = getattr(type(x), "_refused", None)  # a sparse COO tensor says what it supports instead
     if refused is not None:
         refused(x, op)
@@ -47,13 +49,14 @@ def check_tensor(x, op: str, arg: str = "input") -> Tensor:
 
 def operand(x, op: str, arg: str):
     """A binary op's operand: a Tensor, or a Python/NumPy scalar kept as is (a "weak" scalar). A NumPy
-    array is taken as a tensor (``x + array`` works in PyTorch too); a list or tuple is refused."""
+    array is refused as PyTorch refuses ``torch.add(x, array)`` (the operator ``x + array`` takes it:
+    ``Tensor.__add__`` wraps it first); a list or tuple is refused."""
     if type(x) is Tensor or type(x) is float or isinstance(x, Tensor):
         return x
     if is_scalar(x):
         return x
     if isinstance(x, np.ndarray):
-        return Tensor._make(x)
+        raise _checks.numpy_operand(x, op, arg)
     if isinstance(x, (list, tuple)):  # refused, as PyTorch refuses add(x, [1, 2, 3]) and x + [1, 2, 3]
         raise ArgumentTypeError(f"{op}: {arg} must be a Tensor or a number, got a {type(x).__name__}; "
                                 f"make it a tensor first: gradlab.tensor({x!r})"[:400])

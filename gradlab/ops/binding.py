@@ -5,7 +5,7 @@ knows no op names.
 from __future__ import annotations
 
 from .. import _tensor
-from .._tensor import Tensor
+from .._tensor import Tensor, _array_operand
 
 
 def _method(op_name, doc=None):
@@ -36,8 +36,22 @@ OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__"
              "__matmul__": "matmul", "__neg__": "neg"}
 
 
+def _operator(fn):
+    """``x <op> other`` calling the op function ``fn`` held here (no lookup per call); ``other`` as
+    ``Tensor.__add__`` takes it (a NumPy array as a tensor: ``_tensor._array_operand``)."""
+    def operator(self, other):
+        if type(other) is not Tensor and type(other) is not float:
+            other = _array_operand(other)
+        return fn(self, other)
+    operator.__name__ = fn.__name__
+    operator.__doc__ = fn.__doc__
+    return operator
+
+
 def bind_operators(direct):
-    """Make ``x + y`` call ``gradlab.add(x, y)`` directly (same result as the methods above, faster)."""
+    """Make ``x + y`` call ``gradlab.add(x, y)`` straight from the op function held in a closure (same
+    result as ``Tensor.__add__``, faster); unary ``-x`` is the op function itself."""
     for dunder, name in OPERATORS.items():
         if name in direct:
-            setattr(Tensor, dunder, getattr(_tensor._ops, name))
+            fn = getattr(_tensor._ops, name)
+            setattr(Tensor, dunder, fn if dunder == "__neg__" else _operator(fn))

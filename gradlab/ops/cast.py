@@ -67,8 +67,13 @@ def _to_samples(src):
     yield Sample((src.tensor(src.shape(0, 3, 1, 4)), _dt.float32), desc="down-cast and back")
 
 
-@register(op=Cast, samples=_to_samples, torch=lambda torch, x, d: x.to(getattr(torch, _dt.dtype_name(d))),
-          eps=1e-3, atol=1e-4)
+def _to_torch(torch, x, d):
+    """The oracle: ``x.to(torch.<the same dtype>)``; a string goes to PyTorch as it is (which reads it as a
+    device and refuses ``'float32'``, as gradlab does)."""
+    return x.to(d if isinstance(d, str) else getattr(torch, _dt.dtype_name(d)))
+
+
+@register(op=Cast, samples=_to_samples, torch=_to_torch, eps=1e-3, atol=1e-4)
 def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
     """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``.
 

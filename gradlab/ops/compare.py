@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from ..backend.arrays import as_array
 from ..backend.memory import out_of_memory
 from ..errors import ArgumentError
-from ._util import arrays_for, check_broadcast, check_tensor, operand
+from ._util import arrays_for, check_broadcast, check_tensor, is_scalar, operand
 from .registry import Sample, register
 from .samples import binary_samples, unary_samples
 
@@ -53,8 +53,12 @@ def _compare(name, fn):
 
 
 def _tt(torch, a, b):
+    """The PyTorch oracle's operands: a Python/NumPy number beside a tensor as a tensor of its dtype (the
+    functions called take two tensors); anything else as it is, so that PyTorch refuses what it refuses
+    (a NumPy array or a list: "must be Tensor")."""
     like = a if isinstance(a, torch.Tensor) else b
-    return tuple(x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype) for x in (a, b))
+    return tuple(torch.tensor(x, dtype=like.dtype) if is_scalar(x) and isinstance(like, torch.Tensor) else x
+                 for x in (a, b))
 
 
 def _no_grad(samples):

@@ -306,6 +306,7 @@ def check_conv_args(op, input, weight, bias, stride, padding, dilation, groups):
     if unbatched:
         x = O.unsqueeze(x, 0)
     groups = _c.size(groups, op, "groups", 1)
+    _c.conv_weight(w, groups, op)
     c, oc = x.shape[1], w.shape[0]
     if c % groups or oc % groups:
         raise ShapeError(f"{op}: groups={groups} must divide both in_channels {c} (input {fmt_shape(x.shape)}) "

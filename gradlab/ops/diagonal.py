@@ -1,8 +1,11 @@
 """Diagonals and triangles of matrices: ``diagonal``, ``diag``, ``trace`` (the method
 ``x.trace()``), ``tril``, ``triu``.
 
-``diagonal``/``diag``/``trace`` are a few lines of indexing, so their gradients come from the
-indexing ops; ``tril``'s VJP is the same triangle of the gradient.
+``diagonal`` is a view, as PyTorch's: the diagonal's elements are every ``(row stride + column
+stride)`` bytes of the input's memory, so one strided array shows them without a copy (an in-place
+change through it is seen in the input, and the two share a version counter). Its VJP puts the
+gradient on the diagonal of zeros (``DiagonalScatter``), whose own VJP is ``diagonal`` again.
+``diag`` and ``trace`` use it; ``tril``'s VJP is the same triangle of the gradient.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
-from ._util import check_tensor, one_dim
+from ._util import check_tensor, one_dim, view_of
 from .registry import Sample, register
 
 
@@ -67,6 +70,64 @@ tril = _tri(Tril, "tril", "lower")
 triu = _tri(Triu, "triu", "upper")
 
 
+def diagonal_view(a, offset, d1, d2):
+    """The ``offset`` diagonal of array ``a`` over dims ``d1``, ``d2``, as its last dim: a view of ``a``'s
+    memory (writeable where ``a`` is), stepping one row and one column at a time."""
+    m = xp_of(a).moveaxis(a, (d1, d2), (-2, -1))
+    m = m[..., :, offset:] if offset >= 0 else m[..., -offset:, :]
+    shape = m.shape[:-2] + (min(m.shape[-2], m.shape[-1]),)
+    strides = m.strides[:-2] + (m.strides[-2] + m.strides[-1],)
+    if isinstance(m, np.ndarray):  # NumPy (and the simulated device, a NumPy subclass)
+        return np.lib.stride_tricks.as_strided(m, shape, strides, subok=True, writeable=m.flags.writeable)
+    return xp_of(a).lib.stride_tricks.as_strided(m, shape, strides)  # pragma: no cover - GPU only
+
+
+class Diagonal(Op):
+    name = "diagonal"
+    formula = "dX = zeros(X.shape) with dX's diagonal = dY"
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        ctx.geometry, ctx.in_shape = (offset, d1, d2), x.shape
+        return diagonal_view(x._data, offset, d1, d2)
+
+    def vjp(self, g):
+        return DiagonalScatter.apply(g, self.in_shape, *self.geometry), None, None, None
+
+    def vjp_arrays(self, g):
+        return DiagonalScatter.scatter(g, self.in_shape, *self.geometry), None, None, None
+
+    def jvp(self, t, *_):
+        return Diagonal.apply(t, *self.geometry)
+
+
+class DiagonalScatter(Op):
+    """``diagonal``'s backward: zeros of the input's shape with ``g`` on the diagonal (PyTorch's
+    ``diagonal_backward``). Linear in ``g``, so its VJP is ``diagonal`` of the incoming gradient."""
+    name = "diagonal_scatter"
+    formula = "dG = diagonal(dY)"
+
+    @staticmethod
+    def scatter(g, shape, offset, d1, d2):
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
+        diagonal_view(out, offset, d1, d2)[...] = g
+        return out
+
+    @staticmethod
+    def forward(ctx, g, shape, offset, d1, d2):
+        ctx.geometry, ctx.shape = (offset, d1, d2), shape
+        return DiagonalScatter.scatter(g._data, shape, offset, d1, d2)
+
+    def vjp(self, gg):
+        return Diagonal.apply(gg, *self.geometry), None, None, None, None
+
+    def vjp_arrays(self, gg):
+        return diagonal_view(gg, *self.geometry).copy(), None, None, None, None
+
+    def jvp(self, t, *_):
+        return DiagonalScatter.apply(t, self.shape, *self.geometry)
+
+
 def _diag_index(n1, n2, offset, xp):
     """Row and column indices of the ``offset`` diagonal of an (n1, n2) matrix."""
     length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
@@ -74,21 +135,19 @@ def _diag_index(n1, n2, offset, xp):
     return (i, i + offset) if offset >= 0 else (i - offset, i)
 
 
-@register(samples=lambda src: [Sample((src.tensor((3, 4)),)), Sample((src.tensor((2, 3, 4)), 1, 0, 2)),
-                               Sample((src.tensor((4, 3)), -2, -1, 0))],
-          formula="dX = zeros(X.shape) with dX's diagonal = dY",
+@register(op=Diagonal, samples=lambda src: [Sample((src.tensor((3, 4)),)), Sample((src.tensor((2, 3, 4)), 1, 0, 2)),
+                                            Sample((src.tensor((4, 3)), -2, -1, 0))],
           torch=lambda torch, x, offset=0, dim1=0, dim2=1: torch.diagonal(x, offset, dim1, dim2))
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The ``offset`` diagonal of the matrices spanned by ``dim1`` and ``dim2``; it becomes the last dim."""
+    """The ``offset`` diagonal of the matrices spanned by ``dim1`` and ``dim2``; it becomes the last dim.
+    A view of ``input``, as PyTorch's (see the module docstring)."""
     x = check_tensor(input, "diagonal")
     if x.ndim < 2:
         raise ShapeError(f"diagonal: input must have at least 2 dims, got shape {fmt_shape(x.shape)}")
     d1, d2 = one_dim(dim1, x.ndim, "diagonal"), one_dim(dim2, x.ndim, "diagonal")
     if d1 == d2:
         raise ArgumentError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
-    y = x.movedim((d1, d2), (-2, -1))
-    rows, cols = _diag_index(y.shape[-2], y.shape[-1], _c.size(offset, "diagonal", "offset", None), xp_of(x._data))
-    return O.getitem(y, (Ellipsis, Tensor._make(rows), Tensor._make(cols)))
+    return view_of(Diagonal.apply(x, _c.size(offset, "diagonal", "offset", None), d1, d2), x)
 
 
 @register(samples=lambda src: [Sample((src.tensor((3, 4)),))], formula="dX = eye(X.shape) * dY",

@@ -258,7 +258,7 @@ def _ints_first(idx):
     return tuple(first), tuple(rest)
 
 
-@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: x[idx])
+@register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: torch.Tensor.__getitem__(x, idx))
 def getitem(input, index):
     """``input[index]``: basic slicing (a view), integer-array and boolean indexing (copies)."""
     x = input if type(input) is Tensor else check_tensor(input, "getitem")
@@ -374,7 +374,9 @@ def _spread(op, x, d, idx, source):
     _c.same_dtype(op, input=x, source=src)
     want = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
     if tuple(src.shape) != want and not (x.ndim == 0 and src.numel() == idx.shape[0]):
-        raise ShapeError(f"{op}: source has shape {fmt_shape(src.shape)} but must be {fmt_shape(want)} (input "
+        # as PyTorch: a source whose size along dim is not the number of indices is an IndexError
+        counts = src.ndim == len(want) and src.shape[:d] + src.shape[d + 1:] == want[:d] + want[d + 1:]
+        raise (IndexOutOfRange if counts else ShapeError)(f"{op}: source has shape {fmt_shape(src.shape)} but must be {fmt_shape(want)} (input "
                          f"{fmt_shape(x.shape)} with dim {d} replaced by the index length {idx.shape[0]})")
     view = [1] * x.ndim
     view[d] = idx.shape[0]

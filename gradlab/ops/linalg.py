@@ -5,7 +5,7 @@ of their own.
 """
 from __future__ import annotations
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..errors import ShapeError, fmt_shape
 from ._util import check_tensor
 
@@ -109,6 +109,8 @@ def _lapack(op, fn, *arrays, what="the input matrix is singular"):
 def _column_signs(v):
     """+-1 per column making each column's largest-magnitude entry positive: a fixed sign for eigenvectors and
     singular vectors (LAPACK's choice is arbitrary and may flip under a tiny change of the input)."""
+    if v.shape[-2] == 0:  # an empty matrix: no entry to fix a sign by (and argmax has nothing to pick)
+        return _np.ones(v.shape[:-2] + (1, v.shape[-1]), dtype=v.dtype)
     idx = _np.argmax(_np.abs(v), axis=-2)[..., None, :]
     top = _np.take_along_axis(v, idx, axis=-2)
     return _np.where(top < 0, -1.0, 1.0).astype(v.dtype)
@@ -237,7 +239,11 @@ def solve(A, B, *, left=True, out=None):
         from ..errors import DTypeError
         raise DTypeError(f"linalg.solve: A is {A.dtype} but B is {B.dtype}; convert one so both match")
     if not vector:
-        batch = _np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+        try:
+            batch = _np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+        except ValueError:
+            raise ShapeError(f"linalg.solve: the batch dims of A {fmt_shape(A.shape)} and B {fmt_shape(B.shape)} do not "
+                             "broadcast (each pair of sizes must match or one be 1)") from None
         if tuple(A.shape[:-2]) != batch:
             A = O.broadcast_to(A, batch + tuple(A.shape[-2:]))
         if tuple(B.shape[:-2]) != batch:
@@ -281,7 +287,7 @@ def cholesky(A, *, upper=False, out=None):
     """``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L L^T`` for a symmetric positive-definite
     ``A``. gradlab factors the symmetric part ``(A + A^T)/2`` (PyTorch reads only the lower triangle): the same
     for every symmetric input, and the gradient is PyTorch's symmetric one."""
-    return Cholesky.apply(_square(A, "cholesky"), bool(upper))
+    return Cholesky.apply(_square(A, "cholesky"), _c.flag(upper, "cholesky", "upper"))
 
 
 class QR(_Op):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import ops as O
+from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..errors import ArgumentError, ArgumentTypeError
@@ -113,6 +113,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     The gradient of the 2-norm at an all-zero input is 0 (it is undefined there).
     """
     x = check_tensor(input, "norm")
+    keepdim = _c.flag(keepdim, "norm", "keepdim")
     if dtype is not None:
         x = O.to(x, dtype)
     _need_float(x, "norm")

@@ -44,6 +44,7 @@ def _pool_size(size, k, s, p, d, ceil_mode):
 
 def _setup(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     x = check_tensor(input, op)
+    _c.flag(ceil_mode, op, "ceil_mode")
     if x.ndim not in (3, 4):
         raise ShapeError(f"{op}: input must be (N, C, H, W) or (C, H, W), got {fmt_shape(x.shape)}")
     if not _dt.is_floating(x.dtype):
@@ -279,6 +280,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """The mean of each window (``unfold`` + ``sum`` / count); padding counts in the mean unless
     ``count_include_pad=False``; ``divisor_override`` replaces the count."""
     x, k, s, p, _, out_hw, pads, unbatched = _setup("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    _c.flag(count_include_pad, "avg_pool2d", "count_include_pad")
     h, w = x.shape[2:]
     extra = (pads[1] - p[0], pads[3] - p[1])  # ceil_mode's partial windows: more zeros on the bottom/right
     xe = ConstantPad.apply(x, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])), 0) if any(extra) else x

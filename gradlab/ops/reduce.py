@@ -189,7 +189,7 @@ def _sum_dtype(x, dtype):
 
 
 @register(op=Sum, samples=reduce_samples(),
-          torch=lambda torch, x, dim=None, keepdim=False: x.sum() if dim is None else x.sum(dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim))
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
@@ -225,7 +225,7 @@ class Mean(Op):
 
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
-          torch=lambda torch, x, dim=None, keepdim=False: x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim))
 def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")
@@ -413,6 +413,8 @@ class Var(Op):
         """The variance, in float32 for 16-bit floats (as PyTorch: their squares overflow at 256)."""
         if a.dtype.itemsize < 4:
             a = a.astype(np.float32)
+        if a.size == 0:  # nan where nothing is reduced, as PyTorch (and no NumPy "Mean of empty slice" warning)
+            return np.sum(a, axis=axes, keepdims=keepdim) * np.nan
         d = a - np.mean(a, axis=axes, keepdims=True)
         return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
 

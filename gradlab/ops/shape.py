@@ -105,7 +105,7 @@ def _view_dtype(x, dtype):
     return view_of(Tensor._make(out), x)
 
 
-@register(op=Reshape, samples=_reshape_samples, torch=lambda torch, x, shape: x.reshape(shape))
+@register(op=Reshape, samples=_reshape_samples, torch=lambda torch, x, shape: torch.reshape(x, shape))
 def reshape(input, *shape):
     """The same elements in a new shape (one size may be -1). A view when possible."""
     x = check_tensor(input, "reshape")
@@ -239,7 +239,7 @@ def _squeeze_samples(src):
 
 
 @register(samples=_squeeze_samples, formula="dX = reshape(dY, X.shape)",
-          torch=lambda torch, x, dim=None: x.squeeze() if dim is None else x.squeeze(dim))
+          torch=lambda torch, x, dim=None: torch.squeeze(x) if dim is None else torch.squeeze(x, dim))
 def squeeze(input, dim=None, *, axis=None):
     """Remove dimensions of size 1 (all of them, or those in ``dim`` that have size 1)."""
     x = check_tensor(input, "squeeze")

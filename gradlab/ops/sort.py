@@ -84,6 +84,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = one_dim(dim, x.ndim, "kthvalue") if x.ndim else 0
     n = x.shape[d] if x.ndim else 1
     k = _c.size(k, "kthvalue", "k", None)
+    keepdim = _c.flag(keepdim, "kthvalue", "keepdim")
     if x.ndim:
         _c.nonempty_dim(x.shape, d, "kthvalue")
     if not 1 <= k <= n:
@@ -266,6 +267,7 @@ def _sort(self, dim=-1, descending=False, stable=False):
     gradients flow back to where each value came from. Ties keep their original order."""
     from ..backend import xp_of
     d = one_dim(dim, self.ndim, "sort") if self.ndim else 0
+    descending, stable = _c.flag(descending, "sort", "descending"), _c.flag(stable, "sort", "stable")
     a = self._data if self.ndim else self._data.reshape(1)
     xp = xp_of(a)
     idx = xp.argsort(-a if descending and a.dtype.kind != "b" else a, axis=d, kind="stable")
@@ -289,6 +291,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
     d = one_dim(dim, self.ndim, "topk") if self.ndim else 0
     n = self.shape[d] if self.ndim else 1
     k = _c.size(k, "topk", "k", None)
+    largest, sorted = _c.flag(largest, "topk", "largest"), _c.flag(sorted, "topk", "sorted")  # noqa: A001
     if not 0 <= k <= n:
         raise ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n} (input {tuple(self.shape)})")
     _, idx = _sort(self, d, descending=largest)

@@ -15,6 +15,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
 from ..errors import ArgumentTypeError, DTypeError
 from ._util import OneRule, arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
+from .compare import _tt
 from .reduce import sum_to_array
 from .registry import Sample, register
 from .samples import binary_samples
@@ -102,9 +103,7 @@ class Minimum(Maximum):
 
 def _torch2(name):
     def ref(torch, a, b):
-        like = a if isinstance(a, torch.Tensor) else b
-        a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype) for x in (a, b))
-        return getattr(torch, name)(a, b)
+        return getattr(torch, name)(*_tt(torch, a, b))
     return ref
 
 

@@ -96,7 +96,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with ``d`` the pairwise p-distance."""
     op = "triplet_margin_loss"
     _c.arguments(op, anchor=(anchor, "tensor"), positive=(positive, "tensor"), negative=(negative, "tensor"),
-                 margin=(margin, "positive"), p=(p, "number"), eps=(eps, "number"))
+                 margin=(margin, "positive"), p=(p, "number"), eps=(eps, "number"), swap=(swap, "flag"))
     red = _reduction(op, reduction, size_average, reduce)
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
@@ -111,7 +111,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     ``x - t * log(x + eps)``; ``full`` adds Stirling's term ``t log t - t + log(2 pi t) / 2`` (for t > 1)."""
     op = "poisson_nll_loss"
     # an integer input is promoted (as PyTorch: exp of an integer tensor is a float tensor)
-    x, t, _ = _c.arguments(op, input=(input, "tensor"), target=(target, "tensor"), eps=(eps, "number"))
+    x, t, _, log_input, full = _c.arguments(op, input=(input, "tensor"), target=(target, "tensor"), eps=(eps, "number"),
+                                            log_input=(log_input, "flag"), full=(full, "flag"))
     x, t = check_tensor(x, op), check_tensor(t, op, "target")
     red = _reduction(op, reduction, size_average, reduce)
     loss = O.exp(x) - t * x if log_input else x - t * O.log(x + eps)

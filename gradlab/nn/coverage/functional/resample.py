@@ -89,6 +89,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         ok = "nearest, nearest-exact, area, " + ("linear" if k == 1 else "bilinear")
         raise ArgumentError(f"{op}: mode {mode!r} is not available for a {k}-D resize of input {fmt_shape(x.shape)}; "
                             f"use one of: {ok}")
+    if align_corners is not None:
+        align_corners = _c.flag(align_corners, op, "align_corners")
     if align_corners is not None and mode not in ("linear", "bilinear"):
         raise ArgumentError(f"{op}: align_corners only applies to the linear modes, not {mode!r}")
     if antialias:
