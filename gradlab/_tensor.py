@@ -415,43 +415,43 @@ class Tensor:
     # ------------------------------------------------- operators -> gradlab.ops
     # (A NumPy array beside a Tensor in an operator, ``x + array``, is taken as a tensor, as PyTorch
     # computes it too; the functions, ``gradlab.add(x, array)``, refuse it as PyTorch's do: see
-    # ``_array_operand``. In-place methods -- add_, mul_, zero_, +=, x[i] = v ... -- are installed by
+    # ``array_operand``. In-place methods -- add_, mul_, zero_, +=, x[i] = v ... -- are installed by
     # gradlab/autograd/inplace.py, which explains versions and graph rebasing. Once
     # gradlab.ops is loaded, + - * / ** @ and unary - are the op functions themselves,
     # one call fewer: see gradlab/ops/binding.py.)
-    def __add__(self, other): return _ops.add(self, _array_operand(other))
-    def __radd__(self, other): return _ops.add(_array_operand(other), self)
-    def __sub__(self, other): return _ops.sub(self, _array_operand(other))
-    def __rsub__(self, other): return _ops.sub(_array_operand(other), self)
-    def __mul__(self, other): return _ops.mul(self, _array_operand(other))
-    def __rmul__(self, other): return _ops.mul(_array_operand(other), self)
-    def __truediv__(self, other): return _ops.div(self, _array_operand(other))
-    def __rtruediv__(self, other): return _ops.div(_array_operand(other), self)
-    def __pow__(self, other): return _ops.pow(self, _array_operand(other))
-    def __rpow__(self, other): return _ops.pow(_array_operand(other), self)
-    def __matmul__(self, other): return _ops.matmul(self, _array_operand(other))
-    def __rmatmul__(self, other): return _ops.matmul(_array_operand(other), self)
+    def __add__(self, other): return _ops.add(self, array_operand(other))
+    def __radd__(self, other): return _ops.add(array_operand(other), self)
+    def __sub__(self, other): return _ops.sub(self, array_operand(other))
+    def __rsub__(self, other): return _ops.sub(array_operand(other), self)
+    def __mul__(self, other): return _ops.mul(self, array_operand(other))
+    def __rmul__(self, other): return _ops.mul(array_operand(other), self)
+    def __truediv__(self, other): return _ops.div(self, array_operand(other))
+    def __rtruediv__(self, other): return _ops.div(array_operand(other), self)
+    def __pow__(self, other): return _ops.pow(self, array_operand(other))
+    def __rpow__(self, other): return _ops.pow(array_operand(other), self)
+    def __matmul__(self, other): return _ops.matmul(self, array_operand(other))
+    def __rmatmul__(self, other): return _ops.matmul(array_operand(other), self)
     def __neg__(self): return _ops.neg(self)
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
     def __getitem__(self, index): return _ops.getitem(self, index)
-    def __lt__(self, other): return _ops.lt(self, _array_operand(other))
-    def __le__(self, other): return _ops.le(self, _array_operand(other))
-    def __gt__(self, other): return _ops.gt(self, _array_operand(other))
-    def __ge__(self, other): return _ops.ge(self, _array_operand(other))
-    def __eq__(self, other): return False if other is None else _ops.eq(self, _array_operand(other))  # x == None, as PyTorch
-    def __ne__(self, other): return True if other is None else _ops.ne(self, _array_operand(other))
+    def __lt__(self, other): return _ops.lt(self, array_operand(other))
+    def __le__(self, other): return _ops.le(self, array_operand(other))
+    def __gt__(self, other): return _ops.gt(self, array_operand(other))
+    def __ge__(self, other): return _ops.ge(self, array_operand(other))
+    def __eq__(self, other): return False if other is None else _ops.eq(self, array_operand(other))  # x == None, as PyTorch
+    def __ne__(self, other): return True if other is None else _ops.ne(self, array_operand(other))
     def __invert__(self): return _ops.logical_not(self)
-    def __and__(self, other): return _ops.logical_and(self, _array_operand(other))
-    def __or__(self, other): return _ops.logical_or(self, _array_operand(other))
-    def __floordiv__(self, other): return _ops.floor_divide(self, _array_operand(other))
-    def __mod__(self, other): return _ops.remainder(self, _array_operand(other))
-    def __rfloordiv__(self, other): return _ops.floor_divide(_array_operand(other), self)
-    def __rmod__(self, other): return _ops.remainder(_array_operand(other), self)
-    def __xor__(self, other): return _ops.logical_xor(self, _array_operand(other))
-    def __rand__(self, other): return _ops.logical_and(_array_operand(other), self)
-    def __ror__(self, other): return _ops.logical_or(_array_operand(other), self)
-    def __rxor__(self, other): return _ops.logical_xor(_array_operand(other), self)
+    def __and__(self, other): return _ops.logical_and(self, array_operand(other))
+    def __or__(self, other): return _ops.logical_or(self, array_operand(other))
+    def __floordiv__(self, other): return _ops.floor_divide(self, array_operand(other))
+    def __mod__(self, other): return _ops.remainder(self, array_operand(other))
+    def __rfloordiv__(self, other): return _ops.floor_divide(array_operand(other), self)
+    def __rmod__(self, other): return _ops.remainder(array_operand(other), self)
+    def __xor__(self, other): return _ops.logical_xor(self, array_operand(other))
+    def __rand__(self, other): return _ops.logical_and(array_operand(other), self)
+    def __ror__(self, other): return _ops.logical_or(array_operand(other), self)
+    def __rxor__(self, other): return _ops.logical_xor(array_operand(other), self)
 
     @property
     def T(self) -> "Tensor":
@@ -464,7 +464,7 @@ class Tensor:
         return _ops.transpose(self, -2, -1)
 
 
-def _array_operand(other):
+def array_operand(other):
     """An operator's other operand: a NumPy array as a Tensor sharing its memory, anything else as it is.
 
     PyTorch's functions refuse an array (``torch.add(x, array)``: "must be Tensor"), and so do gradlab's

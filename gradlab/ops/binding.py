@@ -5,7 +5,7 @@ knows no op names.
 from __future__ import annotations
 
 from .. import _tensor
-from .._tensor import Tensor, _array_operand
+from .._tensor import Tensor, array_operand
 
 
 def _method(op_name, doc=None):
@@ -38,10 +38,10 @@ OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__"
 
 def _operator(fn):
     """``x <op> other`` calling the op function ``fn`` held here (no lookup per call); ``other`` as
-    ``Tensor.__add__`` takes it (a NumPy array as a tensor: ``_tensor._array_operand``)."""
+    ``Tensor.__add__`` takes it (a NumPy array as a tensor: ``_tensor.array_operand``)."""
     def operator(self, other):
         if type(other) is not Tensor and type(other) is not float:
-            other = _array_operand(other)
+            other = array_operand(other)
         return fn(self, other)
     operator.__name__ = fn.__name__
     operator.__doc__ = fn.__doc__
