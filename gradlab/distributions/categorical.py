@@ -106,7 +106,7 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
-        values = arange(self._num_events, dtype="int64").view((-1,) + (1,) * len(self._batch_shape))
+        values = arange(self._num_events, dtype=_dt.int64).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + self._batch_shape) if expand else values
 
 
