@@ -50,9 +50,9 @@ def bench_matmul(xp, sizes, dtypes, repeats):
     for n in sizes:
         for dt in dtypes:
             gradlab.manual_seed(0)
-            a = gradlab.randn(n, n, dtype=dt, device="cuda")
-            b = gradlab.randn(n, n, dtype=dt, device="cuda")
-            g = gradlab.randn(n, n, dtype=dt, device="cuda")
+            a = gradlab.randn(n, n, dtype=getattr(gradlab, dt), device="cuda")
+            b = gradlab.randn(n, n, dtype=getattr(gradlab, dt), device="cuda")
+            g = gradlab.randn(n, n, dtype=getattr(gradlab, dt), device="cuda")
             A, B, G = a._data, b._data, g._data
 
             def raw():
