@@ -562,6 +562,71 @@ def test_sandboxed_kernels_leave_no_folders_behind(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_root)) == [], "grading left folders in the system temp folder"
 
 
+# --------------------------------------------------------------------------- one kernel per submission, one reference
+
+# a submission that patches whatever the next one in its worker would compute with, were its interpreter reused
+PATCHER = '''\
+import builtins, os, sys
+import numpy as np
+import gradlab
+np.exp = lambda x, *a, **k: np.zeros_like(x)
+np.zeros_like = lambda x, *a, **k: x
+builtins.abs = lambda x: 0
+builtins.sum = lambda *a, **k: 0
+gradlab.Tensor.softmax = lambda self, dim=-1: self
+gradlab.tensor = lambda *a, **k: None
+sys.modules["gradlab.course.checks"].compare = lambda *a, **k: "patched"
+startup = os.path.expanduser("~/.ipython/profile_default/startup")
+os.makedirs(startup, exist_ok=True)
+with open(os.path.join(startup, "00-patch.py"), "w") as f:
+    f.write("import numpy\\nnumpy.exp = lambda x, *a, **k: x * 0\\n")
+'''
+UNSTABLE = '''\
+def softmax(x, dim=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=dim, keepdims=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def in_one_worker(tmp_path_factory):
+    """The patcher, then a correct and a wrong submission, in one worker (one after the other), kept."""
+    tmp, sol = tmp_path_factory.mktemp("one_worker"), _solution_nb()
+    (tmp / "solutions").mkdir()
+    nbformat.write(sol, tmp / "solutions" / "trust_softmax.ipynb")
+    paths = []
+    for name, nb in (("patcher", _student(sol, SOLUTION, PATCHER)), ("correct_next", _student(sol, SOLUTION)),
+                     ("unstable_next", _student(sol, UNSTABLE))):
+        nb.metadata.setdefault("gradlab", {})["exercise"] = "trust_softmax"
+        nbformat.write(nb, tmp / f"{name}.ipynb")
+        paths.append(tmp / f"{name}.ipynb")
+    _, res, _ = _run(tmp, paths, "-n", "1", "--keep", str(tmp / "kept"), sol_dir=tmp / "solutions")
+    return {"res": res, "kept": tmp / "kept"}
+
+
+@needs_sandbox
+def test_a_patching_submission_does_not_change_the_next_ones_result(in_one_worker):
+    """Graded after a kernel that patched numpy, gradlab, builtins and IPython's start-up, in one worker,
+    the next submissions score as they would alone: each kernel is a new sandboxed process, never reused."""
+    res, kept = in_one_worker["res"], in_one_worker["kept"]
+    order = list(json.loads((kept / "index.json").read_text()).values())
+    assert [Path(p).stem for p in order[1:]] == ["patcher", "correct_next", "unstable_next"], order
+    assert res["patcher"]["earned"] == 0, res["patcher"]["parts"]   # its own kernel computes zeros
+    assert [(p["grade_id"], p["earned"], p["status"]) for p in res["correct_next"]["parts"]] == [
+        ("values", 3, "ok"), ("stable", 2, "ok")], res["correct_next"]["parts"]
+    assert [(p["grade_id"], p["earned"]) for p in res["unstable_next"]["parts"]] == [("values", 3), ("stable", 0)]
+    assert not res["correct_next"]["tamper"] and not res["unstable_next"]["tamper"]
+
+
+@needs_sandbox
+def test_the_reference_runs_once_per_exercise_per_batch(in_one_worker):
+    """Three submissions of one exercise: one reference kernel, run first, then the three submissions'."""
+    index = json.loads((in_one_worker["kept"] / "index.json").read_text())
+    assert [label.startswith("reference: ") for label in index.values()] == [True, False, False, False], index
+    results = (in_one_worker["kept"] / "results.jsonl").read_text().splitlines()
+    assert {json.loads(line)["file"].split("/")[0] for line in results} == set(index), "all ran, and only those"
+
+
 # --------------------------------------------------------------------------- a batch no submission can crash or stall
 
 # name -> (solution-cell source, extra cell before the tests or None, what the report must say)
