@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from .notebook import CourseError, write_notebook
 
@@ -65,7 +66,28 @@ def _sweep(channels):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+    _wait_gone(channels)
     shutil.rmtree(channels, ignore_errors=True)
+
+
+def _wait_gone(channels, limit_s=30.0):
+    """Wait until no process of this batch is left: every kernel names its channels folder on its command
+    line. A killed sandbox's processes end asynchronously (a fork bomb's thousands take seconds on a busy
+    machine), and the batch promises that nothing of it runs once it returns."""
+    marker, end = os.fsencode(channels), time.monotonic() + limit_s
+    while time.monotonic() < end:
+        alive = False
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    alive = marker in f.read()
+            except OSError:
+                continue
+            if alive:
+                break
+        if not alive:
+            return
+        time.sleep(0.1)
 
 
 def _channels_root():
