@@ -400,6 +400,8 @@ def integer_tensor(t, fn: str, arg: str, int64_only: bool = False):
         raise DTypeError(f"{fn}: {arg} must have {want}, got {_dt.dtype_name(dt) if dt is not None else _kind(t)}; "
                          f"convert with .long()")
     return t
+
+
 def conv_weight(w, groups: int, fn: str):
     """A convolution's ``weight`` ``(out_channels, in_channels/groups, *kernel)`` has at least ``groups``
     output channels: with none there is nothing to compute (PyTorch: "expected weight to be at least
