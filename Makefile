@@ -55,8 +55,10 @@ test: venv-test
 	@test -x "$${GRADLAB_CHROMIUM:-/usr/bin/chromium}" || echo "make test: Chromium not found at $${GRADLAB_CHROMIUM:-/usr/bin/chromium}, so the real-browser tests (tests/browser) SKIP; install it with: apt-get install -y chromium"
 	$(BIN)/python -m ruff check .
 	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
-	# each file whole on one worker (its module fixtures once), the longest files first (tests/conftest.py)
-	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder
+	# each file whole on one worker (its module fixtures once), the longest files first (tests/conftest.py);
+	# the slowest tests are listed at the end (where the time goes: README, "Running the tests")
+	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder \
+	  --durations=15 --durations-min=20
 	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
 	$(BIN)/python -m gradlab course mutants -n $(JOBS) --min-score 0.9
 	# the course notebooks as committed (a copy from git HEAD), never the student's copies in workspace/

@@ -2,11 +2,13 @@
 
 Three `gradlab grade` invocations (each one pytest+nbval process, notebooks spread over two xdist workers)
 cover everything: every solution scores full marks (with hidden tests); every generated exercise scores
-zero on every part; each plausible wrong implementation in tests/fixtures/submissions (`wrong_*.ipynb`,
-mapped to the parts it must lose by `expected_NN.json`) loses exactly those parts, and each correct
-alternative (`alt_*.ipynb`) gets full marks; and the grader survives an exception, an infinite loop, a
-crashed kernel, megabytes of output, edited/deleted test cells and a bad file in the same batch (those
-submissions are made here from exercise 01, so they follow its current parts).
+zero on every part; the submissions in tests/fixtures/submissions that attack the grader (forged records,
+patched helpers), and a sample of the honest ones (tests/submission_fixtures.py), lose exactly the parts
+their `expected_NN.json` names or, as correct alternatives (`alt_*.ipynb`), get full marks (every honest
+fixture is also graded in-process, against the same expectations, by tests/test_course_fixtures.py); and
+the grader survives an exception, an infinite loop, a crashed kernel, megabytes of output, edited/deleted
+test cells and a bad file in the same batch (those submissions are made here from exercise 01, so they
+follow its current parts).
 The exploits a student might try are in tests/test_course_trust.py.
 """
 from __future__ import annotations
@@ -29,22 +31,15 @@ nbformat = pytest.importorskip("nbformat")
 from gradlab.cli import main  # noqa: E402
 from gradlab.course.notebook import grade_id, is_solution, is_test, read_notebook  # noqa: E402
 
+from .submission_fixtures import ALTERNATIVES, FIXTURES, ROOT, SANDBOXED, WRONG  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 # seconds per cell: the slowest legitimate cell takes about a second on an idle machine; generous so that a
 # loaded CI machine never times out a correct cell, short where a submission loops forever on purpose
 TIMEOUT, LOOP_TIMEOUT = "60", "30"
-
-# fixture -> the parts its bug must cost (every other part of it must still pass)
-WRONG = {}
-for _f in sorted(FIXTURES.glob("expected_*.json")):
-    for _name, _parts_lost in json.loads(_f.read_text()).items():
-        WRONG[Path(_name).stem] = set(_parts_lost)
-ALTERNATIVES = sorted(p.stem for p in FIXTURES.glob("alt_*.ipynb"))
 
 BASE = "01_unbroadcast"
 
@@ -113,7 +108,7 @@ def runs(tmp_path_factory):
         p = tmp / f"{name}.ipynb"
         nbformat.write(nb, p)
         paths.append(p)
-    fixtures = sorted(FIXTURES.glob("*.ipynb"))
+    fixtures = [FIXTURES / f"{stem}.ipynb" for stem in SANDBOXED]
     hidden_fixture = next((FIXTURES / f"{n}.ipynb" for n in sorted(WRONG)), None)
     return {
         "solutions": _grade(tmp, "solutions", SOLUTIONS, "--hidden"),
@@ -195,7 +190,7 @@ def test_every_exercise_has_wrong_fixtures_and_hidden_tests():
     assert len(stems) >= 15
 
 
-@pytest.mark.parametrize("fixture", sorted(WRONG))
+@pytest.mark.parametrize("fixture", [s for s in SANDBOXED if s in WRONG])
 def test_wrong_implementation_loses_points(runs, fixture):
     nb = runs["students"]["nb"][f"{fixture}.ipynb"]
     parts = _parts(nb)
@@ -206,7 +201,7 @@ def test_wrong_implementation_loses_points(runs, fixture):
         assert parts[g]["earned"] == 0 and parts[g]["message"], f"{fixture}/{g} has no reason"
 
 
-@pytest.mark.parametrize("fixture", ALTERNATIVES)
+@pytest.mark.parametrize("fixture", [s for s in SANDBOXED if s in ALTERNATIVES])
 def test_correct_alternative_gets_full_marks(runs, fixture):
     nb = runs["students"]["nb"][f"{fixture}.ipynb"]
     failed = {g: p["message"] for g, p in _parts(nb).items() if p["status"] != "ok"}
