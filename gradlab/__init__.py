@@ -50,7 +50,7 @@ from .ops import REGISTRY as _REGISTRY
 from .backend.dtypes import bfloat16, bool_ as bool, double, float, half, int, long  # noqa: E402,A001
 from .factories import full, full_like, ones, ones_like, zeros, zeros_like  # noqa: E402 - the full factories
 del cuda  # ``from .ops import *`` brought the cast function; gradlab.cuda is the module, as torch.cuda
-from . import cuda  # noqa: E402 - CuPy itself loads only on demand
+from .torch_compat import cuda  # noqa: E402 - CuPy itself loads only on demand; the other PyTorch paths on first use
 from . import sparse  # noqa: E402 - sparse COO tensors (it installs Tensor.to_sparse)
 from .sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
 
@@ -97,7 +97,7 @@ def numel(t) -> int:
 _LAZY = {
     "debug": ("gradlab.debug", None),
     "func": ("gradlab.func", None),
-    "utils": ("gradlab.utils", None),
+    "utils": ("gradlab.torch_compat.utils", None),
     "profiler": ("gradlab.profiler", None),
     "explain_grad": ("gradlab.debug", "explain_grad"),
     "memory_report": ("gradlab.debug", "memory_report"),
@@ -116,12 +116,12 @@ _LAZY = {
     "io": ("gradlab.io", None),
     "save": ("gradlab.io", "save"),
     "load": ("gradlab.io", "load"),
-    # PyTorch's module paths (torch.accelerator, torch.distributed, torch.backends...)
-    "accelerator": ("gradlab.accelerator", None),
-    "distributed": ("gradlab.distributed", None),
-    "backends": ("gradlab.backends", None),
-    "onnx": ("gradlab.onnx", None),
-    "serialization": ("gradlab.serialization", None),
+    # PyTorch's module paths (torch.accelerator, torch.distributed, torch.backends...): gradlab/torch_compat/
+    "accelerator": ("gradlab.torch_compat.accelerator", None),
+    "distributed": ("gradlab.torch_compat.distributed", None),
+    "backends": ("gradlab.torch_compat.backends", None),
+    "onnx": ("gradlab.torch_compat.onnx", None),
+    "serialization": ("gradlab.torch_compat.serialization", None),
     "autocast": ("gradlab.amp", "autocast"),
 }
 

@@ -104,7 +104,7 @@ def pytest_configure(config):
 # (its module fixtures, such as a graded batch, are computed once), and the workers take the files in
 # collection order. The longest files go first (longest-processing-time-first): started last, one of them
 # would run alone at the end while the other worker idles. HEAVIEST lists them, longest first, as measured
-# on 2 workers (README, "Running the tests"); every other file keeps its place after them. Only the order
+# on 2 workers (docs/benchmarks.md, "The test suite's time"); every other file keeps its place after them. Only the order
 # changes: every test still runs.
 HEAVIEST = (                                   # worker-seconds in one run of the suite (load 10-13)
     "tests/test_course_grade.py",              # 1894: grades ~200 notebooks in sandboxed kernels

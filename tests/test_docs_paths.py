@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from .dotted_names import resolves
+from .dotted_names import reads_as_written, resolves
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -72,6 +72,9 @@ def test_named_object_resolves(name):
     if name in SKIP:
         pytest.skip(SKIP[name])
     assert resolves(name), f"{NAMES[name]} names {name}, which gradlab does not have (moved or renamed?)"
+    assert reads_as_written(name), (f"{NAMES[name]} names {name}, which imports but does not work typed as written: "
+                                    "a function of the same name hides a module on the way; name the file, "
+                                    "or write it as `from ... import ...`")
 
 
 def test_architecture_tour_names_a_function_at_every_stop():

@@ -7,7 +7,8 @@ DESIGN.md's layers, bottom to top (each imports only from layers below it)::
 These tests read the source with ``ast`` (nothing is imported), so they name the file and line of
 what breaks a rule:
 
-* no file named ``*_more*`` or ``*misc*`` (a grab bag: a newcomer cannot find an op in it by name);
+* no file named ``*_more*`` or ``*misc*``, in gradlab/ or tests/ (a grab bag: a newcomer cannot find an op
+  or its test in it by name);
 * no import from a higher layer, at module level or inside a function (a deferred import hides
   the dependency from the reader, not from the rule; a lower layer that must reach up at call time
   does it through the slot the higher layer fills, as ``_tensor._ops``);
@@ -34,31 +35,31 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "gradlab"
 #: package or top-level module -> layer number (DESIGN.md, "Layers inside gradlab/")
 LAYERS = {
     "backend": 1, "errors": 1, "checks": 1,
-    "_tensor": 2, "_interop": 2, "factories": 2, "sampling": 2, "cuda": 2, "accelerator": 2, "backends": 2,
+    "_tensor": 2, "_interop": 2, "factories": 2, "sampling": 2,
     "autograd": 3,
     "ops": 4, "sparse": 4,
-    "nn": 5, "distributions": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5, "distributed": 5, "onnx": 5, "serialization": 5, "torch_checkpoint": 5,
-    "viz": 6, "debug": 6, "profiler": 6, "utils": 6,
+    "nn": 5, "distributions": 5, "optim": 5, "amp": 5, "io": 5, "data": 5, "func": 5, "torch_checkpoint": 5,
+    "viz": 6, "debug": 6, "profiler": 6,
     "compile": 6,  # reads and rewrites finished graphs (as viz/debug read them) and draws them with viz
     "course": 7, "cli": 7, "lab": 7, "__main__": 7,
+    "torch_compat": 7,  # PyTorch's module paths (torch.cuda, torch.utils.data...) over the library they re-export
     "__init__": 8,  # gradlab/__init__.py: the public face, above everything
 }
 
 #: Known breaks of these rules, each to be deleted by the change that fixes it (empty is the goal;
 #: ``test_the_known_breaks_still_exist`` fails on an entry that no longer applies).
 KNOWN_GRAB_BAGS: set[str] = set()
-#: Imports from a higher layer, all inside functions (3):
+#: Imports from a higher layer, all inside functions (2):
 KNOWN_UPWARD: set[tuple[str, str]] = {
     ("gradlab.autograd.functional", "gradlab.func"),  # torch.autograd.functional's API, built on func's transforms
     ("gradlab.autograd.inplace", "gradlab.ops.indexing"),  # x[i] = v reads the index helpers of ops/indexing.py
-    ("gradlab.cuda.amp", "gradlab.amp"),  # the torch.cuda.amp shim forwards to gradlab.amp
 }
 #: Private names imported from another layer (4):
 KNOWN_PRIVATE: set[tuple[str, str]] = {
     ("gradlab.autograd.inplace", "gradlab.ops.indexing._ints_first"),  # (as KNOWN_UPWARD)
     ("gradlab.autograd.inplace", "gradlab.ops.indexing._norm_index"),
     ("gradlab.autograd.saved", "gradlab._tensor._Version"),  # the version counter SavedTensor checks
-    ("gradlab.cuda", "gradlab.backend.random._seed_cupy"),  # gradlab.cuda.manual_seed seeds CuPy's generator
+    ("gradlab.torch_compat.cuda", "gradlab.backend.random._seed_cupy"),  # gradlab.cuda.manual_seed seeds CuPy's generator
 }
 #: twins kept on purpose, each with why (the rule is "pass dY back": no array work to share, and
 #: OneRule's dispatch measured ~0.7 us a node, twice the node's whole backward)
@@ -174,7 +175,8 @@ def _where(known, mod, line, deferred):
 
 
 def test_no_grab_bag_file_names():
-    bad = [str(p.relative_to(ROOT.parent)) for p in _files() if re.search(r"_more|misc", p.stem)
+    tests = sorted((ROOT.parent / "tests").rglob("*.py"))   # test files too: a test is found by its file's name
+    bad = [str(p.relative_to(ROOT.parent)) for p in [*_files(), *tests] if re.search(r"_more|misc", p.stem)
            and str(p.relative_to(ROOT.parent)) not in KNOWN_GRAB_BAGS]
     assert not bad, f"files named *_more*/*misc* hold a grab bag; name them by what they hold: {bad}"
 
@@ -359,7 +361,10 @@ def test_no_public_top_level_name_is_a_stray_module():
     import gradlab.ops
     own = {p.stem if p.suffix == ".py" else p.name for p in ROOT.iterdir()
            if (p.suffix == ".py" or (p / "__init__.py").exists()) and not p.name.startswith("_")}
-    intended = own | {"linalg"}  # gradlab.linalg is torch.linalg's namespace (gradlab/ops/linalg.py)
+    import gradlab.torch_compat
+    # gradlab.linalg is torch.linalg's namespace (gradlab/ops/linalg.py); gradlab.cuda, gradlab.utils... are
+    # PyTorch's paths, fenced in gradlab/torch_compat/
+    intended = own | {"linalg"} | set(gradlab.torch_compat.PATHS)
     for where, names in ((gradlab, dir(gradlab)), (gradlab.ops, gradlab.ops.__all__)):
         stray = [n for n in names if not n.startswith("_") and isinstance(getattr(where, n), types.ModuleType)
                  and n not in intended]

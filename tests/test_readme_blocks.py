@@ -2,7 +2,7 @@
 
 How they run: each document is one session, read top to bottom as a student would type it into one
 notebook. Its blocks run in order in one namespace (a later block may use what an earlier one made:
-the README's "Stepping through backward" animates the model of "Seeing the graph"), and every
+docs/guide.md's "Stepping through backward" animates the model of "Seeing the graph"), and every
 document starts from a fresh namespace. They run headless, in a temporary folder: ``show_graph`` and
 the widgets return their objects, which is all a block needs.
 

@@ -14,10 +14,10 @@ import pytest
 
 import gradlab
 from gradlab.autograd import engine as _engine, function as _function
+from gradlab.backend.memory import format_bytes
 from gradlab.errors import fmt_shape
 from gradlab.viz import NotATensorError, build_model, plan, render_svg, show_graph, to_dot
 from gradlab.viz.model import collect
-from gradlab.viz.render import fmt_bytes
 
 pgv = pytest.importorskip("pygraphviz")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -173,9 +173,9 @@ def test_saved_tensors_and_memory_footer():
     assert v.model.memory.parameters == sum(a.variable._data.nbytes for a in accs)
     g = dot_graph(v)
     matmul = g.get_node("op0").attr["label"]
-    assert "saved" in matmul and fmt_bytes(t["w1"]._data.nbytes) in matmul
-    assert "saved activations " + fmt_bytes(v.model.memory.saved) in footer(v)
-    assert "parameters " + fmt_bytes(v.model.memory.parameters) in footer(v)
+    assert "saved" in matmul and format_bytes(t["w1"]._data.nbytes) in matmul
+    assert "saved activations " + format_bytes(v.model.memory.saved) in footer(v)
+    assert "parameters " + format_bytes(v.model.memory.parameters) in footer(v)
 
 
 def test_grads_after_backward_are_summarised():

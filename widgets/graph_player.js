@@ -26,18 +26,14 @@ function shape(s) {
   return "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
 }
 
+// gradlab.backend.memory.format_bytes, written again in JS (tests/browser/test_widgets_browser.py runs both on the
+// same sizes): whole bytes below 1 KiB, then one decimal in binary units.
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
 export function bytes(n) {
-  if (n < 1024) return n + " B";
-  if (n < 1024 * 1024) return (n / 1024).toFixed(1) + " KiB";
-  return (n / 1024 / 1024).toFixed(2) + " MiB";
-}
-
-// the same units as gradlab.viz.render.fmt_bytes (the SVG's memory footer)
-export function fmtBytes(n) {
-  const units = ["B", "KB", "MB", "GB"];
+  if (n === null || n === undefined) return "-";
   let k = 0;
-  while (n >= 1024 && k < 3) { n /= 1024; k++; }
-  return k === 0 ? `${Math.trunc(n)} B` : `${n.toFixed(1)} ${units[k]}`;
+  while (Math.abs(n) >= 1024 && k < BYTE_UNITS.length - 1) { n /= 1024; k++; }
+  return k === 0 ? `${Math.trunc(n)} B` : `${(Math.floor(n * 10 + 0.5) / 10).toFixed(1)} ${BYTE_UNITS[k]}`;
 }
 
 function fmt(v) {
@@ -313,9 +309,9 @@ function render({ model, el }) {
     for (let k = p - 1; k >= 0; k--) if (frames[k].gb !== undefined) { gb = frames[k].gb; break; }
     lastGb = gb;
     const saved = p > 0 ? (f.mem || 0) : (model.get("mem0") || 0);
-    const parts = [`parameters ${fmtBytes(meta.parameters || 0)}`];
-    if (meta.leaves) parts.push(`other leaves ${fmtBytes(meta.leaves)}`);
-    parts.push(`saved activations ${fmtBytes(saved)}`, `gradients ${fmtBytes(gb)}`);
+    const parts = [`parameters ${bytes(meta.parameters || 0)}`];
+    if (meta.leaves) parts.push(`other leaves ${bytes(meta.leaves)}`);
+    parts.push(`saved activations ${bytes(saved)}`, `gradients ${bytes(gb)}`);
     footer.textContent = "memory: " + parts.join(", ");
     root.dataset.footer = footer.textContent;
   }

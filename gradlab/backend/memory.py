@@ -1,6 +1,8 @@
 """The one size check where results are made: refuse an impossible allocation before it is tried.
 
-Holds ``limit_bytes`` (what this process could ever hold: physical memory plus swap, or a lower
+Holds ``format_bytes`` (gradlab's one way of writing a size: ``512 B``, ``1.5 KiB``, ``3.2 MiB``,
+used by the graph drawings, the widgets, ``memory_report``, ``gradlab.compile`` and these errors),
+``limit_bytes`` (what this process could ever hold: physical memory plus swap, or a lower
 address-space limit set with ``resource.setrlimit``), ``check_alloc`` (raise
 ``OutOfMemoryError`` naming the op, the shape and the bytes when a result of that shape cannot
 fit) and ``out_of_memory`` (the same error made from the ``MemoryError`` NumPy raised, which
@@ -35,6 +37,26 @@ def _physical() -> int:
     return total
 
 
+#: Binary units, as PyTorch's memory summaries and ``nvidia-smi`` count them (1 KiB = 1024 bytes).
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(n) -> str:
+    """``n`` bytes for a person: ``"0 B"``, ``"812 B"``, ``"1.5 KiB"``, ``"3.2 MiB"``; ``None`` (not measured) is ``"-"``.
+
+    One decimal above a kibibyte, whole bytes below it. Every size gradlab prints goes through here,
+    and ``widgets/graph_player.js``'s ``bytes`` writes the same (a test compares them), so a number
+    in a drawing, a widget and a report reads the same everywhere.
+    """
+    if n is None:
+        return "-"
+    x, k = float(n), 0
+    while abs(x) >= 1024 and k < len(BYTE_UNITS) - 1:
+        x, k = x / 1024, k + 1
+    # half up, in the same double arithmetic as the JS (Python's format alone rounds 1.25 to "1.2", JS's to "1.3")
+    return f"{int(x)} B" if k == 0 else f"{math.floor(x * 10 + 0.5) / 10:.1f} {BYTE_UNITS[k]}"
+
+
 def limit_bytes() -> int:
     """The most bytes one array could take here: RAM plus swap, or the address-space limit if lower."""
     if not _limit:
@@ -58,10 +80,8 @@ def _message(op, shape, dtype, nbytes) -> str:
 
 
 def _fmt(n) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit} ({n:,} bytes)"
-    return f"{n:,} bytes"
+    """A size in an error message: readable, then exact (``3.0 GiB (3,221,225,472 bytes)``)."""
+    return f"{format_bytes(n)} ({n:,} bytes)" if abs(n) >= 1024 else f"{n:,} bytes"
 
 
 def check_alloc(op: str, shape, dtype) -> None:

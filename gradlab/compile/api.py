@@ -30,6 +30,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad, state as _grad_state
 from ..backend import xp_of
 from ..backend.dtypes import dtype_name
+from ..backend.memory import format_bytes
 from ..errors import ArgumentError, GradError
 from . import passes as P
 from .fuse import fuse_elementwise, fusible
@@ -47,7 +48,7 @@ def optimize(graph, report, device="cpu", fuse=True):
         g = fuse_elementwise(g, report, device)
     report.append(f"   {graph.name}: {graph.op_count} ops -> {len(g.nodes)} step(s) "
                   f"({sum(1 for n in g.nodes if n.group)} fused kernel(s)); arrays materialised "
-                  f"{P._fmt_bytes(graph.intermediate_bytes())} -> {P._fmt_bytes(g.intermediate_bytes())}")
+                  f"{format_bytes(graph.intermediate_bytes())} -> {format_bytes(g.intermediate_bytes())}")
     return g
 
 

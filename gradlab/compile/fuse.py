@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.memory import format_bytes
 from ..ops.registry import REGISTRY
 from . import kernels as _k
 from .ir import Graph, Node, Value
 from .kernels import NUMPY_RULES, _c_args, _c_rule, cuda_source, numpy_kernel
-from .passes import _fmt_bytes
 
 _ELEMENTWISE = None
 
@@ -227,7 +227,7 @@ def _make_fused(grp, uses, outs_set, pos, device, report) -> Node:
     report.append(
         f"fusion: {len(grp)} ops [{', '.join(n.op for n in grp)}] -> one kernel over "
         f"{grp[-1].outputs[0].type}: {len(produced) - len(outputs)} intermediate array(s) "
-        f"({_fmt_bytes(saved)}) never materialised; outputs "
+        f"({format_bytes(saved)}) never materialised; outputs "
         + ", ".join(f"%{v.name}" for v in outputs))
     return node
 

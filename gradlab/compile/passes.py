@@ -18,6 +18,7 @@ list, shown by ``compiled.explain()``.
 """
 from __future__ import annotations
 
+from ..backend.memory import format_bytes
 from .ir import Graph, Node, Value, rename_arg, resolve_raw, show_arg
 from .runtime import run_node
 
@@ -185,7 +186,7 @@ def partition(joint: Graph, n_out: int, grad_inputs: list, is_recomputable, repo
     n_re = sum(1 for n in recompute if n.phase == "forward")
     report.append(
         f"partition: the forward keeps {len(saved)} value(s) for the backward "
-        f"({_fmt_bytes(sum(v.size * v.dtype.itemsize for v in saved))}: "
+        f"({format_bytes(sum(v.size * v.dtype.itemsize for v in saved))}: "
         + (", ".join(f"%{v.name} {v.type}" for v in saved) or "nothing") + ")"
         + (f"; {n_re} cheap elementwise forward op(s) are recomputed in the backward instead of saved"
            if n_re else ""))
@@ -205,10 +206,3 @@ def _const_value(c: Value) -> str:
     if c.size == 1:
         return f"{c._data.reshape(()).item():.6g}" if c.dtype.kind == "f" else repr(c._data.reshape(()).item())
     return f"<array {c.type}>"
-
-
-def _fmt_bytes(n) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024

@@ -182,17 +182,6 @@ def host(arr, dtype=None):
 
 
 # ----------------------------------------------------------------- formatting
-def human_bytes(n) -> str:
-    if n is None:
-        return "-"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
 def value_range(arr) -> str:
     """``min .. max`` over the finite values, plus how many NaN/Inf (never warns)."""
     a = host(arr)

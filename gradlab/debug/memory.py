@@ -16,11 +16,11 @@ each underlying array once, where it was first saved.
 """
 from __future__ import annotations
 
+from ..backend.memory import format_bytes
 from ._common import (
     DebugInputError,
     Tensor,
     html_table,
-    human_bytes,
     named_parameters,
     node_module,
     require_tensor,
@@ -82,13 +82,13 @@ class MemoryReport:
         act = self.activations
         return [
             ["parameters (trainable)", c.get("trainable", 0), self.trainable_parameters,
-             human_bytes(self.trainable_parameters)],
-            ["parameters (frozen)", c.get("frozen", 0), self.frozen_parameters, human_bytes(self.frozen_parameters)],
-            ["gradients", c.get("grads", 0), self.gradients, human_bytes(self.gradients)],
-            ["optimizer state", c.get("state", 0), self.optimizer_state, human_bytes(self.optimizer_state)],
+             format_bytes(self.trainable_parameters)],
+            ["parameters (frozen)", c.get("frozen", 0), self.frozen_parameters, format_bytes(self.frozen_parameters)],
+            ["gradients", c.get("grads", 0), self.gradients, format_bytes(self.gradients)],
+            ["optimizer state", c.get("state", 0), self.optimizer_state, format_bytes(self.optimizer_state)],
             ["saved activations", c.get("saved", "-") if act is not None else "-",
-             act if act is not None else "not measured (pass loss=)", human_bytes(act)],
-            ["total", "", self.total, human_bytes(self.total)],
+             act if act is not None else "not measured (pass loss=)", format_bytes(act)],
+            ["total", "", self.total, format_bytes(self.total)],
         ]
 
     HEADERS = ["part", "tensors", "bytes", "size"]
@@ -154,7 +154,7 @@ class MemoryReport:
 
     def module_rows(self):
         rows = sorted(self.modules.items(), key=lambda kv: -sum(kv[1].values()))
-        return [[m] + [human_bytes(r[p]) for p in self._PARTS] + [human_bytes(sum(r.values()))] for m, r in rows]
+        return [[m] + [format_bytes(r[p]) for p in self._PARTS] + [format_bytes(sum(r.values()))] for m, r in rows]
 
     MODULE_HEADERS = ["module", "parameters", "gradients", "optimizer state", "saved activations", "total"]
 
@@ -166,7 +166,7 @@ class MemoryReport:
                  "optimizer state": self.optimizer_state, "saved activations": self.activations or 0}
         big = max(parts, key=parts.get)
         share = parts[big] / self.total if self.total else 0
-        return f"{human_bytes(self.total)} in all; the largest part is {big} ({share:.0%})"
+        return f"{format_bytes(self.total)} in all; the largest part is {big} ({share:.0%})"
 
     def __str__(self):
         out = [f"memory_report: {self.verdict()}", "", text_table(self.HEADERS, self.rows())]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.memory import format_bytes
 from ..viz import torch_graph as tg
-from ._common import human_bytes, upstream
+from ._common import upstream
 
 
 def _name(t, name=None):
@@ -310,4 +311,4 @@ def _activations(rep, loss, param_keys, top):
         rep.notes.append("activations are not split by module: run the forward inside "
                          "gradlab.viz.track_modules(model) to tag PyTorch's nodes with their module")
     rep.notes.append(f"read from PyTorch's graph ({len(ops)} nodes, their _saved_* tensors); "
-                     f"{human_bytes(rep.activations)} saved for backward")
+                     f"{format_bytes(rep.activations)} saved for backward")

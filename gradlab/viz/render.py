@@ -31,6 +31,7 @@ import html
 import textwrap
 import threading
 
+from ..backend.memory import format_bytes
 from .collapse import DrawPlan, plan as make_plan
 from .model import GraphModel
 from .quiet import quiet_stderr
@@ -57,15 +58,6 @@ ROLE_STYLE = {             # (shape, style, peripheries, penwidth)
     "constant": ("box", "filled,dashed", 1, 1.0),
 }
 MAX_SAVED_LINES = 3
-
-
-def fmt_bytes(n: int) -> str:
-    n = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"  # pragma: no cover
 
 
 def fmt_shape(shape) -> str:
@@ -141,10 +133,10 @@ def op_label(o, view="forward") -> str:
     elif o.saved:
         for s in o.saved[:MAX_SAVED_LINES]:
             who = s.name or ("output" if s.is_output else "input")
-            rows.append(_small(_esc(f"saved {who} {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"), "#555555"))
+            rows.append(_small(_esc(f"saved {who} {fmt_shape(s.shape)} {s.dtype} {format_bytes(s.nbytes)}"), "#555555"))
         if len(o.saved) > MAX_SAVED_LINES:
             rest = sum(s.nbytes for s in o.saved[MAX_SAVED_LINES:])
-            rows.append(_small(f"... {len(o.saved) - MAX_SAVED_LINES} more saved, {fmt_bytes(rest)}", "#555555"))
+            rows.append(_small(f"... {len(o.saved) - MAX_SAVED_LINES} more saved, {format_bytes(rest)}", "#555555"))
     if o.accumulates >= 2:
         rows.append(_small(f"<B>&#931; adds {o.accumulates} incoming gradients</B>", "#7a2e5a"))
     rows += _grad_rows(o, view) if o.grad is not None else []
@@ -165,9 +157,9 @@ def group_label(g) -> str:
     kind = g.module_type or "module"
     head = f"<B>{_esc(kind)}{' &#215;' + str(g.folded) if g.folded > 1 else ''}</B>"
     rows = [head, _small(_esc(title), "#333333", 10),
-            _small(f"{g.op_count} ops, {g.param_count:,} params ({fmt_bytes(g.param_bytes)})"
+            _small(f"{g.op_count} ops, {g.param_count:,} params ({format_bytes(g.param_bytes)})"
                    + (f", incl. {len(g.shared)} shared: {_esc(', '.join(g.shared[:2]))}" if g.shared else "")),
-            _small(f"saved for backward {fmt_bytes(g.saved_bytes)}")]
+            _small(f"saved for backward {format_bytes(g.saved_bytes)}")]
     if g.with_grad:
         rows.append(_small(f"grads: {g.with_grad} tensors, total norm {_num(g.grad_sq ** 0.5)}", "#1f4e79"))
     if g.missing:
@@ -273,10 +265,10 @@ def _legend(items, view, prefix):
 
 def memory_line(model: GraphModel) -> str:
     m = model.memory
-    parts = [f"parameters {fmt_bytes(m.parameters)}"]
+    parts = [f"parameters {format_bytes(m.parameters)}"]
     if m.leaves:
-        parts.append(f"other leaves {fmt_bytes(m.leaves)}")
-    parts += [f"saved activations {fmt_bytes(m.saved)}", f"gradients {fmt_bytes(m.gradients)}"]
+        parts.append(f"other leaves {format_bytes(m.leaves)}")
+    parts += [f"saved activations {format_bytes(m.saved)}", f"gradients {format_bytes(m.gradients)}"]
     return "memory: " + ", ".join(parts)
 
 

@@ -263,3 +263,25 @@ def test_saved_notebook_with_an_mlp_widget_is_small(browser, lab_server, lab_roo
     ctx.close()
     assert state, "the test server is set to store widget state; it was not stored"
     assert size < 300 * 1024, report
+
+
+#: Sizes where the two formatters could part: each unit's edges, halves that round up, a float, a negative, None.
+BYTE_SIZES = [0, 1, 812, 1023, 1024, 1075, 1280, 1331, 1536, 10**6, 1048524, 1048576, 123456789.0,
+              3 * 2**30, 5 * 2**40, 2**52, -2048, None]
+
+
+def test_widget_writes_sizes_as_format_bytes_does(browser):
+    """The widget's ``bytes`` (JS) and ``gradlab.backend.memory.format_bytes`` (Python) print the same text."""
+    from gradlab.backend.memory import format_bytes
+    src = (REPO / "widgets" / "graph_player.js").read_text(encoding="utf-8")
+    page = browser.new_page()
+    try:
+        got = page.evaluate("""async ([src, sizes]) => {
+            const m = await import("data:text/javascript;charset=utf-8," + encodeURIComponent(src));
+            return sizes.map((n) => m.bytes(n));
+        }""", [src, BYTE_SIZES])
+    finally:
+        page.close()
+    want = [format_bytes(n) for n in BYTE_SIZES]
+    assert got == want, list(zip(BYTE_SIZES, got, want))
+    assert want[:5] == ["0 B", "1 B", "812 B", "1023 B", "1.0 KiB"] and want[6] == "1.3 KiB", want

@@ -1,5 +1,5 @@
 """``torch.utils.data.sampler``'s names (the samplers)."""
-from ...data.sampler import (  # noqa: F401
+from ....data.sampler import (  # noqa: F401
     BatchSampler,
     RandomSampler,
     Sampler,

@@ -19,9 +19,9 @@ without a GPU) ``is_available()`` is simply False. Inside
 """
 from __future__ import annotations
 
-from ..backend import simulated as _sim
-from ..backend.device import Device, as_device
-from ..errors import DeviceError
+from ...backend import simulated as _sim
+from ...backend.device import Device, as_device
+from ...errors import DeviceError
 
 
 def _cupy_or_none():
@@ -78,7 +78,7 @@ def synchronize(device=None) -> None:
 
 def manual_seed(seed: int) -> None:
     """Seed CuPy's own generator (``gradlab.manual_seed`` already does this and seeds gradlab's)."""
-    from ..backend.random import _seed_cupy
+    from ...backend.random import _seed_cupy
     _seed_cupy(int(seed))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .io import load, save  # noqa: F401
+from ..io import load, save  # noqa: F401
 
 _SAFE: list = []
 

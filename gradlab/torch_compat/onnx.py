@@ -2,7 +2,7 @@
 since gradlab has no ONNX exporter."""
 from __future__ import annotations
 
-from .errors import GradlabError
+from ..errors import GradlabError
 
 
 class OnnxExportNotSupported(GradlabError, RuntimeError):

@@ -7,7 +7,7 @@ import pytest
 import gradlab
 from gradlab import nn
 
-from .test_nn_modules_more import _compare, _x
+from .test_nn_layers_vs_torch import _compare, _x
 
 pytestmark = pytest.mark.oracle
 

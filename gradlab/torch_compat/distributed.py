@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from .errors import DeviceError
+from ..errors import DeviceError
 
 
 class ReduceOp(enum.Enum):

@@ -1,5 +1,5 @@
 """``torch.utils.data.dataset``'s names (the dataset classes and ``random_split``)."""
-from ...data.dataloader import (  # noqa: F401
+from ....data.dataloader import (  # noqa: F401
     ChainDataset,
     ConcatDataset,
     Dataset,

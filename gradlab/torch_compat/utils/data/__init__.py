@@ -6,11 +6,11 @@ Students write ``from torch.utils.data import DataLoader, TensorDataset`` (or
 ``gradlab.utils.data`` reachable as ``import torch`` does. The classes live in ``gradlab/data/``
 (``dataloader.py``: datasets and the loader; ``sampler.py``: the samplers).
 """
-from ...data.dataloader import (  # noqa: F401
+from ....data.dataloader import (  # noqa: F401
     ChainDataset, ConcatDataset, DataLoader, Dataset, IterableDataset, Subset, TensorDataset, default_collate,
     get_worker_info, random_split,
 )
-from ...data.sampler import (  # noqa: F401
+from ....data.sampler import (  # noqa: F401
     BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
     WeightedRandomSampler,
 )

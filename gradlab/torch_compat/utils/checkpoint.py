@@ -17,11 +17,11 @@ matching one.
 """
 from __future__ import annotations
 
-from .._tensor import Tensor
-from ..autograd import graph as _graph
-from ..autograd.grad_mode import state as _grad_state
-from ..backend.random import get_rng_state, set_rng_state
-from ..errors import GradError
+from ..._tensor import Tensor
+from ...autograd import graph as _graph
+from ...autograd.grad_mode import state as _grad_state
+from ...backend.random import get_rng_state, set_rng_state
+from ...errors import GradError
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 

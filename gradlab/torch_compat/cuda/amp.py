@@ -6,13 +6,13 @@
 def __getattr__(name):
     import functools
 
-    from .. import amp as _amp
+    from ... import amp as _amp
     if name == "autocast":
         class autocast(_amp.autocast):  # noqa: N801 - PyTorch's name
             """``torch.cuda.amp.autocast(enabled=True, dtype=float16, cache_enabled=True)``."""
 
             def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-                from ..backend import dtypes as _dt
+                from ...backend import dtypes as _dt
                 super().__init__("cuda", dtype=dtype or _dt.float16, enabled=enabled, cache_enabled=cache_enabled)
         globals()["autocast"] = autocast
         return autocast

@@ -7,8 +7,8 @@ gradlab's one accelerator is CUDA (through CuPy); without a GPU ``is_available()
 """
 from __future__ import annotations
 
+from ..backend.device import Device
 from . import cuda as _cuda
-from .backend.device import Device
 
 
 def is_available() -> bool:
