@@ -77,7 +77,7 @@ def main():
     err = max(np.abs(ye.detach().numpy() - yc.detach().numpy()).max(),
               np.abs(ge[0] - x.grad.numpy()).max(), np.abs(ge[1] - b.grad.numpy()).max() / a.rows)
     te, tc, t1, ce, c1cpu = [], [], [], [], []
-    threads = kernels.THREADS
+    threads = G.get_num_threads()
     for _ in range(a.repeat):
         t0, p0 = time.perf_counter(), time.process_time()
         step(block, x, b)
@@ -86,12 +86,12 @@ def main():
         t0 = time.perf_counter()
         step(cblock, x, b)
         tc.append(time.perf_counter() - t0)
-        kernels.THREADS = 1
+        G.set_num_threads(1)
         t0, p0 = time.perf_counter(), time.process_time()
         step(cblock, x, b)
         t1.append(time.perf_counter() - t0)
         c1cpu.append(time.process_time() - p0)
-        kernels.THREADS = threads
+        G.set_num_threads(threads)
     pe, pc = peak(block, x, b), peak(cblock, x, b)
     med = lambda v: float(np.median(v))  # noqa: E731
     e, c, c1, cpe, cp1 = med(te), med(tc), med(t1), med(ce), med(c1cpu)

@@ -98,7 +98,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         else:
             scores = scores + mask
     dead = None
-    if mask is not None:
+    if mask is not None and not is_causal:  # (a causal row i keeps keys 0..i: never fully masked)
         # rows where every key is masked: softmax would give 0/0; PyTorch gives zero weights instead
         rows = xp.all(xp.isneginf(scores._data), axis=-1, keepdims=True)
         if rows.any():

@@ -65,12 +65,18 @@ def _blocked(fn, a, *more):
     return fn(a, *more)
 
 
+def _erf_scaled(a):
+    """``erf(a / sqrt 2)`` as a fresh array of ``a``'s dtype (the normal CDF's core, for gelu and its slope).
+    A host block of float32/64 (what ``_blocked`` hands out) goes straight to the erf kernel, skipping the
+    op-level dispatch; anything else through ``erf``'s array function."""
+    if type(a) is np.ndarray and a.ndim == 1 and a.dtype in (np.float32, np.float64):
+        return erf_block(a * (1 / _SQRT2))
+    return as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
+
+
 def _gelu_erf(a):
     """``0.5 a (1 + erf(a / sqrt 2))`` as a fresh array."""
-    if type(a) is np.ndarray and a.ndim == 1 and a.dtype in (np.float32, np.float64):
-        y = erf_block(a * (1 / _SQRT2))  # a cache-sized block (see _blocked): erf without the dispatch
-    else:
-        y = as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
+    y = _erf_scaled(a)
     y += 1
     y *= 0.5                    # halve before multiplying by a: 2 * 3e38 would overflow
     y *= a
@@ -101,7 +107,7 @@ def _gelu_slope(a, approximate):
         xp.subtract(2, t, out=t)            # 1 + t
         t *= big_a
         return t
-    d = as_array(_erf_array(a * (1 / _SQRT2)), dtype=a.dtype)
+    d = _erf_scaled(a)
     d += 1
     d *= 0.5                                # Phi(a)
     pdf = xp.multiply(a, a)

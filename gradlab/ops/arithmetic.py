@@ -199,7 +199,16 @@ class Pow(OneRule, _Binary):
 
 def _power(x, y):
     """``np.power``; an integer to a negative integer power gives PyTorch's integer answer
-    (1 for base 1, +-1 for base -1, else 0) where NumPy raises."""
+    (1 for base 1, +-1 for base -1, else 0) where NumPy raises.
+
+    ``x ** 3`` of a float array is ``x * x * x``: NumPy special-cases exponent 2 but calls the C
+    ``pow`` per element for 3, measured 45x slower (9.6 ms vs 0.21 ms on 131K float32), and the
+    product is what PyTorch's CPU kernel computes for this exponent (the same bits; the tanh GELU's
+    ``x ** 3`` is in every transformer block)."""
+    if type(y) in (int, float) and y == 3 and getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
+        out = x * x
+        out *= x
+        return out
     try:
         return np.power(x, y)
     except ValueError as e:
