@@ -134,6 +134,9 @@ class LayerNorm(Op):
         return dx, dw, db, None, None
 
     def vjp_arrays(self, g):
+        """Why a twin: ``vjp`` rebuilds ``xhat`` and the formula from a dozen ops (each a full-size
+        array, so that it can be differentiated again); this makes two. Measured on one thread,
+        forward + backward of (64, 16, 32, 32) float32 over the last dim: 5.9 ms vs 11.6 ms (2.0x)."""
         return self._grads(g)
 
     def _grads(self, g):
@@ -231,6 +234,9 @@ class BatchNorm(Op):
         return dx, dw, db, None, None, None
 
     def vjp_arrays(self, g):
+        """The closed form on arrays, two full-size arrays in all. Why a twin: ``vjp`` (a dozen ops, so
+        that it can be differentiated again) makes a full-size array per op. Measured on one thread,
+        forward + backward of (64, 16, 32, 32) float32: 5.8 ms vs 8.6 ms (1.5x); (2, 3, 8, 8): 2.6x."""
         x, w, b, mu, rstd = self.saved_arrays
         nf, dims = self.next_functions, self.dims
         n = g.size // max(g.shape[1], 1)
