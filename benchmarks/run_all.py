@@ -14,7 +14,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 SCRIPTS = ["bench_foundation.py", "bench_conv.py", "bench_cross_entropy.py", "bench_show_graph.py",
            "bench_compile.py", "bench_layer_norm.py", "bench_gpt_step.py", "bench_defaults.py",
-           "bench_char_transformer.py", "bench_lstm.py", "bench_gelu.py"]
+           "bench_char_transformer.py", "bench_lstm.py", "bench_gelu.py", "bench_conv_bn_programs.py"]
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Array twins (``vjp_arrays``) that the registry sweep in test_vjp_arrays.py does not reach.
 
 Some ops only appear inside a backward pass (the scatter that is indexing's
-gradient, max pooling's backward ops), on a second device, or are not
+gradient), on a second device, or are not
 differentiable as registry entries; and matmul's twin skips the product for
 an input that needs no gradient, which the registry samples (every input
 requires grad) never exercise. Each test compares the twin with ``vjp``.
@@ -16,7 +16,6 @@ import gradlab.nn.functional as F
 from gradlab.ops.cast import ToDevice
 from gradlab.ops.indexing import IndexAddZeros
 from gradlab.ops.matmul import MatMul
-from gradlab.ops.pool import PoolGather, PoolScatter
 from gradlab.ops.quant import FakeQuantize
 
 from .test_vjp_arrays import _compare_node, _nodes
@@ -42,16 +41,6 @@ def test_index_backward_op_has_a_matching_twin():
     y = x[[0, 2, 0, 4]] * x[1:3].sum()
     (gx,) = gradlab.autograd.grad(y.sum() ** 2, x, create_graph=True)
     _check_graph(gx, [IndexAddZeros])
-
-
-def test_max_pool_backward_ops_have_matching_twins():
-    x = gradlab.tensor(np.random.default_rng(0).permutation(50).reshape(1, 2, 5, 5).astype(np.float64),
-                       requires_grad=True)
-    y = F.max_pool2d(x, 3, stride=1, padding=1)
-    (gx,) = gradlab.autograd.grad((y * y).sum(), x, create_graph=True)
-    _check_graph(gx, [PoolScatter])
-    (ggx,) = gradlab.autograd.grad((gx * gx).sum(), x, create_graph=True)
-    _check_graph(ggx, [PoolGather])
 
 
 def test_fake_quantize_twin_passes_the_gradient_inside_the_range_only():

@@ -170,9 +170,6 @@ class MaxPool2d(Op):
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
 
-    def vjp_arrays(self, g):
-        return _scatter(g, self.geo), None
-
     def jvp(self, t, _):
         return PoolGather.apply(t, self.geo)
 
@@ -204,9 +201,6 @@ class PoolScatter(Op):
     def vjp(self, gg):
         return PoolGather.apply(gg, self.geo), None
 
-    def vjp_arrays(self, gg):
-        return _gather(gg, self.geo, 0), None
-
     def jvp(self, t, _):
         return PoolScatter.apply(t, self.geo)
 
@@ -224,9 +218,6 @@ class PoolGather(Op):
 
     def vjp(self, g):
         return PoolScatter.apply(g, self.geo), None
-
-    def vjp_arrays(self, g):
-        return _scatter(g, self.geo), None
 
     def jvp(self, t, _):
         return PoolGather.apply(t, self.geo)
