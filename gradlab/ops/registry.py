@@ -179,6 +179,7 @@ ALIASES = {
     "fake_quantize": "fake_quantize_per_tensor_affine",
     "absolute": "abs", "divide": "div", "hsplit": "tensor_split", "vsplit": "tensor_split", "dsplit": "tensor_split",
     "atleast_1d": "reshape", "atleast_2d": "reshape", "atleast_3d": "reshape", "msort": "kthvalue",
+    "softmax": "functional.softmax", "log_softmax": "functional.log_softmax",
 }
 
 #: Public functions of the ops package that are not ops (no graph node of their own).
