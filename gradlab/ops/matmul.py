@@ -19,7 +19,6 @@ from ..autograd.function import Op
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
-from .autocast import autocast_args as _autocast_args, state as _amp
 from .einsum import _LETTERS, _eq, einsum
 from .reduce import sum_to_in
 from .registry import Sample, register
@@ -194,14 +193,12 @@ def _matmul_samples(src):
     yield Sample((src.tensor((n, 0)), src.tensor((0, m))), desc="empty inner dim")
 
 
-@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b))
+@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b), autocast="lower")
 def matmul(input, other):
     """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
     if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
         return input._sparse_mm(other, "matmul")
     a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
-    if _amp.enabled:
-        a, b = _autocast_args("matmul", a, b)
     _check(a, b)
     return MatMul.apply(a, b)
 

@@ -27,7 +27,6 @@ from ..backend.device import xp_of
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, ValueRuntimeError, fmt_shape
 from ._util import OneRule, apply_in, check_tensor, float_input, norm_dim, one_dim
-from .autocast import autocast_args as _autocast_args, state as _amp
 from .compare import _no_grad
 from .registry import Sample, register
 from .samples import reduce_samples, unary_samples
@@ -180,12 +179,11 @@ def _sum_dtype(x, dtype):
 
 
 @register(op=Sum, samples=reduce_samples(),
-          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim),
+          autocast="float32")
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
-    if _amp.enabled:
-        (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
     return Sum.apply(x, axes, _keep(keepdim, keepdims, "sum"), _sum_dtype(x, dtype))
 
@@ -212,7 +210,8 @@ class Mean(OneRule, Op):
 
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
-          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim),
+          autocast="float32")
 def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")
@@ -221,8 +220,6 @@ def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None
     if _dt.category(x.dtype) < 2:
         raise DTypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
-    if _amp.enabled:
-        (x,) = _autocast_args("mean", x)
     return Mean.apply(x, axes, _keep(keepdim, keepdims, "mean"))
 
 

@@ -28,7 +28,6 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt, parallel, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import OneRule, check_tensor, method_spelling, one_dim
-from .autocast import autocast_args as _autocast_args, state as _amp
 from .registry import Sample, register
 
 top_level_softmax = method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``).")
@@ -256,11 +255,9 @@ def _samples(src):
 
 
 @register(op=Softmax, samples=_samples, namespace="gradlab.nn.functional",
-          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype))
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype), autocast="float32")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x), dim)``: turns scores into probabilities along ``dim`` (stable: the max is subtracted)."""
-    if _amp.enabled:
-        (input,) = _autocast_args("softmax", input)
     x, d = _prepare("softmax", input, dim, dtype)
     if d is None:  # a 0-d input: one entry, probability 1
         return Softmax.apply(O.reshape(x, (1,)), 0).reshape(())
@@ -268,11 +265,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 @register(op=LogSoftmax, samples=_samples, namespace="gradlab.nn.functional",
-          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype))
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype),
+          autocast="float32")
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``: log-probabilities, computed without ever forming a tiny probability."""
-    if _amp.enabled:
-        (input,) = _autocast_args("log_softmax", input)
     x, d = _prepare("log_softmax", input, dim, dtype)
     if d is None:
         return LogSoftmax.apply(O.reshape(x, (1,)), 0).reshape(())
