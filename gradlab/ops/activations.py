@@ -280,7 +280,7 @@ class Silu(OneRule, Op):
         return t * self._dydx(O, self.args[0])
 
 
-@register(op=Silu, samples=unary_samples(low=-4, high=4), elementwise=True,
+@register(op=Silu, samples=unary_samples(low=-4, high=4), elementwise=True, kernel=(None, "({0} / (1 + exp(-{0})))"),
           torch=lambda torch, x: torch.nn.functional.silu(x))
 def silu(input):
     """``x * sigmoid(x)`` (also called swish)."""
@@ -362,7 +362,7 @@ def _leaky_samples(src):
     yield Sample((src.tensor(shape, away_from=0.0),), dict(negative_slope=0.2), desc="slope 0.2")
 
 
-@register(op=LeakyRelu, samples=_leaky_samples, elementwise=True,
+@register(op=LeakyRelu, samples=_leaky_samples, elementwise=True, kernel=(None, "({0} > 0 ? {0} : {0} * {1})"),
           torch=lambda torch, x, negative_slope=0.01: torch.nn.functional.leaky_relu(x, negative_slope))
 def leaky_relu(input, negative_slope=0.01):
     """``x`` for ``x > 0``, ``negative_slope * x`` otherwise: a relu whose negative side still learns."""

@@ -237,9 +237,13 @@ def _tsum(x, y):
 _ADD, _SUB, _MUL = Add.apply, Sub.apply, Mul.apply
 
 
+_KERNELS = {"add": ("add", "({0} + {1})"), "sub": ("subtract", "({0} - {1})"), "mul": ("multiply", "({0} * {1})"),
+            "div": ("true_divide", "({0} / {1})"), "pow": ("power", "pow({0}, {1})")}
+
+
 def _binary_entry(name, torch_name):
     return dict(samples=binary_samples(name), torch=lambda torch, a, b: getattr(torch, torch_name)(a, b),
-                elementwise=True)
+                elementwise=True, kernel=_KERNELS[name])
 
 
 @register(op=Add, **_binary_entry("add", "add"))

@@ -59,11 +59,12 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
     """Decorator: register the one-input elementwise function ``name`` (every function in this file
     goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
-    class's unless given) and ``torch.<name>`` as the oracle."""
+    class's unless given), ``torch.<name>`` as the oracle and the op class's ``compiled`` kernel."""
     def deco(fn):
         fn.__name__ = fn.__qualname__ = name
         return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
-                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x))(fn)
+                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x),
+                        kernel=getattr(op, "compiled", None))(fn)
     return deco
 
 
@@ -86,6 +87,7 @@ class Elementwise(Op):
     """
     saves = "x"          # "x", "y" (the output) or None: what ``grad`` reads as ``v``
     ints = "float"       # integer inputs: "float" (computed in the default float dtype) or "keep"
+    compiled = None      # (NumPy ufunc name, CUDA C expression): what gradlab.compile writes for it
     sample_range = {}    # the values the registry's samples draw (``unary_samples`` keywords)
 
     @staticmethod
@@ -158,6 +160,7 @@ _2_SQRT_PI = 2 / math.sqrt(math.pi)
 # function is made from the class by ``_public`` below the table.
 class Neg(Elementwise):
     """Elementwise ``-x``."""
+    compiled = ("negative", "(-{0})")
     name, saves, ints, formula = "neg", None, "keep", "dX = -dY"
     fn = staticmethod(_neg_forward)
     grad = staticmethod(lambda ns, g, v: -g)
@@ -165,6 +168,7 @@ class Neg(Elementwise):
 
 class Exp(Elementwise):
     """Elementwise ``e^x``."""
+    compiled = ("exp", "exp({0})")
     name, saves, formula = "exp", "y", "dX = dY * Y   (Y = exp(X))"
     fn = staticmethod(np.exp)
     grad = staticmethod(lambda ns, g, y: g * y)
@@ -172,6 +176,7 @@ class Exp(Elementwise):
 
 class Log(Elementwise):
     """Natural logarithm, elementwise."""
+    compiled = ("log", "log({0})")
     name, formula, sample_range = "log", "dX = dY / X", dict(low=0.2, high=3.0)
     fn = staticmethod(np.log)
     grad = staticmethod(lambda ns, g, x: g / x)
@@ -179,6 +184,7 @@ class Log(Elementwise):
 
 class Sqrt(Elementwise):
     """Elementwise square root."""
+    compiled = ("sqrt", "sqrt({0})")
     name, saves, formula, sample_range = "sqrt", "y", "dX = dY / (2 * Y)   (Y = sqrt(X))", dict(low=0.2, high=3.0)
     fn = staticmethod(np.sqrt)
     grad = staticmethod(lambda ns, g, y: g / (2 * y))
@@ -186,6 +192,7 @@ class Sqrt(Elementwise):
 
 class Tanh(Elementwise):
     """Elementwise hyperbolic tangent."""
+    compiled = ("tanh", "tanh({0})")
     name, saves, formula = "tanh", "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))"
     fn = staticmethod(np.tanh)
     grad = staticmethod(lambda ns, g, y: g * (as_weak(1.0, y) - y * y))
@@ -198,6 +205,7 @@ class Tanh(Elementwise):
 
 class Sigmoid(Elementwise):
     """Elementwise ``1 / (1 + e^-x)``."""
+    compiled = (None, "(1 / (1 + exp(-{0})))")
     name, saves, formula = "sigmoid", "y", "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))"
     fn = staticmethod(_sigmoid_forward)
     grad = staticmethod(lambda ns, g, y: g * y * (as_weak(1.0, y) - y))
@@ -210,6 +218,7 @@ class Sigmoid(Elementwise):
 
 class Relu(Elementwise):
     """Elementwise ``max(x, 0)``."""
+    compiled = (None, "({0} > 0 ? {0} : 0)")
     name, saves, ints, formula, sample_range = "relu", "y", "keep", "dX = dY * (X > 0)", dict(away_from=0.0)
     fn = staticmethod(lambda a: np.maximum(a, 0))
     grad = staticmethod(lambda ns, g, y: g * (y > 0))
@@ -217,6 +226,7 @@ class Relu(Elementwise):
 
 class Abs(Elementwise):
     """Elementwise ``|x|``."""
+    compiled = ("absolute", "fabs({0})")
     name, ints, formula, sample_range = "abs", "keep", "dX = dY * sign(X)", dict(away_from=0.0)
     fn = staticmethod(np.abs)
     grad = staticmethod(lambda ns, g, x: g * ns.sign(x))
@@ -224,6 +234,7 @@ class Abs(Elementwise):
 
 class Erf(Elementwise):
     """Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2)))."""
+    compiled = (None, "erf({0})")
     name, formula = "erf", "dX = dY * 2/sqrt(pi) * exp(-X^2)"
     fn = staticmethod(lambda a: _erf_array(a))
     grad = staticmethod(lambda ns, g, x: g * _2_SQRT_PI * ns.exp(-(x * x)))
@@ -238,6 +249,7 @@ class Erfc(Elementwise):
 
 class Sin(Elementwise):
     """Elementwise sine."""
+    compiled = ("sin", "sin({0})")
     name, formula, sample_range = "sin", "dX = dY * cos(X)", dict(low=-4, high=4)
     fn = staticmethod(np.sin)
     grad = staticmethod(lambda ns, g, x: g * ns.cos(x))
@@ -245,6 +257,7 @@ class Sin(Elementwise):
 
 class Cos(Elementwise):
     """Elementwise cosine."""
+    compiled = ("cos", "cos({0})")
     name, formula, sample_range = "cos", "dX = -dY * sin(X)", dict(low=-4, high=4)
     fn = staticmethod(np.cos)
     grad = staticmethod(lambda ns, g, x: -(g * ns.sin(x)))
@@ -252,6 +265,7 @@ class Cos(Elementwise):
 
 class Log1p(Elementwise):
     """``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."""
+    compiled = ("log1p", "log1p({0})")
     name, formula, sample_range = "log1p", "dX = dY / (1 + X)", dict(low=-0.5, high=3.0)
     fn = staticmethod(np.log1p)
     grad = staticmethod(lambda ns, g, x: g / (x + 1))
@@ -259,6 +273,7 @@ class Log1p(Elementwise):
 
 class Expm1(Elementwise):
     """``exp(x) - 1``, accurate for tiny ``x``."""
+    compiled = ("expm1", "expm1({0})")
     name, saves, formula = "expm1", "y", "dX = dY * (Y + 1)   (Y = exp(X) - 1)"
     fn = staticmethod(np.expm1)
     grad = staticmethod(lambda ns, g, y: g * (y + 1))
@@ -266,6 +281,7 @@ class Expm1(Elementwise):
 
 class Reciprocal(Elementwise):
     """Elementwise ``1 / x``."""
+    compiled = ("reciprocal", "(1 / {0})")
     name, saves, formula = "reciprocal", "y", "dX = -dY * Y^2   (Y = 1 / X)"
     sample_range = dict(away_from=0.0, low=-3, high=3)
     fn = staticmethod(np.reciprocal)
@@ -376,21 +392,25 @@ def polygamma(n, input):
 
 class Floor(ZeroGrad):
     name = "floor"
+    compiled = ("floor", "floor({0})")
     fn = staticmethod(np.floor)
 
 
 class Ceil(ZeroGrad):
     name = "ceil"
+    compiled = ("ceil", "ceil({0})")
     fn = staticmethod(np.ceil)
 
 
 class Trunc(ZeroGrad):
     name = "trunc"
+    compiled = ("trunc", "trunc({0})")
     fn = staticmethod(np.trunc)
 
 
 class Round(ZeroGrad):
     name = "round"
+    compiled = (None, "rint({0})")
 
     @staticmethod
     def forward(ctx, x, decimals):
@@ -437,7 +457,7 @@ def _round_samples(src):
     yield Sample((x,), dict(decimals=1), desc="decimals=1")
 
 
-@register(op=Round, samples=_round_samples, elementwise=True,
+@register(op=Round, samples=_round_samples, elementwise=True, kernel=Round.compiled,
           torch=lambda torch, x, **kw: torch.round(x, **kw))
 def round(input, *, decimals=None):  # noqa: A001 - PyTorch's name
     """Round to ``decimals`` places, halves to even (``round(2.5) == 2``), as PyTorch.
@@ -561,10 +581,12 @@ def frac(input):
 
 class Sign(ZeroGrad):
     name = "sign"
+    compiled = ("sign", "(({0} > 0) - ({0} < 0))")
     fn = staticmethod(np.sign)
 
 
-@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x))
+@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x),
+          kernel=Sign.compiled)
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
     x = check_tensor(input, "sign")

@@ -101,13 +101,15 @@ def _torch2(name):
     return ref
 
 
-@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True)
+@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True,
+          kernel=("maximum", "max({0}, {1})"))
 def maximum(input, other):
     """Elementwise larger of two tensors (broadcasting); ties share the gradient."""
     return Maximum.apply(operand(input, "maximum", "input"), operand(other, "maximum", "other"))
 
 
-@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True)
+@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True,
+          kernel=("minimum", "min({0}, {1})"))
 def minimum(input, other):
     """Elementwise smaller of two tensors (broadcasting); ties share the gradient."""
     return Minimum.apply(operand(input, "minimum", "input"), operand(other, "minimum", "other"))
