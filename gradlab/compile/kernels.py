@@ -17,25 +17,25 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import parallel
 from ..backend.parallel import get_num_threads, parallel_for
+from ..ops.registry import REGISTRY
 from .ir import Node, Value, show_arg
 
 CHUNK = 1 << 16   # elements per chunk (per scratch buffer): 256 KB of float32; a kernel's buffers stay in L2/L3
 
-_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "abs": "absolute",
-          "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1", "reciprocal": "reciprocal",
-          "floor": "floor", "ceil": "ceil", "trunc": "trunc", "sign": "sign", "logical_not": "logical_not"}
-_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
-           "maximum": "maximum", "minimum": "minimum", "gt": "greater", "lt": "less", "ge": "greater_equal",
-           "le": "less_equal", "eq": "equal", "ne": "not_equal", "logical_and": "logical_and",
-           "logical_or": "logical_or"}
+# What each op is inside a fused kernel is part of its registry entry (``register(..., kernel=(ufunc,
+# C expression))``, beside the op): adding an op touches its own file only. Here: the tables read from
+# the entries, and the few rules that are not one ufunc or one expression (below, by name).
+_NUMPY = {i.name: i.kernel[0] for i in REGISTRY.values() if i.kernel and i.kernel[0]}
+_CUDA = {i.name: i.kernel[1] for i in REGISTRY.values() if i.kernel and i.kernel[1]}
+# the fused backward ops (ops/fused_backward.py) are nodes, not registry entries
+_CUDA.update({"tanh_backward": "({0} * (1 - {1} * {1}))", "sigmoid_backward": "({0} * {1} * (1 - {1}))",
+              "clone": "{0}"})
 
 
 def _np_rule(op, ins, out):
     """NumPy statements computing ``op`` from input expressions into ``out`` (None: no rule)."""
-    if op in _UNARY and len(ins) == 1:
-        return [f"_np.{_UNARY[op]}({ins[0]}, out={out})"]
-    if op in _BINARY and len(ins) == 2:
-        return [f"_np.{_BINARY[op]}({ins[0]}, {ins[1]}, out={out})"]
+    if op in _NUMPY and len(ins) == getattr(np, _NUMPY[op]).nin:
+        return [f"_np.{_NUMPY[op]}({', '.join(ins)}, out={out})"]
     if op == "relu":
         return [f"_np.maximum({ins[0]}, 0, out={out})"]
     if op == "sigmoid":
@@ -55,32 +55,17 @@ def _np_rule(op, ins, out):
 
 
 #: ops (by name) with a NumPy rule, beyond the registry's elementwise ones
-NUMPY_RULES = sorted(set(_UNARY) | set(_BINARY) | {"relu", "sigmoid", "where", "to", "clone", "tanh_backward",
-                                                   "sigmoid_backward"})
+NUMPY_RULES = sorted(set(_NUMPY) | {"relu", "sigmoid", "where", "to", "clone", "tanh_backward", "sigmoid_backward"})
 
-_C1 = {"neg": "(-{0})", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "tanh": "tanh({0})",
-       "abs": "fabs({0})", "sin": "sin({0})", "cos": "cos({0})", "log1p": "log1p({0})", "expm1": "expm1({0})",
-       "reciprocal": "(1 / {0})", "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})",
-       "round": "rint({0})", "sign": "(({0} > 0) - ({0} < 0))", "relu": "({0} > 0 ? {0} : 0)",
-       "sigmoid": "(1 / (1 + exp(-{0})))", "erf": "erf({0})", "silu": "({0} / (1 + exp(-{0})))",
-       "logical_not": "(!{0})", "clone": "{0}"}
-_C2 = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
-       "pow": "pow({0}, {1})", "maximum": "max({0}, {1})", "minimum": "min({0}, {1})", "gt": "({0} > {1})",
-       "lt": "({0} < {1})", "ge": "({0} >= {1})", "le": "({0} <= {1})", "eq": "({0} == {1})",
-       "ne": "({0} != {1})", "leaky_relu": "({0} > 0 ? {0} : {0} * {1})", "logical_and": "({0} && {1})",
-       "logical_or": "({0} || {1})", "tanh_backward": "({0} * (1 - {1} * {1}))",
-       "sigmoid_backward": "({0} * {1} * (1 - {1}))"}
 #: ops (by name) with a CUDA C rule
-CUDA_RULES = sorted(set(_C1) | set(_C2) | {"where", "to", "gelu"})
+CUDA_RULES = sorted(set(_CUDA) | {"where", "to", "gelu"})
 _CTYPE = {"float16": "float16", "float32": "float", "float64": "double", "bool": "bool", "int32": "int",
           "int64": "long long", "int8": "signed char", "uint8": "unsigned char", "int16": "short"}
 
 
 def _c_rule(op, ins, lits, dtype):
-    if op in _C1 and len(ins) == 1:
-        return _C1[op].format(*ins)
-    if op in _C2 and len(ins) == 2:
-        return _C2[op].format(*ins)
+    if op in _CUDA and len(ins) == (2 if "{1}" in _CUDA[op] else 1):
+        return _CUDA[op].format(*ins)
     if op == "where" and len(ins) == 3:
         return f"({ins[0]} ? {ins[1]} : {ins[2]})"
     if op == "to":

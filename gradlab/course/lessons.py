@@ -184,8 +184,7 @@ def where(obj):
     """``"gradlab/pkg/file.py:LINE"``: where ``obj`` is defined (a module: its file alone).
 
     ``obj`` may be the object, a dotted name, or a registry entry (``REGISTRY["matmul"]``: its op
-    class or function). An op made from a row of the elementwise table has no class of its own:
-    its row is where it lives (``gradlab.source``).
+    class or function).
     """
     if isinstance(obj, str):
         obj = _resolve(obj)
@@ -199,7 +198,7 @@ def where(obj):
         if inspect.ismodule(obj):
             return str(path)
         return f"{path}:{inspect.getsourcelines(obj)[1]}"
-    except (OSError, TypeError):   # a row of the elementwise table (gradlab/ops/unary.py)
+    except (OSError, TypeError):   # no source of its own (a builtin): gradlab.source says where
         import gradlab
         return gradlab.source(obj).where
 

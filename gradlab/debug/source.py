@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-import re
 
 from .._tensor import Tensor
 from ..autograd.function import Function, Op
@@ -73,10 +72,7 @@ def source(op) -> OpSource:
     name = info.name if info is not None else getattr(cls, "name", None) or cls.__name__
     formula = info.formula if info is not None and info.formula else (getattr(cls, "formula", "") if cls else "")
     pieces = []
-    row = _table_row(cls)
-    if row is not None:   # an op made from one row of a table (ops/unary.py's UNARY): the row is its definition
-        pieces.append(row)
-    elif cls is not None:
+    if cls is not None:
         pieces.append(_piece(f"class {cls.__name__}", cls, header_only=True))
     if cls is not None:
         for rule in RULES:
@@ -90,31 +86,6 @@ def source(op) -> OpSource:
     if info is not None:
         pieces.append(_piece(f"the function {info.namespace}.{info.name}", info.fn))
     return OpSource(name, formula, pieces)
-
-
-def _table_row(cls):
-    """The ``UNARY`` row an elementwise op class was made from, as a Piece (None for other ops).
-
-    Such a class has no ``class`` line of its own: the row (forward, derivative, formula) is
-    where its derivative is written, once; its rules are ``Elementwise``'s, reading the row.
-    """
-    if cls is None:
-        return None
-    from ..ops import unary
-    if not (isinstance(cls, type) and issubclass(cls, unary.Elementwise)) or cls.name not in unary.UNARY:
-        return None
-    lines, start = inspect.getsourcelines(unary)
-    key = f'"{cls.name}": ('
-    first = next((i for i, ln in enumerate(lines) if ln.strip().startswith(key)), None)
-    if first is None:
-        return None
-    end = first + 1
-    while end < len(lines) and not re.match(r'\s*("\w+": \(|})', lines[end]):
-        end += 1
-    path = inspect.getsourcefile(unary)
-    rel = os.path.relpath(path, _ROOT) if path.startswith(_ROOT) else path
-    return Piece(f"class {cls.__name__}: the row UNARY[{cls.name!r}] (forward, derivative, formula)",
-                 f"{rel}:{first + 1}", "".join(lines[first:end]))
 
 
 def _registry():

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from .. import checks as _c, ops as O
-from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..autograd.function import op_observers as _op_observers
 from ..errors import ShapeError, fmt_shape
 from ..ops._util import check_tensor
@@ -21,8 +20,6 @@ def linear(input, weight, bias=None):
     """``input @ weight^T + bias`` with ``weight`` of shape ``(out_features, in_features)``."""
     x = check_tensor(input, "linear")
     w = check_tensor(weight, "linear", "weight")
-    if _amp.enabled:
-        x, w, bias = _autocast_args("linear", x, w, bias)
     if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype" (and the bias too)
         _c.same_dtype("linear", weight=w, input=x,
                       hint=f"convert the input with x.to(gradlab.{w.dtype}) (NumPy data is float64: use x.float()), "
@@ -60,9 +57,9 @@ def _linear_samples(src):
     yield Sample((src.tensor((2, i)), src.tensor((o, i))), desc="no bias")
 
 
-register("linear", samples=_linear_samples, namespace=NS,
-         formula="dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over batch dims)",
-         torch=lambda torch, *a, **k: torch.nn.functional.linear(*a, **k))(linear)
+linear = register("linear", samples=_linear_samples, namespace=NS, autocast="lower",
+                  formula="dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over batch dims)",
+                  torch=lambda torch, *a, **k: torch.nn.functional.linear(*a, **k))(linear)
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -31,7 +31,6 @@ import numpy as np
 
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
-from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
@@ -148,8 +147,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     ``(1 - e) * nll + e * mean over classes of -log_softmax`` (as PyTorch).
     """
     op = "cross_entropy"
-    if _amp.enabled:
-        input, target = _autocast_args(op, input, target)
     x = _float_input(op, input)
     ignore_index, label_smoothing = _c.arguments(op, ignore_index=(ignore_index, "int"),
                                                  label_smoothing=(label_smoothing, "probability"))
@@ -217,8 +214,6 @@ def _warn_broadcast(op, x, target, stacklevel=3):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target)^2`` (broadcasting, as PyTorch), reduced by ``reduction``."""
     op = "mse_loss"
-    if _amp.enabled:
-        input, target = _autocast_args(op, input, target)
     x = _float_target_pair(op, input, target)
     red = _reduction(op, reduction, size_average, reduce)
     _warn_broadcast(op, x, target)
@@ -427,13 +422,14 @@ register("nll_loss", samples=_nll_samples, namespace=NS, op=NLLLoss,
          torch=lambda torch, *a, **k: torch.nn.functional.nll_loss(*a, **k))(nll_loss)
 
 
-register("cross_entropy", samples=_ce_samples, namespace=NS,
-         formula="dX = softmax(X) - onehot(target)   (times weights, / N for mean; smoothing mixes in 1/C)",
-         torch=lambda torch, *a, **k: torch.nn.functional.cross_entropy(*a, **k))(cross_entropy)
+cross_entropy = register(
+    "cross_entropy", samples=_ce_samples, namespace=NS, autocast="float32",
+    formula="dX = softmax(X) - onehot(target)   (times weights, / N for mean; smoothing mixes in 1/C)",
+    torch=lambda torch, *a, **k: torch.nn.functional.cross_entropy(*a, **k))(cross_entropy)
 
 
-register("mse_loss", samples=_mse_samples, namespace=NS, formula="dX = 2 * (X - T) * dY   (/ N for mean)",
-         torch=lambda torch, *a, **k: torch.nn.functional.mse_loss(*a, **k))(mse_loss)
+mse_loss = register("mse_loss", samples=_mse_samples, namespace=NS, formula="dX = 2 * (X - T) * dY   (/ N for mean)",
+                    autocast="float32", torch=lambda torch, *a, **k: torch.nn.functional.mse_loss(*a, **k))(mse_loss)
 
 
 register("binary_cross_entropy_with_logits", samples=_bce_samples, namespace=NS,

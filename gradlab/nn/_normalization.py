@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import checks as _c, ops as O
-from ..amp.state import autocast_args as _autocast_args, state as _amp  # autocast policy (gradlab.amp)
+from ..amp.state import state as _amp  # is autocast on (gradlab.amp)
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
 from ..backend.fperr import quiet as _fp_quiet
@@ -62,8 +62,6 @@ def _standardize(x, dims, eps, with_stats=False):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize ``input`` over its last ``len(normalized_shape)`` dims (which must equal ``normalized_shape``)."""
-    if _amp.enabled:
-        input, weight, bias = _autocast_args("layer_norm", input, weight, bias)
     x = check_tensor(input, "layer_norm")
     if not _dt.is_floating(x.dtype):
         raise DTypeError(f"layer_norm: input has dtype {_dt.dtype_name(x.dtype)}; it needs a floating tensor")
@@ -258,8 +256,8 @@ def _ln_samples(src):
     yield Sample((src.tensor((3, d)), (d,), src.tensor((d,))), desc="weight only")
 
 
-register("layer_norm", samples=_ln_samples, namespace=NS, op=LayerNorm,
-         torch=lambda torch, *a, **k: torch.nn.functional.layer_norm(*a, **k))(layer_norm)
+layer_norm = register("layer_norm", samples=_ln_samples, namespace=NS, op=LayerNorm, autocast="float32",
+                      torch=lambda torch, *a, **k: torch.nn.functional.layer_norm(*a, **k))(layer_norm)
 
 
 def _bn_samples(src):

@@ -30,7 +30,7 @@ Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where
 ``recurrent``      fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
 =================  ==========================================================================
 
-Around them: ``autocast`` (the autocast switch and its dtype policy, read by the ops), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
+Around them: ``autocast`` (the autocast switch, its policy and the wrapper the registry puts around an op that names one), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
 inputs), ``binding`` and ``methods`` (how ops become ``Tensor`` methods), ``fused_backward``
 (one-pass VJP ops), ``_util`` (argument checks and promotion shared by every op).
 

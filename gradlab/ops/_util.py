@@ -266,3 +266,11 @@ class OneRule:
         if len(s) == 2:  # (the usual: two saved values, passed without a star call, which costs a list)
             return self.rule(ns, g, s[0], s[1])
         return self.rule(ns, g, *s)
+
+
+def apply_in(ns, op, *args):
+    """``op`` run in a ``OneRule``'s namespace: ``op.apply(*args)`` on tensors (a node: differentiable
+    again), ``op.kernel(*args)`` on arrays (the same computation, the engine's fast path). For a rule
+    whose derivative is another op, as ``flip``'s is ``flip`` and ``diagonal``'s is ``diagonal_scatter``;
+    the op's forward calls the same ``kernel``, so forward and backward cannot drift apart."""
+    return op.apply(*args) if ns is O else op.kernel(*args)

@@ -257,7 +257,12 @@ def gelu(input, approximate="none"):
     return Gelu.apply(x, approximate)
 
 
-class Silu(Op):
+def _sigmoid_in(ns, x):
+    """sigmoid in a ``OneRule``'s namespace: gradlab's op on tensors, the stable kernel on arrays."""
+    return O.sigmoid(x) if ns is O else _sigmoid_array(x)
+
+
+class Silu(OneRule, Op):
     name = "silu"
     formula = "dX = dY * S * (1 + X * (1 - S))   (S = sigmoid(X))"
 
@@ -270,36 +275,25 @@ class Silu(Op):
         return as_array(a * s, dtype=a.dtype)
 
     @staticmethod
-    def _dydx(x):
-        s = O.sigmoid(x)
+    def _dydx(ns, x):
+        s = _sigmoid_in(ns, x)
         return s * (1 + x * (1 - s))
 
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return (g * self._dydx(x),)
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        s = _sigmoid_array(x)
-        d = 1 - s
-        d *= x
-        d += 1
-        d *= s
-        d *= g
-        return (d,)
+    def rule(self, ns, g, x):  # the VJP, on tensors and arrays alike (OneRule)
+        return (g * self._dydx(ns, x),)
 
     def jvp(self, t):
-        return t * self._dydx(self.args[0])
+        return t * self._dydx(O, self.args[0])
 
 
-@register(op=Silu, samples=unary_samples(low=-4, high=4), elementwise=True,
+@register(op=Silu, samples=unary_samples(low=-4, high=4), elementwise=True, kernel=(None, "({0} / (1 + exp(-{0})))"),
           torch=lambda torch, x: torch.nn.functional.silu(x))
 def silu(input):
     """``x * sigmoid(x)`` (also called swish)."""
     return Silu.apply(floating_input(input, "silu"))
 
 
-class Softplus(Op):
+class Softplus(OneRule, Op):
     name = "softplus"
     formula = "dX = dY * sigmoid(beta * X)   (dY where beta * X > threshold: there Y = X)"
 
@@ -313,24 +307,15 @@ class Softplus(Op):
         y = np.where(bx > threshold, a, np.logaddexp(0, bx) / beta)
         return as_array(y, dtype=a.dtype)
 
-    def _dydx(self, x):
+    def _dydx(self, ns, x):
         bx = x * self.beta
-        return O.where(bx > self.threshold, 1.0, O.sigmoid(bx))
+        return ns.where(bx > self.threshold, 1.0, _sigmoid_in(ns, bx))
 
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return g * self._dydx(x), None, None
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        bx = x * self.beta
-        d = _sigmoid_array(bx)
-        d[bx > self.threshold] = 1
-        d *= g
-        return d, None, None
+    def rule(self, ns, g, x):  # the VJP, on tensors and arrays alike (OneRule)
+        return g * self._dydx(ns, x), None, None
 
     def jvp(self, t, *_):
-        return t * self._dydx(self.args[0])
+        return t * self._dydx(O, self.args[0])
 
 
 def _softplus_samples(src):
@@ -383,7 +368,7 @@ def _leaky_samples(src):
     yield Sample((src.tensor(shape, away_from=0.0),), dict(negative_slope=0.2), desc="slope 0.2")
 
 
-@register(op=LeakyRelu, samples=_leaky_samples, elementwise=True,
+@register(op=LeakyRelu, samples=_leaky_samples, elementwise=True, kernel=(None, "({0} > 0 ? {0} : {0} * {1})"),
           torch=lambda torch, x, negative_slope=0.01: torch.nn.functional.leaky_relu(x, negative_slope))
 def leaky_relu(input, negative_slope=0.01):
     """``x`` for ``x > 0``, ``negative_slope * x`` otherwise: a relu whose negative side still learns."""

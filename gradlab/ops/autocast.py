@@ -1,18 +1,21 @@
-"""Autocast's switch and policy table, consulted by the ops it concerns.
+"""Autocast's switch and its policy, applied as a wrapper around the ops that have one.
 
-Holds: ``state`` (is autocast on, and to which dtype), the policy (``LOWER_PRECISION``, ``FLOAT32``)
-and ``autocast_args``/``autocast_arg`` (an op's inputs cast as the policy says). It lives in the ops
-layer because the ops read it on every call (``if _amp.enabled:`` is one attribute test when autocast
-is off); ``gradlab.amp.autocast`` (layer 5, above) only flips the switch.
+Holds: ``state`` (is autocast on, and to which dtype), the policy sets (``LOWER_PRECISION``,
+``FLOAT32``: filled from the registry entries that name a policy, ``register(..., autocast=...)``),
+``autocast_args``/``autocast_arg`` (an op's inputs cast as the policy says) and ``wrap`` (an op's
+public function with its inputs cast first; the registry wraps every entry that names a policy, so
+no op body mentions autocast). It lives in the ops layer because the wrapper runs on every call of
+those ops (one attribute test when autocast is off); ``gradlab.amp.autocast`` (layer 5, above) only
+flips the switch.
 
 The policy, as in PyTorch's autocast:
 
-* ``LOWER_PRECISION`` ops (matrix products: linear, matmul, conv) run in the
+* ``"lower"`` ops (matrix products: linear, matmul, conv) run in the
   autocast dtype (float16/bfloat16): they are where the time goes, and they
   tolerate fewer mantissa bits because every output sums many products;
-* ``FLOAT32`` ops (softmax, log_softmax, layer_norm, losses, sums, exp/log)
-  run in float32: they exponentiate or accumulate, where float16's range
-  (max 65504) and precision run out.
+* ``"float32"`` ops (softmax, log_softmax, layer_norm, losses, sums) run in
+  float32: they exponentiate or accumulate, where float16's range (max 65504)
+  and precision run out.
 
 Only float32/float16/bfloat16 tensors are cast; float64 and integer tensors
 are left alone. Casts are differentiable, so gradients flow back to the
@@ -20,17 +23,20 @@ float32 master weights in float32.
 """
 from __future__ import annotations
 
+import functools
 import threading
 
-from .cast import to
+import numpy as np
 
-LOWER_PRECISION = frozenset({
-    "matmul", "mm", "bmm", "baddbmm", "addmm", "linear", "conv2d", "einsum", "scaled_dot_product_attention",
-})
-FLOAT32 = frozenset({
-    "softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss", "mse_loss",
-    "binary_cross_entropy_with_logits", "sum", "mean", "var", "std", "logsumexp", "exp", "log", "norm",
-})
+from .._tensor import Tensor
+from ..backend import dtypes as _dt
+from ..errors import ArgumentError
+
+#: The op names of each policy, as their registry entries state it (``register(..., autocast=...)``).
+LOWER_PRECISION: set = set()
+FLOAT32: set = set()
+_POLICIES = {"lower": LOWER_PRECISION, "float32": FLOAT32}
+_ELIGIBLE = (np.dtype(np.float32), np.dtype(np.float16), _dt.bfloat16)
 
 
 class _State(threading.local):
@@ -44,25 +50,40 @@ class _State(threading.local):
 state = _State()
 
 
+def _cast(a, target):
+    return a.to(target) if isinstance(a, Tensor) and a.dtype in _ELIGIBLE and a.dtype != target else a
+
+
 def autocast_args(op: str, *args):
-    """``args`` cast as the policy says for ``op`` (unchanged if autocast is off or ``op`` is not listed)."""
+    """``args`` cast as the policy says for ``op`` (unchanged if autocast is off or ``op`` has no policy)."""
     if not state.enabled:
         return args
-    import numpy as np
-
-    from ..backend import dtypes as _dt
     if op in LOWER_PRECISION:
         target = state.dtype
     elif op in FLOAT32:
         target = np.dtype(np.float32)
     else:
         return args
-    from .._tensor import Tensor
-    eligible = (np.dtype(np.float32), np.dtype(np.float16), _dt.bfloat16)
-    return tuple(to(a, target) if isinstance(a, Tensor) and a.dtype in eligible and a.dtype != target else a
-                 for a in args)
+    return tuple(_cast(a, target) for a in args)
 
 
 def autocast_arg(op: str, arg):
     """Single-argument form of :func:`autocast_args`."""
     return autocast_args(op, arg)[0] if state.enabled else arg
+
+
+def wrap(fn, op: str, policy: str):
+    """``fn`` (the public function of ``op``) under the autocast ``policy`` ("lower" or "float32"):
+    while autocast is on, its tensor arguments are cast first; off, the call goes straight through."""
+    if policy not in _POLICIES:
+        raise ArgumentError(f"register: autocast={policy!r} for {op}; use 'lower' or 'float32'")
+    _POLICIES[policy].add(op)
+
+    @functools.wraps(fn)
+    def autocast_wrapper(*args, **kwargs):
+        if state.enabled:
+            args = autocast_args(op, *args)
+            if kwargs:
+                kwargs = dict(zip(kwargs, autocast_args(op, *kwargs.values())))
+        return fn(*args, **kwargs)
+    return autocast_wrapper

@@ -13,45 +13,47 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.device import Device, as_device, check_dtype_for, to_device_array
 from ..errors import DeviceError
-from ._util import check_tensor
+from ._util import OneRule, apply_in, check_tensor
 from .registry import Sample, register
 
 
-class Cast(Op):
+class Cast(OneRule, Op):
     name = "to"
     formula = "dX = dY.to(X.dtype)"
+
+    @staticmethod
+    def kernel(a, dtype):
+        return a.astype(dtype)
 
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.in_dtype = x.dtype
         if type(x._data) is not np.ndarray:
             check_dtype_for(dtype, x.device)  # no bfloat16 on a GPU
-        return x._data.astype(dtype)
+        return Cast.kernel(x._data, dtype)
 
-    def vjp(self, g):
-        return Cast.apply(g, self.in_dtype), None
-
-    def vjp_arrays(self, g):
-        return g.astype(self.in_dtype, copy=False), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): cast back
+        return apply_in(ns, Cast, g, self.in_dtype), None
 
     def jvp(self, t, _):
         return Cast.apply(t, self.out.dtype)
 
 
-class ToDevice(Op):
+class ToDevice(OneRule, Op):
     name = "to_device"
     formula = "dX = dY.to(X.device)"
+
+    @staticmethod
+    def kernel(a, device):
+        return _to_device(a, device)
 
     @staticmethod
     def forward(ctx, x, device):
         ctx.in_device = x.device
         return _to_device(x._data, device)
 
-    def vjp(self, g):
-        return ToDevice.apply(g, self.in_device), None
-
-    def vjp_arrays(self, g):
-        return _to_device(g, self.in_device), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): back to the input's device
+        return apply_in(ns, ToDevice, g, self.in_device), None
 
     def jvp(self, t, _):
         return ToDevice.apply(t, self.out.device)

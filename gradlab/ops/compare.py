@@ -49,7 +49,14 @@ def _compare(name, fn):
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
     tname = {"floor_divide": "floor_divide", "remainder": "remainder"}.get(name, name)
     return register(name, samples=_no_grad(binary_samples(name)), differentiable=False, formula="(no gradient)",
-                    torch=lambda torch, a, b: getattr(torch, tname)(*_tt(torch, a, b)))(f)
+                    torch=lambda torch, a, b: getattr(torch, tname)(*_tt(torch, a, b)), kernel=_KERNELS.get(name))(f)
+
+
+#: what ``gradlab.compile`` writes for a comparison inside a fused kernel (the registry's ``kernel``)
+_KERNELS = {n: (fn, f"({{0}} {c} {{1}})") for n, fn, c in (
+    ("gt", "greater", ">"), ("lt", "less", "<"), ("ge", "greater_equal", ">="), ("le", "less_equal", "<="),
+    ("eq", "equal", "=="), ("ne", "not_equal", "!="), ("logical_and", "logical_and", "&&"),
+    ("logical_or", "logical_or", "||"))}
 
 
 def _tt(torch, a, b):

@@ -438,7 +438,7 @@ def _fold_samples(src):
     yield Sample((src.tensor((4, 4)), (3, 3), 2), desc="unbatched")
 
 
-register("conv2d", op=Conv2d, samples=conv_samples, namespace=NS,
+register("conv2d", op=Conv2d, samples=conv_samples, namespace=NS, autocast="lower",  # (the policy; conv2d casts itself)
          torch=lambda torch, *a, **k: torch.nn.functional.conv2d(*a, **k))(conv2d)
 register("unfold", op=Unfold, samples=_unfold_samples, namespace=NS,
          torch=lambda torch, *a, **k: torch.nn.functional.unfold(*a, **k))(unfold)

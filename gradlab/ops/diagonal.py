@@ -16,26 +16,23 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ArgumentError, ShapeError, fmt_shape
-from ._util import check_tensor, one_dim, view_of
+from ._util import OneRule, apply_in, check_tensor, one_dim, view_of
 from .registry import Sample, register
 
 
 # --------------------------------------------------------------- tril, triu
-class Tril(Op):
+class Tril(OneRule, Op):
     name = "tril"
     formula = "dX = tril(dY, diagonal)"
-    fn = staticmethod(np.tril)
+    kernel = staticmethod(np.tril)  # (on arrays: forward, and the VJP's fast path)
 
     @staticmethod
     def forward(ctx, x, diagonal):
         ctx.diagonal = diagonal
-        return type(ctx).fn(x._data, diagonal)
+        return type(ctx).kernel(x._data, diagonal)
 
-    def vjp(self, g):
-        return type(self).apply(g, self.diagonal), None
-
-    def vjp_arrays(self, g):
-        return type(self).fn(g, self.diagonal), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): the same mask
+        return apply_in(ns, type(self), g, self.diagonal), None
 
     def jvp(self, t, _):
         return type(self).apply(t, self.diagonal)
@@ -44,7 +41,7 @@ class Tril(Op):
 class Triu(Tril):
     name = "triu"
     formula = "dX = triu(dY, diagonal)"
-    fn = staticmethod(np.triu)
+    kernel = staticmethod(np.triu)
 
 
 def _tri_samples(src):
@@ -82,33 +79,35 @@ def diagonal_view(a, offset, d1, d2):
     return xp_of(a).lib.stride_tricks.as_strided(m, shape, strides)  # pragma: no cover - GPU only
 
 
-class Diagonal(Op):
+class Diagonal(OneRule, Op):
     name = "diagonal"
     formula = "dX = zeros(X.shape) with dX's diagonal = dY"
+
+    @staticmethod
+    def kernel(a, offset, d1, d2):
+        """The diagonal of array ``a`` as a new array (forward returns the view itself)."""
+        return diagonal_view(a, offset, d1, d2).copy()
 
     @staticmethod
     def forward(ctx, x, offset, d1, d2):
         ctx.geometry, ctx.in_shape = (offset, d1, d2), x.shape
         return diagonal_view(x._data, offset, d1, d2)
 
-    def vjp(self, g):
-        return DiagonalScatter.apply(g, self.in_shape, *self.geometry), None, None, None
-
-    def vjp_arrays(self, g):
-        return DiagonalScatter.scatter(g, self.in_shape, *self.geometry), None, None, None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, DiagonalScatter, g, self.in_shape, *self.geometry), None, None, None
 
     def jvp(self, t, *_):
         return Diagonal.apply(t, *self.geometry)
 
 
-class DiagonalScatter(Op):
+class DiagonalScatter(OneRule, Op):
     """``diagonal``'s backward: zeros of the input's shape with ``g`` on the diagonal (PyTorch's
     ``diagonal_backward``). Linear in ``g``, so its VJP is ``diagonal`` of the incoming gradient."""
     name = "diagonal_scatter"
     formula = "dG = diagonal(dY)"
 
     @staticmethod
-    def scatter(g, shape, offset, d1, d2):
+    def kernel(g, shape, offset, d1, d2):
         out = xp_of(g).zeros(shape, dtype=g.dtype)
         diagonal_view(out, offset, d1, d2)[...] = g
         return out
@@ -116,13 +115,10 @@ class DiagonalScatter(Op):
     @staticmethod
     def forward(ctx, g, shape, offset, d1, d2):
         ctx.geometry, ctx.shape = (offset, d1, d2), shape
-        return DiagonalScatter.scatter(g._data, shape, offset, d1, d2)
+        return DiagonalScatter.kernel(g._data, shape, offset, d1, d2)
 
-    def vjp(self, gg):
-        return Diagonal.apply(gg, *self.geometry), None, None, None, None
-
-    def vjp_arrays(self, gg):
-        return diagonal_view(gg, *self.geometry).copy(), None, None, None, None
+    def rule(self, ns, gg):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, Diagonal, gg, *self.geometry), None, None, None, None
 
     def jvp(self, t, *_):
         return DiagonalScatter.apply(t, self.shape, *self.geometry)

@@ -27,8 +27,8 @@ from ..backend import dtypes as _dt
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
-from ._util import check_tensor
-from .indexing import IndexAddZeros, index_add_zeros
+from ._util import OneRule, apply_in, check_tensor
+from .indexing import IndexAddZeros
 from .registry import Sample, register
 
 _LETTERS = string.ascii_uppercase + string.ascii_lowercase
@@ -116,7 +116,7 @@ def _from_sublists(args):
 
 
 # ------------------------------------------------------------------------ op
-class Einsum(Op):
+class Einsum(OneRule, Op):
     name = "einsum"
     formula = "dA_k = einsum('<Y's letters>,<other operands' letters> -> <A_k's letters>', dY, *others)"
 
@@ -126,52 +126,29 @@ class Einsum(Op):
         ctx.save_for_backward(*operands)
         return _einsum_arrays(ctx.equation, [x._data for x in operands])
 
-    def vjp(self, g):
-        xs = self.saved_tensors
-        need = self.needs_input_grad[1:]
-        return (None,) + tuple(self._grad(g, xs, k) if need[k] else None for k in range(len(xs)))
+    def rule(self, ns, g, *xs):  # the VJP, on tensors and arrays alike (OneRule)
+        nf = self.next_functions
+        return (None,) + tuple(None if nf[1 + k] is None else self._grad(ns, g, xs, k) for k in range(len(xs)))
 
-    def _grad(self, g, xs, k):
+    def _grad(self, ns, g, xs, k):
+        """The gradient of operand ``k``: an einsum of ``dY`` with the other operands."""
         x = xs[k]
         eq, keep = _grad_eq(self.labels, self.out, self.sizes, x.shape, k)
         others = [xs[j] for j in range(len(xs)) if j != k]
         trivial = not others and tuple(keep) == self.out
-        r = g if trivial else O.einsum(eq, g, *others)
+        r = g if trivial else O.einsum(eq, g, *others) if ns is O else _einsum_arrays(eq, [g] + others)
         uniq = list(dict.fromkeys(self.labels[k]))
-        usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
+        usize = tuple(dict(zip(self.labels[k], x.shape))[c] for c in uniq)
         shape = tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq)
         if shape != tuple(r.shape):  # (a reshape to the same shape would add a node for nothing)
-            r = O.reshape(r, shape)
-        if tuple(r.shape) != tuple(usize):
-            r = O.broadcast_to(r, tuple(usize))  # letters only this operand has: every element got dY
+            r = r.reshape(shape)
+        if tuple(r.shape) != usize:  # letters only this operand has: every element got dY
+            r = O.broadcast_to(r, usize) if ns is O else xp_of(r).broadcast_to(r, usize)
         if len(uniq) == len(self.labels[k]):
             return r
         # a repeated letter ('ii'): only the diagonal was read, so only it gets a gradient
         grid = np.indices(usize, sparse=True)
-        index = tuple(grid[uniq.index(c)] for c in self.labels[k])
-        return IndexAddZeros.apply(r, index, x.shape)
-
-    def vjp_arrays(self, g):
-        xs = self.saved_arrays
-        nf = self.next_functions
-        return (None,) + tuple(None if nf[1 + k] is None else self._grad_array(g, xs, k) for k in range(len(xs)))
-
-    def _grad_array(self, g, xs, k):
-        """``_grad`` on arrays."""
-        x = xs[k]
-        eq, keep = _grad_eq(self.labels, self.out, self.sizes, x.shape, k)
-        others = [xs[j] for j in range(len(xs)) if j != k]
-        trivial = not others and tuple(keep) == self.out
-        r = g if trivial else _einsum_arrays(eq, [g] + others)
-        uniq = list(dict.fromkeys(self.labels[k]))
-        usize = [dict(zip(self.labels[k], x.shape))[c] for c in uniq]
-        r = r.reshape(tuple(r.shape[keep.index(c)] if c in keep else 1 for c in uniq))
-        if tuple(r.shape) != tuple(usize):
-            r = xp_of(r).broadcast_to(r, tuple(usize))
-        if len(uniq) == len(self.labels[k]):
-            return r
-        grid = np.indices(usize, sparse=True)
-        return index_add_zeros(r, tuple(grid[uniq.index(c)] for c in self.labels[k]), x.shape)
+        return apply_in(ns, IndexAddZeros, r, tuple(grid[uniq.index(c)] for c in self.labels[k]), x.shape)
 
     def jvp(self, _, *ts):
         xs = self.args[1:]

@@ -1,4 +1,4 @@
-"""The ``Embedding`` op (an ``Op``, not the ``nn.Embedding`` layer) and ``_rows_added``, its array backward.
+"""The ``Embedding`` op (an ``Op``, not the ``nn.Embedding`` layer) and ``RowsAdded``, its backward.
 
 ``weight[ids]`` forwards; backward adds ``dY`` into the looked-up rows (``_rows_added``: a sort of the ids and
 one sum per run of equal ids). The functions that call it are in ``nn/_embedding.py``.
@@ -7,34 +7,56 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..backend.arrays import scatter_add
-from .indexing import IndexAddZeros
+from ._util import OneRule, apply_in
 
 
 # ---------------------------------------------------------------- embedding
-class Embedding(Op):
+class Embedding(OneRule, Op):
     name = "embedding"
     formula = "dW = zeros(W.shape); dW[ids] += dY   (repeated ids add up; padding_idx gets none)"
+
+    @staticmethod
+    def kernel(w, ids, scale):
+        return w[ids]
 
     @staticmethod
     def forward(ctx, weight, ids, scale):
         ctx.ids, ctx.scale, ctx.n = ids, scale, weight.shape[0]
         return weight._data[ids]
 
-    def vjp(self, g):
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
         if self.scale is not None:
-            g = g * self.scale
-        return IndexAddZeros.apply(g, self.ids, (self.n,) + tuple(g.shape[self.ids.ndim:])), None, None
-
-    def vjp_arrays(self, g):
-        if self.scale is not None:
-            g = g * self.scale._data
-        return _rows_added(self.ids, g.reshape(self.ids.size, g.shape[-1]), self.n), None, None
+            g = g * (self.scale if ns is O else self.scale._data)
+        return apply_in(ns, RowsAdded, g, self.ids, self.n), None, None
 
     def jvp(self, t, *_):
         return Embedding.apply(t, self.ids, None)
+
+
+class RowsAdded(OneRule, Op):
+    """``embedding``'s backward as an op: ``zeros((n, d))`` with ``dY``'s rows added at ``ids``
+    (:func:`_rows_added`, a sort instead of ``np.add.at``). Linear in ``dY``: its VJP is the lookup."""
+    name = "embedding_backward"
+    formula = "dG = dZ[ids]"
+
+    @staticmethod
+    def kernel(g, ids, n):
+        return _rows_added(ids, g.reshape(ids.size, g.shape[-1]), n)
+
+    @staticmethod
+    def forward(ctx, g, ids, n):
+        ctx.ids = ids
+        return RowsAdded.kernel(g._data, ids, n)
+
+    def rule(self, ns, gg):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, Embedding, gg, self.ids, None), None, None
+
+    def jvp(self, t, *_):
+        return RowsAdded.apply(t, self.ids, self.out.shape[0])
 
 
 def _rows_added(ids, g2, n):

@@ -28,7 +28,7 @@ from ..errors import (
     ShapeError,
     fmt_shape,
 )
-from ._util import check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
+from ._util import OneRule, apply_in, check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
 from .registry import Sample, register
 
 nonzero = method_spelling("nonzero", "The indices of the nonzero entries (``x.nonzero()``).")
@@ -165,41 +165,43 @@ def _is_basic(index) -> bool:
                for i in parts) and not any(isinstance(i, (bool, np.bool_)) for i in parts)
 
 
-class Index(Op):
+class Index(OneRule, Op):
     name = "index"
     formula = "dX = zeros(X.shape); dX[idx] += dY   (repeated indices accumulate)"
+
+    @staticmethod
+    def kernel(a, index):
+        return a[index]
 
     @staticmethod
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
         return x._data[index]
 
-    def vjp(self, g):
-        return IndexAddZeros.apply(g, self.index, self.in_shape), None
-
-    def vjp_arrays(self, g):
-        return index_add_zeros(g, self.index, self.in_shape), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, IndexAddZeros, g, self.index, self.in_shape), None
 
     def jvp(self, t, _):
         return Index.apply(t, self.index)
 
 
-class IndexAddZeros(Op):
+class IndexAddZeros(OneRule, Op):
     """``zeros(shape)`` with ``g`` added at ``index``: the VJP of indexing."""
 
     name = "index_add_zeros"
     formula = "dG = dY[idx]"
 
     @staticmethod
+    def kernel(g, index, shape):
+        return index_add_zeros(g, index, shape)
+
+    @staticmethod
     def forward(ctx, g, index, shape):
         ctx.index = index
         return index_add_zeros(g._data, index, shape)
 
-    def vjp(self, gg):
-        return Index.apply(gg, self.index), None, None
-
-    def vjp_arrays(self, gg):
-        return gg[self.index], None, None
+    def rule(self, ns, gg):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, Index, gg, self.index), None, None
 
     def jvp(self, t, *_):
         return IndexAddZeros.apply(t, self.index, self.out.shape)
@@ -473,7 +475,7 @@ def index_select(input, dim, index):
 
 
 # -------------------------------------------------------------- masked_fill
-class MaskedFill(Op):
+class MaskedFill(OneRule, Op):
     name = "masked_fill"
     formula = "dX = where(mask, 0, dY) ; dValue = sum(where(mask, dY, 0))"
 
@@ -484,20 +486,12 @@ class MaskedFill(Op):
         v = value._data if isinstance(value, Tensor) else value
         return np.where(mask._data, v, x._data).astype(x.dtype, copy=False)
 
-    def vjp(self, g):
-        (mask,) = self.saved_tensors
-        dv = None
-        if self.value_shape is not None:
-            dv = O.reshape(O.sum(O.where(mask, g, 0.0)), self.value_shape)
-        return O.where(mask, 0.0, g), None, dv
-
-    def vjp_arrays(self, g):
-        (mask,) = self.saved_arrays
+    def rule(self, ns, g, mask):  # the VJP, on tensors and arrays alike (OneRule)
         dx = dv = None
         if self.value_shape is not None and self.next_functions[2] is not None:
-            dv = np.sum(np.where(mask, g, 0.0)).reshape(self.value_shape)
+            dv = ns.where(mask, g, 0.0).sum().reshape(self.value_shape)
         if self.next_functions[0] is not None:
-            dx = np.where(mask, 0.0, g)
+            dx = ns.where(mask, 0.0, g)
         return dx, None, dv
 
     def jvp(self, tx, _, tv):

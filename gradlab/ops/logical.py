@@ -18,7 +18,7 @@ logical_xor = _compare("logical_xor", np.logical_xor)
 
 
 @register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
-          torch=lambda torch, x: torch.logical_not(x))
+          torch=lambda torch, x: torch.logical_not(x), kernel=("logical_not", "(!{0})"))
 def logical_not(input):
     """``True`` where ``input`` is zero (False), for any dtype; ``~x`` is the bitwise not on integers."""
     x = check_tensor(input, "logical_not")

@@ -10,10 +10,11 @@ from .. import ops as O  # (read at call time: the package imports this file)
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import xp_of
+from ._util import OneRule, apply_in
 
 
 # ------------------------------------------------------------------ nll_loss
-class NLLLoss(Op):
+class NLLLoss(OneRule, Op):
     """Pick ``-logp[i, target[i]]`` (times the class weight), skipping ignored targets.
 
     The loss is linear in ``logp``: its gradient is a constant tensor ``M``
@@ -42,14 +43,11 @@ class NLLLoss(Op):
         out = total / denom if reduction == "mean" else total
         return xp.asarray(out, dtype=logp.dtype)
 
-    def vjp(self, g):
-        return (NLLBackward.apply(g, self.info),) + (None,) * 5
-
-    def vjp_arrays(self, g):
-        return (_scatter(_row_coeff(self.info) * g, self.info),) + (None,) * 5
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): dY * M, one op
+        return (apply_in(ns, NLLBackward, g, self.info),) + (None,) * 5
 
     def jvp(self, t, *_):
-        return _pick(t, self.info)
+        return _pick(O, t, self.info)
 
 
 def _row_coeff(info):
@@ -71,30 +69,32 @@ def _scatter(coef, info):
     return xp.where(idx == classes, coef, 0).astype(dtype)
 
 
-def _pick(t, info):
-    """``sum(t * M)`` over the class dim (then over everything unless reduction is 'none'): M applied forwards."""
+def _pick(ns, t, info):
+    """``sum(t * M)`` over the class dim (then over everything unless reduction is 'none'): M applied
+    forwards, on a tensor (``ns = O``) or an array."""
     cdim, reduction = info[3], info[4]
-    prod = t * Tensor._make(_scatter(_row_coeff(info), info))
-    return O.sum(prod, dim=cdim) if reduction == "none" else O.sum(prod)
+    m = _scatter(_row_coeff(info), info)
+    prod = t * (Tensor._make(m) if ns is O else m)
+    return prod.sum(axis=cdim) if reduction == "none" else prod.sum()
 
 
-class NLLBackward(Op):
+class NLLBackward(OneRule, Op):
     """nll_loss's VJP in one op: write ``dY * M`` straight into a zero tensor (no dense multiply)."""
 
     name = "nll_loss_backward"
     formula = "dG = sum(dZ * M)   (M = the constant from nll_loss: -w[t]/denominator at the target classes)"
 
     @staticmethod
+    def kernel(g, info):
+        return _scatter(_row_coeff(info) * g, info)  # 'none': one dY per row; else dY is a scalar
+
+    @staticmethod
     def forward(ctx, g, info):
         ctx.info = info
-        return _scatter(_row_coeff(info) * g._data, info)  # 'none': one dY per row; else dY is a scalar
+        return NLLBackward.kernel(g._data, info)
 
-    def vjp(self, gz):
-        return _pick(gz, self.info), None
-
-    def vjp_arrays(self, gz):
-        prod = gz * _scatter(_row_coeff(self.info), self.info)
-        return (prod.sum(axis=self.info[3]) if self.info[4] == "none" else prod.sum()), None
+    def rule(self, ns, gz):  # the VJP, on tensors and arrays alike (OneRule): M applied forwards
+        return _pick(ns, gz, self.info), None
 
     def jvp(self, t, _):
         return NLLBackward.apply(t, self.info)

@@ -18,10 +18,9 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
-from ._util import arrays_for, check_tensor
-from .autocast import autocast_args as _autocast_args, state as _amp
+from ._util import OneRule, arrays_for, check_tensor
 from .einsum import _LETTERS, _eq, einsum
-from .reduce import sum_to_array
+from .reduce import sum_to_in
 from .registry import Sample, register
 
 
@@ -53,46 +52,28 @@ register('mv', samples=lambda src: [Sample((src.tensor((2, 3)), src.tensor((3,))
          formula="dA = outer(dY, v) ; dv = A^T dY", torch=lambda torch, a, v: torch.mv(a, v))(mv)
 
 
-class MatMul(Op):
+class MatMul(OneRule, Op):
     name = "matmul"
     formula = "dA = dY @ B^T ; dB = A^T @ dY"
 
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        x, y, dt = arrays_for("matmul", a, b)
-        x, y = blas_ready(x), blas_ready(y)
-        out = np.matmul(x, y)
-        return out if out.dtype == dt else out.astype(dt)  # NumPy returns float32 for bfloat16 operands
+        x, y, _ = arrays_for("matmul", a, b)
+        return matmul_arrays(x, y)
 
-    def vjp(self, g):
-        a, b = self.saved_tensors
-        if a.ndim == 2 and b.ndim == 2:  # the common case, said plainly
-            return O.matmul(g, b.mT), O.matmul(a.mT, g)
-        return _vjp_general(a, b, g)
-
-    def vjp_arrays(self, g):
-        """``vjp`` on arrays: the same matmuls, none for an input that needs no gradient.
-
-        A transpose is a view (NumPy's matmul hands transposed operands to BLAS as
-        they are, with no copy), so each gradient costs exactly one matmul.
-        """
-        a, b = self.saved_arrays
-        a, b, g = blas_ready(a), blas_ready(b), blas_ready(g)
-        need_a, need_b = self.next_functions[0] is not None, self.next_functions[1] is not None
-        return _vjp_arrays(a, b, g, need_a, need_b)
+    def rule(self, ns, g, a, b):  # the VJP, on tensors and arrays alike (OneRule)
+        ea, eb = self.next_functions
+        return matmul_vjp(ns, g, a, b, ea is not None, eb is not None)
 
     def jvp(self, ta, tb):
-        a, b = self.args
-        out = None if ta is None else O.matmul(ta, b)
-        if tb is not None:
-            out = O.matmul(a, tb) if out is None else out + O.matmul(a, tb)
-        return out
+        return matmul_jvp(*self.args, ta, tb)
 
 
-class Linear(Op):
+class Linear(OneRule, Op):
     """``x @ W^T + b`` for a matrix ``x`` ``(N, in)``, ``W`` ``(out, in)``, ``b`` ``(out,)`` or None: one node,
-    as PyTorch records ``nn.Linear`` as one ``addmm`` (``F.linear`` calls it; other shapes take the composite)."""
+    as PyTorch records ``nn.Linear`` as one ``addmm`` (``F.linear`` calls it; other shapes take the composite).
+    Its derivative is matmul's with ``B = W^T`` (so ``dW = (X^T @ dY)^T``), and the bias's the batch sum."""
     name = "linear"
     formula = "dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over the batch)"
 
@@ -100,73 +81,66 @@ class Linear(Op):
     def forward(ctx, x, w, b=None):
         ctx.save_for_backward(x, w)
         X, W, _ = arrays_for("linear", x, w, ("input", "weight"))
-        out = np.matmul(blas_ready(X), blas_ready(W).T)
+        out = matmul_arrays(X, W.T)
         if b is not None:
             out += b._data
         return out
 
-    def vjp(self, g):
-        x, w = self.saved_tensors
-        dx, dw = O.matmul(g, w), O.matmul(g.mT, x)
-        return (dx, dw, O.sum(g, 0)) if len(self.next_functions) > 2 else (dx, dw)
-
-    def vjp_arrays(self, g):
-        """``vjp`` on arrays, each gradient only when its input needs one (a transpose is a view: no copy)."""
-        x, w = self.saved_arrays
-        nf, g = self.next_functions, blas_ready(g)
-        return (np.matmul(g, blas_ready(w)) if nf[0] is not None else None,
-                np.matmul(g.T, blas_ready(x)) if nf[1] is not None else None,
-                g.sum(0) if len(nf) > 2 and nf[2] is not None else None)[:len(nf)]
+    def rule(self, ns, g, x, w):  # the VJP, on tensors and arrays alike (OneRule)
+        nf = self.next_functions
+        dx, dwt = matmul_vjp(ns, g, x, w.mT, nf[0] is not None, nf[1] is not None)
+        db = g.sum(0) if len(nf) > 2 and nf[2] is not None else None
+        return (dx, None if dwt is None else dwt.mT, db)[:len(nf)]
 
     def jvp(self, tx, tw, tb=None):
         x, w = self.args[:2]
-        out = None if tx is None else O.matmul(tx, w.mT)
-        for part in ((None if tw is None else O.matmul(x, tw.mT)), tb):
-            if part is not None:
-                out = part if out is None else out + part
-        return out
+        out = matmul_jvp(x, w.mT, tx, None if tw is None else tw.mT)
+        return tb if out is None else out if tb is None else out + tb
 
 
-def _vjp_general(a, b, g):
-    """1-D and batched cases: lift to matrices, use the 2-D rule, undo the lift."""
+def matmul_vjp(ns, g, a, b, need_a=True, need_b=True):
+    """The VJP of ``Y = A @ B``, stated once for every rank: ``dA = dY @ B^T``, ``dB = A^T @ dY``.
+
+    On tensors (``ns`` is gradlab's ops: a graph, differentiable again) or arrays (the engine's fast
+    path: each gradient costs one BLAS matmul, none for an input that needs no gradient; a transpose
+    is a view, no copy). A 1-D operand is lifted to a matrix (a row on the left, a column on the
+    right) and the gradient put back in its shape; broadcast batch dims are summed away.
+    """
+    mm = O.matmul if ns is O else matmul_arrays
     if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar
-        return g * b, g * a
-    a2 = O.unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = O.unsqueeze(b, -1) if b.ndim == 1 else b
-    g2 = g
-    if a.ndim == 1:
-        g2 = O.unsqueeze(g2, -2)
-    if b.ndim == 1:
-        g2 = O.unsqueeze(g2, -1)
-    da = O.sum_to(O.matmul(g2, b2.mT), a2.shape)
-    db = O.sum_to(O.matmul(a2.mT, g2), b2.shape)
-    return O.reshape(da, a.shape), O.reshape(db, b.shape)
-
-
-def _vjp_arrays(a, b, g, need_a, need_b):
-    """``_vjp_general`` (and the 2-D rule) on raw arrays."""
-    if a.ndim == 2 and b.ndim == 2:
-        return (np.matmul(g, b.T) if need_a else None), (np.matmul(a.T, g) if need_b else None)
-    if a.ndim == 1 and b.ndim == 1:
         return (g * b if need_a else None), (g * a if need_b else None)
+    if a.ndim == 2 and b.ndim == 2:  # the common case, said plainly
+        return (mm(g, b.mT) if need_a else None), (mm(a.mT, g) if need_b else None)
     a2 = a[None] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
-    g2 = g
-    if a.ndim == 1:
-        g2 = g2[..., None, :]
-    if b.ndim == 1:
-        g2 = g2[..., None]
+    g2 = g[..., None, :] if a.ndim == 1 else g
+    g2 = g2[..., None] if b.ndim == 1 else g2
     da = db = None
     if need_a:
-        da = sum_to_array(np.matmul(g2, _mT(b2)), a2.shape).reshape(a.shape)
+        da = sum_to_in(ns, mm(g2, b2.mT), a2.shape).reshape(a.shape)
     if need_b:
         if b2.ndim == 2 and a2.ndim > 2:
             # the batch sum of A_i^T @ dY_i is one matmul over the stacked rows: (k, N) @ (N, m)
-            db = np.matmul(a2.reshape(-1, a2.shape[-1]).T, g2.reshape(-1, g2.shape[-1]))
+            db = mm(a2.reshape(-1, a2.shape[-1]).mT, g2.reshape(-1, g2.shape[-1]))
         else:
-            db = sum_to_array(np.matmul(_mT(a2), g2), b2.shape)
+            db = sum_to_in(ns, mm(a2.mT, g2), b2.shape)
         db = db.reshape(b.shape)
     return da, db
+
+
+def matmul_jvp(a, b, ta, tb):
+    """The JVP of ``Y = A @ B`` (the product rule): ``dY = dA @ B + A @ dB``."""
+    out = None if ta is None else O.matmul(ta, b)
+    if tb is not None:
+        out = O.matmul(a, tb) if out is None else out + O.matmul(a, tb)
+    return out
+
+
+def matmul_arrays(x, y):
+    """``x @ y`` on arrays, read as BLAS wants them (:func:`blas_ready`), in the operands' dtype
+    (NumPy's matmul of two bfloat16 arrays returns float32)."""
+    out = np.matmul(blas_ready(x), blas_ready(y))
+    return out if out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
 
 
 def blas_ready(x):
@@ -187,11 +161,6 @@ def blas_ready(x):
     if r * c <= 1:
         return x
     return xp_of(x).ascontiguousarray(x)
-
-
-def _mT(x):
-    """The matrix transpose of the last two dims, as a view."""
-    return x.swapaxes(-1, -2)
 
 
 def _check(a, b, op="matmul", names=("input", "other")):
@@ -224,14 +193,12 @@ def _matmul_samples(src):
     yield Sample((src.tensor((n, 0)), src.tensor((0, m))), desc="empty inner dim")
 
 
-@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b))
+@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b), autocast="lower")
 def matmul(input, other):
     """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
     if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
         return input._sparse_mm(other, "matmul")
     a, b = check_tensor(input, "matmul", "input"), check_tensor(other, "matmul", "other")
-    if _amp.enabled:
-        a, b = _autocast_args("matmul", a, b)
     _check(a, b)
     return MatMul.apply(a, b)
 

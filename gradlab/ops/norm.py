@@ -1,8 +1,8 @@
 """``norm``: vector p-norms and the Frobenius norm, over all elements or some dims.
 
 ``norm(x)`` at ``x = 0`` has no derivative (the cone's tip); like PyTorch, gradlab returns 0 there
-rather than ``nan``. The backward is written with gradlab ops (second derivatives work) and has an
-array twin. (``torch.linalg``'s norms are in ``linalg.py``.)
+rather than ``nan``. The backward is one rule, run on tensors (gradlab ops: second derivatives work)
+and on arrays (the engine's fast path). (``torch.linalg``'s norms are in ``linalg.py``.)
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend.arrays import as_array
 from ..errors import ArgumentError, ArgumentTypeError
-from ._util import check_tensor, norm_dim
-from .reduce import _expand_back, _kept, _kept_array, _need_float
+from ._util import OneRule, check_tensor, norm_dim
+from .reduce import _kept, _need_float
 from .registry import Sample, register
 
 
-class Norm(Op):
+class Norm(OneRule, Op):
     name = "norm"
     formula = "p=2: dX = dY * X / Y (0 where Y == 0) ; p=1: dX = dY * sign(X) ; p: dY * sign(X) |X|^(p-1) / Y^(p-1)"
 
@@ -47,48 +47,29 @@ class Norm(Op):
         ctx.save_output(y)
         return y
 
-    def _dydx(self, x, y):
+    def _dydx(self, ns, x, y):
+        """dY/dX on tensors (``ns = O``) or arrays: ``.sum(axis=, keepdims=)`` is the same call on both."""
         p = self.p
         yk = _kept(y, self.in_shape, self.axes, self.keepdim)
         if p == 1:
-            return O.sign(x)
+            return ns.sign(x)
         if p == 0:
             return x * 0
         zero = yk == 0
-        y_safe = O.where(zero, 1.0, yk)
+        y_safe = ns.where(zero, 1.0, yk)
         if p == 2:
-            return O.where(zero, 0.0, x / y_safe)
-        if p in (math.inf, -math.inf):
-            hit = (O.abs(x) == yk.detach()).to(x.dtype)
-            return O.sign(x) * hit / O.sum(hit, dim=self.axes, keepdim=True)
-        return O.where(zero, 0.0, O.sign(x) * O.abs(x) ** (p - 1) / y_safe ** (p - 1))
+            return ns.where(zero, 0.0, x / y_safe)
+        if p in (math.inf, -math.inf):  # the gradient is shared among the entries that tie for the max
+            hit = ns.abs(x) == yk
+            hit = hit.to(x.dtype) if ns is O else hit.astype(x.dtype)
+            return ns.sign(x) * hit / hit.sum(axis=self.axes, keepdims=True)
+        return ns.where(zero, 0.0, ns.sign(x) * ns.abs(x) ** (p - 1) / y_safe ** (p - 1))
 
-    def vjp(self, g):
-        x, y = self.saved_tensors
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._dydx(x, y), None, None, None
-
-    def vjp_arrays(self, g):
-        x, y = self.saved_arrays
-        p = self.p
-        yk = _kept_array(y, self.in_shape, self.axes, self.keepdim)
-        if p == 1:
-            d = np.sign(x)
-        elif p == 0:
-            d = x * 0
-        else:
-            zero = yk == 0
-            y_safe = np.where(zero, 1.0, yk)
-            if p == 2:
-                d = np.where(zero, 0.0, x / y_safe)
-            elif p in (math.inf, -math.inf):  # the gradient is shared among the entries that tie for the max
-                hit = (np.abs(x) == yk).astype(x.dtype)
-                d = np.sign(x) * hit / np.sum(hit, axis=self.axes, keepdims=True)
-            else:
-                d = np.where(zero, 0.0, np.sign(x) * np.abs(x) ** (p - 1) / y_safe ** (p - 1))
-        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * d, None, None, None
+    def rule(self, ns, g, x, y):  # the VJP, on tensors and arrays alike (OneRule)
+        return _kept(g, self.in_shape, self.axes, self.keepdim) * self._dydx(ns, x, y), None, None, None
 
     def jvp(self, t, *_):
-        return O.sum(t * self._dydx(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
+        return O.sum(t * self._dydx(O, self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
 
 
 def _norm_samples(src):

@@ -19,7 +19,7 @@ from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..backend import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
-from ._util import check_tensor
+from ._util import OneRule, apply_in, check_tensor
 from .registry import Sample, register
 
 NS = "gradlab.nn.functional"
@@ -33,20 +33,21 @@ def _pairs(pad, ndim):
     return tuple(amounts)
 
 
-class ConstantPad(Op):
+class ConstantPad(OneRule, Op):
     name = "pad"
     formula = "dX = pad(dY, -pad)   (crop the border's gradient away)"
+
+    @staticmethod
+    def kernel(a, amounts, value):
+        return _constant_pad(a, amounts, value)
 
     @staticmethod
     def forward(ctx, x, amounts, value):
         ctx.amounts = amounts
         return _constant_pad(x._data, amounts, value)
 
-    def vjp(self, g):
-        return ConstantPad.apply(g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None
-
-    def vjp_arrays(self, g):
-        return _constant_pad(g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): the same op, cropping
+        return apply_in(ns, ConstantPad, g, tuple((-lo, -hi) for lo, hi in self.amounts), 0), None, None
 
     def jvp(self, t, *_):
         return ConstantPad.apply(t, self.amounts, 0)

@@ -26,8 +26,7 @@ from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, ValueRuntimeError, fmt_shape
-from ._util import OneRule, check_tensor, float_input, norm_dim, one_dim
-from .autocast import autocast_args as _autocast_args, state as _amp
+from ._util import OneRule, apply_in, check_tensor, float_input, norm_dim, one_dim
 from .compare import _no_grad
 from .registry import Sample, register
 from .samples import reduce_samples, unary_samples
@@ -67,18 +66,12 @@ def _kept_shape(shape, axes):
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
-def _expand_back(g, in_shape, axes, keepdim):
-    """Broadcast a reduction's gradient back over the dimensions it reduced."""
-    if not keepdim:
-        g = O.reshape(g, _kept_shape(in_shape, axes))
-    return O.broadcast_to(g, in_shape)
-
-
-def expand_back_array(g, in_shape, axes, keepdim):
-    """``_expand_back`` on arrays (a read-only broadcast view: no copy)."""
+def expand_back(ns, g, in_shape, axes, keepdim):
+    """Broadcast a reduction's gradient back over the dimensions it reduced, in a ``OneRule``'s namespace
+    (on arrays a read-only broadcast view: no copy)."""
     if not keepdim:
         g = g.reshape(_kept_shape(in_shape, axes))
-    return xp_of(g).broadcast_to(g, in_shape)
+    return O.broadcast_to(g, in_shape) if ns is O else xp_of(g).broadcast_to(g, in_shape)
 
 
 def sum_to_array(a, shape):
@@ -159,7 +152,7 @@ def sum_to(input, shape):
     return SumTo.apply(x, shape)
 
 
-class Sum(Op):
+class Sum(OneRule, Op):
     name = "sum"
     formula = "dX = broadcast_to(dY, X.shape)   (every summed element gets dY)"
 
@@ -170,11 +163,8 @@ class Sum(Op):
         # a small tensor; CuPy arrays have it too)
         return as_array(x._data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
 
-    def vjp(self, g):
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim), None, None, None
-
-    def vjp_arrays(self, g):
-        return expand_back_array(g, self.in_shape, self.axes, self.keepdim), None, None, None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return expand_back(ns, g, self.in_shape, self.axes, self.keepdim), None, None, None
 
     def jvp(self, t, *_):
         return O.sum(t, dim=self.axes, keepdim=self.keepdim)
@@ -189,17 +179,16 @@ def _sum_dtype(x, dtype):
 
 
 @register(op=Sum, samples=reduce_samples(),
-          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim),
+          autocast="float32")
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     x = check_tensor(input, "sum")
-    if _amp.enabled:
-        (x,) = _autocast_args("sum", x)
     axes = norm_dim(_dim_arg(dim, axis, "sum"), x.ndim, "sum")
     return Sum.apply(x, axes, _keep(keepdim, keepdims, "sum"), _sum_dtype(x, dtype))
 
 
-class Mean(Op):
+class Mean(OneRule, Op):
     name = "mean"
     formula = "dX = broadcast_to(dY, X.shape) / N   (N = number of elements averaged)"
 
@@ -212,20 +201,17 @@ class Mean(Op):
             return as_array(np.sum(x._data, axis=axes, keepdims=keepdim) * np.nan, dtype=x.dtype)
         return as_array(x._data.mean(axis=axes, keepdims=keepdim), dtype=x.dtype)  # (no np.mean wrapper)
 
-    def vjp(self, g):
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
         # an empty input has an empty gradient, so the max(., 1) never changes a value
-        return _expand_back(g / _bmax(self.count, 1), self.in_shape, self.axes, self.keepdim), None, None
-
-    def vjp_arrays(self, g):
-        g = xp_of(g).asarray(g / _bmax(self.count, 1))  # (a 0-d result would be a NumPy scalar)
-        return expand_back_array(g, self.in_shape, self.axes, self.keepdim), None, None
+        return expand_back(ns, g / _bmax(self.count, 1), self.in_shape, self.axes, self.keepdim), None, None
 
     def jvp(self, t, *_):
         return O.mean(t, dim=self.axes, keepdim=self.keepdim)
 
 
 @register(op=Mean, samples=reduce_samples(allow_empty=False),
-          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim))
+          torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim),
+          autocast="float32")
 def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
     """Average over ``dim`` (an int, a tuple, or None for all dims); ``dtype`` casts the input first."""
     x = check_tensor(input, "mean")
@@ -234,12 +220,10 @@ def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None
     if _dt.category(x.dtype) < 2:
         raise DTypeError(f"mean: input has dtype {x.dtype}; mean needs a floating tensor, e.g. x.float().mean()")
     axes = norm_dim(_dim_arg(dim, axis, "mean"), x.ndim, "mean")
-    if _amp.enabled:
-        (x,) = _autocast_args("mean", x)
     return Mean.apply(x, axes, _keep(keepdim, keepdims, "mean"))
 
 
-class Amax(Op):
+class Amax(OneRule, Op):
     """Max over dims; ties share the gradient equally (as PyTorch's amax)."""
 
     name = "amax"
@@ -258,25 +242,18 @@ class Amax(Op):
         ctx.save_output(y)
         return y
 
-    def _weights(self, x, y):
-        yk = O.reshape(y, _kept_shape(self.in_shape, self.axes)) if not self.keepdim else y
-        mask = (x == yk).to(x.dtype)
-        return mask / O.sum(mask, dim=self.axes, keepdim=True)
+    def _weights(self, ns, x, y):
+        """1 / (number of ties) where X is the max, 0 elsewhere: ties share the gradient equally."""
+        hit = x == _kept(y, self.in_shape, self.axes, self.keepdim)
+        mask = hit.to(x.dtype) if ns is O else hit.astype(x.dtype)
+        return mask / mask.sum(axis=self.axes, keepdims=True)
 
-    def vjp(self, g):
-        x, y = self.saved_tensors
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._weights(x, y.detach()), None, None
-
-    def vjp_arrays(self, g):
-        x, y = self.saved_arrays
-        yk = y if self.keepdim else y.reshape(_kept_shape(self.in_shape, self.axes))
-        w = (x == yk).astype(x.dtype)
-        w /= w.sum(axis=self.axes, keepdims=True)  # ties share the gradient equally
-        return expand_back_array(g, self.in_shape, self.axes, self.keepdim) * w, None, None
+    def rule(self, ns, g, x, y):  # the VJP, on tensors and arrays alike (OneRule)
+        return expand_back(ns, g, self.in_shape, self.axes, self.keepdim) * self._weights(ns, x, y), None, None
 
     def jvp(self, t, *_):
         x = self.args[0]
-        return O.sum(t * self._weights(x, self.out), dim=self.axes, keepdim=self.keepdim)
+        return O.sum(t * self._weights(O, x, self.out), dim=self.axes, keepdim=self.keepdim)
 
 
 class Amin(Amax):
@@ -382,13 +359,9 @@ def _count(shape, axes):
 
 
 def _kept(t, in_shape, axes, keepdim):
-    """A reduced tensor reshaped so that it broadcasts against the input (reduced dims as size 1)."""
-    return t if keepdim else O.reshape(t, _kept_shape(in_shape, axes))
-
-
-def _kept_array(a, in_shape, axes, keepdim):
-    """``_kept`` on arrays: a reduced array reshaped to broadcast against the input (a view)."""
-    return a if keepdim else a.reshape(_kept_shape(in_shape, axes))
+    """A reduced tensor or array reshaped so that it broadcasts against the input (reduced dims as size 1;
+    ``.reshape`` is the same call on both)."""
+    return t if keepdim else t.reshape(_kept_shape(in_shape, axes))
 
 
 def _need_float(x, op):
@@ -397,7 +370,7 @@ def _need_float(x, op):
 
 
 # ------------------------------------------------------------------ var, std
-class Var(Op):
+class Var(OneRule, Op):
     name = "var"
     formula = "dX = broadcast(dY) * 2 * (X - mean(X)) / (N - correction)"
 
@@ -419,25 +392,12 @@ class Var(Op):
         return np.sum(d * d, axis=axes, keepdims=keepdim) / builtins.max(denom, 0)
 
     def _dvar_dx(self, x):
-        centered = x - O.mean(x, dim=self.axes, keepdim=True)
+        """dVar/dX = 2 (X - mean(X)) / (N - correction), on a tensor or an array (the same calls)."""
+        centered = x - x.mean(axis=self.axes, keepdims=True)
         return centered * (2.0 / self.denom if self.denom > 0 else float("inf"))
 
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._dvar_dx(x), None, None, None
-
-    def _dx_array(self, g, x):
-        """``vjp`` on arrays: one new array for the centered input, scaled and multiplied in place."""
-        d = x - np.mean(x, axis=self.axes, keepdims=True)
-        d *= 2.0 / self.denom if self.denom > 0 else float("inf")
-        gk = _kept_array(g, self.in_shape, self.axes, self.keepdim)
-        if d.dtype == np.result_type(gk, d):
-            return np.multiply(gk, d, out=d)
-        return gk * d
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return self._dx_array(g, x), None, None, None
+    def rule(self, ns, g, x):  # the VJP, on tensors and arrays alike (OneRule)
+        return _kept(g, self.in_shape, self.axes, self.keepdim) * self._dvar_dx(x), None, None, None
 
     def jvp(self, t, *_):
         return O.sum(t * self._dvar_dx(self.args[0]), dim=self.axes, keepdim=self.keepdim)
@@ -456,26 +416,18 @@ class Std(Var):
         ctx.save_output(y)
         return y
 
-    def _dvar(self, g, y):
+    @staticmethod
+    def _dvar(ns, g, y):
         # d sqrt(v) = dv / (2 sqrt(v)); PyTorch sets it to 0 where the std is 0
         zero = y == 0
-        return O.where(zero, 0.0, g / (2 * O.where(zero, 1.0, y)))
+        return ns.where(zero, 0.0, g / (2 * ns.where(zero, 1.0, y)))
 
-    def vjp(self, g):
-        x, y = self.saved_tensors
-        gv = self._dvar(g, y)
-        return _expand_back(gv, self.in_shape, self.axes, self.keepdim) * self._dvar_dx(x), None, None, None
-
-    def vjp_arrays(self, g):
-        x, y = self.saved_arrays
-        zero = y == 0
-        gv = np.where(zero, 0.0, g / (2 * np.where(zero, 1.0, y)))
-        return self._dx_array(gv, x), None, None, None
+    def rule(self, ns, g, x, y):  # the VJP, on tensors and arrays alike (OneRule): var's, after sqrt's
+        return Var.rule(self, ns, self._dvar(ns, g, y), x)
 
     def jvp(self, t, *_):
         dv = O.sum(t * self._dvar_dx(self.args[0]), dim=self.axes, keepdim=self.keepdim)
-        y = self.out
-        return self._dvar(dv, y)
+        return self._dvar(O, dv, self.out)
 
 
 def _correction(unbiased, correction, op):
@@ -525,7 +477,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
 
 
 # ------------------------------------------------------------------ logsumexp
-class LogSumExp(Op):
+class LogSumExp(OneRule, Op):
     name = "logsumexp"
     formula = "dX = broadcast(dY) * exp(X - Y)   (the softmax of X)"
 
@@ -541,21 +493,14 @@ class LogSumExp(Op):
         ctx.save_output(y)
         return y
 
-    def _softmax(self, x, y):
-        return O.exp(x - _kept(y, self.in_shape, self.axes, self.keepdim))
+    def _softmax(self, ns, x, y):
+        return ns.exp(x - _kept(y, self.in_shape, self.axes, self.keepdim))
 
-    def vjp(self, g):
-        x, y = self.saved_tensors
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._softmax(x, y), None, None
-
-    def vjp_arrays(self, g):
-        x, y = self.saved_arrays
-        soft = x - _kept_array(y, self.in_shape, self.axes, self.keepdim)
-        np.exp(soft, out=soft)
-        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * soft, None, None
+    def rule(self, ns, g, x, y):  # the VJP, on tensors and arrays alike (OneRule)
+        return _kept(g, self.in_shape, self.axes, self.keepdim) * self._softmax(ns, x, y), None, None
 
     def jvp(self, t, *_):
-        return O.sum(t * self._softmax(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
+        return O.sum(t * self._softmax(O, self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
 
 
 def _reduced(shape, axes):
@@ -616,25 +561,9 @@ class Prod(Op):
                               O.where(Tensor._make(count == 2), zeros_sum - x, 0.0))
         return O.where(z, p_nonzero * other_zeros, yk / x_safe)
 
-    def vjp(self, g):
+    def vjp(self, g):  # (no array twin: the engine runs this rule on wrapped arrays; prod is rare in a model)
         x, y = self.saved_tensors
-        return _expand_back(g, self.in_shape, self.axes, self.keepdim) * self._others(x, y), None, None, None
-
-    def vjp_arrays(self, g):
-        x, y = self.saved_arrays
-        if self.axes == ():  # a 0-d input: the product of nothing else is 1
-            others = xp_of(x).ones_like(x)
-        else:
-            yk = _kept_array(y, self.in_shape, self.axes, self.keepdim)
-            zero = x == 0
-            if not zero.any():
-                others = yk / x
-            else:  # the values of ``_others``: at a lone zero the product of the rest, at 2+ zeros 0
-                x_safe = np.where(zero, 1.0, x)
-                lone = np.sum(zero, axis=self.axes, keepdims=True) == 1
-                p_nonzero = np.prod(x_safe, axis=self.axes, keepdims=True)
-                others = np.where(zero, p_nonzero * lone, yk / x_safe)
-        return _kept_array(g, self.in_shape, self.axes, self.keepdim) * others, None, None, None
+        return expand_back(O, g, self.in_shape, self.axes, self.keepdim) * self._others(x, y), None, None, None
 
     def jvp(self, t, *_):
         return O.sum(t * self._others(self.args[0], self.out), dim=self.axes, keepdim=self.keepdim)
@@ -669,14 +598,17 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
 
 
 # --------------------------------------------------------------------- cumsum
-class CumSum(Op):
+def _flip(ns, a, dim):
+    """``a`` reversed along ``dim`` in a ``OneRule``'s namespace (on arrays a view)."""
+    return O.flip(a, dim) if ns is O else xp_of(a).flip(a, axis=dim)
+
+
+class CumSum(OneRule, Op):
     name = "cumsum"
     formula = "dX = flip(cumsum(flip(dY)))   (each X_i feeds every Y_j with j >= i)"
 
     @staticmethod
-    def forward(ctx, x, dim, dtype):
-        ctx.dim = dim
-        a = x._data
+    def kernel(a, dim, dtype=None):
         if a.ndim == 0:
             return a.astype(dtype or a.dtype)  # a copy, on a's device
         if dtype is None and a.dtype.itemsize <= 2 and a.dtype.kind not in "biu":
@@ -684,19 +616,16 @@ class CumSum(Op):
             return np.cumsum(a.astype(np.float32), axis=dim).astype(a.dtype)
         return np.cumsum(a, axis=dim, dtype=dtype)
 
-    def vjp(self, g):
-        if g.ndim == 0:
-            return g, None, None
-        return O.flip(O.cumsum(O.flip(g, self.dim), self.dim), self.dim), None, None
+    @staticmethod
+    def forward(ctx, x, dim, dtype):
+        ctx.dim = dim
+        return CumSum.kernel(x._data, dim, dtype)
 
-    def vjp_arrays(self, g):
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): a cumsum from the other end
         if g.ndim == 0:
             return g, None, None
-        xp, d = xp_of(g), self.dim
-        r = xp.flip(g, axis=d)
-        if g.dtype.itemsize <= 2 and g.dtype.kind not in "biu":  # float16: a float32 running sum, as forward
-            return xp.flip(np.cumsum(r.astype(np.float32), axis=d).astype(g.dtype), axis=d), None, None
-        return xp.flip(np.cumsum(r, axis=d), axis=d), None, None
+        d = self.dim
+        return _flip(ns, apply_in(ns, CumSum, _flip(ns, g, d), d, None), d), None, None
 
     def jvp(self, t, *_):
         return O.cumsum(t, self.dim)

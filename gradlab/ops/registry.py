@@ -20,6 +20,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
+from . import autocast as _autocast
 
 
 @dataclasses.dataclass
@@ -56,6 +57,8 @@ class OpInfo:
     rtol: float = 1e-3
     eps: float = 1e-6             # finite-difference step
     doc: str = ""
+    autocast: str = None          # "lower" or "float32": the op's autocast policy (ops/autocast.py)
+    kernel: tuple = None          # (NumPy ufunc name or None, CUDA C expression of {0}, {1} or None): compile's fusion
 
 
 def torch_functional(name):
@@ -67,17 +70,25 @@ REGISTRY: dict[str, OpInfo] = {}
 
 
 def register(name=None, *, samples, formula=None, op=None, torch=None, differentiable=True, order=2,
-             jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3, eps=1e-6):
-    """Decorator: list a public op function in the registry under ``name``."""
+             jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3, eps=1e-6, autocast=None,
+             kernel=None):
+    """Decorator: list a public op function in the registry under ``name``.
+
+    ``autocast`` ("lower" or "float32") is the op's autocast policy: the function returned is then
+    ``fn`` wrapped to cast its inputs while autocast is on (``ops/autocast.py``); bind that result.
+    ``kernel`` is what ``gradlab.compile`` writes for the op inside a fused elementwise kernel: a NumPy
+    ufunc's name and a CUDA C expression (``"exp({0})"``), either None."""
     def deco(fn):
         key = name or fn.__name__
         full = key if namespace == "gradlab" else f"{namespace.rsplit('.', 1)[-1]}.{key}"
         f = formula if formula is not None else (op.formula if op is not None else "")
+        if autocast is not None:
+            fn = _autocast.wrap(fn, key, autocast)
         REGISTRY[full] = OpInfo(
             name=key, fn=fn, formula=f, samples=samples, op=op, torch=torch,
             differentiable=differentiable, order=order if differentiable else 0, jvp=jvp,
             namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol, eps=eps,
-            doc=(fn.__doc__ or "").strip().split("\n")[0],
+            doc=(fn.__doc__ or "").strip().split("\n")[0], autocast=autocast, kernel=kernel,
         )
         return fn
     return deco
@@ -179,6 +190,7 @@ ALIASES = {
     "fake_quantize": "fake_quantize_per_tensor_affine",
     "absolute": "abs", "divide": "div", "hsplit": "tensor_split", "vsplit": "tensor_split", "dsplit": "tensor_split",
     "atleast_1d": "reshape", "atleast_2d": "reshape", "atleast_3d": "reshape", "msort": "kthvalue",
+    "softmax": "functional.softmax", "log_softmax": "functional.log_softmax",
 }
 
 #: Public functions of the ops package that are not ops (no graph node of their own).

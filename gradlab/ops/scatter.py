@@ -13,8 +13,8 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.arrays import scatter_add as _scatter_add
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
-from ._util import check_tensor, is_scalar
-from .indexing import IndexAddZeros, _along, _check_gather, _index_arg, index_add_zeros
+from ._util import OneRule, apply_in, check_tensor, is_scalar
+from .indexing import IndexAddZeros, _along, _check_gather, _index_arg
 from .registry import Sample, register
 
 
@@ -24,31 +24,29 @@ def _head(shape):
 
 
 # ---------------------------------------------------------- scatter, scatter_add
-class Scatter(Op):
+class Scatter(OneRule, Op):
     name = "scatter"
     formula = "dX = dY with the written positions set to 0 ; dSrc = gather(dY, dim, index)"
+
+    @staticmethod
+    def kernel(a, src, dim, index):
+        """A copy of array ``a`` with ``src`` (an array, or a number) written at ``index`` along ``dim``."""
+        out = a.copy()
+        out[_along(index._data, dim)] = src if is_scalar(src) else src[_head(index.shape)]
+        return out
 
     @staticmethod
     def forward(ctx, x, src, dim, index):
         ctx.dim, ctx.index = dim, index
         ctx.src_shape = src.shape if isinstance(src, Tensor) else None
-        out = x._data.copy()
-        out[_along(index._data, dim)] = src._data[_head(index.shape)] if isinstance(src, Tensor) else src
-        return out
+        return Scatter.kernel(x._data, src._data if isinstance(src, Tensor) else src, dim, index)
 
-    def vjp(self, g):
-        dx = Scatter.apply(g, 0.0, self.dim, self.index)
-        dsrc = None if self.src_shape is None else _pad(O.gather(g, self.dim, self.index), self.src_shape)
-        return dx, dsrc, None, None
-
-    def vjp_arrays(self, g):
-        where = _along(self.index._data, self.dim)
-        dx = dsrc = None
-        if self.next_functions[0] is not None:
-            dx = g.copy()
-            dx[where] = 0
-        if self.src_shape is not None and self.next_functions[1] is not None:
-            dsrc = _pad_array(g[where], self.src_shape)
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        nf = self.next_functions
+        dx = None if nf[0] is None else apply_in(ns, Scatter, g, 0.0, self.dim, self.index)
+        dsrc = None
+        if self.src_shape is not None and nf[1] is not None:
+            dsrc = _pad(ns, _gather(ns, g, self.dim, self.index), self.src_shape)
         return dx, dsrc, None, None
 
     def jvp(self, tx, tsrc, *_):
@@ -61,7 +59,7 @@ class Scatter(Op):
         return Scatter.apply(tx, tsrc, self.dim, self.index)
 
 
-class ScatterAdd(Op):
+class ScatterAdd(OneRule, Op):
     name = "scatter_add"
     formula = "dX = dY ; dSrc = gather(dY, dim, index)"
 
@@ -72,13 +70,8 @@ class ScatterAdd(Op):
         _scatter_add(out, _along(index._data, dim), src._data[_head(index.shape)])  # repeats add up (np.add.at)
         return out
 
-    def vjp(self, g):
-        return g, _pad(O.gather(g, self.dim, self.index), self.src_shape), None, None
-
-    def vjp_arrays(self, g):
-        dsrc = None
-        if self.next_functions[1] is not None:
-            dsrc = _pad_array(g[_along(self.index._data, self.dim)], self.src_shape)
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        dsrc = None if self.next_functions[1] is None else _pad(ns, _gather(ns, g, self.dim, self.index), self.src_shape)
         return g, dsrc, None, None
 
     def jvp(self, tx, tsrc, *_):
@@ -88,14 +81,14 @@ class ScatterAdd(Op):
         return ScatterAdd.apply(tx, tsrc, self.dim, self.index)
 
 
-def _pad(t, shape):
+def _gather(ns, g, dim, index):
+    """``gather(g, dim, index)`` in a ``OneRule``'s namespace: the op on tensors, indexing on arrays."""
+    return O.gather(g, dim, index) if ns is O else g[_along(index._data, dim)]
+
+
+def _pad(ns, t, shape):
     """Place ``t`` in the leading block of a zero tensor of ``shape`` (src may be larger than index)."""
-    return t if t.shape == tuple(shape) else IndexAddZeros.apply(t, _head(t.shape), tuple(shape))
-
-
-def _pad_array(a, shape):
-    """``_pad`` on arrays."""
-    return a if a.shape == tuple(shape) else index_add_zeros(a, _head(a.shape), tuple(shape))
+    return t if tuple(t.shape) == tuple(shape) else apply_in(ns, IndexAddZeros, t, _head(t.shape), tuple(shape))
 
 
 def _check_scatter(op, x, dim, index, src):

@@ -22,8 +22,8 @@ from ..autograd.function import Op
 from ..backend.arrays import as_strided as _as_strided
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError, fmt_shape
-from ._util import OneRule, check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
-from .indexing import Index, IndexAddZeros, index_add_zeros
+from ._util import OneRule, apply_in, check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
+from .indexing import Index, IndexAddZeros
 from .reduce import sum_to_in
 from .registry import Sample, register
 
@@ -74,11 +74,10 @@ class Reshape(Op):
         ctx.in_shape = x.shape
         return x._data.reshape(shape)
 
-    def vjp(self, g):
-        return O.reshape(g, self.in_shape), None
-
-    def vjp_arrays(self, g):
+    def vjp(self, g):  # ``.reshape`` is the same call on a Tensor and on an array: one rule serves both
         return g.reshape(self.in_shape), None
+
+    vjp_arrays = vjp
 
     def jvp(self, t, _):
         return O.reshape(t, self.out.shape)
@@ -131,9 +130,13 @@ def view(input, *shape):
     return view_of(Reshape.apply(x, shape), x)
 
 
-class Permute(Op):
+class Permute(OneRule, Op):
     name = "permute"
     formula = "dX = permute(dY, inverse(dims))"
+
+    @staticmethod
+    def kernel(a, dims):
+        return a.transpose(dims)
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -148,11 +151,8 @@ class Permute(Op):
             inv[d] = i
         return tuple(inv)
 
-    def vjp(self, g):
-        return O.permute(g, self.inverse), None
-
-    def vjp_arrays(self, g):
-        return g.transpose(self.inverse), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        return apply_in(ns, Permute, g, self.inverse), None
 
     def jvp(self, t, _):
         return O.permute(t, self.dims)
@@ -362,17 +362,13 @@ class Repeat(Op):
         a = x._data.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
         return np.tile(a, sizes)
 
-    def vjp(self, g):
+    def vjp(self, g):  # (``.reshape``, ``.sum(dims)``: the same calls on a Tensor and an array, one rule)
         padded = (1,) * (len(self.sizes) - len(self.in_shape)) + self.in_shape
         inter = tuple(v for r, s in zip(self.sizes, padded) for v in (r, s))
-        summed = O.sum(O.reshape(g, inter), dim=tuple(range(0, 2 * len(padded), 2))) if padded else g
-        return O.reshape(summed, self.in_shape), None
-
-    def vjp_arrays(self, g):
-        padded = (1,) * (len(self.sizes) - len(self.in_shape)) + self.in_shape
-        inter = tuple(v for r, s in zip(self.sizes, padded) for v in (r, s))
-        summed = np.sum(g.reshape(inter), axis=tuple(range(0, 2 * len(padded), 2))) if padded else g
+        summed = g.reshape(inter).sum(tuple(range(0, 2 * len(padded), 2))) if padded else g
         return summed.reshape(self.in_shape), None
+
+    vjp_arrays = vjp
 
     def jvp(self, t, _):
         return Repeat.apply(t, self.sizes)
@@ -411,21 +407,22 @@ def tile(input, *dims_args, dims=None):
 
 
 # --------------------------------------------------------------- flip, roll
-class Flip(Op):
+class Flip(OneRule, Op):
     name = "flip"
     formula = "dX = flip(dY, dims)"
 
     @staticmethod
+    def kernel(a, dims):
+        xp = xp_of(a)
+        return xp.ascontiguousarray(xp.flip(a, axis=dims)) if dims else a.copy()
+
+    @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        xp = xp_of(x._data)
-        return xp.ascontiguousarray(xp.flip(x._data, axis=dims)) if dims else x._data.copy()
+        return Flip.kernel(x._data, dims)
 
-    def vjp(self, g):
-        return Flip.apply(g, self.dims), None
-
-    def vjp_arrays(self, g):
-        return (xp_of(g).flip(g, axis=self.dims) if self.dims else g), None
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): flip back
+        return apply_in(ns, Flip, g, self.dims), None
 
     def jvp(self, t, _):
         return Flip.apply(t, self.dims)
@@ -448,22 +445,22 @@ def flip(input, *dims_args, dims=None):
     return Flip.apply(x, _dims_arg(dims, x.ndim, "flip"))
 
 
-class Roll(Op):
+class Roll(OneRule, Op):
     name = "roll"
     formula = "dX = roll(dY, -shifts, dims)"
 
     @staticmethod
+    def kernel(a, shifts, dims):
+        return xp_of(a).roll(a, shifts, axis=dims)
+
+    @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
-        return xp_of(x._data).roll(x._data, shifts, axis=dims)
+        return Roll.kernel(x._data, shifts, dims)
 
-    def vjp(self, g):
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule): roll back
         back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
-        return Roll.apply(g, back, self.dims), None, None
-
-    def vjp_arrays(self, g):
-        back = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
-        return xp_of(g).roll(g, back, axis=self.dims), None, None
+        return apply_in(ns, Roll, g, back, self.dims), None, None
 
     def jvp(self, t, *_):
         return Roll.apply(t, self.shifts, self.dims)
@@ -497,7 +494,7 @@ def roll(input, shifts, dims=None):
 
 
 # ---------------------------------------------------------------- as_strided
-class AsStrided(Op):
+class AsStrided(OneRule, Op):
     name = "as_strided"
     formula = "dX = zeros(X.numel()).index_add(flat_positions, dY).reshape(X.shape)   (overlaps add up)"
 
@@ -511,12 +508,8 @@ class AsStrided(Op):
         flat = a.reshape(-1)
         return _as_strided(flat[offset:], size, tuple(s * item for s in stride))  # NumPy's or CuPy's
 
-    def vjp(self, g):
-        flat = IndexAddZeros.apply(g, (self.positions,), (int(np.prod(self.in_shape)),))
-        return O.reshape(flat, self.in_shape), None, None, None, None
-
-    def vjp_arrays(self, g):
-        flat = index_add_zeros(g, (self.positions,), (int(np.prod(self.in_shape)),))
+    def rule(self, ns, g):  # the VJP, on tensors and arrays alike (OneRule)
+        flat = apply_in(ns, IndexAddZeros, g, (self.positions,), (int(np.prod(self.in_shape)),))
         return flat.reshape(self.in_shape), None, None, None, None
 
     def jvp(self, t, *_):

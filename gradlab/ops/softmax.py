@@ -14,10 +14,10 @@ turn written with gradlab ops, so second derivatives work::
     softmax:      dX = Y * (dY - S(dY * Y))
     log_softmax:  dX = dY - exp(Y) * S(dY)
 
-Each rule is written a second time on plain arrays (``vjp_arrays``), which
-the engine runs whenever backward is not itself recorded; there ``S(dY * Y)``
-along the last dim is an ``einsum`` (no full-size product array) and the
-result is the only full-size array made.
+Each rule is stated once, over a namespace (``OneRule``): on tensors the fused
+node, on arrays (what the engine runs whenever backward is not itself recorded)
+that node's kernel, where ``S(dY * Y)`` along the last dim is an ``einsum`` (no
+full-size product array) and the result is the only full-size array made.
 """
 from __future__ import annotations
 
@@ -27,20 +27,12 @@ from .. import ops as O
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, parallel, xp_of
 from ..errors import ArgumentError, DTypeError
-from ._util import check_tensor, method_spelling, one_dim
-from .autocast import autocast_args as _autocast_args, state as _amp
+from ._util import OneRule, check_tensor, method_spelling, one_dim
 from .registry import Sample, register
 
 top_level_softmax = method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``).")
 top_level_log_softmax = method_spelling("log_softmax", "``log(softmax(x))`` along ``dim``, computed stably (``x.log_softmax(dim)``).")
-
-
-register('softmax', samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
-         formula="dX = Y * (dY - sum(dY * Y))", torch=lambda torch, x, dim: torch.softmax(x, dim))(top_level_softmax)
-
-
-register('log_softmax', samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
-         formula="dX = dY - softmax(X) sum(dY)", torch=lambda torch, x, dim: torch.log_softmax(x, dim))(top_level_log_softmax)
+# (registered once, as ``functional.softmax``/``functional.log_softmax`` below: ALIASES lists these spellings)
 
 
 def _acc(a):
@@ -121,7 +113,27 @@ def _shifted(a, dim):
     return a - m
 
 
-class Softmax(Op):
+# Each derivative below is stated once, as a rule over a namespace ``ns`` (OneRule): gradlab's ops
+# (a graph, differentiable again) or the array module (the engine's fast path). The helpers say what
+# "the softmax VJP" and "a row sum" are in each: on tensors the fused node, on arrays its kernel.
+def _softmax_vjp(ns, g, y, dim):
+    """``Y * (dY - sum(dY * Y))``: one ``softmax_backward`` node on tensors, its kernel on arrays."""
+    return SoftmaxBackward.apply(g, y, dim) if ns is O else _by_rows(_softmax_grad, dim, g, y)
+
+
+def _log_softmax_vjp(ns, g, y, dim):
+    """``dY - exp(Y) * sum(dY)``: one ``log_softmax_backward`` node on tensors, its kernel on arrays."""
+    return LogSoftmaxBackward.apply(g, y, dim) if ns is O else _by_rows(_log_softmax_grad, dim, g, y)
+
+
+def _rsum(ns, a, dim, b=None):
+    """``sum(a * b, dim, keepdim=True)`` (``sum(a, ...)`` without ``b``) in the rule's namespace."""
+    if ns is O:
+        return O.sum(a if b is None else a * b, dim=dim, keepdim=True)
+    return a.sum(axis=dim, keepdims=True) if b is None else _row_dot(a, b, dim)
+
+
+class Softmax(OneRule, Op):
     name = "softmax"
     formula = "dX = Y * (dY - sum(dY * Y, dim))   (Y = softmax(X))"
 
@@ -132,21 +144,15 @@ class Softmax(Op):
         ctx.save_output(y)
         return y
 
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return SoftmaxBackward.apply(g, y, self.dim), None
+    def rule(self, ns, g, y):  # the VJP, on tensors and arrays alike (OneRule)
+        return _softmax_vjp(ns, g, y, self.dim), None
 
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return _by_rows(_softmax_grad, self.dim, g, y), None
-
-    def jvp(self, t, _):
-        y = self.out
-        return y * (t - O.sum(t * y, dim=self.dim, keepdim=True))
+    def jvp(self, t, _):  # softmax's Jacobian diag(Y) - Y Y^T is symmetric: the JVP is the VJP's map
+        return _softmax_vjp(O, t, self.out, self.dim)
 
 
-class SoftmaxBackward(Op):
-    """``Y * (dY - sum(dY * Y))`` in one op (as PyTorch's ``_softmax_backward_data``); its own VJP uses ops."""
+class SoftmaxBackward(OneRule, Op):
+    """``Y * (dY - sum(dY * Y))`` in one op (as PyTorch's ``_softmax_backward_data``)."""
 
     name = "softmax_backward"
     formula = "dG = Y * (dZ - sum(dZ * Y)) ; dY = dZ * (G - sum(G * Y)) - G * sum(dZ * Y)"
@@ -157,32 +163,23 @@ class SoftmaxBackward(Op):
         ctx.save_for_backward(g, y)
         return _by_rows(_softmax_grad, dim, g._data, y._data)
 
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        d = self.dim
-        t = O.sum(gz * y, dim=d, keepdim=True)
-        return SoftmaxBackward.apply(gz, y, d), gz * (g - O.sum(g * y, dim=d, keepdim=True)) - g * t, None
-
-    def vjp_arrays(self, gz):
-        g, y = self.saved_arrays
+    def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         d, nf = self.dim, self.next_functions
-        dg = None if nf[0] is None else _softmax_grad(gz, y, d)
-        dy = None if nf[1] is None else gz * (g - _row_dot(g, y, d)) - g * _row_dot(gz, y, d)
+        dg = None if nf[0] is None else _softmax_vjp(ns, gz, y, d)  # linear in G: the op itself
+        dy = None if nf[1] is None else gz * (g - _rsum(ns, g, d, y)) - g * _rsum(ns, gz, d, y)
         return dg, dy, None
 
     def jvp(self, tg, ty, _):
         g, y = self.args[:2]
         d = self.dim
-        out = None
-        if tg is not None:
-            out = SoftmaxBackward.apply(tg, y, d)
+        out = None if tg is None else _softmax_vjp(O, tg, y, d)
         if ty is not None:
-            part = ty * (g - O.sum(g * y, dim=d, keepdim=True)) - y * O.sum(g * ty, dim=d, keepdim=True)
+            part = ty * (g - _rsum(O, g, d, y)) - y * _rsum(O, g, d, ty)
             out = part if out is None else out + part
         return out
 
 
-class LogSoftmax(Op):
+class LogSoftmax(OneRule, Op):
     name = "log_softmax"
     formula = "dX = dY - exp(Y) * sum(dY, dim)   (Y = log_softmax(X))"
 
@@ -193,20 +190,15 @@ class LogSoftmax(Op):
         ctx.save_output(y)
         return y
 
-    def vjp(self, g):
-        (y,) = self.saved_tensors
-        return LogSoftmaxBackward.apply(g, y, self.dim), None
+    def rule(self, ns, g, y):  # the VJP, on tensors and arrays alike (OneRule)
+        return _log_softmax_vjp(ns, g, y, self.dim), None
 
-    def vjp_arrays(self, g):
-        (y,) = self.saved_arrays
-        return _by_rows(_log_softmax_grad, self.dim, g, y), None
-
-    def jvp(self, t, _):
-        return t - O.sum(O.exp(self.out) * t, dim=self.dim, keepdim=True)
+    def jvp(self, t, _):  # the Jacobian's other side: dY = dX - sum(exp(Y) * dX)
+        return t - _rsum(O, O.exp(self.out), self.dim, t)
 
 
-class LogSoftmaxBackward(Op):
-    """``dY - exp(Y) * sum(dY)`` in one op (PyTorch's ``_log_softmax_backward_data``); its VJP uses ops."""
+class LogSoftmaxBackward(OneRule, Op):
+    """``dY - exp(Y) * sum(dY)`` in one op (PyTorch's ``_log_softmax_backward_data``)."""
 
     name = "log_softmax_backward"
     formula = "dG = dZ - sum(dZ * exp(Y)) ; dY = -dZ * exp(Y) * sum(G)"
@@ -217,22 +209,11 @@ class LogSoftmaxBackward(Op):
         ctx.save_for_backward(g, y)
         return _by_rows(_log_softmax_grad, dim, g._data, y._data)
 
-    def vjp(self, gz):
-        g, y = self.saved_tensors
-        d = self.dim
-        e = O.exp(y)
-        return gz - O.sum(gz * e, dim=d, keepdim=True), -gz * e * O.sum(g, dim=d, keepdim=True), None
-
-    def vjp_arrays(self, gz):
-        g, y = self.saved_arrays
+    def rule(self, ns, gz, g, y):  # the VJP, on tensors and arrays alike (OneRule)
         d, nf = self.dim, self.next_functions
-        e = xp_of(y).exp(y)
-        dg = None if nf[0] is None else gz - _row_dot(gz, e, d)
-        dy = None
-        if nf[1] is not None:
-            e *= gz
-            e *= -g.sum(axis=d, keepdims=True)
-            dy = e
+        e = ns.exp(y)
+        dg = None if nf[0] is None else gz - _rsum(ns, gz, d, e)
+        dy = None if nf[1] is None else -gz * e * _rsum(ns, g, d)
         return dg, dy, None
 
     def jvp(self, tg, ty, _):
@@ -241,9 +222,9 @@ class LogSoftmaxBackward(Op):
         e = O.exp(y)
         out = None
         if tg is not None:
-            out = tg - e * O.sum(tg, dim=d, keepdim=True)
+            out = tg - e * _rsum(O, tg, d)
         if ty is not None:
-            part = -ty * e * O.sum(g, dim=d, keepdim=True)
+            part = -ty * e * _rsum(O, g, d)
             out = part if out is None else out + part
         return out
 
@@ -274,11 +255,9 @@ def _samples(src):
 
 
 @register(op=Softmax, samples=_samples, namespace="gradlab.nn.functional",
-          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype))
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.softmax(x, dim=dim, dtype=dtype), autocast="float32")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x), dim)``: turns scores into probabilities along ``dim`` (stable: the max is subtracted)."""
-    if _amp.enabled:
-        (input,) = _autocast_args("softmax", input)
     x, d = _prepare("softmax", input, dim, dtype)
     if d is None:  # a 0-d input: one entry, probability 1
         return Softmax.apply(O.reshape(x, (1,)), 0).reshape(())
@@ -286,11 +265,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 @register(op=LogSoftmax, samples=_samples, namespace="gradlab.nn.functional",
-          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype))
+          torch=lambda torch, x, dim=None, dtype=None: torch.nn.functional.log_softmax(x, dim=dim, dtype=dtype),
+          autocast="float32")
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``: log-probabilities, computed without ever forming a tiny probability."""
-    if _amp.enabled:
-        (input,) = _autocast_args("log_softmax", input)
     x, d = _prepare("log_softmax", input, dim, dtype)
     if d is None:
         return LogSoftmax.apply(O.reshape(x, (1,)), 0).reshape(())

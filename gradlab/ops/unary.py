@@ -26,7 +26,7 @@ from ..backend import dtypes as _dt, parallel as _parallel
 from ..backend.arrays import as_array, erf as _backend_erf, erfc as _backend_erfc, gamma_family as _gamma_family
 from ..backend.device import xp_of
 from ..errors import DTypeError
-from ._util import as_weak, check_tensor, float_input, floating_input, to_float
+from ._util import OneRule, as_weak, check_tensor, float_input, floating_input, to_float
 from .arithmetic import atan2
 from .fused_backward import SigmoidBackward, TanhBackward
 from .registry import Sample, register
@@ -59,11 +59,12 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
     """Decorator: register the one-input elementwise function ``name`` (every function in this file
     goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
-    class's unless given) and ``torch.<name>`` as the oracle."""
+    class's unless given), ``torch.<name>`` as the oracle and the op class's ``compiled`` kernel."""
     def deco(fn):
         fn.__name__ = fn.__qualname__ = name
         return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
-                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x))(fn)
+                        elementwise=True, torch=lambda torch, x: getattr(torch, name)(x),
+                        kernel=getattr(op, "compiled", None))(fn)
     return deco
 
 
@@ -76,7 +77,7 @@ def _erf_array(a):
 # ----------------------------------------------------------- the table of elementwise functions
 _BIG = _parallel.MIN_ELEMENTS
 class Elementwise(Op):
-    """An elementwise op of one input, made from one row of ``UNARY`` below.
+    """An elementwise op of one input: each class below (``Exp``, ``Tanh``...) is one short row.
 
     A row states the derivative once, as ``grad(ns, g, v)``: the gradient ``g`` times dY/dX, written
     against a namespace ``ns`` (``O``, gradlab's ops, or the array module) and reading ``v``, the
@@ -85,6 +86,9 @@ class Elementwise(Op):
     fast path) and the JVP (``grad(O, t, v)``: for an elementwise op the tangent is scaled the same way).
     """
     saves = "x"          # "x", "y" (the output) or None: what ``grad`` reads as ``v``
+    ints = "float"       # integer inputs: "float" (computed in the default float dtype) or "keep"
+    compiled = None      # (NumPy ufunc name, CUDA C expression): what gradlab.compile writes for it
+    sample_range = {}    # the values the registry's samples draw (``unary_samples`` keywords)
 
     @staticmethod
     def fn(a):  # pragma: no cover - each row sets its own
@@ -147,119 +151,224 @@ def _sigmoid_forward(a):
 
 _2_SQRT_PI = 2 / math.sqrt(math.pi)
 
-#: name: (forward on arrays, grad(ns, g, v), what v is, formula, integer inputs, sample range, doc).
-#: ``ints``: "float" computes integer/bool inputs in the default float dtype (torch.exp(int) is
-#: float32); "keep" computes them as they are (neg, relu, abs of an integer stay integers).
-UNARY = {
-    "neg": (_neg_forward, lambda ns, g, v: -g, None, "dX = -dY", "keep", {}, "Elementwise ``-x``."),
-    "exp": (np.exp, lambda ns, g, y: g * y, "y", "dX = dY * Y   (Y = exp(X))",
-            "float", {}, "Elementwise ``e^x``."),
-    "log": (np.log, lambda ns, g, x: g / x, "x", "dX = dY / X",
-            "float", dict(low=0.2, high=3.0), "Natural logarithm, elementwise."),
-    "sqrt": (np.sqrt, lambda ns, g, y: g / (2 * y), "y",
-             "dX = dY / (2 * Y)   (Y = sqrt(X))", "float", dict(low=0.2, high=3.0), "Elementwise square root."),
-    "tanh": (np.tanh, lambda ns, g, y: g * (as_weak(1.0, y) - y * y), "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))",
-             "float", {}, "Elementwise hyperbolic tangent."),
-    "sigmoid": (_sigmoid_forward, lambda ns, g, y: g * y * (as_weak(1.0, y) - y), "y",
-                "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))", "float", {}, "Elementwise ``1 / (1 + e^-x)``."),
-    "relu": (lambda a: np.maximum(a, 0), lambda ns, g, y: g * (y > 0), "y", "dX = dY * (X > 0)", "keep",
-             dict(away_from=0.0), "Elementwise ``max(x, 0)``."),
-    "abs": (np.abs, lambda ns, g, x: g * ns.sign(x), "x", "dX = dY * sign(X)", "keep", dict(away_from=0.0),
-            "Elementwise ``|x|``."),
-    "erf": (lambda a: _erf_array(a), lambda ns, g, x: g * _2_SQRT_PI * ns.exp(-(x * x)), "x",
-            "dX = dY * 2/sqrt(pi) * exp(-X^2)", "float", {},
-            "Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2)))."),
-    "erfc": (lambda a: _backend_erfc(a), lambda ns, g, x: -(g * _2_SQRT_PI * ns.exp(-(x * x))), "x",
-             "dX = -dY * 2/sqrt(pi) * exp(-X^2)", "float", {},
-             "``1 - erf(x)``, computed as itself: relative precision where erf rounds to 1 (erfc(5) = 1.5e-12)."),
-    "sin": (np.sin, lambda ns, g, x: g * ns.cos(x), "x", "dX = dY * cos(X)", "float", dict(low=-4, high=4),
-            "Elementwise sine."),
-    "cos": (np.cos, lambda ns, g, x: -(g * ns.sin(x)), "x", "dX = -dY * sin(X)", "float", dict(low=-4, high=4),
-            "Elementwise cosine."),
-    "log1p": (np.log1p, lambda ns, g, x: g / (x + 1), "x",
-              "dX = dY / (1 + X)", "float", dict(low=-0.5, high=3.0),
-              "``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."),
-    "expm1": (np.expm1, lambda ns, g, y: g * (y + 1), "y",
-              "dX = dY * (Y + 1)   (Y = exp(X) - 1)", "float", {}, "``exp(x) - 1``, accurate for tiny ``x``."),
-    "reciprocal": (np.reciprocal, lambda ns, g, y: -(g * y * y), "y",
-                   "dX = -dY * Y^2   (Y = 1 / X)", "float", dict(away_from=0.0, low=-3, high=3),
-                   "Elementwise ``1 / x``."),
-    "asin": (np.arcsin, lambda ns, g, x: g / ns.sqrt(1.0 - x * x), "x", "dX = dY / sqrt(1 - X^2)", "float",
-             dict(low=-0.9, high=0.9), "The angle (radians, in [-pi/2, pi/2]) whose sine is ``input``; NaN outside "
-                                       "[-1, 1]."),
-    "acos": (np.arccos, lambda ns, g, x: -(g / ns.sqrt(1.0 - x * x)), "x", "dX = -dY / sqrt(1 - X^2)", "float",
-             dict(low=-0.9, high=0.9), "The angle (radians, in [0, pi]) whose cosine is ``input``; NaN outside "
-                                       "[-1, 1]."),
-    "atan": (np.arctan, lambda ns, g, x: g / (1.0 + x * x), "x", "dX = dY / (1 + X^2)", "float",
-             dict(low=-3.0, high=3.0), "The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."),
-    "lgamma": (lambda a: _gamma_family("lgamma", a), lambda ns, g, x: g * _ns_polygamma(ns, 0, x), "x",
-               "dX = dY * digamma(X)", "float", dict(low=0.2, high=5.0),
-               "``log |Gamma(x)|``, elementwise (``lgamma(n + 1) = log n!``): the normaliser of the Gamma, "
-               "Beta and Dirichlet densities."),
-    "digamma": (lambda a: _gamma_family("polygamma", a, 0), lambda ns, g, x: g * _ns_polygamma(ns, 1, x), "x",
-                "dX = dY * polygamma(1, X)", "float", dict(low=0.2, high=5.0),
-                "The derivative of ``lgamma``, elementwise (``digamma(1) = -0.5772...``, minus Euler's constant)."),
-}
+
+# --------------------------------------------------------- the elementwise functions, one class each
+# Each class states one function: ``fn`` (the forward on arrays), ``grad`` (dY/dX times g, in a
+# namespace ``ns``), ``saves`` (what ``grad`` reads), its formula, ``ints`` ("float": integer/bool
+# inputs are computed in the default float dtype, as torch.exp(int) is float32; "keep": neg, relu and
+# abs of an integer stay integers) and ``sample_range`` (the values its tests draw). Its public
+# function is made from the class by ``_public`` below the table.
+class Neg(Elementwise):
+    """Elementwise ``-x``."""
+    compiled = ("negative", "(-{0})")
+    name, saves, ints, formula = "neg", None, "keep", "dX = -dY"
+    fn = staticmethod(_neg_forward)
+    grad = staticmethod(lambda ns, g, v: -g)
+
+
+class Exp(Elementwise):
+    """Elementwise ``e^x``."""
+    compiled = ("exp", "exp({0})")
+    name, saves, formula = "exp", "y", "dX = dY * Y   (Y = exp(X))"
+    fn = staticmethod(np.exp)
+    grad = staticmethod(lambda ns, g, y: g * y)
+
+
+class Log(Elementwise):
+    """Natural logarithm, elementwise."""
+    compiled = ("log", "log({0})")
+    name, formula, sample_range = "log", "dX = dY / X", dict(low=0.2, high=3.0)
+    fn = staticmethod(np.log)
+    grad = staticmethod(lambda ns, g, x: g / x)
+
+
+class Sqrt(Elementwise):
+    """Elementwise square root."""
+    compiled = ("sqrt", "sqrt({0})")
+    name, saves, formula, sample_range = "sqrt", "y", "dX = dY / (2 * Y)   (Y = sqrt(X))", dict(low=0.2, high=3.0)
+    fn = staticmethod(np.sqrt)
+    grad = staticmethod(lambda ns, g, y: g / (2 * y))
+
+
+class Tanh(Elementwise):
+    """Elementwise hyperbolic tangent."""
+    compiled = ("tanh", "tanh({0})")
+    name, saves, formula = "tanh", "y", "dX = dY * (1 - Y^2)   (Y = tanh(X))"
+    fn = staticmethod(np.tanh)
+    grad = staticmethod(lambda ns, g, y: g * (as_weak(1.0, y) - y * y))
+
+    def vjp(self, g):  # on tensors, one fused node (PyTorch's tanh_backward) instead of three; same rule
+        return (TanhBackward.apply(g, self.saved_tensors[0]),)
+
+    vjp_arrays = Elementwise.vjp_arrays  # (the row's rule on arrays: a class that defines vjp alone has none)
+
+
+class Sigmoid(Elementwise):
+    """Elementwise ``1 / (1 + e^-x)``."""
+    compiled = (None, "(1 / (1 + exp(-{0})))")
+    name, saves, formula = "sigmoid", "y", "dX = dY * Y * (1 - Y)   (Y = sigmoid(X))"
+    fn = staticmethod(_sigmoid_forward)
+    grad = staticmethod(lambda ns, g, y: g * y * (as_weak(1.0, y) - y))
+
+    def vjp(self, g):  # on tensors, one fused node (PyTorch's sigmoid_backward); same rule
+        return (SigmoidBackward.apply(g, self.saved_tensors[0]),)
+
+    vjp_arrays = Elementwise.vjp_arrays  # (the row's rule on arrays: a class that defines vjp alone has none)
+
+
+class Relu(Elementwise):
+    """Elementwise ``max(x, 0)``."""
+    compiled = (None, "({0} > 0 ? {0} : 0)")
+    name, saves, ints, formula, sample_range = "relu", "y", "keep", "dX = dY * (X > 0)", dict(away_from=0.0)
+    fn = staticmethod(lambda a: np.maximum(a, 0))
+    grad = staticmethod(lambda ns, g, y: g * (y > 0))
+
+
+class Abs(Elementwise):
+    """Elementwise ``|x|``."""
+    compiled = ("absolute", "fabs({0})")
+    name, ints, formula, sample_range = "abs", "keep", "dX = dY * sign(X)", dict(away_from=0.0)
+    fn = staticmethod(np.abs)
+    grad = staticmethod(lambda ns, g, x: g * ns.sign(x))
+
+
+class Erf(Elementwise):
+    """Elementwise error function (the Gaussian CDF is 0.5*(1 + erf(x/sqrt 2)))."""
+    compiled = (None, "erf({0})")
+    name, formula = "erf", "dX = dY * 2/sqrt(pi) * exp(-X^2)"
+    fn = staticmethod(lambda a: _erf_array(a))
+    grad = staticmethod(lambda ns, g, x: g * _2_SQRT_PI * ns.exp(-(x * x)))
+
+
+class Erfc(Elementwise):
+    """``1 - erf(x)``, computed as itself: relative precision where erf rounds to 1 (erfc(5) = 1.5e-12)."""
+    name, formula = "erfc", "dX = -dY * 2/sqrt(pi) * exp(-X^2)"
+    fn = staticmethod(lambda a: _backend_erfc(a))
+    grad = staticmethod(lambda ns, g, x: -(g * _2_SQRT_PI * ns.exp(-(x * x))))
+
+
+class Sin(Elementwise):
+    """Elementwise sine."""
+    compiled = ("sin", "sin({0})")
+    name, formula, sample_range = "sin", "dX = dY * cos(X)", dict(low=-4, high=4)
+    fn = staticmethod(np.sin)
+    grad = staticmethod(lambda ns, g, x: g * ns.cos(x))
+
+
+class Cos(Elementwise):
+    """Elementwise cosine."""
+    compiled = ("cos", "cos({0})")
+    name, formula, sample_range = "cos", "dX = -dY * sin(X)", dict(low=-4, high=4)
+    fn = staticmethod(np.cos)
+    grad = staticmethod(lambda ns, g, x: -(g * ns.sin(x)))
+
+
+class Log1p(Elementwise):
+    """``log(1 + x)``, accurate for tiny ``x`` (where ``1 + x`` would round to 1)."""
+    compiled = ("log1p", "log1p({0})")
+    name, formula, sample_range = "log1p", "dX = dY / (1 + X)", dict(low=-0.5, high=3.0)
+    fn = staticmethod(np.log1p)
+    grad = staticmethod(lambda ns, g, x: g / (x + 1))
+
+
+class Expm1(Elementwise):
+    """``exp(x) - 1``, accurate for tiny ``x``."""
+    compiled = ("expm1", "expm1({0})")
+    name, saves, formula = "expm1", "y", "dX = dY * (Y + 1)   (Y = exp(X) - 1)"
+    fn = staticmethod(np.expm1)
+    grad = staticmethod(lambda ns, g, y: g * (y + 1))
+
+
+class Reciprocal(Elementwise):
+    """Elementwise ``1 / x``."""
+    compiled = ("reciprocal", "(1 / {0})")
+    name, saves, formula = "reciprocal", "y", "dX = -dY * Y^2   (Y = 1 / X)"
+    sample_range = dict(away_from=0.0, low=-3, high=3)
+    fn = staticmethod(np.reciprocal)
+    grad = staticmethod(lambda ns, g, y: -(g * y * y))
+
+
+class Asin(Elementwise):
+    """The angle (radians, in [-pi/2, pi/2]) whose sine is ``input``; NaN outside [-1, 1]."""
+    name, formula, sample_range = "asin", "dX = dY / sqrt(1 - X^2)", dict(low=-0.9, high=0.9)
+    fn = staticmethod(np.arcsin)
+    grad = staticmethod(lambda ns, g, x: g / ns.sqrt(1.0 - x * x))
+
+
+class Acos(Elementwise):
+    """The angle (radians, in [0, pi]) whose cosine is ``input``; NaN outside [-1, 1]."""
+    name, formula, sample_range = "acos", "dX = -dY / sqrt(1 - X^2)", dict(low=-0.9, high=0.9)
+    fn = staticmethod(np.arccos)
+    grad = staticmethod(lambda ns, g, x: -(g / ns.sqrt(1.0 - x * x)))
+
+
+class Atan(Elementwise):
+    """The angle (radians, in (-pi/2, pi/2)) whose tangent is ``input``."""
+    name, formula, sample_range = "atan", "dX = dY / (1 + X^2)", dict(low=-3.0, high=3.0)
+    fn = staticmethod(np.arctan)
+    grad = staticmethod(lambda ns, g, x: g / (1.0 + x * x))
+
+
+class Lgamma(Elementwise):
+    """``log |Gamma(x)|``, elementwise (``lgamma(n + 1) = log n!``): the normaliser of the Gamma, Beta and
+    Dirichlet densities."""
+    name, formula, sample_range = "lgamma", "dX = dY * digamma(X)", dict(low=0.2, high=5.0)
+    fn = staticmethod(lambda a: _gamma_family("lgamma", a))
+    grad = staticmethod(lambda ns, g, x: g * _ns_polygamma(ns, 0, x))
+
+
+class Digamma(Elementwise):
+    """The derivative of ``lgamma``, elementwise (``digamma(1) = -0.5772...``, minus Euler's constant)."""
+    name, formula, sample_range = "digamma", "dX = dY * polygamma(1, X)", dict(low=0.2, high=5.0)
+    fn = staticmethod(lambda a: _gamma_family("polygamma", a, 0))
+    grad = staticmethod(lambda ns, g, x: g * _ns_polygamma(ns, 1, x))
+
+
+class Polygamma(OneRule, Op):
+    """``polygamma(n, x)`` for ``n >= 1`` (order 0 is :class:`Digamma`): its derivative is the next
+    order, so every order is differentiable again."""
+    name, formula = "polygamma", "dX = dY * polygamma(n + 1, X)"
+
+    @staticmethod
+    def forward(ctx, x, n):
+        ctx.n = n
+        ctx.save_for_backward(x)
+        return _gamma_family("polygamma", x._data, n)
+
+    def rule(self, ns, g, x):  # the VJP, on tensors and arrays alike (OneRule)
+        return g * _ns_polygamma(ns, self.n + 1, x), None
+
+    def jvp(self, t, _):
+        return t * polygamma(self.n + 1, self.args[0])
 
 
 def _ns_polygamma(ns, n, x):
-    """``polygamma(n, x)`` in the row's namespace: gradlab's op on tensors (a graph: differentiable again),
-    the array kernel on arrays (the engine's fast path)."""
+    """``polygamma(n, x)`` in the rule's namespace: gradlab's op on tensors (a graph: differentiable
+    again), the array kernel on arrays (the engine's fast path)."""
     return polygamma(n, x) if ns is O else _gamma_family("polygamma", x, n)
 
 
-def _elementwise(name, forward, grad, saves, formula, ints, sample_kw, doc):
-    """The op class and the public function of one ``UNARY`` row, registered."""
-    cls = type(name.capitalize(), (Elementwise,), dict(
-        name=name, formula=formula, saves=saves, fn=staticmethod(forward),
-        grad=staticmethod(grad), __module__=__name__, __qualname__=name.capitalize(),
-        __doc__=f"``{name}`` (a row of UNARY): {formula}"))
-    floating = ints == "float"
-    apply = cls.apply  # (looked up once: a classmethod lookup makes a bound method on every call)
+#: The elementwise op classes above, by name.
+UNARY = {c.name: c for c in (Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, Abs, Erf, Erfc, Sin, Cos, Log1p, Expm1,
+                             Reciprocal, Asin, Acos, Atan, Lgamma, Digamma)}
+
+
+def _public(cls):
+    """The public function of an elementwise op class, registered under its name."""
+    name, floating, apply = cls.name, cls.ints == "float", cls.apply  # (apply looked up once, not per call)
 
     def fn(input):
         x = input if type(input) is Tensor else check_tensor(input, name)
         if floating and x._data.dtype.kind in "biu":  # torch.exp(int_tensor) is float32 (the default dtype)
             x = to_float(x)
         return apply(x)
-    fn.__doc__ = f"{doc} Backward: {formula}"
-    return cls, _unary(name, op=cls, **sample_kw)(fn)
+    fn.__doc__ = f"{cls.__doc__} Backward: {cls.formula}"
+    return _unary(name, op=cls, **cls.sample_range)(fn)
 
 
-Neg, neg = _elementwise("neg", *UNARY["neg"])
-Exp, exp = _elementwise("exp", *UNARY["exp"])
-Log, log = _elementwise("log", *UNARY["log"])
-Sqrt, sqrt = _elementwise("sqrt", *UNARY["sqrt"])
-Tanh, tanh = _elementwise("tanh", *UNARY["tanh"])
-Sigmoid, sigmoid = _elementwise("sigmoid", *UNARY["sigmoid"])
-Relu, relu = _elementwise("relu", *UNARY["relu"])
-Abs, abs = _elementwise("abs", *UNARY["abs"])  # noqa: A001 - PyTorch's name
-Erf, erf = _elementwise("erf", *UNARY["erf"])
-Erfc, erfc = _elementwise("erfc", *UNARY["erfc"])
-Sin, sin = _elementwise("sin", *UNARY["sin"])
-Cos, cos = _elementwise("cos", *UNARY["cos"])
-Log1p, log1p = _elementwise("log1p", *UNARY["log1p"])
-Expm1, expm1 = _elementwise("expm1", *UNARY["expm1"])
-Reciprocal, reciprocal = _elementwise("reciprocal", *UNARY["reciprocal"])
-Asin, asin = _elementwise("asin", *UNARY["asin"])
-Acos, acos = _elementwise("acos", *UNARY["acos"])
-Atan, atan = _elementwise("atan", *UNARY["atan"])
-Lgamma, lgamma = _elementwise("lgamma", *UNARY["lgamma"])
-Digamma, digamma = _elementwise("digamma", *UNARY["digamma"])
-
-_POLYGAMMA = {0: Digamma}
-
-
-def _polygamma_op(n):
-    """The op of ``polygamma(n, .)`` for n >= 1, made once per order from the same row shape as digamma's:
-    its derivative is the next order, so every order is differentiable again."""
-    if n not in _POLYGAMMA:
-        _POLYGAMMA[n] = type(f"Polygamma{n}", (Elementwise,), dict(
-            name="polygamma", formula=f"dX = dY * polygamma({n + 1}, X)", saves="x",
-            fn=staticmethod(lambda a: _gamma_family("polygamma", a, n)),
-            grad=staticmethod(lambda ns, g, x: g * _ns_polygamma(ns, n + 1, x)), __module__=__name__,
-            __qualname__=f"Polygamma{n}", __doc__=f"``polygamma({n}, x)``: dX = dY * polygamma({n + 1}, X)"))
-    return _POLYGAMMA[n]
+neg, exp, log, sqrt, tanh, sigmoid, relu = (_public(c) for c in (Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu))
+abs, erf, erfc, sin, cos, log1p, expm1 = (_public(c) for c in (Abs, Erf, Erfc, Sin, Cos, Log1p, Expm1))  # noqa: A001
+reciprocal, asin, acos, atan, lgamma, digamma = (_public(c) for c in (Reciprocal, Asin, Acos, Atan, Lgamma, Digamma))
 
 
 def _polygamma_samples(src):
@@ -277,41 +386,31 @@ def polygamma(n, input):
     x = input if type(input) is Tensor else check_tensor(input, "polygamma")
     if x._data.dtype.kind in "biu":
         x = to_float(x)
-    return _polygamma_op(int(n)).apply(x)
-
-
-# tanh's and sigmoid's graph VJP is one fused node (fused_backward.py) instead of three: PyTorch's
-# tanh_backward. Their array twin and JVP still come from the row.
-def _tanh_vjp(self, g):
-    return (TanhBackward.apply(g, self.saved_tensors[0]),)
-
-
-def _sigmoid_vjp(self, g):
-    return (SigmoidBackward.apply(g, self.saved_tensors[0]),)
-
-
-Tanh.vjp, Sigmoid.vjp = _tanh_vjp, _sigmoid_vjp
-
+    return digamma(x) if n == 0 else Polygamma.apply(x, int(n))
 
 
 
 class Floor(ZeroGrad):
     name = "floor"
+    compiled = ("floor", "floor({0})")
     fn = staticmethod(np.floor)
 
 
 class Ceil(ZeroGrad):
     name = "ceil"
+    compiled = ("ceil", "ceil({0})")
     fn = staticmethod(np.ceil)
 
 
 class Trunc(ZeroGrad):
     name = "trunc"
+    compiled = ("trunc", "trunc({0})")
     fn = staticmethod(np.trunc)
 
 
 class Round(ZeroGrad):
     name = "round"
+    compiled = (None, "rint({0})")
 
     @staticmethod
     def forward(ctx, x, decimals):
@@ -358,7 +457,7 @@ def _round_samples(src):
     yield Sample((x,), dict(decimals=1), desc="decimals=1")
 
 
-@register(op=Round, samples=_round_samples, elementwise=True,
+@register(op=Round, samples=_round_samples, elementwise=True, kernel=Round.compiled,
           torch=lambda torch, x, **kw: torch.round(x, **kw))
 def round(input, *, decimals=None):  # noqa: A001 - PyTorch's name
     """Round to ``decimals`` places, halves to even (``round(2.5) == 2``), as PyTorch.
@@ -482,10 +581,12 @@ def frac(input):
 
 class Sign(ZeroGrad):
     name = "sign"
+    compiled = ("sign", "(({0} > 0) - ({0} < 0))")
     fn = staticmethod(np.sign)
 
 
-@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x))
+@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x),
+          kernel=Sign.compiled)
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
     x = check_tensor(input, "sign")

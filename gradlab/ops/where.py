@@ -16,7 +16,7 @@ from ..backend.arrays import as_array
 from ..errors import ArgumentTypeError, DTypeError
 from ._util import OneRule, arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
 from .compare import _tt
-from .reduce import sum_to_array
+from .reduce import sum_to_in
 from .registry import Sample, register
 from .samples import binary_samples
 
@@ -53,7 +53,7 @@ def clamp_max(input, max):  # noqa: A002 - PyTorch's name
     return O.clamp(input, max=max)
 
 
-class Maximum(Op):
+class Maximum(OneRule, Op):
     name = "maximum"
     formula = "dA = sum_to(dY * [A > B] (+ half at ties), A.shape) ; dB likewise with [B > A]"
     pick = staticmethod(np.maximum)
@@ -73,17 +73,11 @@ class Maximum(Op):
         ctx.save_for_backward(ctx.wa)
         return out
 
-    def vjp(self, g):
-        (wa,) = self.saved_tensors
-        sa, sb = self.shapes
-        return (None if sa is None else O.sum_to(g * wa, sa)), (None if sb is None else O.sum_to(g * (1 - wa), sb))
-
-    def vjp_arrays(self, g):
-        (wa,) = self.saved_arrays
+    def rule(self, ns, g, wa):  # the VJP, on tensors and arrays alike (OneRule)
         sa, sb = self.shapes
         nf = self.next_functions
-        da = None if sa is None or nf[0] is None else sum_to_array(g * wa, sa)
-        db = None if sb is None or nf[1] is None else sum_to_array(g * (1 - wa), sb)
+        da = None if sa is None or nf[0] is None else sum_to_in(ns, g * wa, sa)
+        db = None if sb is None or nf[1] is None else sum_to_in(ns, g * (1 - wa), sb)
         return da, db
 
     def jvp(self, ta, tb):
@@ -107,13 +101,15 @@ def _torch2(name):
     return ref
 
 
-@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True)
+@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True,
+          kernel=("maximum", "max({0}, {1})"))
 def maximum(input, other):
     """Elementwise larger of two tensors (broadcasting); ties share the gradient."""
     return Maximum.apply(operand(input, "maximum", "input"), operand(other, "maximum", "other"))
 
 
-@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True)
+@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True,
+          kernel=("minimum", "min({0}, {1})"))
 def minimum(input, other):
     """Elementwise smaller of two tensors (broadcasting); ties share the gradient."""
     return Minimum.apply(operand(input, "minimum", "input"), operand(other, "minimum", "other"))
@@ -182,7 +178,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
 clip = clamp
 
 
-class Where(Op):
+class Where(OneRule, Op):
     name = "where"
     formula = "dA = sum_to(where(C, dY, 0), A.shape) ; dB = sum_to(where(C, 0, dY), B.shape)"
 
@@ -201,19 +197,11 @@ class Where(Op):
         ctx.save_for_backward(cond)
         return out
 
-    def vjp(self, g):
-        (cond,) = self.saved_tensors
-        sa, sb = self.shapes
-        da = None if sa is None else O.sum_to(O.where(cond, g, 0.0), sa)
-        db = None if sb is None else O.sum_to(O.where(cond, 0.0, g), sb)
-        return None, da, db
-
-    def vjp_arrays(self, g):
-        (cond,) = self.saved_arrays
+    def rule(self, ns, g, cond):  # the VJP, on tensors and arrays alike (OneRule)
         sa, sb = self.shapes
         nf = self.next_functions
-        da = None if sa is None or nf[1] is None else sum_to_array(np.where(cond, g, 0.0), sa)
-        db = None if sb is None or nf[2] is None else sum_to_array(np.where(cond, 0.0, g), sb)
+        da = None if sa is None or nf[1] is None else sum_to_in(ns, ns.where(cond, g, 0.0), sa)
+        db = None if sb is None or nf[2] is None else sum_to_in(ns, ns.where(cond, 0.0, g), sb)
         return None, da, db
 
     def jvp(self, _, ta, tb):

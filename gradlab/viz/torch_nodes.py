@@ -96,10 +96,11 @@ _ALIASES = {
     "mm": "matmul", "bmm": "bmm", "addmm": "addmm", "mv": "mv", "dot": "matmul", "t": "transpose",
     "unsafeview": "reshape", "view": "reshape", "reshapealias": "reshape", "expand": "broadcast_to",
     "rsub": "sub", "addcmul": "mul", "select": "getitem", "slice": "getitem", "index": "getitem",
-    "maxpool2dwithindices": None, "nativelayernorm": None, "gelu": "gelu", "logsoftmax": "log_softmax",
+    "maxpool2dwithindices": None, "nativelayernorm": None, "gelu": "gelu", "logsoftmax": "functional.log_softmax",
     "clampmin": "clamp_min", "clampmax": "clamp_max", "maskedfill": "masked_fill", "indexselect": "index_select",
     "squeezedim": "squeeze", "unsqueeze": "unsqueeze", "softplus": "softplus", "leakyrelu": "leaky_relu",
     "tobackward": "to", "todtype": "to", "tocopy": "to", "logsumexp": "logsumexp", "nllloss": None,
+    "softmax": "functional.softmax",
 }
 
 
