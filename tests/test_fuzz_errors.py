@@ -60,13 +60,11 @@ def test_fuzz_counts_and_no_new_failures(outcomes, classes):
 
 
 #: Failures still open in the classes added later (list/ndarray operands, non-bool flags, empty
-#: inputs, dtype strings, in-place changes through views), as measured when they were added. Aliasing:
-#: the 40 left are gradlab refusing an in-place change through a view (``x[0]``, ``x.t()``, ``x.view(6)``,
-#: ``x.diagonal()``...) of a computed tensor in the graph, which PyTorch rebases (CopySlices) and gradlab
-#: does not track. A class may only go down: lower a number when fixes land; the test fails if a class
-#: has more (a new gap) or fewer (update it).
+#: inputs, dtype strings, in-place changes through views), as measured when they were added. A class
+#: may only go down: lower a number when fixes land; the test fails if a class has more (a new gap) or
+#: fewer (update it).
 RATCHET = {"ndarray operand": 0, "flag value": 0, "empty (size 0)": 5, "list operand": 0, "dtype string": 0,
-           "aliasing": 40}
+           "aliasing": 0}
 
 
 def test_later_classes_do_not_regress(outcomes, classes):
