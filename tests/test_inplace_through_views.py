@@ -190,3 +190,36 @@ def test_a_no_grad_view_whose_base_changed_in_the_graph_is_refused_when_changed(
         x.mul_(2)
         with pytest.raises(RuntimeError, match="no_grad"):
             v.add_(1)
+
+
+FORWARD = {"mul_": lambda y, w: y[0].mul_(3), "exp_": lambda y, w: y[1, 1:].exp_(), "zero_": lambda y, w: y[:, 0].zero_(),
+           "fill_": lambda y, w: y[1].fill_(2.0), "copy_": lambda y, w: y.t()[1].copy_(w),
+           "setitem": lambda y, w: y[0].__setitem__(1, 7.0), "add_": lambda y, w: y.diagonal().add_(w)}
+
+
+@pytest.mark.parametrize("dual_w", [False, True])
+@pytest.mark.parametrize("change", list(FORWARD))
+def test_forward_mode_tangents_follow_a_change_through_a_view(change, dual_w, torch):
+    """The base's tangent takes the view's new tangent at the view's positions (PyTorch's views share it)."""
+    def run(lib, fwad):
+        with fwad.dual_level():
+            x = fwad.make_dual(lib.tensor(A, dtype=lib.float64), lib.tensor(C, dtype=lib.float64))
+            w = lib.tensor([5.0, 6.0], dtype=lib.float64)
+            if dual_w:
+                w = fwad.make_dual(w, lib.tensor([0.25, -1.0], dtype=lib.float64))
+            y = x * 2
+            FORWARD[change](y, w)
+            primal, tangent = fwad.unpack_dual(y)
+            return primal.numpy().copy(), tangent.numpy().copy()
+    ours, theirs = run(gradlab, gradlab.autograd.forward_ad), run(torch, torch.autograd.forward_ad)
+    for g, t in zip(ours, theirs):
+        np.testing.assert_allclose(g, t, rtol=1e-12)
+
+
+def test_copy_passes_the_source_tangent_on(torch):
+    for lib in (gradlab, torch):
+        fwad = lib.autograd.forward_ad
+        with fwad.dual_level():
+            x = lib.zeros(3, dtype=lib.float64)
+            x.copy_(fwad.make_dual(lib.ones(3, dtype=lib.float64), lib.full((3,), 2.0, dtype=lib.float64)))
+            assert fwad.unpack_dual(x).tangent.tolist() == [2.0, 2.0, 2.0]

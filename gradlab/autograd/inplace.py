@@ -46,11 +46,15 @@ def _O():
 
 
 def _needs_graph(self, others) -> bool:
+    """Must the change be recorded, not just written? When grad mode is on and a tensor involved requires grad,
+    or, for a view, its base does or has a forward-mode tangent (the base's tangent must follow the change)."""
     if not _grad_state.enabled:
         return False
-    if self._requires_grad or (self._view_base is not None and self._view_base._requires_grad):
+    if self._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others):
         return True
-    return any(isinstance(o, Tensor) and o._requires_grad for o in others)
+    base = self._view_base
+    return base is not None and (base._requires_grad or base._fw_grad is not None or self._fw_grad is not None
+                                 or any(isinstance(o, Tensor) and o._fw_grad is not None for o in others))
 
 
 def _label(t):
@@ -206,6 +210,8 @@ def write_through_view(view, name, compute):
         result = result.to(view.dtype)
     O = _O()
     old_base = Tensor._make(base._data, base._requires_grad, base.grad_fn, base._output_nr)
+    if base._fw_grad is not None:
+        old_base._fw_grad = base._fw_grad
     flat = O.reshape(old_base, (-1,))
     new_base = O.reshape(SetItem.apply(flat, result, (positions,)), base.shape)
     rebase(base, new_base)
@@ -219,7 +225,7 @@ def _replace(value):
     """``compute`` for ops that overwrite every element: the old value gets a zero gradient."""
     def compute(s):
         O = _O()
-        if isinstance(value, Tensor) and value._requires_grad:
+        if isinstance(value, Tensor) and (value._requires_grad or value._fw_grad is not None):
             keep = Tensor._make(xp_of(s._data).zeros(s.shape, dtype=bool))
             v = value if value.dtype == s.dtype else value.to(s.dtype)
             return O.where(keep, s, v)
@@ -314,7 +320,7 @@ def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         from ..factories import tensor
         src = tensor(src, dtype=self.dtype)
-    if not _needs_graph(self, (src,)):
+    if not _needs_graph(self, (src,)) and src._fw_grad is None and self._fw_grad is None:
         _write(self, src._data.astype(self.dtype, copy=False) if src.dtype != self.dtype else src._data, "copy_")
         return self
     return apply_inplace(self, "copy_", _replace(src), (src,))
