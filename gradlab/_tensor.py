@@ -67,6 +67,7 @@ class Tensor:
     _view_base = None      # for a view: the tensor whose memory it shows (see ops._util.view_of)
     _view_version = 0      # ... and the version counter's value when the view was made
     _view_fn = None        # ... and that tensor's grad_fn then
+    _view_no_grad = False  # ... made under no_grad (changing it in place while recording is refused, as in PyTorch)
     _retains_grad = False
     _hooks = None          # gradient hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None

@@ -341,6 +341,11 @@ STRICTER_THAN_PYTORCH: dict[tuple[str, str], str] = {
     **{(op, arg): "the fused LSTM sequence takes float gate pre-activations, states and weights (what nn.LSTM "
                   "gives it); PyTorch's composite reference promotes some integers silently"
        for op, arg in [("fused_lstm", "arg 0"), ("fused_lstm", "arg 2"), ("fused_lstm", "arg 4")]},
+    ("index_add", "arg 0"): "an index outside the input's dim is refused whatever the input's size; PyTorch checks "
+                            "the indices only when the input has elements, so an empty input takes any index",
+    ("scaled_dot_product_attention", "arg 2"): "a value whose batch size does not match the query's is a shape "
+                                               "error, as PyTorch says for any size but 0; for an empty value "
+                                               "PyTorch returns zeros of the query's shape instead",
 }
 
 

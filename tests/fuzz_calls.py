@@ -40,10 +40,12 @@ class Case:
     gl: Callable
     pt: Callable       # pt(torch)
     values: bool = True  # compare values when both succeed (False for random ops)
+    origin: str = ""   # the call mutated, when ``fn`` alone is ambiguous: "F.relu", "F.max_pool2d(t(1, 1, 4, 4), 2)"
 
     @property
     def id(self):
-        return f"{self.fn}[{self.what}]"
+        """Unique across the suite: the call mutated (or the function), then the mutation."""
+        return f"{self.origin or self.fn}[{self.what}]"
 
     @property
     def klass(self):
@@ -68,9 +70,6 @@ CLASSES = {"str": "wrong kind", "int tensor": "wrong dtype", "1.5": "wrong kind"
            "-5 inside": "out of domain", "list": "list operand", "ndarray": "ndarray operand",
            "empty": "empty (size 0)", "'yes'": "flag value", "1 for a bool": "flag value",
            "dtype str": "dtype string", "aliasing": "aliasing"}
-#: The classes the suite began with; every case of these passes. The others were added later and are
-#: counted against a ratchet in tests/test_fuzz_errors.py until their last failures are fixed.
-BASE_CLASSES = {"wrong kind", "wrong dtype", "out of domain", "hand-written"}
 
 
 def mutations(v):
@@ -155,10 +154,34 @@ def registry_cases(per_op=2, seed=0):
 
                 def pt(torch, o=info.torch, a=args, k=kwargs):
                     return o(torch, *to_torch(torch, _copy(a)), **to_torch(torch, _copy(k)))
-                yield Case(public, what, gl, pt, values=name not in RANDOM_OPS)
+                yield Case(public, what, gl, pt, values=name not in RANDOM_OPS, origin=_short(name))
 
 
 # ---------------------------------------------------------------- hand-written valid calls, mutated
+def _short(path):
+    """``functional.relu`` / ``nn.functional.relu`` -> ``F.relu`` (the spelling users write)."""
+    for long in ("nn.functional.", "functional."):
+        if path.startswith(long):
+            return "F." + path[len(long):]
+    return path
+
+
+def _describe(v):
+    """A short, stable spelling of an argument for a case id: tensors by shape (``t(2, 3)``)."""
+    if isinstance(v, gradlab.Tensor):
+        return f"t{tuple(v.shape)}".replace(",)", ")")
+    if isinstance(v, (tuple, list)):
+        inner = ", ".join(_describe(x) for x in v)
+        return f"({inner},)" if isinstance(v, tuple) and len(v) == 1 else (f"({inner})" if isinstance(v, tuple) else f"[{inner}]")
+    return repr(v)
+
+
+def _call(path, args, kwargs):
+    """``F.max_pool2d(t(1, 1, 4, 4), 2)``: the valid call a spec mutates, as the case id shows it."""
+    parts = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
+    return f"{_short(path)}({', '.join(parts)})"
+
+
 def _t(*shape, dtype="float32", low=-1.0, high=1.0, seed=0, grad=False):
     rng = np.random.default_rng(seed + len(shape))
     a = rng.uniform(low, high, size=shape).astype(dtype)
@@ -232,6 +255,7 @@ SPECS = [
     Spec("nn.ZeroPad2d", (1,), forward=(_ft(1, 1, 2, 2),)),
     Spec("nn.CrossEntropyLoss", (), {"label_smoothing": 0.1}, forward=(_ft(4, 3), _idx(4))),
     Spec("nn.MSELoss", (), {"reduction": "mean"}, forward=(_ft(4, 3), _ft(4, 3, seed=1))),
+    Spec("nn.HuberLoss", (), {"delta": 1.0}, forward=(_ft(4, 3), _ft(4, 3, seed=1))),
     Spec("nn.TransformerEncoderLayer", (8, 2), {"dim_feedforward": 16, "dropout": 0.0}, forward=(_ft(3, 2, 8),)),
     # F.* calls beyond the registry samples: domain-checked parameters
     Spec("nn.functional.softshrink", (_ft(3),), {"lambd": 0.5}),
@@ -294,10 +318,11 @@ def spec_cases():
             return fn(*a, **k)
 
         name = spec.path.rsplit(".", 1)[-1]
+        call = _call(spec.path, spec.args, spec.kwargs)
         for what, args, kwargs in mutate(spec.args, spec.kwargs):
             yield Case(name, what, (lambda a=args, k=kwargs, p=spec.path: build(gradlab, p, a, k)),
                        (lambda torch, a=args, k=kwargs, p=tpath: build(torch, p, a, k, torch)),
-                       values=spec.values and spec.forward is None)
+                       values=spec.values and spec.forward is None, origin=call)
         if spec.forward is not None:
             for what, fargs, _ in mutate(spec.forward, {}):
                 def gl(a=fargs, p=spec.path, s=spec):
@@ -308,7 +333,7 @@ def spec_cases():
                 def pt(torch, a=fargs, p=tpath, s=spec):
                     m = build(torch, p, s.args, s.kwargs, torch)
                     return m(*to_torch(torch, _copy(a)))
-                yield Case(name, f"forward {what}", gl, pt, values=False)
+                yield Case(name, f"forward {what}", gl, pt, values=False, origin=call)
     for opt, kw in OPTIMIZERS:
         for k, v in kw.items():
             for label, w in _opt_mutations(v):
@@ -317,7 +342,7 @@ def spec_cases():
 
                 def pt(torch, o=opt, kk={**kw, k: w}):
                     return getattr(torch.optim, o)([torch.ones(2, requires_grad=True)], **kk)
-                yield Case(opt, f"{k} -> {label}", gl, pt, values=False)
+                yield Case(opt, f"{k} -> {label}", gl, pt, values=False, origin=f"optim.{opt}")
 
 
 # ---------------------------------------------------------------- hand-written cases (issue #24's list)
@@ -443,27 +468,31 @@ VIEWS = {"x[0]": lambda x: x[0], "x[:, 1:]": lambda x: x[:, 1:], "x.t()": lambda
          "x.chunk(2)[1]": lambda x: x.chunk(2)[1], "x.expand(2, 3)": lambda x: x.expand(2, 3),
          "x.diagonal()": lambda x: x.diagonal(), "x.unsqueeze(0)": lambda x: x.unsqueeze(0),
          "x.detach()": lambda x: x.detach()}
-INPLACE = {"add_": lambda v: v.add_(1.0), "mul_": lambda v: v.mul_(2.0), "zero_": lambda v: v.zero_(),
-           "setitem": lambda v: v.__setitem__(Ellipsis, 0.0)}
-BASES = {"leaf": lambda lib: lib.ones(2, 3, requires_grad=True), "computed": lambda lib: lib.ones(2, 3, requires_grad=True) * 2,
-         "plain": lambda lib: lib.ones(2, 3)}
+#: (label, the method called, the change); ``w`` is a 0-d tensor that requires grad.
+INPLACE = {"add_(1)": ("add_", lambda v, w: v.add_(1.0)), "mul_(2)": ("mul_", lambda v, w: v.mul_(2.0)),
+           "zero_()": ("zero_", lambda v, w: v.zero_()), "v[...] = 0": ("setitem", lambda v, w: v.__setitem__(Ellipsis, 0.0)),
+           "mul_(w)": ("mul_", lambda v, w: v.mul_(w))}
+BASES = {"leaf": lambda lib, a: a, "computed": lambda lib, a: a * 2, "plain": lambda lib, a: lib.ones(2, 3)}
 
 
 def view_cases():
-    """Every view of a leaf, a computed tensor and a plain tensor changed in place, then (when accepted)
-    the base's value and gradient: gradlab must refuse what PyTorch refuses and agree on the rest."""
-    for (bn, base), (vn, view), (op, change) in itertools.product(BASES.items(), VIEWS.items(), INPLACE.items()):
-        def call(lib, base=base, view=view, change=change, bn=bn):
-            x = base(lib)
-            change(view(x))
-            if bn == "plain" or not x.requires_grad:
+    """Every view of a leaf, a computed tensor and a plain tensor changed in place, then (when accepted) the
+    base's value and the gradients of a loss computed from the base afterwards, to the leaf under it and to
+    ``w``: gradlab must refuse what PyTorch refuses and agree on the rest."""
+    for (bn, base), (vn, view), (label, (op, change)) in itertools.product(BASES.items(), VIEWS.items(),
+                                                                            INPLACE.items()):
+        def call(lib, base=base, view=view, change=change):
+            a = lib.ones(2, 3, requires_grad=True)
+            w = lib.tensor(3.0, requires_grad=True)
+            x = base(lib, a)
+            change(view(x), w)
+            if not x.requires_grad:
                 return x.detach() * 1
-            root = x if bn == "computed" else None
-            if root is None:
-                return x.detach() * 1
-            root.sum().backward()
-            return root.detach() * 1
-        yield Case(op, f"{vn} of a {bn} tensor -> aliasing", lambda c=call: c(gradlab), lambda torch, c=call: c(torch))
+            (x * lib.arange(6.0).reshape(2, 3)).sum().backward()
+            return (x.detach() * 1, lib.zeros(2, 3) if a.grad is None else a.grad,
+                    lib.zeros(()) if w.grad is None else w.grad)
+        yield Case(op, f"{vn}.{label} of a {bn} tensor -> aliasing", lambda c=call: c(gradlab),
+                   lambda torch, c=call: c(torch))
 
 
 def all_cases():

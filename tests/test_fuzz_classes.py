@@ -154,7 +154,37 @@ EMPTY_REFUSED = {
         lib.ones(0, 2, 2, 3), lib.ones(2, 2, 2, 3), lib.ones(2, 2, 2, 3)),
     "bilinear": lambda lib: lib.nn.functional.bilinear(lib.ones(2, 2), lib.ones(2, 3), lib.ones(1, 2, 3),
                                                        lib.ones(0)),
+    "instance_norm": lambda lib: lib.nn.functional.instance_norm(lib.ones(0, 2, 3), weight=lib.ones(2)),
+    "InstanceNorm1d": lambda lib: lib.nn.InstanceNorm1d(2, affine=True)(lib.ones(0, 2, 3)),
+    "LSTM": lambda lib: lib.nn.LSTM(3, 2)(lib.ones(0, 1, 3)),
 }
+
+
+def test_fused_lstm_refuses_an_empty_sequence_as_nn_lstm_does():
+    from gradlab.errors import ShapeError
+    with pytest.raises(ShapeError, match="fused_lstm: the sequence is empty"):
+        gradlab.fused_lstm(gradlab.ones(0, 2, 8), gradlab.zeros(2, 2), gradlab.zeros(2, 2), gradlab.ones(8, 2))
+    assert isinstance(ShapeError("x"), RuntimeError)  # (PyTorch: "Expected sequence length to be larger than 0")
+
+
+def test_pixel_unshuffle_of_an_empty_batch_has_the_documented_shape(torch):
+    """PyTorch's meta backend gives (0, 8, 2, 3); its CPU kernel returns the input's shape (pytorch#192816)."""
+    y = gradlab.nn.functional.pixel_unshuffle(gradlab.ones(0, 2, 4, 6), 2)
+    assert y.shape == tuple(torch.nn.functional.pixel_unshuffle(torch.ones(0, 2, 4, 6, device="meta"), 2).shape)
+    assert y.shape == (0, 8, 2, 3)
+    assert gradlab.nn.functional.pixel_shuffle(y, 2).shape == (0, 2, 4, 6)
+
+
+def test_empty_inputs_gradlab_refuses_on_purpose_are_listed():
+    """An out-of-range index into an empty input, and a value whose batch does not match the query's."""
+    from gradlab.checks import stricter_reason
+    with pytest.raises(IndexError, match="index_add"):
+        gradlab.index_add(gradlab.ones(0, 3), 0, gradlab.tensor([2]), gradlab.ones(1, 3))
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: the batch dims .* value \\(0, 2, 1, 1\\)"):
+        q = gradlab.ones(2, 2, 1, 1)
+        gradlab.nn.functional.scaled_dot_product_attention(q, q, gradlab.ones(0, 2, 1, 1))
+    assert stricter_reason("index_add", "arg 0 -> empty") and stricter_reason("scaled_dot_product_attention",
+                                                                              "arg 2 -> empty")
 
 
 @pytest.mark.parametrize("name", sorted(EMPTY_REFUSED))

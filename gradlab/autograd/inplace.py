@@ -6,7 +6,7 @@ have *saved* that tensor for its backward. So every in-place change bumps the
 tensor's version counter (shared with its views), each saved tensor remembers
 the version it saw, and backward refuses a saved tensor whose version moved.
 
-Three cases, as in PyTorch:
+Four cases, as in PyTorch:
 
 * nothing needs a graph (grad mode off, or no tensor involved requires grad):
   write the new values and bump the version. This is the optimizer path.
@@ -16,6 +16,9 @@ Three cases, as in PyTorch:
   the op out of place on a copy of the old value, write the result into the
   tensor's memory, and *rebase* the tensor: its ``grad_fn`` becomes the new
   node, whose input edge is the old ``grad_fn``. Gradients stay right.
+* a **view** of a tensor in the graph (``x[0].mul_(2)``): the change is a
+  change of its base, so the *base* is rebased (:func:`write_through_view`,
+  PyTorch's ``CopySlices``), unless the base is a leaf that requires grad.
 
 The methods are installed on :class:`~gradlab.Tensor` when ``gradlab.autograd``
 is imported (this module needs the ops, which the tensor layer may not import).
@@ -30,11 +33,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .function import Op
 from .grad_mode import state as _grad_state
-
-#: Nodes whose output is a view of their input's memory: an in-place change of such
-#: a tensor would also change the base, which gradlab's graph does not track.
-VIEW_NODES = frozenset({"index", "reshape", "permute", "broadcast_to", "as_strided", "alias", "transpose",
-                        "squeeze", "unsqueeze", "expand", "view", "diagonal", "select", "narrow"})
+from .views import positions_in, refresh_view
 
 
 def _set_tangent(t, tangent):
@@ -47,11 +46,15 @@ def _O():
 
 
 def _needs_graph(self, others) -> bool:
+    """Must the change be recorded, not just written? When grad mode is on and a tensor involved requires grad,
+    or, for a view, its base does or has a forward-mode tangent (the base's tangent must follow the change)."""
     if not _grad_state.enabled:
         return False
-    if self._requires_grad:
+    if self._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others):
         return True
-    return any(isinstance(o, Tensor) and o._requires_grad for o in others)
+    base = self._view_base
+    return base is not None and (base._requires_grad or base._fw_grad is not None or self._fw_grad is not None
+                                 or any(isinstance(o, Tensor) and o._fw_grad is not None for o in others))
 
 
 def _label(t):
@@ -116,39 +119,113 @@ def apply_inplace(self, name, compute, others=()):
         if self._fw_grad is not None or (isinstance(result, Tensor) and result._fw_grad is not None):
             _set_tangent(self, getattr(result, "_fw_grad", None))
         return self
+    if self._view_base is not None:
+        return write_through_view(self, name, compute)
     if self._requires_grad and self.grad_fn is None:
         _refuse_leaf(self, name)
-    fn = self.grad_fn
-    if fn is not None and fn.name in VIEW_NODES and getattr(self._data, "base", None) is not None:
-        raise GradError(
-            f"{name}: {_label(self)} is a view (made by {fn.name}) of another tensor in the graph; gradlab does not "
-            f"track in-place changes through views. Compute a new tensor instead (y = x.clone(); y[...] = ...)")
-    old = Tensor._make(self._data.copy(), self._requires_grad, fn, self._output_nr)
-    if self._fw_grad is not None:
-        old._fw_grad = self._fw_grad
-    result = compute(old)
+    result = compute(_old_value(self))
     _write(self, result, name)
-    # rebase: from now on this tensor is the output of the in-place node
-    retained = self._retains_grad
-    self._requires_grad = result._requires_grad
-    self.grad_fn = result.grad_fn
-    self._output_nr = result._output_nr
-    if self._fw_grad is not None or result._fw_grad is not None:
-        _set_tangent(self, result._fw_grad)
-    if retained:  # .grad now means the gradient of the new value, as in PyTorch
-        if fn is not None and fn._retained:
-            fn._retained.pop(old._output_nr, None)
-        self._retains_grad = False
-        if self.grad_fn is not None:
-            self.retain_grad()
+    rebase(self, result)
     return self
+
+
+def _old_value(t):
+    """A copy of ``t``'s current value, standing where ``t`` stands in the graph: the input of the in-place node."""
+    old = Tensor._make(t._data.copy(), t._requires_grad, t.grad_fn, t._output_nr)
+    if t._fw_grad is not None:
+        old._fw_grad = t._fw_grad
+    return old
+
+
+def rebase(t, new):
+    """Make ``t`` (whose memory already holds ``new``'s values) the output of ``new``'s node.
+
+    This is what "the graph follows an in-place change" means: from now on the
+    gradient of anything computed from ``t`` flows into the in-place op's node,
+    and from there to ``t``'s old node. ``retain_grad()`` moves with the
+    tensor, as in PyTorch: ``t.grad`` is the gradient of its new value.
+    """
+    old_fn, old_nr = t.grad_fn, t._output_nr
+    t._requires_grad = new._requires_grad
+    t.grad_fn = new.grad_fn
+    t._output_nr = new._output_nr
+    if t._fw_grad is not None or new._fw_grad is not None:
+        _set_tangent(t, new._fw_grad)
+    if t._retains_grad:
+        if old_fn is not None and old_fn._retained:
+            old_fn._retained.pop(old_nr, None)
+        t._retains_grad = False
+        if t.grad_fn is not None:
+            t.retain_grad()
+
+
+def write_through_view(view, name, compute):
+    """An in-place change of a view, recorded as a change of its base (PyTorch's ``CopySlices``).
+
+    ``v = h[0]; v.mul_(2)`` changes ``h`` too: its first row is doubled. Rebasing
+    only ``v`` (as for a tensor that is not a view) would leave ``h.grad_fn``
+    describing the old ``h``, a silently wrong gradient for anything computed
+    from ``h`` afterwards. So the change is recorded on the base ``h`` (the
+    tensor at the root of the chain of views), in three steps:
+
+    1. compute the new value of the view out of place: ``r = compute(old v)``,
+       whose graph goes back through the view op to the old ``h`` (and to any
+       other tensor the op read: ``v.add_(w)``);
+    2. write ``r`` into the shared memory, and make ``h`` the output of
+       "old ``h`` with the view's positions replaced by ``r``":
+       ``h_new = setitem(h_old.reshape(-1), positions, r).reshape(h.shape)``.
+       Its backward sends ``dh`` to the old ``h`` with zeros at those
+       positions (they were overwritten) and ``dh[positions]`` to ``r``;
+    3. refresh ``v`` (and, lazily, every other view of ``h``): its node becomes
+       ``h_new.reshape(-1)[positions]`` (``views.refresh_view``).
+
+    ``positions`` are found by memory address (``views.positions_in``), so this
+    one rule serves every view op (indexing, ``t()``, ``view``, ``diagonal``,
+    ``expand``...). What PyTorch refuses is refused here too: a view of a leaf
+    that requires grad, a view made under ``no_grad()``, and a view whose
+    elements overlap in memory (``expand`` of a size-1 dim).
+    """
+    base = view._view_base
+    if view._view_no_grad:
+        raise GradError(
+            f"{name}: {_label(view)} is a view made under no_grad() (or inference_mode()) and is being changed in place "
+            "while gradients are recorded; whether the change should be recorded is ambiguous, so it is refused (as in "
+            "PyTorch). Make both the view and the change inside no_grad(), or both outside it")
+    if base._requires_grad and base.grad_fn is None:
+        raise GradError(
+            f"{name}: {_label(view)} is a view of {_label(base)}, a leaf that requires grad, and changing it in place "
+            "would destroy the value the gradient is about (as in PyTorch); do the update inside "
+            "`with gradlab.no_grad():`, or change a copy (y = x.clone(); y[0].mul_(2))")
+    if view._vcounter.value != view._view_version:
+        refresh_view(view)  # (its base changed in place since the view was made)
+    positions = positions_in(view._data, base._data)
+    if positions is None or np.unique(positions).size != positions.size:
+        raise GradError(
+            f"{name}: more than one element of {_label(view)} refers to the same memory (an expand of a size-1 dim), "
+            "or gradlab cannot locate it in its base, so an in-place change is ambiguous (as in PyTorch); "
+            ".clone() the view first and change the copy")
+    result = compute(_old_value(view))
+    _write(view, result, name)
+    if result.dtype != view.dtype:
+        result = result.to(view.dtype)
+    O = _O()
+    old_base = Tensor._make(base._data, base._requires_grad, base.grad_fn, base._output_nr)
+    if base._fw_grad is not None:
+        old_base._fw_grad = base._fw_grad
+    flat = O.reshape(old_base, (-1,))
+    new_base = O.reshape(SetItem.apply(flat, result, (positions,)), base.shape)
+    rebase(base, new_base)
+    refresh_view(view)
+    if result._fw_grad is not None:
+        _set_tangent(view, result._fw_grad)
+    return view
 
 
 def _replace(value):
     """``compute`` for ops that overwrite every element: the old value gets a zero gradient."""
     def compute(s):
         O = _O()
-        if isinstance(value, Tensor) and value._requires_grad:
+        if isinstance(value, Tensor) and (value._requires_grad or value._fw_grad is not None):
             keep = Tensor._make(xp_of(s._data).zeros(s.shape, dtype=bool))
             v = value if value.dtype == s.dtype else value.to(s.dtype)
             return O.where(keep, s, v)
@@ -243,7 +320,7 @@ def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         from ..factories import tensor
         src = tensor(src, dtype=self.dtype)
-    if not _needs_graph(self, (src,)):
+    if not _needs_graph(self, (src,)) and src._fw_grad is None and self._fw_grad is None:
         _write(self, src._data.astype(self.dtype, copy=False) if src.dtype != self.dtype else src._data, "copy_")
         return self
     return apply_inplace(self, "copy_", _replace(src), (src,))

@@ -1,10 +1,19 @@
-"""Views and in-place changes of their base: keeping a view's graph true.
+"""Views and in-place changes: keeping the graph true when two tensors share memory.
 
 A view (``h[0:2]``, ``h.T``, ``h.reshape(-1)``) shares its base's memory and
-version counter (``ops._util.view_of`` links them). When the base is later
-changed in place *in the graph*, the view's values change too, so its node must
-be rebuilt from the base's new graph before the view is used again; the engine
-and ``Function.apply`` call :func:`refresh_view` when a view's version moved.
+version counter (``ops._util.view_of`` links them). An in-place change through
+either one changes both, so both graphs must follow:
+
+* the **base** changed in place: the view's values change too, so its node is
+  rebuilt from the base's new graph before the view is used again (the engine
+  and ``Function.apply`` call :func:`refresh_view` when a view's version moved);
+* the **view** changed in place: the base's graph is rewritten to say "the old
+  base with these positions replaced", PyTorch's ``CopySlices``
+  (``autograd.inplace.write_through_view``), and the view is then refreshed
+  from it as above.
+
+Both directions find the view's elements in its base by memory address
+(:func:`positions_in`), so any view op works, whatever its shape or strides.
 """
 from __future__ import annotations
 
@@ -35,8 +44,13 @@ def refresh_view(view):
     view._view_version = view._version.value
     if base.grad_fn is view._view_fn:
         return  # the base's graph did not change (a leaf updated under no_grad, as optimizers do)
+    if view._view_no_grad:
+        raise GradError(
+            f"{_label(view)} is a view made under no_grad() (or inference_mode()) of a tensor that was then changed in "
+            "place while gradients were recorded, and it is now used where they are: its gradient would be "
+            "ambiguous (as in PyTorch). Make both the view and the change inside no_grad(), or both outside it")
     view._view_fn = base.grad_fn
-    positions = _positions_in(view._data, base._data)
+    positions = positions_in(view._data, base._data)
     if positions is None:
         raise GradError(
             f"{_label(view)} is a view of a tensor that was changed in place after the view was made, and gradlab "
@@ -58,7 +72,7 @@ def refresh_view(view):
         view.retain_grad()
 
 
-def _positions_in(view_arr, base_arr):
+def positions_in(view_arr, base_arr):
     """For each element of ``view_arr``, the row-major index of the element of ``base_arr`` at the same
     memory address (None when the arrays do not live in host memory, or an element is not found)."""
     if type(view_arr) is not np.ndarray or type(base_arr) is not np.ndarray:

@@ -81,11 +81,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise ShapeError(f"{op}: with enable_gqa the query heads ({hq}) must be a multiple of the key/value "
                              f"heads ({hk}, {v.shape[-3]})")
         k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
-    try:  # (here, not deep in the matmul below, so that the message names this function and both inputs)
-        np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
+    try:  # (here, not deep in the matmuls below, so that the message names this function and the inputs)
+        np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
     except ValueError:
-        raise ShapeError(f"{op}: the batch dims of query {fmt_shape(q.shape)} and key {fmt_shape(k.shape)} do not "
-                         "broadcast (each pair of sizes must match or one be 1)") from None
+        raise ShapeError(f"{op}: the batch dims of query {fmt_shape(q.shape)}, key {fmt_shape(k.shape)} and value "
+                         f"{fmt_shape(v.shape)} do not broadcast (each pair of sizes must match or one be 1)") from None
     L, S = q.shape[-2], k.shape[-2]
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     scores = O.matmul(q, k.mT) * sc

@@ -41,7 +41,7 @@ from ..amp.state import state as _amp  # is autocast on (gradlab.amp)
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt
 from ..backend.fperr import quiet as _fp_quiet
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.normalization import BatchNorm, LayerNorm
 from ..ops.registry import Sample, register
@@ -189,6 +189,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     momentum, eps = _c.arguments(op, momentum=(momentum, "number"), eps=(eps, "number"),
                                  running_mean=(running_mean, "tensor?"), running_var=(running_var, "tensor?"))[:2]
     dims = tuple(range(2, x.ndim))
+    if x.shape[0] == 0 and (weight is not None or bias is not None):
+        raise IndexOutOfRange(  # (PyTorch repeats weight and bias once per sample, then indexes the empty result)
+            f"{op}: the batch is empty (input {fmt_shape(x.shape)}) and a weight or bias was given; PyTorch refuses "
+            "this (an IndexError), so gradlab does too. Skip empty batches (if x.shape[0]: ...)")
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: use_input_stats=False needs running_mean and running_var")

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import checks as _checks, ops as O
 from .._tensor import Tensor
+from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt
 from ..backend.device import xp_of
 from ..errors import ArgumentTypeError, DeviceError, broadcast_failure, fmt_shape
@@ -199,13 +200,19 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
     up a chain of views) and the version it was made at: if that tensor is
     later changed in place, the view's values change with it, and the next op
     that uses the view rebuilds its graph from the tensor's new one
-    (``autograd.views.refresh_view``), as PyTorch does.
+    (``autograd.views.refresh_view``), as PyTorch does. A view made under
+    ``no_grad()`` (or from one) is marked: changing it in place while recording
+    is refused (``autograd.inplace``), as PyTorch refuses it.
     """
-    if getattr(out._data, "base", None) is not None and out._data.base is not None:
+    d = out._data
+    # (NumPy's reshape of a non-contiguous array copies into a temporary it then views: not a view of ``base``)
+    if getattr(d, "base", None) is not None and (type(d) is not np.ndarray or np.may_share_memory(d, base._data)):
         vc = out._version = base._version
         root = out._view_base = base._view_base if base._view_base is not None else base
         out._view_version = vc.value
         out._view_fn = root.grad_fn
+        if base._view_no_grad or not _grad_state.enabled:
+            out._view_no_grad = True
     return out
 
 

@@ -417,6 +417,9 @@ def fused_lstm(proj, h0, c0, w_hh, b_hh=None, reverse=False):
         raise ShapeError(f"{op}: h0 {fmt_shape(h0.shape)} and c0 {fmt_shape(c0.shape)} must match, and w_hh must be "
                          f"(4 * hidden, hidden) = {fmt_shape((proj.shape[-1], c0.shape[-1]))}, got "
                          f"{fmt_shape(w_hh.shape)}")
+    if proj.shape[0] == 0:  # (nn.LSTM refuses it before it gets here; PyTorch's own sequence refuses it too)
+        raise ShapeError(f"{op}: the sequence is empty (proj {fmt_shape(proj.shape)}: 0 steps), so there is no last "
+                         "state to return; give at least one time step")
     if b_hh is not None:
         b_hh = check_tensor(b_hh, op, "b_hh")
         _c.floating(b_hh, op, "b_hh")

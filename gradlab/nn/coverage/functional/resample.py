@@ -170,8 +170,18 @@ def _unshuffle_samples(src):
 
 register("pixel_shuffle", samples=_shuffle_samples, namespace=NS, formula="dX = pixel_unshuffle(dY, r)",
          torch=lambda torch, *a, **k: torch.nn.functional.pixel_shuffle(*a, **k))(pixel_shuffle)
+def _torch_pixel_unshuffle(torch, input, *a, **k):
+    """The oracle: PyTorch's ``pixel_unshuffle``, except that an input with no elements gets the documented
+    ``(*, C*r*r, H/r, W/r)`` shape, which PyTorch's meta backend (what ``torch.compile`` traces with) and its CUDA
+    kernel give; its CPU kernel returns a copy of the input's shape instead (pytorch/pytorch#192816)."""
+    if input.numel() == 0:
+        out = torch.nn.functional.pixel_unshuffle(input.to("meta"), *a, **k)
+        return torch.empty(out.shape, dtype=out.dtype)
+    return torch.nn.functional.pixel_unshuffle(input, *a, **k)
+
+
 register("pixel_unshuffle", samples=_unshuffle_samples, namespace=NS, formula="dX = pixel_shuffle(dY, r)",
-         torch=lambda torch, *a, **k: torch.nn.functional.pixel_unshuffle(*a, **k))(pixel_unshuffle)
+         torch=_torch_pixel_unshuffle)(pixel_unshuffle)
 
 
 def channel_shuffle(input, groups):
