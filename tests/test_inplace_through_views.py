@@ -192,6 +192,58 @@ def test_a_no_grad_view_whose_base_changed_in_the_graph_is_refused_when_changed(
             v.add_(1)
 
 
+PLAIN_VIEWS = {"b[:2]": lambda b: b[:2], "b.view(2, 2)[1]": lambda b: b.view(2, 2)[1],
+               "b[1:][::2]": lambda b: b[1:][::2], "b.expand(3, 4)": lambda b: b.expand(3, 4)}
+JOINS = {"b.copy_(2w)": lambda lib, b, w: b.copy_(w * 2), "b.add_(w)": lambda lib, b, w: b.add_(w),
+         "b[2:] = w[2:] (another view)": lambda lib, b, w: b[2:].copy_(w[2:]),
+         "b.mul_(0).add_(w)": lambda lib, b, w: b.mul_(0).add_(w)}
+
+
+@pytest.mark.parametrize("join", JOINS)
+@pytest.mark.parametrize("view", PLAIN_VIEWS)
+def test_a_view_of_a_plain_tensor_that_joins_a_graph_requires_grad(view, join, torch):
+    """``b = zeros(4); v = b[:2]; b.copy_(2 * w)``: ``v`` shows values computed from ``w`` now, so it requires
+    grad and ``w`` gets its gradient through it, as in PyTorch (before, ``v`` stayed a constant: a silently
+    missing gradient)."""
+    got = {}
+    for lib in (gradlab, torch):
+        w = lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=lib.float64, requires_grad=True)
+        b = lib.tensor([0.5, -1.0, 2.0, 3.0], dtype=lib.float64)
+        v = PLAIN_VIEWS[view](b)
+        JOINS[join](lib, b, w)
+        loss = (v * v * lib.arange(1, v.numel() + 1, dtype=lib.float64).reshape(v.shape)).sum()
+        loss.backward()
+        got[lib] = (v.requires_grad, loss.item(), w.grad.tolist())
+    assert got[gradlab][0] and got[torch][0]
+    assert got[gradlab][1] == pytest.approx(got[torch][1], rel=1e-12)
+    np.testing.assert_allclose(got[gradlab][2], got[torch][2], rtol=1e-12)
+
+
+def test_a_view_of_a_plain_tensor_stays_plain_while_no_change_involves_a_graph(torch):
+    for lib in (gradlab, torch):
+        b = lib.zeros(4)
+        v = b[:2]
+        b.add_(1.0)                                # changes with nothing that requires grad
+        b[3:].mul_(lib.tensor([2.0]))
+        with lib.no_grad():                        # ... or made under no_grad
+            b.add_(lib.ones(4, requires_grad=True))
+        assert not v.requires_grad and not b.requires_grad and v.grad_fn is None
+        assert v.tolist() == [2.0, 2.0]
+
+
+def test_a_no_grad_view_of_a_tensor_that_joins_a_graph_is_refused_when_used(torch):
+    """The view was made under no_grad, its base then changed in place by a recorded op: using the view
+    where gradients are recorded is ambiguous, and refused, as PyTorch refuses it."""
+    for lib in (gradlab, torch):
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = lib.zeros(3)
+        with lib.no_grad():
+            v = b[:2]
+        b.copy_(w * 2)
+        with pytest.raises(RuntimeError, match="no_grad"):
+            (v * 3).sum().backward()
+
+
 FORWARD = {"mul_": lambda y, w: y[0].mul_(3), "exp_": lambda y, w: y[1, 1:].exp_(), "zero_": lambda y, w: y[:, 0].zero_(),
            "fill_": lambda y, w: y[1].fill_(2.0), "copy_": lambda y, w: y.t()[1].copy_(w),
            "setitem": lambda y, w: y[0].__setitem__(1, 7.0), "add_": lambda y, w: y.diagonal().add_(w)}

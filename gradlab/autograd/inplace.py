@@ -146,6 +146,15 @@ def rebase(t, new):
     tensor, as in PyTorch: ``t.grad`` is the gradient of its new value.
     """
     old_fn, old_nr = t.grad_fn, t._output_nr
+    if new._requires_grad and not t._requires_grad:
+        # ``b = zeros(3); v = b[:2]; b.copy_(w)``: ``v`` shows ``b``'s memory, now computed from ``w``.
+        # Its node is stale (it had none), so it requires grad from now on, and the next op that uses it
+        # rebuilds it from ``b``'s graph (``views.refresh_view``; refused there for a view made under
+        # no_grad), as in PyTorch; otherwise ``w`` would silently get no gradient through ``v``.
+        for ref in t.__dict__.pop("_plain_views", ()):
+            v = ref()
+            if v is not None:
+                v._requires_grad = True
     t._requires_grad = new._requires_grad
     t.grad_fn = new.grad_fn
     t._output_nr = new._output_nr

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -202,7 +203,8 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
     that uses the view rebuilds its graph from the tensor's new one
     (``autograd.views.refresh_view``), as PyTorch does. A view made under
     ``no_grad()`` (or from one) is marked: changing it in place while recording
-    is refused (``autograd.inplace``), as PyTorch refuses it.
+    is refused (``autograd.inplace``), as PyTorch refuses it. A view of a tensor that needs no
+    gradient is remembered (weakly) by that tensor, for the day an in-place op puts it in a graph.
     """
     d = out._data
     # (NumPy's reshape of a non-contiguous array copies into a temporary it then views: not a view of ``base``)
@@ -213,6 +215,18 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
         out._view_fn = root.grad_fn
         if base._view_no_grad or not _grad_state.enabled:
             out._view_no_grad = True
+        if not root._requires_grad:
+            # A view of a plain tensor: if an in-place op later makes that tensor part of a graph
+            # (``b.copy_(w)``), the view's values come from the graph too, so the view must then
+            # require grad (``autograd.inplace.rebase`` marks it; its next use rebuilds its node).
+            # (A list of weak references, pruned of dead ones whenever its length reaches a power of two: a
+            # data tensor sliced every batch keeps a short list. Not a WeakSet: that compares tensors with ==.)
+            views = root.__dict__.get("_plain_views")
+            if views is None:
+                views = root._plain_views = []
+            elif len(views) >= 32 and not len(views) & (len(views) - 1):
+                views[:] = [r for r in views if r() is not None]
+            views.append(weakref.ref(out))
     return out
 
 
