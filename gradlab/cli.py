@@ -333,7 +333,8 @@ def main(argv=None) -> int:
             paths = build(args.solutions, args.out, check_only=args.check, force=args.force,
                           on_backup=lambda old, new: print(f"kept your {old} as {new}"))
             verb = "up to date" if args.check else "written"
-            print(f"{len(paths)} exercise notebook{'s' if len(paths) != 1 else ''} {verb} in {args.out}/")
+            n = sum(1 for p in paths if p.endswith(".ipynb"))
+            print(f"{n} exercise notebook{'s' if n != 1 else ''} and their recorded values {verb} in {args.out}/")
             return 0
         if args.command == "fresh":
             return _fresh(args)

@@ -26,7 +26,7 @@ import pytest
 from gradlab.cli import main
 from gradlab.course.course_dir import Course, find_course
 from gradlab.course.notebook import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, read_notebook
-from gradlab.course.release import leaks, release
+from gradlab.course.release import leaks, reference_helpers, release
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = Course(str(ROOT))
@@ -103,8 +103,10 @@ def test_the_leak_scan_has_teeth(out, tmp_path):
     sol_line = next(r for c in sol.cells for r in _regions(c.source, BEGIN_SOLUTION, END_SOLUTION) if r)
     hidden = [r for p in sorted((ROOT / "solutions").glob("*.ipynb")) for c in read_notebook(p).cells
               for r in _regions(c.source, BEGIN_HIDDEN, END_HIDDEN) if r]
+    helper = next(src for name, src, _ in reference_helpers(COURSE) if name == "_ref_topk_grad")
     planted = {
         "notebooks/99_copy.ipynb": (ROOT / "solutions" / "03_softmax.ipynb").read_text(),
+        "gradlab/planted_reference.py": "import numpy as np\n\n" + helper + "\n",   # re-indented does not hide it
         "gradlab/planted.py": "x = 1\n" + "\n".join("    " + ln for ln in sol_line) + "\n",
         "docs/notes.md": "\n".join(max(hidden, key=len)) + "\n",
     }
@@ -117,6 +119,67 @@ def test_the_leak_scan_has_teeth(out, tmp_path):
             target.unlink()
         assert any(f.startswith(rel) for f in found), (rel, found[:3])
     assert leaks(out, COURSE) == []
+
+
+def test_no_reference_helper_ships_and_the_checks_read_recorded_values(out):
+    """The exercises show no reference helper (they computed the visible checks' expected values, and gave
+    the math away) and no expected=: each calls recorded(NAME), and exercises/expected/NAME.json holds the
+    solution's value of every visible check, and of no hidden one."""
+    helpers = reference_helpers(COURSE)
+    assert {"_ref_topk_grad", "_ref_bn_grads", "_autograd_layer_norm", "_conv2d_backward_loop", "_numpy_gd",
+            "_ref_gated_grads"} <= {name for name, _, _ in helpers}
+    hidden_names = set()
+    for p in sorted((ROOT / "solutions").glob("*.ipynb")):
+        for cell in read_notebook(p).cells:
+            for region in _regions(cell.source, BEGIN_HIDDEN, END_HIDDEN):
+                hidden_names.update(x.split("(", 1)[1].split(",")[0].strip("f'\"") for x in region
+                                    if x.startswith("check("))
+    for p in sorted((out / "exercises").glob("*.ipynb")):
+        text = "\n".join(c.source for c in read_notebook(p).cells if c.cell_type == "code")
+        assert "expected=" not in text and f'recorded("{p.stem}")' in text, p.name
+        assert not [name for name, _, _ in helpers if f"def {name}(" in text], p.name
+        records = json.loads((out / "exercises" / "expected" / f"{p.stem}.json").read_text())["records"]
+        names = {r["name"] for recs in records.values() for r in recs}
+        assert names and not names & hidden_names, (p.name, sorted(names & hidden_names)[:3])
+
+
+def _filled(exercise, solution, replace=None):
+    """The exercise with every answer cell holding the solution's code (or ``replace[grade_id]``)."""
+    import copy
+
+    from gradlab.course.notebook import grade_id, is_solution
+    nb = copy.deepcopy(read_notebook(exercise))
+    answers = {grade_id(c): c.source for c in read_notebook(solution).cells if is_solution(c)}
+    answers.update(replace or {})
+    for cell in nb.cells:
+        if is_solution(cell) and grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)]
+    return nb
+
+
+# the exercises that showed NumPy reference math before their checks read recorded values
+RECORDED = ("04_layer_norm", "05_conv2d_im2col", "13_debug_training_loop", "16_inplace_bugs", "17_custom_function")
+
+
+def test_exercises_filled_in_pass_their_checks_and_a_wrong_answer_fails(out, monkeypatch):
+    """A released exercise, its answers filled in from the solution, passes each visible check against
+    the recorded values (run in-process, as nbval would, from inside exercises/); a wrong answer fails.
+    (Every exercise was run so once, 21 of 21 passing; these five keep it to seconds.)"""
+    from gradlab.course.inprocess import grade_notebook
+    monkeypatch.chdir(out / "exercises")
+    for p in [out / "exercises" / f"{name}.ipynb" for name in RECORDED]:
+        cells, batch = grade_notebook(_filled(p, ROOT / "solutions" / p.name), hidden=False, probes=False)
+        failed = [(c.grade_id, r.message) for c, r in zip(cells, batch.reference.cells) if c.graded and r.status != "ok"]
+        assert not failed and any(r.records for r in batch.reference.cells), (p.name, failed[:2])
+    nb = _filled(out / "exercises" / "04_layer_norm.ipynb", ROOT / "solutions" / "04_layer_norm.ipynb")
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "layer_norm_backward":
+            cell.source += "\n\n_right = layer_norm_backward\n" \
+                           "def layer_norm_backward(g, cache):\n    dx, dw, db = _right(g, cache)\n    return dx * 1.01, dw, db\n"
+    cells, batch = grade_notebook(nb, hidden=False, probes=False)
+    status = {c.grade_id: (r.status, r.message) for c, r in zip(cells, batch.reference.cells) if c.graded}
+    assert status["backward_dw_db"][0] == "ok" and status["forward"][0] == "ok", status
+    assert status["backward_dx"][0] != "ok" and "dx (4, 8)" in status["backward_dx"][1], status
 
 
 def test_students_tests_pass_inside_the_release(out):

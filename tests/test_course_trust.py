@@ -14,6 +14,7 @@ import io
 import json
 import os
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -543,6 +544,18 @@ def test_textwrap_sources_parse():
             compile(textwrap.dedent(extra), "<e>", "exec")
 
 
+def test_the_kernel_launcher_imports_only_the_standard_library():
+    """The launcher (outside the sandbox, one per submission) never imports gradlab, NumPy or ml_dtypes:
+    importing them took as long as the rest of a kernel's start, and the kernel inside imports them anyway."""
+    import subprocess
+    python, *rest = sandbox.launcher_argv()
+    p = subprocess.run([python, "-X", "importtime", *rest], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "usage: python -I sandbox.py" in p.stderr, p.stderr[-500:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in p.stderr.splitlines() if "|" in line}
+    assert "json" in imported and "subprocess" in imported, sorted(imported)
+    assert not imported & {"gradlab", "numpy", "ml_dtypes", "IPython", "ipykernel"}, sorted(imported)
+
+
 @needs_sandbox
 def test_sandboxed_kernels_leave_no_folders_behind(tmp_path, monkeypatch):
     """Each kernel's working folder is made under one folder per batch, which the grader removes."""
@@ -645,11 +658,7 @@ while True:
         os.fork()
     except OSError:
         pass
-''', ("processes",
-      # on a starved machine the bomb's thousands of processes can hold off the watcher's look past the
-      # cell's timeout: then it is stopped by the timeout, still scores 0, and nothing of it is left running
-      # (test_nothing_is_left_running_or_on_disk); seen in about half the runs at a 1-minute load over 1000
-      "timed out after")),
+''', "too many processes"),
     "huge_memory": (ZEROS, '''\
 import os, signal, time
 for _ in range(4):
@@ -695,6 +704,15 @@ def _our_processes(marker):
     return found
 
 
+def _our_cgroups():
+    """The kernels' pids cgroups left under the ceiling's folder, whose launcher is gone."""
+    parent = sandbox.process_ceiling()[0]
+    if not parent:
+        return []
+    names = [n for n in os.listdir(parent) if n.startswith("gradlab-")]
+    return [n for n in names if not os.path.exists(f"/proc/{n.split('-')[1]}")]
+
+
 @pytest.fixture(scope="module")
 def stalls(tmp_path_factory):
     import tempfile
@@ -716,17 +734,29 @@ def stalls(tmp_path_factory):
         nbformat.write(nb, p)
         paths.append(p)
     out = tmp / "out.json"
+    counts, done = [], threading.Event()
+
+    def sample():   # how many of this batch's processes exist, every 0.2 s (a fork bomb's show here)
+        while not done.wait(0.2):
+            counts.append((time.monotonic(), len(_our_processes(str(systmp)))))
+    sampler = threading.Thread(target=sample, daemon=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tempfile, "tempdir", str(systmp))
         start = time.monotonic()
-        with contextlib.redirect_stdout(io.StringIO()) as buf:
-            rc = main(["grade", *map(str, paths), "--solutions", str(sol_dir), "--timeout", str(STALL_TIMEOUT), "-n", "2",
-                       "--json", str(out), "--sandbox", "on", "--memory", "512"])
+        sampler.start()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as buf:
+                rc = main(["grade", *map(str, paths), "--solutions", str(sol_dir), "--timeout", str(STALL_TIMEOUT),
+                           "-n", "2", "--json", str(out), "--sandbox", "on", "--memory", "512"])
+        finally:
+            done.set()
+            sampler.join()
         seconds = time.monotonic() - start
     doc = json.loads(out.read_text())
-    left = {"files": sorted(os.listdir(systmp)), "processes": _our_processes(str(systmp))}
+    left = {"files": sorted(os.listdir(systmp)), "processes": _our_processes(str(systmp)),
+            "cgroups": _our_cgroups()}
     return {"rc": rc, "res": {Path(n["notebook"]).stem: n for n in doc["notebooks"]}, "table": buf.getvalue(),
-            "seconds": seconds, "left": left}
+            "seconds": seconds, "left": left, "counts": counts}
 
 
 @needs_sandbox
@@ -750,4 +780,49 @@ def test_a_stalling_or_crashing_submission_scores_zero_with_its_reason(stalls, n
 
 @needs_sandbox
 def test_nothing_is_left_running_or_on_disk(stalls):
-    assert stalls["left"] == {"files": [], "processes": []}
+    assert stalls["left"] == {"files": [], "processes": [], "cgroups": []}
+
+
+CEILING_WHY = sandbox.process_ceiling()[1]
+if CEILING_WHY and not WHY and os.environ.get("CI"):
+    pytest.fail(f"CI must be able to give grading kernels a process ceiling: {CEILING_WHY}", pytrace=False)
+
+
+@needs_sandbox
+@pytest.mark.skipif(bool(CEILING_WHY), reason=f"no process ceiling here: {CEILING_WHY}")
+def test_a_fork_bomb_is_held_at_its_ceiling_and_ends_quickly(stalls):
+    """The fork bomb's kernel never has more than its ceiling of processes (its pids cgroup's pids.max;
+    without it, thousands starved the machine) and is gone within seconds, far inside its cell's timeout."""
+    ceiling = sandbox.Limits().tasks
+    idle = min(n for _, n in stalls["counts"])
+    peak = max(n for _, n in stalls["counts"])
+    # (the other worker's kernel, the launchers, bwraps and pytest are the few beside the bomb)
+    assert peak <= ceiling + idle + 20, (peak, ceiling, idle)
+    # the bomb is killed at its ceiling or its count, mostly before a sample sees it; never after seconds
+    crowded = [t for t, n in stalls["counts"] if n > idle + 20]
+    assert not crowded or crowded[-1] - crowded[0] < STALL_TIMEOUT / 3, (crowded[0], crowded[-1], stalls["counts"])
+    assert "too many processes" in "\n".join(stalls["res"]["fork_bomb"]["tamper"])
+
+
+def test_without_a_ceiling_every_report_says_so(monkeypatch):
+    """Where no pids cgroup can be made, sandboxed grading still runs, and each report says what is missing."""
+    from gradlab.course.grade import _sandbox_mode
+    monkeypatch.setattr(sandbox, "_CEILING", {"it": ("", "cgroup v1: cannot make a cgroup in /x (Read-only file system)")})
+    monkeypatch.setattr(sandbox, "_AVAILABLE", {"why": ""})
+    use, note = _sandbox_mode("on")
+    assert use and note.startswith("no process ceiling: cgroup v1: cannot make a cgroup in /x"), note
+    assert "fork bomb" in note and sandbox.plan()["cgroup"] == ""
+
+
+@pytest.mark.parametrize("cgroup, mountinfo, expected", [
+    ("0::/user.slice/grader\n", "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+     [("2", "/sys/fs/cgroup/user.slice/grader")]),
+    ("8:pids:/\n0::/\n", "39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+     "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+     [("2", "/sys/fs/cgroup/unified"), ("1", "/sys/fs/cgroup/pids")]),
+    ("8:pids:/docker/abc\n", "39 31 0:36 /docker/abc /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n",
+     [("1", "/sys/fs/cgroup/pids")]),
+    ("4:memory:/x\n", "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n", []),
+])
+def test_where_the_kernels_cgroups_go(cgroup, mountinfo, expected):
+    assert sandbox._cgroup_candidates(cgroup, mountinfo) == expected

@@ -22,6 +22,7 @@ import pytest
 
 from .graded import WHERE_MIME
 from .runner import GRACE_S
+from .sandbox import launcher_argv
 
 # jsonschema (under nbformat) imports rfc3987_syntax when present, which builds a grammar on
 # import (seconds of start-up per process) for IRI formats no notebook uses: skip it here.
@@ -51,8 +52,8 @@ def _spec_manager():
 
     class SandboxSpecs(KernelSpecManager):
         def get_kernel_spec(self, kernel_name):
-            return KernelSpec(argv=[sys.executable, "-m", "gradlab.course.sandbox", _Spec.plan, "--", "-f",
-                                    "{connection_file}"], display_name="gradlab grading sandbox",
+            return KernelSpec(argv=[*launcher_argv(), _Spec.plan, "--", "-f", "{connection_file}"],
+                              display_name="gradlab grading sandbox",
                               language="python", interrupt_mode="message", env={}, resource_dir="")
     return SandboxSpecs()
 

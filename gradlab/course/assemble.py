@@ -33,7 +33,17 @@ import copy
 import os
 
 from .build import student_cell
-from .notebook import CourseError, grade_id, is_locked, is_solution, is_test, nbgrader_meta, points, strip_hidden
+from .notebook import (
+    CourseError,
+    exercise_name,
+    grade_id,
+    is_locked,
+    is_solution,
+    is_test,
+    nbgrader_meta,
+    points,
+    strip_hidden,
+)
 from .references import reference_hints, reference_seeds, student_taint, without_references
 
 PROBE_SNAPSHOT = ("import gradlab.course.graded  # (its copy of the builtins: taken before any student code)\n"
@@ -122,7 +132,8 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
             extras.setdefault(anchor, []).append(cell)
 
     name = os.path.basename(sol_path)
-    tainted = student_taint(sol_nb, hidden=hidden)
+    tainted, shipped_taint = student_taint(sol_nb, hidden=hidden), student_taint(sol_nb, hidden=False)
+    ex_name = exercise_name(sol_nb, sol_path)
     cells = [_code_cell(c.source, {"kind": "extra", "after": None}, c.get("metadata", {}).get("tags", ()))
              for c in extras[None]]
     for i, icell in enumerate(sol_nb.cells):
@@ -140,9 +151,10 @@ def assemble(sub_nb, sol_nb, sub_path, sol_path, hidden=False):
         elif is_test(icell) or is_locked(icell):
             kind = "test" if is_test(icell) else "locked"
             expected = strip_hidden(icell.source, f"{sol_path} '{gid}'")
+            shipped = student_cell(icell, ex_name, i, sol_path, shipped_taint).source   # as the exercise has it
             if scell is None:
                 notes.append(f"{kind} cell '{gid}' was deleted; the instructor's version was run")
-            elif _norm(scell.source) not in (_norm(expected), _norm(icell.source)):
+            elif _norm(scell.source) not in (_norm(expected), _norm(icell.source), _norm(shipped)):
                 notes.append(f"{kind} cell '{gid}' was edited; the instructor's version was run")
             source = strip_hidden(icell.source, f"{sol_path} '{gid}'", keep=True) if hidden else expected
             # the student's kernel gets no reference helper and no value computed from one

@@ -6,6 +6,9 @@ is derived from it and never edited by hand:
 * solution regions become ``# YOUR CODE HERE`` / ``raise NotImplementedError()``
   (so an untouched exercise fails every test instead of passing by accident);
 * hidden tests are removed;
+* reference helpers (and values computed from them) are removed from the set-up and test cells, and
+  ``expected=`` from every check: the student's checks compare with the solution's values, recorded
+  in ``exercises/expected/NAME.json`` (``recorded.py``), so no reference math is shown;
 * outputs and execution counts are cleared, volatile metadata dropped, and the
   file is written deterministically, so rebuilding gives identical bytes and
   a CI test can check that ``exercises/`` is up to date;
@@ -21,6 +24,7 @@ from __future__ import annotations
 import copy
 import glob
 import os
+import re
 
 from .notebook import (
     CourseError,
@@ -34,21 +38,40 @@ from .notebook import (
     strip_hidden,
     strip_solution,
 )
-from .references import check_references
+from .recorded import FOLDER, expected_file
+from .references import check_references, student_taint, without_references_text
 from .written import write_files
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 _KEEP_CELL_META = ("nbgrader", "tags")
 
 
-def student_cell(cell, name: str, index: int, where: str):
-    """The student version of one instructor cell (a new cell; the input is not changed)."""
+_IMPORT_CHECK = re.compile(r"from gradlab\.course(\.checks)? import [\w, ]*\bcheck\b[\w, ]*$")   # one line, no comment
+
+
+def student_cell(cell, name: str, index: int, where: str, tainted=None):
+    """The student version of one instructor cell (a new cell; the input is not changed).
+
+    ``tainted``: the reference helpers and values (``references.student_taint``); given, a locked or test
+    cell loses them and every ``expected=`` (the student's checks compare with the recorded values), and
+    the cell importing ``check`` also loads those (``checks.recorded``).
+    """
     new = copy.deepcopy(cell)
     gid_where = f"{where}, cell {index}"
     if is_solution(cell):
         new.source = strip_solution(cell.source, cell.cell_type, gid_where)
     elif is_test(cell):
         new.source = strip_hidden(cell.source, gid_where)
+    if tainted is not None and cell.cell_type == "code" and not is_solution(cell) and nbgrader_meta(cell) and (
+            is_test(cell) or nbgrader_meta(cell).get("locked")):
+        new.source = without_references_text(new.source, tainted, gid_where)
+        lines = new.source.split("\n")
+        at = next((i for i, ln in enumerate(lines) if _IMPORT_CHECK.match(ln)), None)
+        if at is not None:
+            lines[at] += ", recorded"
+            lines.insert(at + 1, f'recorded("{name}")   # the solution\'s values for the checks below '
+                                 f'(exercises/{FOLDER}/{name}.json)')
+            new.source = "\n".join(lines)
     meta = {k: copy.deepcopy(v) for k, v in cell.get("metadata", {}).items() if k in _KEEP_CELL_META}
     nbg = nbgrader_meta(cell)
     if nbg:
@@ -96,8 +119,17 @@ def student_notebook(nb, path):
         "language_info": {"name": "python"},
         "gradlab": {"exercise": name},
     }
-    out.cells = [student_cell(c, name, i, where) for i, c in enumerate(nb.cells)]
+    tainted = student_taint(nb, hidden=False)
+    out.cells = [student_cell(c, name, i, where, tainted) for i, c in enumerate(nb.cells)]
     return out
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def build(solutions="solutions", out="exercises", check_only=False, force=False, on_backup=None):
@@ -115,10 +147,17 @@ def build(solutions="solutions", out="exercises", check_only=False, force=False,
     if not paths:
         raise CourseError(f"course build: no .ipynb notebooks in '{solutions}'")
     planned = []
+    course_expected = os.path.join(os.path.dirname(os.path.abspath(solutions)), "exercises", FOLDER)
     for p in paths:
-        text = __import__("nbformat").writes(student_notebook(read_notebook(p), p))
+        sol = read_notebook(p)
+        text = __import__("nbformat").writes(student_notebook(sol, p))
         text = text if text.endswith("\n") else text + "\n"
         planned.append((os.path.join(out, os.path.basename(p)), text.encode("utf-8")))
+        # the recorded values: reused from this folder's file, or the course's, when the solution is the same
+        name = os.path.splitext(os.path.basename(p))[0] + ".json"
+        target = os.path.join(out, FOLDER, name)
+        cached = next((_read(f) for f in (target, os.path.join(course_expected, name)) if _read(f)), None)
+        planned.append((target, expected_file(sol, p, cached)))
     written = [t for t, _ in planned]
     if check_only:
         stale = []
@@ -129,7 +168,8 @@ def build(solutions="solutions", out="exercises", check_only=False, force=False,
                         stale.append(target)
             except OSError:
                 stale.append(target)
-        extra = sorted(set(glob.glob(os.path.join(out, "*.ipynb"))) - set(written))
+        extra = sorted((set(glob.glob(os.path.join(out, "*.ipynb"))) | set(glob.glob(os.path.join(out, FOLDER, "*.json"))))
+                       - set(written))
         if stale or extra:
             msg = []
             if stale:

@@ -26,6 +26,9 @@ Functions:
 * ``check_raises(name, fn, *args, **kwargs)``: records which exception ``fn`` raised (or none)
 * ``encode(value)`` / ``decode(doc)``: the plain-data form of a value (``allow_pickle=False``)
 * ``compare(student, reference)``: one student record against one reference record (grader side)
+* ``recorded(exercise)``: from now on, a ``check`` without ``expected=`` compares with the solution's value
+  of the same name, recorded by ``gradlab course build`` in ``exercises/expected/EXERCISE.json``
+  (``recorded.py``): the exercise's visible checks need no reference code
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ MAX_ITEMS = 100_000      # entries of one list or dict record
 MAX_HINT = 300           # characters of a hint (msg=) kept in a record
 
 _sink = {"records": None}   # set by an in-process runner (gradlab course mutants) to collect records in a list
+_recorded: dict = {}        # check name -> [the solution's records of that name], loaded by ``recorded``
 
 
 def _as_array(value):
@@ -251,6 +255,58 @@ def close(got, want, rtol=1e-6, atol=1e-8, exact=False, reveal=True):
             f"{f'{worst:.3g}' if reveal else f'about {_magnitude(worst)}'}, rtol={rtol:g}, atol={atol:g})")
 
 
+def _find_recorded(exercise):
+    """``exercises/expected/EXERCISE.json`` for a kernel in ``exercises/``, ``workspace/exercises/`` or
+    anywhere below the course (walking up from the working folder), else the folder ``GRADLAB_EXPECTED``
+    names (a self-check's kernel runs in a temporary folder); None when there is none."""
+    import os
+    name = os.path.basename(str(exercise)) + ".json"
+    here = os.getcwd()
+    candidates = [os.path.join(here, "expected", name)]
+    while True:
+        candidates.append(os.path.join(here, "exercises", "expected", name))
+        up = os.path.dirname(here)
+        if up == here:
+            break
+        here = up
+    if os.environ.get("GRADLAB_EXPECTED"):
+        candidates.insert(0, os.path.join(os.environ["GRADLAB_EXPECTED"], name))
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def recorded(exercise):
+    """Let the visible checks of ``exercise`` compare with its solution's recorded values.
+
+    Called by the exercise's set-up cell. Returns how many values were loaded (0, and nothing
+    changes, where the file is not found: under the grader, which compares in its own process).
+    """
+    import json
+    _recorded.clear()
+    path = _find_recorded(exercise)
+    if path is None:
+        return 0
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    for records in doc.get("records", {}).values():
+        for rec in records:
+            _recorded.setdefault(rec["name"], []).append(rec)
+    return sum(len(v) for v in _recorded.values())
+
+
+def _against_recorded(name, doc):
+    """'' when the value (its record ``doc``) matches a recorded value named ``name`` (or none is recorded),
+    else why not, against the first of them."""
+    whys = []
+    for rec in _recorded.get(name, ()):
+        spec = rec.get("spec") or {}
+        why = close(decode(doc), decode(rec["value"]), rtol=spec.get("rtol", 1e-6), atol=spec.get("atol", 1e-8),
+                    exact=spec.get("exact", False))
+        if not why:
+            return ""
+        whys.append(why)
+    return whys[0] if whys else ""
+
+
 def check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=None):
     """Compare ``value`` with ``expected`` here, and record ``value`` for the grader.
 
@@ -276,6 +332,11 @@ def check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=Non
         why = close(got, want, rtol, atol, exact)
         if why:
             raise AssertionError(f"{name}: {msg + ': ' if msg else ''}{why}")
+    elif str(name) in _recorded:
+        why = (f"could not be recorded: {doc['v']}" if doc["t"] == "str" and
+               doc["v"].startswith("<unrecordable") else _against_recorded(str(name), doc))
+        if why:
+            raise AssertionError(f"{name}: {msg + ': ' if msg else ''}{why}")
     return value
 
 
@@ -290,7 +351,12 @@ def check_raises(name, fn, *args, expected=None, **kwargs):
         raised = []
     except Exception as e:   # any exception is a result here
         raised = [c.__name__ for c in type(e).__mro__ if c is not object]
-    _emit({"name": str(name), "value": {"t": "raised", "v": raised}, "spec": _spec(0, 0, True)})
+    doc = {"t": "raised", "v": raised}
+    _emit({"name": str(name), "value": doc, "spec": _spec(0, 0, True)})
+    if expected is None and str(name) in _recorded:
+        why = _against_recorded(str(name), doc)
+        if why:
+            raise AssertionError(f"{name}: {why}")
     if expected is not None:
         want = expected.__name__
         if want not in raised:

@@ -262,15 +262,18 @@ def _kernel_failed(records) -> bool:
 
 
 def _sandbox_mode(sandbox):
-    """(use the sandbox?, a note for every report when not) for ``sandbox`` in 'auto', 'on', 'off'."""
+    """(use the sandbox?, a note for every report when not, or when it has no process ceiling) for
+    ``sandbox`` in 'auto', 'on', 'off'."""
     if sandbox not in ("auto", "on", "off", True, False):
         raise CourseError(f"sandbox must be 'auto', 'on' or 'off', not {sandbox!r}")
     if sandbox in ("off", False):
         return False, "not isolated: grading ran with --sandbox off (the kernel could read and write this machine's files)"
-    from .sandbox import available
+    from .sandbox import available, process_ceiling
     why = available()
     if not why:
-        return True, ""
+        no_ceiling = process_ceiling()[1]
+        return True, (f"no process ceiling: {no_ceiling}; a fork bomb is held only by the watcher's count of the "
+                      "kernel's processes, which a fast one outruns, loading the machine" if no_ceiling else "")
     if sandbox in ("on", True):
         raise CourseError(f"--sandbox on: the grading sandbox is not available here: {why}. Grade on a Linux "
                           "machine that allows namespaces (as root, or with unprivileged user namespaces)")

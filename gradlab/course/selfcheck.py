@@ -2,20 +2,23 @@
 
 The students' copy has no instructor's notebook to compare with, so the check is the notebook's own:
 it runs, as the student wrote it, in a fresh kernel under nbval, and a graded cell earns its points
-when it runs without an error (its ``check(..., expected=...)`` calls compare with the references the
-exercise computes, and raise on a difference, the message naming the case and the hint). The report
+when it runs without an error (its ``check`` calls compare with the solution's values recorded in
+``exercises/expected/`` and raise on a difference, the message naming the case and the hint). The report
 says that this is a self-check; the instructor grades against the instructor's solution, with the
 hidden tests too.
 """
 from __future__ import annotations
 
 import copy
+import os
 
+from .course_dir import find_course
 from .grade import NotebookResult, Part
 from .notebook import CourseError, grade_id, is_test, points, read_notebook
+from .recorded import FOLDER
 from .runner import run_notebooks
 
-NOTE = ("self-check: your notebook's own tests, against the references it computes (no solutions here); "
+NOTE = ("self-check: your notebook's own tests, against the solution's recorded values (no solutions here); "
         "your instructor grades the same parts against the solution, with more cases")
 
 
@@ -47,8 +50,21 @@ def self_check(paths, timeout=60.0, workers=1, keep_dir=None):
         jobs.append((i, _marked(nb)))
     if not jobs:
         return results
-    records, problem = run_notebooks(jobs, timeout=timeout, workers=workers, keep_dir=keep_dir,
-                                     labels={i: results[i].notebook for i, _ in jobs})
+    # the kernels run in a temporary folder: show them the course's recorded values (``checks.recorded``)
+    try:
+        expected = os.path.join(find_course(start=os.path.dirname(os.path.abspath(paths[0]))).exercises, FOLDER)
+    except CourseError:
+        expected = ""
+    before = os.environ.get("GRADLAB_EXPECTED")
+    os.environ["GRADLAB_EXPECTED"] = expected
+    try:
+        records, problem = run_notebooks(jobs, timeout=timeout, workers=workers, keep_dir=keep_dir,
+                                         labels={i: results[i].notebook for i, _ in jobs})
+    finally:
+        if before is None:
+            os.environ.pop("GRADLAB_EXPECTED", None)
+        else:
+            os.environ["GRADLAB_EXPECTED"] = before
     for i, nb in jobs:
         res, recs = results[i], {r.get("grade_id"): r for r in records.get(i, []) if r.get("kind") == "test"}
         res.notes.append(NOTE)
