@@ -6,9 +6,11 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import checks as _c, ops as O
 from ..autograd.function import op_observers as _op_observers
-from ..errors import ShapeError, fmt_shape
+from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.matmul import Linear as _Linear
 from ..ops.registry import Sample, register
@@ -37,6 +39,12 @@ def linear(input, weight, bias=None):
         lead = x.shape[:-1]
         x = O.reshape(x, (-1, x.shape[-1]))
     b = None if bias is None else check_tensor(bias, "linear", "bias")
+    if b is not None:  # added to (N, out_features), the leading dims folded into N, as PyTorch's addmm does
+        out_shape = x.shape[:-1] + w.shape[:-1]
+        try:
+            np.broadcast_shapes(out_shape, b.shape)
+        except ValueError:
+            raise broadcast_failure("linear", [out_shape, b.shape], ["input @ weight^T", "bias"]) from None
     if x.ndim == 2 and w.ndim == 2 and x.dtype.itemsize >= 4 and not _op_observers and (
             b is None or (b.dtype == w.dtype and b.shape == w.shape[:1] and type(b._data) is type(w._data))):
         out = _Linear.apply(x, w) if b is None else _Linear.apply(x, w, b)  # the everyday case: one node

@@ -32,7 +32,7 @@ import numpy as np
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..backend import dtypes as _dt, xp_of
-from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
+from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, broadcast_failure, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.activations import log1p_exp
 from ..ops.loss import NLLLoss
@@ -202,8 +202,8 @@ def _warn_broadcast(op, x, target, stacklevel=3):
     if isinstance(target, Tensor) and tuple(target.shape) != tuple(x.shape):
         try:
             both = np.broadcast_shapes(tuple(x.shape), tuple(target.shape))
-        except ValueError:
-            return  # they do not broadcast at all: the subtraction raises the ShapeError
+        except ValueError:  # they do not broadcast at all: say so in the loss's name
+            raise broadcast_failure(op, [x.shape, target.shape], ["input", "target"]) from None
         import warnings
         warnings.warn(
             f"{op}: target has shape {fmt_shape(target.shape)} but input has {fmt_shape(x.shape)}; they broadcast "
