@@ -231,15 +231,19 @@ def test_a_view_of_a_plain_tensor_stays_plain_while_no_change_involves_a_graph(t
         assert v.tolist() == [2.0, 2.0]
 
 
-def test_a_no_grad_view_of_a_tensor_that_joins_a_graph_is_refused_when_used(torch):
+@pytest.mark.parametrize("base", ["plain", "computed"])
+def test_a_no_grad_view_whose_base_changes_in_a_graph_is_refused_when_used(base, torch):
     """The view was made under no_grad, its base then changed in place by a recorded op: using the view
-    where gradients are recorded is ambiguous, and refused, as PyTorch refuses it."""
+    where gradients are recorded is ambiguous, and refused, as PyTorch refuses it; under no_grad it is
+    fine."""
     for lib in (gradlab, torch):
         w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
-        b = lib.zeros(3)
+        b = lib.zeros(3) if base == "plain" else lib.ones(3, requires_grad=True) * 2
         with lib.no_grad():
             v = b[:2]
-        b.copy_(w * 2)
+        b.copy_(w * 2) if base == "plain" else b.mul_(w)
+        with lib.no_grad():
+            assert (v * 3).tolist() == ([6.0, 12.0] if base == "plain" else [6.0, 12.0])
         with pytest.raises(RuntimeError, match="no_grad"):
             (v * 3).sum().backward()
 

@@ -146,7 +146,7 @@ def rebase(t, new):
     tensor, as in PyTorch: ``t.grad`` is the gradient of its new value.
     """
     old_fn, old_nr = t.grad_fn, t._output_nr
-    if new._requires_grad and not t._requires_grad:
+    if new._requires_grad:
         # ``b = zeros(3); v = b[:2]; b.copy_(w)``: ``v`` shows ``b``'s memory, now computed from ``w``.
         # Its node is stale (it had none), so it requires grad from now on, and the next op that uses it
         # rebuilds it from ``b``'s graph (``views.refresh_view``; refused there for a view made under

@@ -215,10 +215,11 @@ def view_of(out: Tensor, base: Tensor) -> Tensor:
         out._view_fn = root.grad_fn
         if base._view_no_grad or not _grad_state.enabled:
             out._view_no_grad = True
-        if not root._requires_grad:
-            # A view of a plain tensor: if an in-place op later makes that tensor part of a graph
-            # (``b.copy_(w)``), the view's values come from the graph too, so the view must then
-            # require grad (``autograd.inplace.rebase`` marks it; its next use rebuilds its node).
+        if not out._requires_grad:
+            # A view that records nothing (of a plain tensor, or made under no_grad): if an in-place op
+            # later puts that tensor's new values in a graph (``b.copy_(w)``), the view shows them too, so
+            # it must then require grad (``autograd.inplace.rebase`` marks it; its next use rebuilds its
+            # node, or refuses a view made under no_grad, as PyTorch does).
             # (A list of weak references, pruned of dead ones whenever its length reaches a power of two: a
             # data tensor sliced every batch keeps a short list. Not a WeakSet: that compares tensors with ==.)
             views = root.__dict__.get("_plain_views")
