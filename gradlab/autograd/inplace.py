@@ -264,9 +264,6 @@ class _Overwrite(Op):
     def vjp(self, g):
         return Tensor._make(xp_of(g._data).zeros(g.shape, dtype=g.dtype)), None
 
-    def vjp_arrays(self, g):
-        return xp_of(g).zeros(g.shape, dtype=g.dtype), None
-
     def jvp(self, t, t_out):
         return Tensor._make(xp_of(self.out._data).zeros(self.out.shape, dtype=self.out.dtype))
 

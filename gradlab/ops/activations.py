@@ -25,7 +25,7 @@ from ..backend import parallel
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..backend.special import erf_block
-from ._util import OneRule, float_input, floating_input
+from ._util import OneRule, apply_in, float_input, floating_input
 from .registry import Sample, register
 from .samples import unary_samples
 from .unary import _erf_array
@@ -119,16 +119,6 @@ def _gelu_slope(a, approximate):
     return d
 
 
-def _gelu_curvature(a, approximate):
-    """gelu''(a) on arrays (for the second-order twin)."""
-    xp = xp_of(a)
-    if approximate == "tanh":
-        t = xp.tanh(_SQRT_2_OVER_PI * (a + _GELU_C * a * a * a))
-        du = _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * a * a)
-        return (1 - t * t) * (du + 0.5 * a * (6 * _SQRT_2_OVER_PI * _GELU_C * a - 2 * t * du * du))
-    return xp.exp(-0.5 * a * a) * _INV_SQRT_2PI * (2 - a * a)
-
-
 def _gelu_grad(g, a, approximate):
     """``dY * gelu'(X)`` on arrays: the slope array, multiplied by ``dY`` in place."""
     d = _gelu_slope(_acc(a), approximate)
@@ -151,7 +141,7 @@ def _sigmoid_array(a):
     return s
 
 
-class Gelu(Op):
+class Gelu(OneRule, Op):
     name = "gelu"
     formula = "dX = dY * (Phi(X) + X * phi(X))   (Phi, phi: standard normal CDF and density)"
 
@@ -182,13 +172,8 @@ class Gelu(Op):
             return (1 - t * t) * (du + 0.5 * x * (6 * _SQRT_2_OVER_PI * _GELU_C * x - 2 * t * du * du))
         return O.exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x)
 
-    def vjp(self, g):
-        (x,) = self.saved_tensors
-        return GeluBackward.apply(g, x, self.approximate), None
-
-    def vjp_arrays(self, g):
-        (x,) = self.saved_arrays
-        return _gelu_grad(g, x, self.approximate), None
+    def rule(self, ns, g, x):  # the VJP, once: a GeluBackward node on tensors, its kernel on arrays (OneRule)
+        return apply_in(ns, GeluBackward, g, x, self.approximate), None
 
     def jvp(self, t, _):
         return t * self._dydx(self.args[0])
@@ -206,6 +191,8 @@ class GeluBackward(Op):
     name = "gelu_backward"
     formula = "dG = dZ * gelu'(X) ; dX = dZ * G * gelu''(X)"
 
+    kernel = staticmethod(_gelu_grad)   # (on arrays: what gelu's rule runs on the engine's fast path)
+
     @staticmethod
     def forward(ctx, g, x, approximate):
         ctx.save_for_backward(g, x)
@@ -218,13 +205,6 @@ class GeluBackward(Op):
     def vjp(self, gz):
         g, x = self.saved_tensors
         return gz * self._dydx(x), gz * g * self._d2ydx2(x), None
-
-    def vjp_arrays(self, gz):
-        g, x = self.saved_arrays
-        nf = self.next_functions
-        dg = None if nf[0] is None else _gelu_grad(gz, x, self.approximate)
-        dx = None if nf[1] is None else gz * g * _gelu_curvature(x, self.approximate)
-        return dg, dx, None
 
     def jvp(self, tg, tx, _):
         g, x = self.args
