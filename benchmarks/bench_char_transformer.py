@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
-from bench_gpt_step import _time_interleaved  # noqa: E402  (one home for interleaved timing)
+from bench_gpt_step import report_steps  # noqa: E402  (one home for interleaved timing and its report)
 
 
 def build(lib, V=27, T=16, n_layer=4, n_head=4, C=64):
@@ -119,26 +117,7 @@ def main(argv=None):
     steps["PyTorch"] = stepper(torch, tm)
     print(f"makemore Transformer step: 4 layers, 4 heads, width 64, context {T}, batch {B}, vocab {V}, "
           f"{sum(p.numel() for p in gm.parameters()):,} parameters, float32, AdamW")
-    wall, cpu, losses = _time_interleaved(steps, batches)
-    for name in steps:
-        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:7.2f} ms/step   (min "
-              f"{min(wall[name]) * 1e3:.2f}; CPU {statistics.median(cpu[name]) * 1e3:.2f} ms)")
-    ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
-    cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
-    print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x); "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f}")
-    if args.profile:
-        import cProfile
-        import pstats
-        prof = cProfile.Profile(time.process_time)
-        prof.enable()
-        for x, y in batches[:10]:
-            steps["gradlab"](x, y)
-        prof.disable()
-        print("\nwhere gradlab's time goes (10 steps, CPU seconds, by own time):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-
+    report_steps(steps, batches, profile=args.profile, profile_steps=10, digits=2)
 
 if __name__ == "__main__":
     if not _setups.dispatch(__file__):

@@ -174,6 +174,33 @@ def _time_interleaved(steps, batches):
     return wall, cpu, losses
 
 
+def report_steps(steps, batches, profile=False, profile_steps=10, digits=2):
+    """Time ``steps`` ({library: step(x, y) -> loss}) interleaved on ``batches``; print each library's
+    median, min and CPU time per step, the ratio gradlab / PyTorch with the load average, the first
+    losses side by side, and (``profile``) where gradlab's CPU time goes over ``profile_steps`` steps."""
+    import os
+    import statistics
+    wall, cpu, losses = _time_interleaved(steps, batches)
+    for name in steps:
+        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:7.{digits}f} ms/step   (min "
+              f"{min(wall[name]) * 1e3:.{digits}f}; CPU {statistics.median(cpu[name]) * 1e3:.{digits}f} ms)")
+    ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
+    cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
+    print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x); "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f}")
+    if profile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile(time.process_time)
+        prof.enable()
+        for x, y in batches[:profile_steps]:
+            steps["gradlab"](x, y)
+        prof.disable()
+        print(f"\nwhere gradlab's time goes ({profile_steps} steps, CPU seconds, by own time):")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
 if __name__ == "__main__":
     if not _setups.dispatch(__file__):  # noscipy / default / one, each in its own process
         main()

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
-from bench_gpt_step import _time_interleaved  # noqa: E402  (one home for interleaved timing)
+from bench_gpt_step import report_steps  # noqa: E402  (one home for interleaved timing and its report)
 
 N_IN, HIDDEN, SEQ, BATCH, VOCAB = 32, 32, 16, 8, 27
 
@@ -73,26 +71,7 @@ def main(argv=None):
     steps = {"gradlab": stepper(gradlab, gm), "PyTorch": stepper(torch, tm)}
     print(f"LSTM({N_IN}->{HIDDEN}), seq {SEQ}, batch {BATCH}, cross-entropy on every step's output, "
           "forward + backward + Adam, float32")
-    wall, cpu, losses = _time_interleaved(steps, batches)
-    for name in steps:
-        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:7.3f} ms/step   (min "
-              f"{min(wall[name]) * 1e3:.3f}; CPU {statistics.median(cpu[name]) * 1e3:.3f} ms)")
-    ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
-    cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
-    print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x); "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f}")
-    if args.profile:
-        import cProfile
-        import pstats
-        prof = cProfile.Profile(time.process_time)
-        prof.enable()
-        for x, y in batches[:200]:
-            steps["gradlab"](x, y)
-        prof.disable()
-        print("\nwhere gradlab's time goes (200 steps, CPU seconds, by own time):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-
+    report_steps(steps, batches, profile=args.profile, profile_steps=200, digits=3)
 
 if __name__ == "__main__":
     if not _setups.dispatch(__file__):
