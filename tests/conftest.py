@@ -45,9 +45,13 @@ def torch():
 
 @pytest.fixture(autouse=True)
 def _seed():
+    """Every test starts from the same random state: gradlab's, NumPy's and (when installed) PyTorch's, whose
+    layers draw their own random weights in the comparisons."""
     import gradlab
     gradlab.manual_seed(0)
     np.random.seed(0)
+    if _torch is not None:
+        _torch.manual_seed(0)
     yield
 
 

@@ -17,16 +17,6 @@ from gradlab import nn
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    """PyTorch's weights are random too: seed them so every run checks the same case."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 def _gl(a):
     return gradlab.tensor(np.asarray(a), requires_grad=np.issubdtype(np.asarray(a).dtype, np.floating))
 
@@ -320,7 +310,6 @@ def test_max_unpool_matches_torch(torch, n):
     (go * gradlab.tensor(w)).sum().backward()
     (to * torch.tensor(w)).sum().backward()
     np.testing.assert_array_equal(gv.grad.numpy(), tv.grad.numpy())
-
 
 
 def test_module_classes_are_related_as_in_pytorch(torch):

@@ -12,15 +12,6 @@ from .test_nn_layers_vs_torch import _compare, _x
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 def _probs(*s):
     return 1 / (1 + np.exp(-np.random.randn(*s)))
 

@@ -11,15 +11,6 @@ from gradlab import nn
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 def _build(lib, kind):
     """The same model in gradlab (``lib = gradlab``) or PyTorch (``lib = torch``)."""
     N = lib.nn

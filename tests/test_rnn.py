@@ -14,16 +14,6 @@ from gradlab import nn
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    """PyTorch's weights are random too: seed them so every run checks the same case."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 def _load(g, t):
     t.double()
     g.double()
@@ -178,7 +168,6 @@ def test_lstm_graph_is_drawable_and_backprops_through_time():
     assert all(p.grad is not None for p in m.parameters())
     svg = gradlab.show_graph(loss)
     assert svg is not None
-
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])

@@ -18,15 +18,6 @@ from gradlab.nn.utils.rnn import (
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_pad_sequence_matches_torch(torch, batch_first, side):

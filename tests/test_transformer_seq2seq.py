@@ -10,15 +10,6 @@ from gradlab import nn
 pytestmark = pytest.mark.oracle
 
 
-@pytest.fixture(autouse=True)
-def _seed_torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the oracle tests skip then
-        return
-    torch.manual_seed(0)
-
-
 def _load(g, t):
     t.double()
     g.double()
