@@ -19,10 +19,13 @@ test cells change.
     python scripts/make_fixtures.py --check    # exit 1 if a fixture on disk differs from what would be written
 
 ``FIXTURES[name] = (exercise, {solution grade_id: source})``; every solution cell of the exercise
-must be given (the source replaces the whole cell). Add your exercise's cases in its own section.
+must be given (the source replaces the whole cell): ``solved(exercise, grade_id)`` for one the fixture
+leaves right, so that only the wrong cells are written out here. Add your exercise's cases in its own
+section.
 """
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -35,10 +38,18 @@ OUT = ROOT / "tests" / "fixtures" / "submissions"
 FIXTURES: dict[str, tuple[str, dict[str, str]]] = {}
 
 
+@functools.lru_cache(maxsize=None)
 def solution(exercise, gid):
-    """The instructor's own source of one solution cell (for the cells a fixture leaves right)."""
+    """The instructor's own source of one solution cell, markers included."""
     nb = nbformat.read(ROOT / "solutions" / f"{exercise}.ipynb", as_version=4)
     return next(c.source for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+
+
+def solved(exercise, gid):
+    """One solution cell as a student who got it right hands it in: the instructor's source without the
+    ``### BEGIN/END SOLUTION`` marker lines (for the cells a fixture leaves right)."""
+    return "\n".join(line for line in solution(exercise, gid).split("\n")
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
 # ---- 01_unbroadcast ----------------------------------------------
@@ -164,31 +175,17 @@ def matmul_vjp(X, A, G):
     X, A, G = (np.asarray(t, dtype=np.float32) for t in (X, A, G))
     return G @ A.T, X.T @ G
 ''',
-    'batched_matmul_vjp': '''
-def batched_matmul_vjp(X, A, G):
-    """X: (b, m, k), A: (k, n), G: (b, m, n). Return (dX, dA) with the shapes of X and A."""
-    dX = G @ A.T
-    dA = (X.transpose(0, 2, 1) @ G).sum(axis=0)
-    return dX, dA
-''',
+    'batched_matmul_vjp': solved('02_matmul_vjp', 'batched_matmul_vjp'),
 })
 FIXTURES['wrong_matmul_batch_product_of_sums'] = ('02_matmul_vjp', {
-    'matmul_vjp': '''
-def matmul_vjp(X, A, G):
-    """Return (dX, dA) for Y = X @ A, given G = dL/dY (NumPy arrays, 2-D)."""
-    return G @ A.T, X.T @ G
-''',
+    'matmul_vjp': solved('02_matmul_vjp', 'matmul_vjp'),
     'batched_matmul_vjp': '''
 def batched_matmul_vjp(X, A, G):
     return G @ A.T, X.sum(0).T @ G.sum(0)
 ''',
 })
 FIXTURES['wrong_matmul_batch_squeeze'] = ('02_matmul_vjp', {
-    'matmul_vjp': '''
-def matmul_vjp(X, A, G):
-    """Return (dX, dA) for Y = X @ A, given G = dL/dY (NumPy arrays, 2-D)."""
-    return G @ A.T, X.T @ G
-''',
+    'matmul_vjp': solved('02_matmul_vjp', 'matmul_vjp'),
     'batched_matmul_vjp': '''
 def batched_matmul_vjp(X, A, G):
     dX = G @ A.T
@@ -210,11 +207,7 @@ def log_softmax(x, dim=-1):
     z = x - x.max(axis=dim, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
 ''',
-    'softmax_vjp': '''
-def softmax_vjp(y, g, dim=-1):
-    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
-    return y * (g - (g * y).sum(axis=dim, keepdims=True))
-''',
+    'softmax_vjp': solved('03_softmax', 'softmax_vjp'),
 })
 FIXTURES['alt_03_loop_logsumexp'] = ('03_softmax', {
     'softmax': '''
@@ -240,18 +233,7 @@ def softmax_vjp(y, g, dim=-1):
 ''',
 })
 FIXTURES['alt_03_jacobian_vjp'] = ('03_softmax', {
-    'softmax': '''
-def softmax(x, dim=-1):
-    z = x - x.max(axis=dim, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=dim, keepdims=True)
-
-
-def log_softmax(x, dim=-1):
-    """log(softmax(x)) without taking the log of a number that underflowed to 0."""
-    z = x - x.max(axis=dim, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
-''',
+    'softmax': solved('03_softmax', 'softmax'),
     'softmax_vjp': '''
 def softmax_vjp(y, g, dim=-1):
     y2, g2 = np.moveaxis(y, dim, -1), np.moveaxis(g, dim, -1)
@@ -272,11 +254,7 @@ def log_softmax(x, dim=-1):
     z = x - x.max(axis=dim, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
 ''',
-    'softmax_vjp': '''
-def softmax_vjp(y, g, dim=-1):
-    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
-    return y * (g - (g * y).sum(axis=dim, keepdims=True))
-''',
+    'softmax_vjp': solved('03_softmax', 'softmax_vjp'),
 })
 FIXTURES['wrong_log_softmax_of_softmax'] = ('03_softmax', {
     'softmax': '''
@@ -288,25 +266,10 @@ def softmax(x, dim=-1):
 def log_softmax(x, dim=-1):
     return np.log(softmax(x, dim))
 ''',
-    'softmax_vjp': '''
-def softmax_vjp(y, g, dim=-1):
-    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
-    return y * (g - (g * y).sum(axis=dim, keepdims=True))
-''',
+    'softmax_vjp': solved('03_softmax', 'softmax_vjp'),
 })
 FIXTURES['wrong_softmax_vjp_diagonal'] = ('03_softmax', {
-    'softmax': '''
-def softmax(x, dim=-1):
-    z = x - x.max(axis=dim, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=dim, keepdims=True)
-
-
-def log_softmax(x, dim=-1):
-    """log(softmax(x)) without taking the log of a number that underflowed to 0."""
-    z = x - x.max(axis=dim, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
-''',
+    'softmax': solved('03_softmax', 'softmax'),
     'softmax_vjp': '''
 def softmax_vjp(y, g, dim=-1):
     return g * y * (1 - y)
@@ -322,24 +285,12 @@ def log_softmax(x, dim=-1):
     z = x - x.max(axis=dim, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
 ''',
-    'softmax_vjp': '''
-def softmax_vjp(y, g, dim=-1):
-    """Given y = softmax(x, dim) and g = dL/dy, return dL/dx (without recomputing softmax)."""
-    return y * (g - (g * y).sum(axis=dim, keepdims=True))
-''',
+    'softmax_vjp': solved('03_softmax', 'softmax_vjp'),
 })
 
 # ---- 04_layer_norm -----------------------------------------------
 FIXTURES['wrong_layer_norm_constant_stats'] = ('04_layer_norm', {
-    'layer_norm_forward': '''
-def layer_norm_forward(x, w, b, eps=EPS):
-    """Return (y, cache): y the layer norm of x over its last dim; cache whatever backward needs."""
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + eps)
-    xhat = (x - mu) * rstd
-    return xhat * w + b, (xhat, rstd, w)
-''',
+    'layer_norm_forward': solved('04_layer_norm', 'layer_norm_forward'),
     'layer_norm_backward': '''
 def layer_norm_backward(g, cache):
     """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
@@ -362,18 +313,7 @@ def layer_norm_forward(x, w, b, eps=EPS):
     xhat = (x - mu) * rstd
     return xhat * w + b, (xhat, rstd, w)
 ''',
-    'layer_norm_backward': '''
-def layer_norm_backward(g, cache):
-    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
-    xhat, rstd, w = cache
-    lead = tuple(range(g.ndim - 1))
-    dw = (g * xhat).sum(axis=lead)
-    db = g.sum(axis=lead)
-    dxhat = g * w
-    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
-    return dx, dw, db
-''',
+    'layer_norm_backward': solved('04_layer_norm', 'layer_norm_backward'),
 })
 FIXTURES['alt_04_recompute'] = ('04_layer_norm', {
     'layer_norm_forward': '''
@@ -398,15 +338,7 @@ def layer_norm_backward(g, cache):
 ''',
 })
 FIXTURES['alt_04_jacobian_loop'] = ('04_layer_norm', {
-    'layer_norm_forward': '''
-def layer_norm_forward(x, w, b, eps=EPS):
-    """Return (y, cache): y the layer norm of x over its last dim; cache whatever backward needs."""
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + eps)
-    xhat = (x - mu) * rstd
-    return xhat * w + b, (xhat, rstd, w)
-''',
+    'layer_norm_forward': solved('04_layer_norm', 'layer_norm_forward'),
     'layer_norm_backward': '''
 def layer_norm_backward(g, cache):
     xhat, rstd, w = cache
@@ -428,18 +360,7 @@ def layer_norm_forward(x, w, b, eps=EPS):
     xhat = (x - mu) * rstd
     return xhat * w + b, (xhat, rstd, w)
 ''',
-    'layer_norm_backward': '''
-def layer_norm_backward(g, cache):
-    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
-    xhat, rstd, w = cache
-    lead = tuple(range(g.ndim - 1))
-    dw = (g * xhat).sum(axis=lead)
-    db = g.sum(axis=lead)
-    dxhat = g * w
-    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
-    return dx, dw, db
-''',
+    'layer_norm_backward': solved('04_layer_norm', 'layer_norm_backward'),
 })
 FIXTURES['wrong_layer_norm_var_cancellation'] = ('04_layer_norm', {
     'layer_norm_forward': '''
@@ -450,44 +371,12 @@ def layer_norm_forward(x, w, b, eps=EPS):
     xhat = (x - mu) * rstd
     return xhat * w + b, (xhat, rstd, w)
 ''',
-    'layer_norm_backward': '''
-def layer_norm_backward(g, cache):
-    """Given g = dL/dy and the cache from forward, return (dx, dw, db)."""
-    xhat, rstd, w = cache
-    lead = tuple(range(g.ndim - 1))
-    dw = (g * xhat).sum(axis=lead)
-    db = g.sum(axis=lead)
-    dxhat = g * w
-    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
-    return dx, dw, db
-''',
+    'layer_norm_backward': solved('04_layer_norm', 'layer_norm_backward'),
 })
 
 # ---- 05_conv2d_im2col --------------------------------------------
 FIXTURES['wrong_col2im_overwrites'] = ('05_conv2d_im2col', {
-    'im2col': '''
-def im2col(x, kh, kw, padding=0):
-    """Return cols of shape (N * Ho * Wo, C * kh * kw): one row per output position, (n, i, j) order,
-    each row the patch flattened in (c, di, dj) order."""
-    N, C, H, W = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    cols = np.empty((N, Ho, Wo, C, kh, kw), dtype=x.dtype)
-    for di in range(kh):
-        for dj in range(kw):
-            cols[:, :, :, :, di, dj] = xp[:, :, di:di + Ho, dj:dj + Wo].transpose(0, 2, 3, 1)
-    return cols.reshape(N * Ho * Wo, C * kh * kw)
-
-
-def conv2d(x, w, padding=0):
-    """Forward pass via im2col + one matmul; returns (N, F, Ho, Wo)."""
-    N, C, H, W = x.shape
-    F, _, kh, kw = w.shape
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
-    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
-''',
+    'im2col': solved('05_conv2d_im2col', 'im2col'),
     'conv_backward': '''
 def col2im(dcols, x_shape, kh, kw, padding=0):
     """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
@@ -571,27 +460,7 @@ def conv2d(x, w, padding=0):
     out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
     return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
 ''',
-    'conv_backward': '''
-def col2im(dcols, x_shape, kh, kw, padding=0):
-    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
-    N, C, H, W = x_shape
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
-    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
-    for di in range(kh):
-        for dj in range(kw):
-            dxp[:, :, di:di + Ho, dj:dj + Wo] += d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
-    return dxp[:, :, padding:padding + H, padding:padding + W]
-
-
-def conv2d_backward(x, w, g, padding=0):
-    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
-    F, C, kh, kw = w.shape
-    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
-    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
-    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
-    return dx, dw
-''',
+    'conv_backward': solved('05_conv2d_im2col', 'conv_backward'),
 })
 FIXTURES['wrong_conv_flipped_kernel'] = ('05_conv2d_im2col', {
     'im2col': '''
@@ -620,51 +489,10 @@ def conv2d(x, w, padding=0):
     return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
     ### END SOLUTION
 ''',
-    'conv_backward': '''
-def col2im(dcols, x_shape, kh, kw, padding=0):
-    """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
-    N, C, H, W = x_shape
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    d = dcols.reshape(N, Ho, Wo, C, kh, kw)
-    dxp = np.zeros((N, C, H + 2 * padding, W + 2 * padding), dtype=dcols.dtype)
-    for di in range(kh):
-        for dj in range(kw):
-            dxp[:, :, di:di + Ho, dj:dj + Wo] += d[:, :, :, :, di, dj].transpose(0, 3, 1, 2)
-    return dxp[:, :, padding:padding + H, padding:padding + W]
-
-
-def conv2d_backward(x, w, g, padding=0):
-    """Given g = dL/dout of shape (N, F, Ho, Wo), return (dx, dw)."""
-    F, C, kh, kw = w.shape
-    g2 = g.transpose(0, 2, 3, 1).reshape(-1, F)
-    dw = (g2.T @ im2col(x, kh, kw, padding)).reshape(w.shape)
-    dx = col2im(g2 @ w.reshape(F, -1), x.shape, kh, kw, padding)
-    return dx, dw
-''',
+    'conv_backward': solved('05_conv2d_im2col', 'conv_backward'),
 })
 FIXTURES['wrong_col2im_kernel_typo'] = ('05_conv2d_im2col', {
-    'im2col': '''
-def im2col(x, kh, kw, padding=0):
-    """Return cols of shape (N * Ho * Wo, C * kh * kw): one row per output position, (n, i, j) order,
-    each row the patch flattened in (c, di, dj) order."""
-    N, C, H, W = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    cols = np.empty((N, Ho, Wo, C, kh, kw), dtype=x.dtype)
-    for di in range(kh):
-        for dj in range(kw):
-            cols[:, :, :, :, di, dj] = xp[:, :, di:di + Ho, dj:dj + Wo].transpose(0, 2, 3, 1)
-    return cols.reshape(N * Ho * Wo, C * kh * kw)
-
-
-def conv2d(x, w, padding=0):
-    """Forward pass via im2col + one matmul; returns (N, F, Ho, Wo)."""
-    N, C, H, W = x.shape
-    F, _, kh, kw = w.shape
-    Ho, Wo = H + 2 * padding - kh + 1, W + 2 * padding - kw + 1
-    out = im2col(x, kh, kw, padding) @ w.reshape(F, -1).T
-    return out.reshape(N, Ho, Wo, F).transpose(0, 3, 1, 2)
-''',
+    'im2col': solved('05_conv2d_im2col', 'im2col'),
     'conv_backward': '''
 def col2im(dcols, x_shape, kh, kw, padding=0):
     """The adjoint of im2col: add each row of dcols back into its patch position; returns x's shape."""
@@ -966,34 +794,7 @@ def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
 })
 # ---- 08_jvp --------------------------------------
 FIXTURES['wrong_jvp_finite_difference'] = ('08_jvp', {
-    'dual': '''
-class Dual:
-    def __init__(self, value, tangent=0.0):
-        self.value, self.tangent = value, tangent
-
-    def __add__(self, other):
-        other = other if isinstance(other, Dual) else Dual(other)
-        return Dual(self.value + other.value, self.tangent + other.tangent)
-
-    def __mul__(self, other):
-        other = other if isinstance(other, Dual) else Dual(other)
-        return Dual(self.value * other.value, self.tangent * other.value + self.value * other.tangent)
-
-    __radd__, __rmul__ = __add__, __mul__
-
-
-def sin(x):
-    if isinstance(x, Dual):
-        return Dual(np.sin(x.value), np.cos(x.value) * x.tangent)
-    return np.sin(x)
-
-
-def exp(x):
-    if isinstance(x, Dual):
-        e = np.exp(x.value)
-        return Dual(e, e * x.tangent)
-    return np.exp(x)
-''',
+    'dual': solved('08_jvp', 'dual'),
     'jvp': '''
 def jvp(f, x, v):
     x, v = np.asarray(x, float), np.asarray(v, float)
@@ -1047,34 +848,7 @@ def jacobian_forward(f, x):
 ''',
 })
 FIXTURES['wrong_jvp_value_from_second_call'] = ('08_jvp', {
-    'dual': '''
-class Dual:
-    def __init__(self, value, tangent=0.0):
-        self.value, self.tangent = value, tangent
-
-    def __add__(self, other):
-        other = other if isinstance(other, Dual) else Dual(other)
-        return Dual(self.value + other.value, self.tangent + other.tangent)
-
-    def __mul__(self, other):
-        other = other if isinstance(other, Dual) else Dual(other)
-        return Dual(self.value * other.value, self.tangent * other.value + self.value * other.tangent)
-
-    __radd__, __rmul__ = __add__, __mul__
-
-
-def sin(x):
-    if isinstance(x, Dual):
-        return Dual(np.sin(x.value), np.cos(x.value) * x.tangent)
-    return np.sin(x)
-
-
-def exp(x):
-    if isinstance(x, Dual):
-        e = np.exp(x.value)
-        return Dual(e, e * x.tangent)
-    return np.exp(x)
-''',
+    'dual': solved('08_jvp', 'dual'),
     'jvp': '''
 def jvp(f, x, v):
     out = f([Dual(xi, vi) for xi, vi in zip(x, v)])
@@ -1864,12 +1638,7 @@ def train(X, y, steps=100, lr=0.1):
 
 # ---- 14_einsum_vjp ---------------------------------
 FIXTURES['alt_14_as_strided'] = ('14_einsum_vjp', {
-    'parse': '''
-def parse(subscripts):
-    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
-    ins, out = subscripts.replace(" ", "").split("->")
-    return ins.split(","), out
-''',
+    'parse': solved('14_einsum_vjp', 'parse'),
     'einsum_vjp': '''
 from numpy.lib.stride_tricks import as_strided
 
@@ -1897,12 +1666,7 @@ def einsum_vjp(subscripts, operands, G, i):
 ''',
 })
 FIXTURES['alt_14_identity'] = ('14_einsum_vjp', {
-    'parse': '''
-def parse(subscripts):
-    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
-    ins, out = subscripts.replace(" ", "").split("->")
-    return ins.split(","), out
-''',
+    'parse': solved('14_einsum_vjp', 'parse'),
     'einsum_vjp': '''
 def einsum_vjp(subscripts, operands, G, i):
     """dL/d operands[i] for out = einsum(subscripts, *operands) and G = dL/dout (same shape as out)."""
@@ -1930,12 +1694,7 @@ def einsum_vjp(subscripts, operands, G, i):
 ''',
 })
 FIXTURES['alt_14_loop'] = ('14_einsum_vjp', {
-    'parse': '''
-def parse(subscripts):
-    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
-    ins, out = subscripts.replace(" ", "").split("->")
-    return ins.split(","), out
-''',
+    'parse': solved('14_einsum_vjp', 'parse'),
     'einsum_vjp': '''
 def einsum_vjp(subscripts, operands, G, i):
     """dL/d operands[i] for out = einsum(subscripts, *operands) and G = dL/dout (same shape as out)."""
@@ -1959,12 +1718,7 @@ def einsum_vjp(subscripts, operands, G, i):
 ''',
 })
 FIXTURES['wrong_einsum_vjp_no_broadcast'] = ('14_einsum_vjp', {
-    'parse': '''
-def parse(subscripts):
-    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
-    ins, out = subscripts.replace(" ", "").split("->")
-    return ins.split(","), out
-''',
+    'parse': solved('14_einsum_vjp', 'parse'),
     'einsum_vjp': '''
 def einsum_vjp(subscripts, operands, G, i):
     ins, out = parse(subscripts)
@@ -1976,12 +1730,7 @@ def einsum_vjp(subscripts, operands, G, i):
 ''',
 })
 FIXTURES['wrong_einsum_vjp_no_diagonal'] = ('14_einsum_vjp', {
-    'parse': '''
-def parse(subscripts):
-    """'ij,jk->ik' -> (['ij', 'jk'], 'ik'). Explicit '->' only; no spaces, no '...'."""
-    ins, out = subscripts.replace(" ", "").split("->")
-    return ins.split(","), out
-''',
+    'parse': solved('14_einsum_vjp', 'parse'),
     'einsum_vjp': '''
 def einsum_vjp(subscripts, operands, G, i):
     ins, out = parse(subscripts)
@@ -2045,39 +1794,10 @@ def is_contiguous(shape, strides, itemsize):
         expected *= n
     return True
 ''',
-    'views': '''
-def transpose_view(a):
-    """The transpose of a 2-D array as a view (no copy), built with as_strided."""
-    return as_strided(a, shape=a.shape[::-1], strides=a.strides[::-1])
-
-
-def sliding_windows(x, k):
-    """All length-k windows of a 1-D array, shape (len(x) - k + 1, k), as a view (the basis of im2col)."""
-    return as_strided(x, shape=(x.shape[0] - k + 1, k), strides=(x.strides[0], x.strides[0]))
-''',
+    'views': solved('15_strides', 'views'),
 })
 FIXTURES['wrong_transpose_view_assumes_contiguous'] = ('15_strides', {
-    'strides': '''
-def contiguous_strides(shape, itemsize):
-    """The strides (in bytes) of a C-contiguous array of this shape."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def is_contiguous(shape, strides, itemsize):
-    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
-    expected = itemsize
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n == 0:
-            return True
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
-''',
+    'strides': solved('15_strides', 'strides'),
     'views': '''
 def transpose_view(a):
     """The transpose of a 2-D array as a view (no copy), built with as_strided."""
@@ -2090,27 +1810,7 @@ def sliding_windows(x, k):
 ''',
 })
 FIXTURES['wrong_windows_itemsize_stride'] = ('15_strides', {
-    'strides': '''
-def contiguous_strides(shape, itemsize):
-    """The strides (in bytes) of a C-contiguous array of this shape."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def is_contiguous(shape, strides, itemsize):
-    """True when an array with these shape/strides is C-contiguous (dims of size 1 may have any stride)."""
-    expected = itemsize
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n == 0:
-            return True
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
-''',
+    'strides': solved('15_strides', 'strides'),
     'views': '''
 def transpose_view(a):
     """The transpose of a 2-D array as a view (no copy), built with as_strided."""
@@ -2241,30 +1941,8 @@ def sgd_step(params, lr):
 '''})
 
 # ---- 17_custom_function ------------------------------------------
-_SOFTPLUS_17 = '''
-class Softplus(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return gradlab.tensor(np.logaddexp(0.0, x.detach().numpy()), dtype=x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.sigmoid()
-'''
-_BINARIZE_17 = '''
-class BinarizeSTE(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return gradlab.tensor(np.where(x.detach().numpy() >= 0, 1.0, -1.0), dtype=x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x.abs() <= 1)
-'''
+_SOFTPLUS_17 = solved('17_custom_function', 'softplus')
+_BINARIZE_17 = solved('17_custom_function', 'binarize')
 _TOPK_17 = '''
 class TopK(Function):
     @staticmethod
@@ -2476,34 +2154,9 @@ class TopK(Function):
 '''})
 
 # ---- 18_init_deep_mlp --------------------------------------------
-_GAIN_18 = '''
-def gain(nonlinearity, negative_slope=0.01):
-    if nonlinearity in ("linear", "sigmoid"):
-        return 1.0
-    if nonlinearity == "tanh":
-        return 5.0 / 3
-    if nonlinearity == "relu":
-        return math.sqrt(2.0)
-    if nonlinearity == "leaky_relu":
-        return math.sqrt(2.0 / (1 + negative_slope ** 2))
-    raise ValueError(f"gain: unknown nonlinearity {nonlinearity!r}")
-'''
-_KAIMING_18 = '''
-def kaiming_normal_(w, nonlinearity="relu", mode="fan_in", rng=None):
-    receptive = int(np.prod(w.shape[2:])) if w.ndim > 2 else 1
-    fan = w.shape[1] * receptive if mode == "fan_in" else w.shape[0] * receptive
-    w[...] = rng.standard_normal(w.shape) * (gain(nonlinearity) / math.sqrt(fan))
-    return w
-'''
-_INIT_18 = '''
-def init_model_(model, nonlinearity="relu", rng=None):
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            kaiming_normal_(m.weight.detach().numpy(), nonlinearity, "fan_in", rng)
-            if m.bias is not None:
-                m.bias.detach().numpy()[...] = 0.0
-    return model
-'''
+_GAIN_18 = solved('18_init_deep_mlp', 'gain')
+_KAIMING_18 = solved('18_init_deep_mlp', 'kaiming')
+_INIT_18 = solved('18_init_deep_mlp', 'init_model')
 FIXTURES['wrong_18_relu_gain_is_variance'] = ('18_init_deep_mlp', {
     'gain': _GAIN_18.replace("return math.sqrt(2.0)\n", "return 2.0\n"), 'kaiming': _KAIMING_18, 'init_model': _INIT_18})
 FIXTURES['wrong_18_unknown_name_is_linear'] = ('18_init_deep_mlp', {
@@ -2633,18 +2286,7 @@ def batch_norm_forward(x, gamma, beta, running_mean, running_var, training=True,
     xhat = (x - mu.reshape(shape)) * s.reshape(shape)
     return gamma.reshape(shape) * xhat + beta.reshape(shape), (xhat, s, gamma, axes, shape, training)
 '''
-_BACKWARD_19 = '''
-def batch_norm_backward(g, cache):
-    xhat, s, gamma, axes, shape, training = cache
-    dgamma = (g * xhat).sum(axis=axes)
-    dbeta = g.sum(axis=axes)
-    gh = g * gamma.reshape(shape)
-    if not training:
-        return gh * s.reshape(shape), dgamma, dbeta
-    dx = s.reshape(shape) * (gh - gh.mean(axis=axes, keepdims=True)
-                             - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
-    return dx, dgamma, dbeta
-'''
+_BACKWARD_19 = solved('19_batch_norm', 'backward')
 FIXTURES['wrong_19_running_var_biased'] = ('19_batch_norm', {
     'forward': _FORWARD_19.replace("momentum * var * n / (n - 1)", "momentum * var"), 'backward': _BACKWARD_19})
 FIXTURES['wrong_19_running_stats_rebound'] = ('19_batch_norm', {
@@ -2747,32 +2389,8 @@ def batch_norm_backward(g, cache):
 '''})
 
 # ---- 20_multi_head_attention -------------------------------------
-_HEADS_20 = '''
-def split_heads(x, n_heads):
-    B, T, d = x.shape
-    return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)
-
-
-def merge_heads(h):
-    B, H, T, dh = h.shape
-    return h.transpose(1, 2).reshape(B, T, H * dh)
-
-
-def causal_mask(T):
-    return gradlab.tensor(np.tril(np.ones((T, T), dtype=bool)))
-'''
-_MHA_20 = '''
-def multi_head_attention(x, w_qkv, w_out, n_heads, mask=None):
-    d = x.shape[-1]
-    q, k, v = (split_heads(t, n_heads) for t in (x @ w_qkv).split(d, dim=-1))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    scores = scores - scores.max(dim=-1, keepdim=True).values.detach()
-    w = scores.exp()
-    w = w / w.sum(dim=-1, keepdim=True)
-    return merge_heads(w @ v) @ w_out
-'''
+_HEADS_20 = solved('20_multi_head_attention', 'heads')
+_MHA_20 = solved('20_multi_head_attention', 'mha')
 FIXTURES['wrong_20_split_without_transpose'] = ('20_multi_head_attention', {
     'heads': _HEADS_20.replace("return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)",
                                "return x.reshape(B, n_heads, T, d // n_heads)").replace(
