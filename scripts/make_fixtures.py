@@ -522,6 +522,16 @@ def conv2d_backward(x, w, g, padding=0):
 
 
 # ---- 06_mini_engine ------------------------------
+_BACKWARD_06 = '''
+def backward(root):
+    order = topo_sort(root)
+    for node in order:
+        node.grad = 0.0
+    root.grad = 1.0
+    for node in reversed(order):
+        for inp, local in zip(node.inputs, node.local_grads):
+            inp.grad += node.grad * local
+'''
 FIXTURES['wrong_topo_sort_preorder'] = ('06_mini_engine', {
     'topo_sort': '''
 def topo_sort(root):
@@ -536,16 +546,7 @@ def topo_sort(root):
         stack.extend(node.inputs)
     return order[::-1]
 ''',
-    'backward': '''
-def backward(root):
-    order = topo_sort(root)
-    for node in order:
-        node.grad = 0.0
-    root.grad = 1.0
-    for node in reversed(order):
-        for inp, local in zip(node.inputs, node.local_grads):
-            inp.grad += node.grad * local
-''',
+    'backward': _BACKWARD_06,
 })
 FIXTURES['wrong_topo_sort_mark_on_push'] = ('06_mini_engine', {
     'topo_sort': '''
@@ -561,16 +562,7 @@ def topo_sort(root):
             stack.pop(); order.append(n)
     return order
 ''',
-    'backward': '''
-def backward(root):
-    order = topo_sort(root)
-    for node in order:
-        node.grad = 0.0
-    root.grad = 1.0
-    for node in reversed(order):
-        for inp, local in zip(node.inputs, node.local_grads):
-            inp.grad += node.grad * local
-''',
+    'backward': _BACKWARD_06,
 })
 FIXTURES['wrong_backward_no_reset'] = ('06_mini_engine', {
     'topo_sort': '''
@@ -621,16 +613,7 @@ def topo_sort(root):
             if users[id(i)] == 0: ready.append(i)
     return out[::-1]
 ''',
-    'backward': '''
-def backward(root):
-    order = topo_sort(root)
-    for node in order:
-        node.grad = 0.0
-    root.grad = 1.0
-    for node in reversed(order):
-        for inp, local in zip(node.inputs, node.local_grads):
-            inp.grad += node.grad * local
-''',
+    'backward': _BACKWARD_06,
 })
 FIXTURES['alt_06_recursive_raised_limit'] = ('06_mini_engine', {
     'topo_sort': '''
@@ -646,16 +629,7 @@ def topo_sort(root):
     visit(root)
     return order
 ''',
-    'backward': '''
-def backward(root):
-    order = topo_sort(root)
-    for node in order:
-        node.grad = 0.0
-    root.grad = 1.0
-    for node in reversed(order):
-        for inp, local in zip(node.inputs, node.local_grads):
-            inp.grad += node.grad * local
-''',
+    'backward': _BACKWARD_06,
 })
 # ---- 07_gradcheck --------------------------------
 FIXTURES['wrong_gradcheck_forward_difference'] = ('07_gradcheck', {
@@ -691,8 +665,7 @@ def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
     return bool(np.allclose(analytic_jacobian(f, x), num, atol=atol, rtol=rtol))
 ''',
 })
-FIXTURES['wrong_gradcheck_sum_only'] = ('07_gradcheck', {
-    'numerical_jacobian': '''
+_NUMERICAL_JACOBIAN_07 = '''
 def numerical_jacobian(f, x, eps=1e-6):
     x = np.array(x, dtype=np.float64, order="C")
     y0 = np.asarray(f(x))
@@ -707,7 +680,9 @@ def numerical_jacobian(f, x, eps=1e-6):
         flat[j] = old
         J[:, j] = (yp - ym) / (2 * eps)
     return J
-''',
+'''
+FIXTURES['wrong_gradcheck_sum_only'] = ('07_gradcheck', {
+    'numerical_jacobian': _NUMERICAL_JACOBIAN_07,
     'gradcheck': '''
 def analytic_jacobian(f, x):
     t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
@@ -729,22 +704,7 @@ def gradcheck(f, x, eps=1e-6, atol=1e-5, rtol=1e-3):
 ''',
 })
 FIXTURES['wrong_gradcheck_atol_only'] = ('07_gradcheck', {
-    'numerical_jacobian': '''
-def numerical_jacobian(f, x, eps=1e-6):
-    x = np.array(x, dtype=np.float64, order="C")
-    y0 = np.asarray(f(x))
-    J = np.zeros((y0.size, x.size))
-    flat = x.reshape(-1)
-    for j in range(x.size):
-        old = flat[j]
-        flat[j] = old + eps
-        yp = np.asarray(f(x)).reshape(-1)
-        flat[j] = old - eps
-        ym = np.asarray(f(x)).reshape(-1)
-        flat[j] = old
-        J[:, j] = (yp - ym) / (2 * eps)
-    return J
-''',
+    'numerical_jacobian': _NUMERICAL_JACOBIAN_07,
     'gradcheck': '''
 def analytic_jacobian(f, x):
     t = gradlab.tensor(x, dtype=gradlab.float64, requires_grad=True)
@@ -904,8 +864,7 @@ def jacobian_forward(f, x):
 ''',
 })
 # ---- 09_optimizers -------------------------------
-FIXTURES['wrong_adamw_coupled_decay'] = ('09_optimizers', {
-    'sgd_momentum': '''
+_SGD_MOMENTUM_09 = '''
 def all_finite(grads):
     return all(g is None or bool(np.isfinite(g).all()) for g in grads)
 
@@ -928,7 +887,9 @@ class SGD:
             d = g + self.momentum * buf if self.nesterov else buf
             p -= self.lr * d
         return True
-''',
+'''
+FIXTURES['wrong_adamw_coupled_decay'] = ('09_optimizers', {
+    'sgd_momentum': _SGD_MOMENTUM_09,
     'adamw': '''
 class AdamW:
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
@@ -953,6 +914,29 @@ class AdamW:
         return True
 ''',
 })
+_ADAMW_09 = '''
+class AdamW:
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params = list(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = [{} for _ in self.params]
+
+    def step(self, grads):
+        if not all_finite(grads):
+            return False
+        b1, b2 = self.betas
+        for p, g, state in zip(self.params, grads, self.state):
+            if g is None:
+                continue
+            t = state.get("t", 0) + 1
+            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
+            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
+            state.update(t=t, m=m, v=v)
+            p *= 1 - self.lr * self.weight_decay
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        return True
+'''
 FIXTURES['wrong_optim_skip_only_bad_tensor'] = ('09_optimizers', {
     'sgd_momentum': '''
 def all_finite(grads):
@@ -977,29 +961,7 @@ class SGD:
             p -= self.lr * d
         return ok
 ''',
-    'adamw': '''
-class AdamW:
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        self.params = list(params)
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
-        self.state = [{} for _ in self.params]
-
-    def step(self, grads):
-        if not all_finite(grads):
-            return False
-        b1, b2 = self.betas
-        for p, g, state in zip(self.params, grads, self.state):
-            if g is None:
-                continue
-            t = state.get("t", 0) + 1
-            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
-            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
-            state.update(t=t, m=m, v=v)
-            p *= 1 - self.lr * self.weight_decay
-            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
-            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
-        return True
-''',
+    'adamw': _ADAMW_09,
 })
 FIXTURES['wrong_optim_isnan_only'] = ('09_optimizers', {
     'sgd_momentum': '''
@@ -1026,55 +988,10 @@ class SGD:
             p -= self.lr * d
         return True
 ''',
-    'adamw': '''
-class AdamW:
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        self.params = list(params)
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
-        self.state = [{} for _ in self.params]
-
-    def step(self, grads):
-        if not all_finite(grads):
-            return False
-        b1, b2 = self.betas
-        for p, g, state in zip(self.params, grads, self.state):
-            if g is None:
-                continue
-            t = state.get("t", 0) + 1
-            m = b1 * state.get("m", np.zeros(p.shape)) + (1 - b1) * g
-            v = b2 * state.get("v", np.zeros(p.shape)) + (1 - b2) * g * g
-            state.update(t=t, m=m, v=v)
-            p *= 1 - self.lr * self.weight_decay
-            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
-            p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
-        return True
-''',
+    'adamw': _ADAMW_09,
 })
 FIXTURES['wrong_adamw_global_step'] = ('09_optimizers', {
-    'sgd_momentum': '''
-def all_finite(grads):
-    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
-
-
-class SGD:
-    def __init__(self, params, lr, momentum=0.0, nesterov=False):
-        self.params = list(params)
-        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
-        self.state = [{} for _ in self.params]
-
-    def step(self, grads):
-        if not all_finite(grads):
-            return False
-        for p, g, state in zip(self.params, grads, self.state):
-            if g is None:
-                continue
-            buf = state.get("buf")
-            buf = g.copy() if buf is None else self.momentum * buf + g
-            state["buf"] = buf
-            d = g + self.momentum * buf if self.nesterov else buf
-            p -= self.lr * d
-        return True
-''',
+    'sgd_momentum': _SGD_MOMENTUM_09,
     'adamw': '''
 class AdamW:
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
@@ -1101,30 +1018,7 @@ class AdamW:
 ''',
 })
 FIXTURES['wrong_adamw_eps_inside_sqrt'] = ('09_optimizers', {
-    'sgd_momentum': '''
-def all_finite(grads):
-    return all(g is None or bool(np.isfinite(g).all()) for g in grads)
-
-
-class SGD:
-    def __init__(self, params, lr, momentum=0.0, nesterov=False):
-        self.params = list(params)
-        self.lr, self.momentum, self.nesterov = lr, momentum, nesterov
-        self.state = [{} for _ in self.params]
-
-    def step(self, grads):
-        if not all_finite(grads):
-            return False
-        for p, g, state in zip(self.params, grads, self.state):
-            if g is None:
-                continue
-            buf = state.get("buf")
-            buf = g.copy() if buf is None else self.momentum * buf + g
-            state["buf"] = buf
-            d = g + self.momentum * buf if self.nesterov else buf
-            p -= self.lr * d
-        return True
-''',
+    'sgd_momentum': _SGD_MOMENTUM_09,
     'adamw': '''
 class AdamW:
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
