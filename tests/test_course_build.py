@@ -249,3 +249,18 @@ def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
     (res,) = grade([str(ROOT / "solutions" / "01_unbroadcast.ipynb")], solutions_dir=str(ROOT / "solutions"))
     assert calls == [[("reference", 0), 0], [("reference", 0), 0]], "the notebook (and its reference) run again"
     assert res.earned == res.possible > 0 and not res.failed
+
+
+def test_every_course_module_docstring_lists_what_the_file_holds():
+    """An instructor opening a file of gradlab/course/ finds its public functions and classes named at the top."""
+    import ast
+    missing = {}
+    for path in sorted((ROOT / "gradlab" / "course").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        doc = ast.get_docstring(tree) or ""
+        public = [n.name for n in tree.body
+                  if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+        assert doc, f"{path.name} has no module docstring"
+        if [n for n in public if n not in doc]:
+            missing[path.name] = [n for n in public if n not in doc]
+    assert not missing, f"module docstrings that do not name what the file holds: {missing}"

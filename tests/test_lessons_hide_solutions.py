@@ -31,7 +31,7 @@ import tempfile
 import nbformat
 import pytest
 
-from gradlab.course.notebook import BEGIN_SOLUTION, END_SOLUTION, _region, is_solution, read_notebook
+from gradlab.course.notebook import BEGIN_SOLUTION, END_SOLUTION, is_solution, marker_regions, read_notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -82,7 +82,7 @@ def solution_regions():
             if not is_solution(cell):
                 continue
             lines = cell.source.split("\n")
-            for start, stop, _ in _region(lines, BEGIN_SOLUTION, END_SOLUTION, f"{path.name}, cell {index}"):
+            for start, stop, _ in marker_regions(lines, BEGIN_SOLUTION, END_SOLUTION, f"{path.name}, cell {index}"):
                 body = normalise("\n".join(lines[start + 1:stop]))
                 if body:
                     regions.append((path.stem, index, body))

@@ -9,6 +9,11 @@ displayed, into a JSON-lines file read back by the grader. The plugin runs in
 the grader's pytest process, outside the kernel's sandbox: the kernel can
 neither see nor write that file (see ``sandbox.py``). It also makes
 nbval notice a crashed kernel at once instead of waiting for the cell timeout.
+
+Holds ``launcher_status(kernel)`` (what the sandbox launcher wrote when a kernel ended) and the pytest
+hooks: ``pytest_addoption`` / ``pytest_configure`` (the results file, the sandbox plan, the limits),
+``pytest_sessionstart``, ``pytest_runtest_makereport`` (one record per cell) and
+``pytest_runtest_logreport`` (written to the results file).
 """
 from __future__ import annotations
 

@@ -25,6 +25,11 @@ records every ``check`` is compared with. ``static_tamper`` reads the
 submission file itself (in the grader's process, where nothing the student
 wrote can run) for edited metadata, duplicated graded cells, a changed
 kernelspec and code that reaches for the grader's machinery.
+
+Holds ``assemble(sub_nb, sol_nb, ...)`` -> (the notebook to run, notes), ``reference_notebook``,
+``static_tamper``, ``exports_of``, ``parts_of(solution_nb)`` ([(grade_id, points)]), ``answer_ids(nb)``
+(the grade_ids that identify an exercise) and ``graded_source(source)`` (the instructor's code a graded
+cell of an assembled notebook runs).
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@
 ``collect`` -> ``take_shard`` -> the grader (``grade.grade`` in this process, or spread over a Dask
 cluster by ``cluster.grade_on_cluster``) -> ``gradebook.batch_report``. Grading is the grader's:
 this module only decides which files go in and reads its JSON report back.
+
+Holds ``grade_batch`` and ``parse_shard(text)`` ('I/N' -> (I, N), checked).
 """
 from __future__ import annotations
 

@@ -18,6 +18,10 @@ is derived from it and never edited by hand:
   ``force=True`` (``--force``) keeps each as a backup first
   (``gradlab/course/written.py``). Students work on their own copies in
   ``workspace/exercises/``, which the build never touches.
+
+Holds ``build(solutions, out)``, ``student_notebook(nb, path)`` (one whole student notebook),
+``student_cell(...)`` (one cell) and ``normalized_nbgrader(meta)`` (nbgrader schema-3 metadata with every
+field present).
 """
 from __future__ import annotations
 

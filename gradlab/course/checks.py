@@ -25,7 +25,8 @@ Functions:
 * ``check(name, value, expected=None, rtol=1e-6, atol=1e-8, exact=False, msg=None)``
 * ``check_raises(name, fn, *args, **kwargs)``: records which exception ``fn`` raised (or none)
 * ``encode(value)`` / ``decode(doc)``: the plain-data form of a value (``allow_pickle=False``)
-* ``compare(student, reference)``: one student record against one reference record (grader side)
+* ``compare(student, reference)``: one student record against one reference record (grader side), by
+  ``close(got, want, rtol, atol, exact)`` ('' when they match, else why not)
 * ``recorded(exercise)``: from now on, a ``check`` without ``expected=`` compares with the solution's value
   of the same name, recorded by ``gradlab course build`` in ``exercises/expected/EXERCISE.json``
   (``recorded.py``): the exercise's visible checks need no reference code

@@ -16,6 +16,9 @@ travel with the tasks). A task that fails (its worker died, the scheduler gave u
 it did not finish within ``task_timeout`` seconds) is submitted **once more**; if that fails too, the
 submission is reported as not graded, with why; none is silently dropped. Results are put back in the
 batch's order, so the report is the same as grading in one process.
+
+Holds ``grade_on_cluster(submissions, scheduler, ...)`` (the batch's grader JSON), ``reference_task``
+and ``grade_task`` (what runs on a worker).
 """
 from __future__ import annotations
 

@@ -27,6 +27,10 @@ Zip files are read defensively (``extract_zip``): member names with absolute pat
 letters or links are refused, every member is read with a size cap (the sizes a zip declares are not
 trusted), and the whole archive has a cap on members and on bytes, so a hostile zip can neither
 write outside the batch's folder nor fill the disk.
+
+Holds ``collect``, ``Batch``, ``Submission``, ``identify``, ``extract_zip``, ``exercise_of(nb, ...)``
+(the exercise a notebook belongs to) and the shards: ``shard_of(key, n)`` (a stable hash) and
+``take_shard(batch, i, n)``.
 """
 from __future__ import annotations
 

@@ -19,6 +19,10 @@ failed, or the one being computed when their code raised), the instructor's
 ``hint`` (``msg=``) for it, and for an exception ``where`` it passed last in the
 student's own cells (``graded.py`` sends the frames; only cells of the submission
 that are the student's are named). No reference value or code is ever quoted.
+
+Holds ``grade(submissions, ...)`` -> [``NotebookResult``] (each a list of ``Part``),
+``find_solution(sub_nb, sub_path, solutions_dir)`` and ``reference_run(sol_path, ...)`` (the reference
+records of one instructor notebook, computed once for a cluster).
 """
 from __future__ import annotations
 

@@ -22,6 +22,10 @@ of Canvas's own gradebook export, so Canvas's Gradebook import matches rows by `
 exercise as an assignment; Moodle's CSV grade import maps a column to an identifier and each exercise
 column to a grade item. ``feedback`` writes ``STUDENT.md`` per student: each exercise, each part with
 its points, and for a failed part the grader's message (the failing case and the instructor's hint).
+
+Holds ``batch_report``, ``merge``, ``ReportError``, ``dumps`` / ``load`` (the report's bytes),
+``to_csv``, ``feedback`` / ``feedback_files(report, folder)`` and ``summary(report)`` (what
+``gradlab grade`` prints).
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ import io
 import json
 import os
 import re
+
+from .report import pts
 
 FORMAT = "gradlab-batch-1"
 CSV_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -128,10 +134,6 @@ def merge(reports) -> dict:
     return out
 
 
-def _pts(x) -> str:
-    return f"{x:g}"
-
-
 def to_csv(report) -> str:
     """One row per student, one column per exercise and a total (layout in the module docstring)."""
     exercises = sorted(report["exercises"])
@@ -143,8 +145,8 @@ def to_csv(report) -> str:
         cells = []
         for ex in exercises:
             e = st["exercises"].get(ex)
-            cells.append("" if e is None or e["error"] else _pts(e["earned"]))
-        w.writerow([st["name"], sid, "", "", "", *cells, _pts(st["total"]["earned"])])
+            cells.append("" if e is None or e["error"] else pts(e["earned"]))
+        w.writerow([st["name"], sid, "", "", "", *cells, pts(st["total"]["earned"])])
     return buf.getvalue()
 
 
@@ -152,7 +154,7 @@ def feedback(report, sid) -> str:
     """A student's feedback as markdown: each exercise, each part with its points and why it failed."""
     st = report["students"][sid]
     out = [f"# Feedback for {st['name']} ({sid})", "",
-           f"Total: {_pts(st['total']['earned'])} / {_pts(st['total']['possible'])} points", ""]
+           f"Total: {pts(st['total']['earned'])} / {pts(st['total']['possible'])} points", ""]
     for ex in sorted(st["exercises"]):
         e = st["exercises"][ex]
         out.append(f"## {ex}")
@@ -160,12 +162,12 @@ def feedback(report, sid) -> str:
         if e["error"]:
             out += [f"Not graded: {e['error']}", ""]
             continue
-        out += [f"{_pts(e['earned'])} / {_pts(e['possible'])} points (graded: {e['source']})", "",
+        out += [f"{pts(e['earned'])} / {pts(e['possible'])} points (graded: {e['source']})", "",
                 "| part | points | result |", "| --- | --- | --- |"]
         for p in e["parts"]:
             result = "ok" if p["status"] == "ok" else "failed: " + (p["message"] or p["status"])
             result = result.replace("|", "\\|").replace("\n", " ")
-            out.append(f"| {p['grade_id']} | {_pts(p['earned'])} / {_pts(p['points'])} | {result} |")
+            out.append(f"| {p['grade_id']} | {pts(p['earned'])} / {pts(p['points'])} | {result} |")
         out.append("")
         out += [f"* note: {n}" for n in e["notes"]] + [f"* tamper evidence: {t}" for t in e["tamper"]]
         if e["notes"] or e["tamper"]:
@@ -177,7 +179,8 @@ def feedback(report, sid) -> str:
 
 
 def feedback_files(report, folder) -> list:
-    """``(folder/STUDENT.md, bytes)`` for every student of the report: what ``write_feedback`` writes."""
+    """``(folder/STUDENT.md, bytes)`` for every student of the report (``gradlab grade --feedback`` writes them
+    through ``written.write_files``, which never overwrites a file an instructor edited)."""
     out = []
     for sid in sorted(report["students"]):
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", sid) or "student"
@@ -185,25 +188,14 @@ def feedback_files(report, folder) -> list:
     return out
 
 
-def write_feedback(report, folder, force=False, on_backup=None) -> list:
-    """``folder/STUDENT.md`` for every student of the report; returns the paths written.
-
-    A file edited since gradlab wrote it (an instructor's added comment) is never overwritten unless
-    ``force``, which keeps it as a backup first: the rule of :mod:`gradlab.course.written`.
-    """
-    from .written import write_files
-    paths = write_files("grade --feedback", feedback_files(report, folder), force=force, on_backup=on_backup)
-    return [str(p) for p in paths]
-
-
 def summary(report) -> str:
     """The text ``gradlab grade`` prints for a batch: a line per student, the problems, a total line."""
     out = []
     for sid in sorted(report["students"]):
         st = report["students"][sid]
-        exs = ", ".join(f"{ex} {'NOT GRADED' if e['error'] else _pts(e['earned']) + '/' + _pts(e['possible'])}"
+        exs = ", ".join(f"{ex} {'NOT GRADED' if e['error'] else pts(e['earned']) + '/' + pts(e['possible'])}"
                         for ex, e in sorted(st["exercises"].items()))
-        out.append(f"{st['name']} ({sid}): {_pts(st['total']['earned'])} / {_pts(st['total']['possible'])}  [{exs}]")
+        out.append(f"{st['name']} ({sid}): {pts(st['total']['earned'])} / {pts(st['total']['possible'])}  [{exs}]")
     for p in report["problems"]:
         out.append(f"problem: {p['source']}: {p['problem']}")
     n = sum(len(st["exercises"]) for st in report["students"].values())

@@ -39,6 +39,9 @@ Three files:
 * ``mutation_report.py``: ``table(results)``, ``survivor_lines(result)``, ``to_json(results)``.
 
 Every public name of the three is importable from here.
+
+This file also holds ``cell_mutants(source)`` (the mutants of one solution cell) and
+``find_notebooks(paths, solutions)`` (which notebooks a run covers).
 """
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ from . import checks
 from .inprocess import grade_notebook, notebook_cells, possible, score
 from .mutation_operators import OPERATORS, Edit, mutate_code
 from .mutation_report import survivor_lines, table, to_json
-from .notebook import BEGIN_SOLUTION, END_SOLUTION, CourseError, _region, exercise_name, read_notebook
+from .notebook import BEGIN_SOLUTION, END_SOLUTION, CourseError, exercise_name, marker_regions, read_notebook
 
 TINY = {"rtol": 1e-9, "atol": 1e-12}   # "the same" for survived vs equivalent
 LIMIT = 120                             # mutants per exercise, at most
@@ -83,7 +86,7 @@ class Mutant:
 def _regions(source):
     """(first line, stop line, code) of each solution region: the lines strictly between the markers."""
     lines = source.split("\n")
-    regions = list(_region(lines, BEGIN_SOLUTION, END_SOLUTION, "cell"))
+    regions = list(marker_regions(lines, BEGIN_SOLUTION, END_SOLUTION, "cell"))
     if not regions:
         return lines, [(-1, len(lines))]
     return lines, [(start, stop) for start, stop, _ in regions]

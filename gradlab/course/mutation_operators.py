@@ -5,7 +5,10 @@ Holds:
 * ``OPERATORS``: name -> a function ``(node, parent) -> [(new node, label)]`` (``+`` for ``-``, a dropped
   ``keepdims=True``, a missing transpose, ``range(n - 1)``...; a new node of None deletes a statement), and
   two kinds of mistake a one-token change never makes: a flat walk for a recursive one (``modules()`` ->
-  ``children()``) and two dependent steps in the other order (the max taken before the mask);
+  ``children()``) and two dependent steps in the other order (the max taken before the mask); one
+  function each: ``op_binop``, ``op_compare``, ``op_keepdims``, ``op_axis``, ``op_max_subtraction``,
+  ``op_off_by_one``, ``op_transpose``, ``op_sum_term``, ``op_constant``, ``op_sum_mean``, ``op_drop_call``,
+  ``op_negate``, ``op_swap_args``, ``op_return``, ``op_delete``, ``op_traversal``, ``op_swap_statements``;
 * ``Edit`` and ``mutate_code(code)``: every first-order mutant of one piece of code, made with ``ast``
   (parse, change one node, ``ast.unparse``), deterministic, without duplicates.
 

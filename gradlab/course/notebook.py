@@ -23,6 +23,11 @@ Marker comments inside cells (the same as nbgrader's):
 
 gradlab reads and writes notebooks with ``nbformat``; nbgrader itself is never
 needed.
+
+Holds ``CourseError``, ``read_notebook`` / ``write_notebook`` (deterministic bytes), the cell roles
+(``nbgrader_meta``, ``grade_id``, ``points``, ``is_test``, ``is_solution``, ``is_locked``), the markers
+(``marker_regions``, ``strip_solution``, ``strip_hidden``), ``check_solution_notebook`` (unique
+grade_ids, points, paired markers), ``stable_cell_id`` and ``exercise_name``.
 """
 from __future__ import annotations
 
@@ -124,8 +129,9 @@ def points(cell) -> float:
         return 0.0
 
 
-def _region(lines, begin, end, where):
-    """Yield (start, stop, indent) for each begin/end marker pair in lines."""
+def marker_regions(lines, begin, end, where):
+    """Yield (start, stop, indent) for each ``begin``/``end`` marker pair in ``lines`` (the markers' line
+    indices and the ``begin`` line's indentation); a marker without its pair is a CourseError naming ``where``."""
     i = 0
     while i < len(lines):
         if lines[i].strip() == begin:
@@ -147,7 +153,7 @@ def _region(lines, begin, end, where):
 def strip_solution(source: str, cell_type: str = "code", where: str = "cell") -> str:
     """The student version of a solution cell's source."""
     lines = source.split("\n")
-    regions = list(_region(lines, BEGIN_SOLUTION, END_SOLUTION, where))
+    regions = list(marker_regions(lines, BEGIN_SOLUTION, END_SOLUTION, where))
     if not regions:  # nbgrader: a solution cell without markers is replaced whole
         return "\n".join(CODE_STUB) if cell_type == "code" else MARKDOWN_STUB
     out, last = [], 0
@@ -165,7 +171,7 @@ def strip_solution(source: str, cell_type: str = "code", where: str = "cell") ->
 def strip_hidden(source: str, where: str = "cell", keep: bool = False) -> str:
     """Remove hidden-test regions (or, with keep=True, only their marker lines)."""
     lines = source.split("\n")
-    regions = list(_region(lines, BEGIN_HIDDEN, END_HIDDEN, where))
+    regions = list(marker_regions(lines, BEGIN_HIDDEN, END_HIDDEN, where))
     out, last = [], 0
     for start, stop, _ in regions:
         out.extend(lines[last:start])
@@ -196,8 +202,8 @@ def check_solution_notebook(nb, where: str) -> None:
                 raise CourseError(f"{here} ('{gid}'): a graded cell needs 'points' in its nbgrader metadata")
             here = f"{here} ('{gid}')"
         lines = cell.source.split("\n")
-        sol = list(_region(lines, BEGIN_SOLUTION, END_SOLUTION, here))
-        hid = list(_region(lines, BEGIN_HIDDEN, END_HIDDEN, here))
+        sol = list(marker_regions(lines, BEGIN_SOLUTION, END_SOLUTION, here))
+        hid = list(marker_regions(lines, BEGIN_HIDDEN, END_HIDDEN, here))
         if sol and not is_solution(cell):
             raise CourseError(f"{here}: has '{BEGIN_SOLUTION}' but is not marked "
                               "solution: true in nbgrader metadata")

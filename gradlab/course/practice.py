@@ -16,6 +16,10 @@ Holds: :func:`drillable` (the ops a drill can check), :func:`refusal` (why anoth
 :func:`cases` / :class:`Case` (the graded inputs), :func:`reference_vjp` / :func:`reference_jvp`,
 :func:`score` (an answer graded in process, as the graded cells grade it), :func:`hint`,
 :func:`drill_notebook` / :func:`reference_notebook`, :func:`write_drill` and :func:`grade_drills`.
+
+Also: ``gradlab_float64``, the records the graded cells make (``vjp_record``, ``jvp_record``,
+``gradcheck_record``), ``small_cases`` (the finite-difference cases), ``hints`` and ``drill_op(path)``
+(the op a drill notebook practises).
 """
 from __future__ import annotations
 

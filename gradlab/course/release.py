@@ -19,6 +19,9 @@ as ``import numpy as np`` is no secret), each such region as a block, a copy of 
 fixture file, and solution markers left in a notebook. ``release`` refuses to finish (and says
 what leaked) if the scan finds anything; the tests run the same scan, and a second, independent
 one.
+
+Holds ``release(out, course)``, ``leaks(out, course)``, ``SHIPPED`` and ``reference_helpers(course)``
+(the helpers the instructor's cells define, which no release may contain).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import shutil
 
 from .build import build
 from .course_dir import Course
-from .notebook import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, CourseError, _region, read_notebook
+from .notebook import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, CourseError, marker_regions, read_notebook
 from .references import reference_seeds
 
 SHIPPED = ("LICENSE", "pyproject.toml", "gradlab", "widgets", "notebooks", "docs/debugging.md", "docs/images")
@@ -174,7 +177,7 @@ def release(course: Course, out) -> list:
 
 def _regions(source: str, begin: str, end: str, where: str):
     lines = source.split("\n")
-    for start, stop, _ in _region(lines, begin, end, where):
+    for start, stop, _ in marker_regions(lines, begin, end, where):
         yield [ln.strip() for ln in lines[start + 1: stop] if ln.strip()]
 
 
@@ -183,7 +186,7 @@ def _outside_regions(source: str, where: str):
     lines = source.split("\n")
     inside = set()
     for begin, end in ((BEGIN_SOLUTION, END_SOLUTION), (BEGIN_HIDDEN, END_HIDDEN)):
-        for start, stop, _ in _region(lines, begin, end, where):
+        for start, stop, _ in marker_regions(lines, begin, end, where):
             inside.update(range(start, stop + 1))
     return {ln.strip() for i, ln in enumerate(lines) if i not in inside}
 

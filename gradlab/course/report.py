@@ -4,6 +4,9 @@ A failed part says why (``message``) and, where the grader knows them, the check
 (``case``), the instructor's hint for it (``hint``, from ``msg=``) and, for an exception, the
 student's cell and line it passed through (``where``): the same three in every format
 (``details``). The reference's values and code are never part of a report.
+
+Holds ``pts(x)`` (points as a person writes them), ``details(part)``, ``table(results)``,
+``to_json(results)`` and ``to_junit(results)`` (one testcase per graded part).
 """
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import json
 import xml.etree.ElementTree as ET
 
 
-def _pts(x) -> str:
+def pts(x) -> str:
+    """Points as a person writes them: ``2``, ``1.5`` (never ``2.0``); the gradebook's too."""
     return f"{x:g}"
 
 
@@ -35,11 +39,11 @@ def table(results) -> str:
             out.append(f"{r.notebook}: NOT GRADED: {r.error}")
             out.append("")
             continue
-        out.append(f"{r.notebook}  (against {r.against})  {_pts(r.earned)} / {_pts(r.possible)}")
+        out.append(f"{r.notebook}  (against {r.against})  {pts(r.earned)} / {pts(r.possible)}")
         w = max([len(p.grade_id) for p in r.parts] + [4])
         out.append(f"  {'part':<{w}}  {'points':>9}  result")
         for p in r.parts:
-            score = f"{_pts(p.earned)} / {_pts(p.points)}"
+            score = f"{pts(p.earned)} / {pts(p.points)}"
             line = f"  {p.grade_id:<{w}}  {score:>9}  {'ok' if p.status == 'ok' else 'FAIL'}"
             if p.status != "ok" and p.message:
                 line += f"  {p.message}"
@@ -56,7 +60,7 @@ def table(results) -> str:
     nparts = sum(len(r.parts) for r in graded)
     nfail = sum(1 for r in graded for p in r.parts if p.status != "ok")
     line = (f"TOTAL {len(graded)} notebook{'s' if len(graded) != 1 else ''} graded: "
-            f"{_pts(earned)} / {_pts(possible)} points, {nfail} of {nparts} parts failed")
+            f"{pts(earned)} / {pts(possible)} points, {nfail} of {nparts} parts failed")
     bad = len(results) - len(graded)
     if bad:
         line += f"; {bad} not graded (bad input)"
@@ -87,8 +91,8 @@ def to_junit(results) -> str:
                               failures=str(sum(1 for p in r.parts if p.status != "ok")),
                               errors="1" if r.error else "0")
         props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="earned", value=_pts(r.earned))
-        ET.SubElement(props, "property", name="possible", value=_pts(r.possible))
+        ET.SubElement(props, "property", name="earned", value=pts(r.earned))
+        ET.SubElement(props, "property", name="possible", value=pts(r.possible))
         if r.error:
             case = ET.SubElement(suite, "testcase", classname=r.notebook, name="notebook")
             ET.SubElement(case, "error", message=r.error)
@@ -97,7 +101,7 @@ def to_junit(results) -> str:
             case = ET.SubElement(suite, "testcase", classname=r.notebook, name=p.grade_id)
             if p.status != "ok":
                 fail = ET.SubElement(case, "failure", message=p.message or p.status, type=p.status)
-                fail.text = "\n".join([f"{_pts(p.earned)} / {_pts(p.points)} points: {p.message}",
+                fail.text = "\n".join([f"{pts(p.earned)} / {pts(p.points)} points: {p.message}",
                                        *(f"{label}: {text}" for label, text in details(p))])
         if r.notes:
             ET.SubElement(suite, "system-out").text = "\n".join(r.notes)

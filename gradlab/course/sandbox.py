@@ -40,9 +40,10 @@ What this does not do: stop a student from running arbitrary code *in their own 
 computed outside the kernel (``checks.py``, ``grade.py``), so such code can only change the student's own
 numbers.
 
-Functions: ``bwrap()``, ``available()``, ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
-kernel_args)``, ``launcher_argv()``, ``main()`` (the launcher), ``WRITE_LOG`` (what the audit hook saw, read by
-the probe).
+Holds ``bwrap()``, ``available()`` (the self-test), ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,
+kernel_args)``, the process ceiling (``process_ceiling()``, ``remove_stale_cgroups(parent)``),
+``launcher_argv()``, ``main()`` (the launcher), and inside: ``arm()`` and ``WRITE_LOG`` (what the audit
+hook saw, read by the probe).
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ when it runs without an error (its ``check`` calls compare with the solution's v
 ``exercises/expected/`` and raise on a difference, the message naming the case and the hint). The report
 says that this is a self-check; the instructor grades against the instructor's solution, with the
 hidden tests too.
+
+Holds ``self_check(paths, ...)`` -> [``NotebookResult``], each notebook checked against itself.
 """
 from __future__ import annotations
 

@@ -26,6 +26,8 @@ workspace, as nbgitpuller merges a course repository into a user's folder:
 ``gradlab lab`` signs every copy that holds what gradlab wrote in the notary
 (``jupyter trust``), so the stored graphs render on first open;
 ``gradlab.lab.pre_save_hook`` keeps the signature across JupyterLab's saves.
+
+Holds ``workspace_dir(root)``, ``sync`` (and its ``SyncReport``), ``fresh`` and ``resolve``.
 """
 from __future__ import annotations
 

@@ -21,6 +21,9 @@ which files, unless told ``force=True``, and then the old file is first moved
 to a backup name next to it (``01_unbroadcast.backup-20260101-120000.ipynb``).
 A gradebook an instructor fixed by hand is someone's work just as much as an
 edited exercise, hence the same rule for the reports.
+
+Holds ``write_files`` (the rule above, for many files at once), the manifest of what gradlab wrote and
+``digest(data)`` (the hash it keeps).
 """
 from __future__ import annotations
 
