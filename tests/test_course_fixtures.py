@@ -49,7 +49,7 @@ def graded():
         ref = {p.grade_id: p for p in score(batch.reference, batch.reference, cells)}
         assert all(p.earned == p.points for p in ref.values()), f"{exercise}: the solution itself loses points"
         for (stem, _), run in zip(fixtures, batch.runs):
-            out[stem] = {p.grade_id: ("ok" if p.earned == p.points else "lost", p.why)
+            out[stem] = {p.grade_id: ("ok" if p.earned == p.points else "lost", p.message)
                          for p in score(run, batch.reference, cells)}
     return out
 

@@ -229,7 +229,7 @@ def test_runner_timeout_crash_and_error_score_zero_but_the_rest_still_runs(tmp_p
         assert ip.earned(ip.score(run, batch.reference, cells)) == 0
     assert memory.status == "ok" and memory.cells[1].status == "error" and "MemoryError" in memory.cells[1].message
     parts = ip.score(error, batch.reference, cells)
-    assert [p.earned for p in parts] == [2.0, 0.0] and parts[1].why == "ValueError: nope"
+    assert [p.earned for p in parts] == [2.0, 0.0] and parts[1].message == "ValueError: nope"
     assert ip.earned(ip.score(same, batch.reference, cells)) == 4.0
     assert same.cells[2].records == batch.reference.cells[2].records
 
@@ -240,9 +240,9 @@ def test_records_must_match_the_reference_one_for_one(tmp_path):
     batch = ip.run_variants(cells, [{2: "check('a', scale(1.0))"},                        # one record missing
                                     {2: "check('b', scale(2.0))\ncheck('a', scale(1.0))"},  # names out of order
                                     {2: "check('a', scale(1.0))\ncheck('b', 4.0000001)"}])  # within rtol=1e-6
-    whys = [ip.score(r, batch.reference, cells)[0].why for r in batch.runs]
-    assert "1 check records, the reference has 2" in whys[0]
-    assert "check 'b' where the reference checks 'a'" in whys[1]
+    whys = [ip.score(r, batch.reference, cells)[0].message for r in batch.runs]
+    assert "recorded 1 of the 2 checked values; first missing: 'b'" in whys[0]
+    assert "expected the check 'a' next, got 'b'" in whys[1]
     assert whys[2] == ""
 
 

@@ -2,7 +2,7 @@
 
 * ``graded.py``: graded cells run in the grader's own namespace, with only the exercise's exports taken
   from the student's, so redefining a helper, ``np``, ``isinstance`` or ``str`` there changes nothing;
-* ``checks.decode`` / ``checks.compare`` / ``grade._match``: a malformed record from an untrusted kernel
+* ``checks.decode`` / ``checks.compare`` / ``scoring.match_records``: a malformed record from an untrusted kernel
   (wrong type, wrong shape, too deep, not a record at all) is a failed part with a reason, never an
   exception, and no reason quotes a reference value;
 * hints: ``msg=`` reaches the report, with every part computed from a reference elided
@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from gradlab.course import checks, graded, references
-from gradlab.course.grade import NotebookResult, Part, _match, _where
+from gradlab.course.grade import NotebookResult, Part, _where
 from gradlab.course.report import table, to_json, to_junit
+from gradlab.course.scoring import match_records
 
 
 def _record(name, value, **spec):
@@ -128,7 +129,7 @@ REFERENCES = [_record("x", "float32"), _record("x", 1.5), _record("x", np.arange
 @pytest.mark.parametrize("ref", REFERENCES, ids=lambda r: checks.decode(r["value"]).__class__.__name__)
 def test_a_malformed_record_is_a_reason_never_an_exception(ref):
     for bad in MALFORMED:
-        why, case, _ = _match([bad], [ref])
+        why, case, _ = match_records([bad], [ref])
         assert why and case == "x", bad
     # an array where a string was recorded (what a str() returning an array recorded)
     assert "expected a string" in checks.compare(_record("x", np.zeros(3)), _record("x", "float32"))
@@ -193,9 +194,9 @@ def test_check_records_its_hint():
 def test_match_gives_the_case_and_the_students_hint_or_else_the_references():
     ref = [dict(_record("a", 1.0), msg="first hint ..."), dict(_record("b", 2.0), msg="second hint ...")]
     mine = [_record("a", 1.0), dict(_record("b", 3.0), msg="second hint with 3.0")]
-    assert _match(mine, ref)[1:] == ("b", "second hint with 3.0")
-    assert _match(mine[:1], ref)[1:] == ("b", "second hint ...")
-    hint = _match([mine[0], dict(mine[1], msg="\x00evil\nnewline" + "x" * 999)], ref)[2]
+    assert match_records(mine, ref)[1:] == ("b", "second hint with 3.0")
+    assert match_records(mine[:1], ref)[1:] == ("b", "second hint ...")
+    hint = match_records([mine[0], dict(mine[1], msg="\x00evil\nnewline" + "x" * 999)], ref)[2]
     assert hint.startswith("evil newline") and len(hint) <= 300   # one line, no control characters, bounded
 
 

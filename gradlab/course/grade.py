@@ -20,7 +20,8 @@ failed, or the one being computed when their code raised), the instructor's
 student's own cells (``graded.py`` sends the frames; only cells of the submission
 that are the student's are named). No reference value or code is ever quoted.
 
-Holds ``grade(submissions, ...)`` -> [``NotebookResult``] (each a list of ``Part``),
+Holds ``grade(submissions, ...)`` -> [``NotebookResult``] (each a list of ``Part``: ``scoring.py``, where the
+rule that scores them is stated once, for this grader and the in-process one),
 ``find_solution(sub_nb, sub_path, solutions_dir)`` and ``reference_run(sol_path, ...)`` (the reference
 records of one instructor notebook, computed once for a cluster).
 """
@@ -31,26 +32,10 @@ import os
 from dataclasses import dataclass, field
 
 from .assemble import answer_ids, assemble, parts_of, reference_notebook, static_tamper
-from .checks import compare
 from .graded import cell_hash
 from .notebook import CourseError, exercise_name, grade_id, is_solution, read_notebook
 from .runner import run_notebooks
-
-
-@dataclass
-class Part:
-    grade_id: str
-    points: float
-    earned: float = 0.0
-    status: str = "not-run"
-    message: str = ""
-    case: str = ""     # the check that failed (its name, as the graded cell recorded it)
-    hint: str = ""     # the instructor's msg= for that check (computed parts from a reference shown as ...)
-    where: str = ""    # for an exception: the student's cell and line it passed through last
-
-    def as_dict(self):
-        return dict(grade_id=self.grade_id, points=self.points, earned=self.earned, status=self.status,
-                    message=self.message, case=self.case, hint=self.hint, where=self.where)
+from .scoring import Part, match_records, report_text
 
 
 @dataclass
@@ -106,46 +91,6 @@ def find_solution(sub_nb, sub_path, solutions_dir):
     return best
 
 
-_CONTROL = dict.fromkeys(range(32), " ")
-
-
-def _text(value, limit=300) -> str:
-    """A string from an untrusted record as a report may show it: one line, no control characters, bounded."""
-    if not isinstance(value, str):
-        return ""
-    text = " ".join(value.translate(_CONTROL).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _name(rec):
-    return rec.get("name") if isinstance(rec, dict) else None
-
-
-def _match(student, reference):
-    """(why, case, hint) for a graded cell's records against the reference run's: why is '' when they match.
-
-    ``case`` is the check that failed; ``hint`` its msg= as the student's run recorded it (computed from the
-    student's values) or else as the reference run did (its computed parts elided). Nothing in ``student``
-    (an untrusted kernel's records) can make this raise.
-    """
-    for i, want in enumerate(reference):
-        name = _text(_name(want))
-        if i >= len(student):
-            return (f"recorded {len(student)} of the {len(reference)} checked values; first missing: {name!r}",
-                    name, _text(want.get("msg")))
-        got = student[i]
-        if _name(got) != _name(want):
-            return (f"expected the check {name!r} next, got {_text(_name(got), 80) or type(got).__name__!r}",
-                    name, _text(want.get("msg")))
-        why = compare(got, want)
-        if why:
-            mine = got.get("msg") if isinstance(got, dict) else None
-            return f"{name}: {why}", name, _text(mine) or _text(want.get("msg"))
-    if len(student) > len(reference):
-        return f"recorded {len(student)} values where {len(reference)} were checked", "", ""
-    return "", "", ""
-
-
 def _where(frames, cells):
     """The student's own cell and line an exception passed through last, from the kernel's frames.
 
@@ -157,7 +102,7 @@ def _where(frames, cells):
     for fr in reversed(frames):
         if not isinstance(fr, dict) or fr.get("hash") not in cells or not isinstance(fr.get("line"), int):
             continue
-        text = _text(fr.get("text"), 160)
+        text = report_text(fr.get("text"), 160)
         return f"{cells[fr['hash']]}, line {fr['line']}" + (f": {text}" if text else "")
     return ""
 
@@ -187,14 +132,15 @@ def _score(result, parts, records, problem, timeout, reference, own=None):
             part.status, part.message = rec["status"], rec.get("message", "")
             mine, theirs = rec.get("records") or [], ref.get("records") or []
             if rec["status"] == "ok":
-                why, part.case, part.hint = _match(mine, theirs)
+                why, part.case, part.hint = match_records(mine, theirs)
                 if why:
                     part.status, part.message = "wrong", why
                 else:
                     part.earned = pts
             else:
                 if len(mine) < len(theirs):   # the check it was computing when it stopped
-                    part.case, part.hint = _text(_name(theirs[len(mine)])), _text(theirs[len(mine)].get("msg"))
+                    nxt = theirs[len(mine)]
+                    part.case, part.hint = report_text(nxt.get("name")), report_text(nxt.get("msg"))
                 part.where = _where(rec.get("where"), own or {})
                 if rec.get("after_timeout") and rec["status"] == "error":
                     part.message += " (after an earlier cell timed out)"

@@ -188,7 +188,7 @@ def classify(mutant, run, batch) -> None:
     parts = score(run, batch.reference, batch.cells)
     lost = [p for p in parts if p.earned < p.points]
     if lost:
-        mutant.status, mutant.why = "killed", f"{lost[0].grade_id}: {lost[0].why}"
+        mutant.status, mutant.why = "killed", f"{lost[0].grade_id}: {lost[0].message}"
         # a kill by a wrong value is a check (or expected=) that failed; anything else raised or crashed
         first = next((run.cells[c.pos] for c in batch.cells if c.graded and c.label == lost[0].grade_id), None)
         mutant.raised = run.status != "ok" or (first is not None and first.status != "ok" and
