@@ -5,4 +5,4 @@ from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _N
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "SyncBatchNorm"]
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy", "gradlab.nn.coverage.modules.normalization")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers", "gradlab.nn.coverage.modules.normalization_layers")

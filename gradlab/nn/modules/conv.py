@@ -173,7 +173,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     _n, _fn = 3, "conv_transpose3d"
 
 
-# the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy), found on first use
+# the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy_layers), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers")

@@ -4,4 +4,4 @@ from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _Inst
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers")

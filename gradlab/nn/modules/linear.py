@@ -143,7 +143,7 @@ class LoRALinear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, r={self.r}, alpha={self.alpha}"
 
 
-# the rest of torch.nn.modules.linear's names (kept in coverage.modules.lazy), found on first use
+# the rest of torch.nn.modules.linear's names (kept in coverage.modules.lazy_layers), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers")

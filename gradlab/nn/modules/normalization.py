@@ -235,7 +235,7 @@ class RMSNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-# the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization), found on first use
+# the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization_layers), found on first use
 from ._util import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization_layers")
