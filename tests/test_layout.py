@@ -76,7 +76,7 @@ KNOWN_CYCLE_EDGES: set[tuple[str, str]] = {
     ("gradlab.autograd.functional", "gradlab.func"),  # (as KNOWN_UPWARD); func imports autograd
     ("gradlab.viz.torch_record", "gradlab.viz.record"),
     ("gradlab.viz.model", "gradlab.viz.foreign_graph"),
-    ("gradlab.viz.show", "gradlab.viz.grad_diff"),
+    ("gradlab.viz.show", "gradlab.viz.grad_diff_view"),
     ("gradlab.debug.explain", "gradlab.debug.torch_debug"),
     ("gradlab.debug.memory", "gradlab.debug.torch_debug"),
     ("gradlab.debug.torch_debug", "gradlab.debug.explain"),

@@ -13,7 +13,7 @@ from .. import checks as _c
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt, xp_of
-from ..backend.memory import check_alloc
+from ..backend.memory_limit import check_alloc
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.embedding import Embedding

@@ -144,6 +144,6 @@ class KLDivLoss(_Loss):
 
 
 # the rest of torch.nn.modules.loss's names (kept in coverage.modules.loss_layers), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.loss_layers")

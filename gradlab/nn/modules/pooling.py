@@ -158,6 +158,6 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
 
 # the rest of torch.nn.modules.pooling's names (kept in coverage.modules.pooling_layers), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
 __getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.pooling_layers")

@@ -1,5 +1,5 @@
 """``torch.nn.modules.sparse``'s names: ``Embedding`` (gradlab's ``embedding.py``) and ``EmbeddingBag``."""
-from ._util import rest_from as _rest_from
+from ._layer_helpers import rest_from as _rest_from
 from .embedding import Embedding  # noqa: F401
 
 __all__ = ["Embedding", "EmbeddingBag"]
