@@ -15,7 +15,7 @@ import pytest
 
 import gradlab
 import gradlab.nn.functional as F
-from gradlab.ops.embedding import _rows_added
+from gradlab.ops.embedding_lookup import _rows_added
 
 from .test_vjp_arrays import _compare_node, _nodes
 
@@ -113,7 +113,7 @@ def test_the_gpt_steps_ops_have_array_twins():
     from gradlab.ops import (
         activations,
         dropout as _ops_dropout,
-        embedding as _ops_embedding,
+        embedding_lookup as _ops_embedding,
         layer_batch_norm as _ops_norm,
         nll_loss as _ops_loss,
         softmax_ops,

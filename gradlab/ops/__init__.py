@@ -27,7 +27,7 @@ is always the module (a file named ``softmax.py`` would be hidden by the functio
                               built on these)
 ``cast``, ``quant``           to/float/half/... and clone; fake quantization
 ``layer_batch_norm``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
-``dropout``, ``embedding``, ``nll_loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
+``dropout``, ``embedding_lookup``, ``nll_loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
 ``recurrent``         fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
 ====================  =======================================================================
 
