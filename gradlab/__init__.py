@@ -105,7 +105,7 @@ _LAZY = {
     "source": ("gradlab.debug", "source"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
-    "compile": ("gradlab.compile", "compile"),
+    "compile": ("gradlab.compile", None),  # the package, callable (compile/__init__.py): gradlab.compile.kernels works too
     "animate_backward": ("gradlab.viz.widgets", "animate_backward"),
     "animate_forward": ("gradlab.viz.widgets", "animate_forward"),
     "nn": ("gradlab.nn", None),
