@@ -28,7 +28,7 @@ from .backend.dtypes import (
 )
 from .backend.dtypes import int as int  # noqa: PLC0414 - torch.int is int32
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
-from .backend.parallel import get_num_threads, set_num_threads
+from .backend.threads import get_num_threads, set_num_threads
 from .errors import (
     ArgumentError, ArgumentTypeError, DeviceError, DTypeError, GradcheckError, GradError, GradlabError,
     IndexOutOfRange, OutOfMemoryError, ShapeError,
@@ -70,7 +70,7 @@ __all__ = [
     "set_rng_state",
     # sparse COO tensors (gradlab/sparse/)
     "sparse_coo_tensor", "spmm", "sparse_coo", "strided",
-    # threads (large arrays are split across them: gradlab/backend/parallel.py)
+    # threads (large arrays are split across them: gradlab/backend/threads.py)
     "get_num_threads", "set_num_threads",
     # autograd
     "grad", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "set_grad_enabled",
@@ -105,7 +105,7 @@ _LAZY = {
     "source": ("gradlab.debug", "source"),
     "viz": ("gradlab.viz", None),
     "show_graph": ("gradlab.viz", "show_graph"),
-    "compile": ("gradlab.compile", "compile"),
+    "compile": ("gradlab.compile", None),  # the package, callable (compile/__init__.py): gradlab.compile.kernels works too
     "animate_backward": ("gradlab.viz.widgets", "animate_backward"),
     "animate_forward": ("gradlab.viz.widgets", "animate_forward"),
     "nn": ("gradlab.nn", None),
@@ -143,7 +143,7 @@ def get_float32_matmul_precision() -> str:
     return _MATMUL_PRECISION[0]
 
 
-# set_num_threads / get_num_threads: gradlab/backend/parallel.py (imported above)
+# set_num_threads / get_num_threads: gradlab/backend/threads.py (imported above)
 
 
 _DETERMINISTIC = [False]
@@ -183,6 +183,6 @@ def __getattr__(name):
     globals()[name] = value
     return value
 
-from .autograd import cells as _cells  # noqa: E402
+from .autograd import cell_origin as _cell_origin  # noqa: E402
 
-_cells.install()  # in a notebook: note which cell makes which nodes (the inspectors' "created at"; no cost per op)
+_cell_origin.install()  # in a notebook: note which cell makes which nodes (the inspectors' "created at"; no cost per op)

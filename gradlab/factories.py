@@ -14,7 +14,7 @@ from . import checks as _c
 from ._tensor import Tensor
 from .backend import dtypes as _dt, random as _random
 from .backend.device import check_dtype_for, factory_device, to_device_array, xp_for
-from .backend.memory import check_alloc, out_of_memory
+from .backend.memory_limit import check_alloc, out_of_memory
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
 
 
@@ -112,7 +112,7 @@ def _new(fn, size, dtype, device, requires_grad, make):
     dev = factory_device(device)
     check_dtype_for(dtype, dev)
     shape = _shape(size, fn)
-    check_alloc(fn, shape, dtype)  # (refused before NumPy tries: see backend/memory.py)
+    check_alloc(fn, shape, dtype)  # (refused before NumPy tries: see backend/memory_limit.py)
     try:
         t = Tensor._make(make(xp_for(dev), shape, dtype))
     except MemoryError as e:

@@ -24,10 +24,10 @@ def resolves(dotted: str) -> bool:
 def reads_as_written(dotted: str) -> bool:
     """True when ``dotted`` also works typed as written, attribute by attribute from ``gradlab``.
 
-    ``resolves`` imports ``gradlab.ops.softmax`` as a module; but ``gradlab.ops.softmax`` *as an
-    attribute* is the function ``softmax``, which hides the module, so a student typing
-    ``gradlab.ops.softmax.SoftmaxBackward`` gets an AttributeError. The docs name such a thing by its
-    file (``SoftmaxBackward`` in ``gradlab/ops/softmax.py``) or with ``from ... import``.
+    ``resolves`` imports ``gradlab.x.y`` as a module; but where the package ``gradlab.x`` has an
+    attribute ``y`` that is not the module (a function named as its file was), that attribute hides
+    the module, and a student typing ``gradlab.x.y.Name`` gets an AttributeError. (tests/test_layout.py
+    refuses such a name in gradlab, but for the few it lists with their reason.)
     """
     if not resolves(dotted):
         return False

@@ -232,7 +232,7 @@ def test_bad_arguments(tmp_path, capsys):
 def test_grade_retries_a_notebook_whose_kernel_did_not_start(monkeypatch):
     """A kernel that fails to start on a loaded machine is retried once, not scored as the student's zero."""
     import sys
-    grade_mod = sys.modules["gradlab.course.grade"]
+    grade_mod = sys.modules["gradlab.course.grading"]
     from gradlab.course import grade
     calls = []
 

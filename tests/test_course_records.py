@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from gradlab.course import checks, graded, references
-from gradlab.course.grade import NotebookResult, Part, _where
+from gradlab.course.grading import NotebookResult, Part, _where
 from gradlab.course.report import table, to_json, to_junit
 from gradlab.course.scoring import match_records
 

@@ -806,7 +806,7 @@ def test_a_fork_bomb_is_held_at_its_ceiling_and_ends_quickly(stalls):
 
 def test_without_a_ceiling_every_report_says_so(monkeypatch):
     """Where no pids cgroup can be made, sandboxed grading still runs, and each report says what is missing."""
-    from gradlab.course.grade import _sandbox_mode
+    from gradlab.course.grading import _sandbox_mode
     monkeypatch.setattr(sandbox, "_CEILING", {"it": ("", "cgroup v1: cannot make a cgroup in /x (Read-only file system)")})
     monkeypatch.setattr(sandbox, "_AVAILABLE", {"why": ""})
     use, note = _sandbox_mode("on")

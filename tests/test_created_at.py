@@ -1,5 +1,5 @@
 """The inspectors' "created at": animate_backward, called after the forward ran, names the notebook cell
-that made each op (gradlab/autograd/cells.py), as animate_forward names the line."""
+that made each op (gradlab/autograd/cell_origin.py), as animate_forward names the line."""
 from __future__ import annotations
 
 import pytest
@@ -7,22 +7,22 @@ import pytest
 pytest.importorskip("anywidget", reason="the live widgets need anywidget (pip install 'gradlab[lab]')")
 interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
 
-from gradlab.autograd import cells  # noqa: E402
+from gradlab.autograd import cell_origin  # noqa: E402
 
 
 @pytest.fixture
 def shell():
     """A real IPython shell running numbered cells; removed afterwards (cells noted here leave no trace)."""
     sh = interactiveshell.InteractiveShell.instance()
-    saved = list(cells._starts)
+    saved = list(cell_origin._starts)
     try:
-        assert cells.install()
+        assert cell_origin.install()
         yield sh
     finally:
-        for event, fn in (("pre_run_cell", cells._pre_run_cell), ("post_run_cell", cells._post_run_cell)):
+        for event, fn in (("pre_run_cell", cell_origin._pre_run_cell), ("post_run_cell", cell_origin._post_run_cell)):
             if fn in sh.events.callbacks[event]:
                 sh.events.unregister(event, fn)
-        cells._starts[:] = saved
+        cell_origin._starts[:] = saved
         interactiveshell.InteractiveShell.clear_instance()
 
 
@@ -46,11 +46,11 @@ def test_animate_backward_names_the_cell_that_made_each_op(shell):
 
 def test_outside_ipython_nothing_is_noted(monkeypatch):
     import gradlab
-    monkeypatch.setattr(cells, "_starts", [])
-    monkeypatch.setattr(cells, "_shell", lambda: None)
-    assert cells.install() is False
+    monkeypatch.setattr(cell_origin, "_starts", [])
+    monkeypatch.setattr(cell_origin, "_shell", lambda: None)
+    assert cell_origin.install() is False
     x = gradlab.ones(2, requires_grad=True) * 3
-    assert cells.cell_of(x.grad_fn.seq) is None and cells.cell_of(None) is None
+    assert cell_origin.cell_of(x.grad_fn.seq) is None and cell_origin.cell_of(None) is None
 
 
 def test_noting_a_cell_does_not_renumber_the_nodes(shell):

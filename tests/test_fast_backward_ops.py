@@ -15,7 +15,7 @@ import pytest
 
 import gradlab
 import gradlab.nn.functional as F
-from gradlab.ops.embedding import _rows_added
+from gradlab.ops.embedding_lookup import _rows_added
 
 from .test_vjp_arrays import _compare_node, _nodes
 
@@ -110,18 +110,16 @@ def test_activations_at_extreme_values_stay_finite_and_match_pytorch(torch, dtyp
 
 
 def test_the_gpt_steps_ops_have_array_twins():
-    import importlib
-
     from gradlab.ops import (
         activations,
         dropout as _ops_dropout,
-        embedding as _ops_embedding,
-        loss as _ops_loss,
-        normalization as _ops_norm,
+        embedding_lookup as _ops_embedding,
+        layer_batch_norm as _ops_norm,
+        nll_loss as _ops_loss,
+        softmax_ops,
     )
-    softmax = importlib.import_module("gradlab.ops.softmax")  # gradlab.ops.softmax is the function
-    for cls in (_ops_norm.LayerNorm, softmax.Softmax, softmax.LogSoftmax, softmax.SoftmaxBackward,
-                softmax.LogSoftmaxBackward, _ops_loss.NLLLoss, _ops_loss.NLLBackward, _ops_embedding.Embedding, _ops_dropout.Dropout,
+    for cls in (_ops_norm.LayerNorm, softmax_ops.Softmax, softmax_ops.LogSoftmax, softmax_ops.SoftmaxBackward,
+                softmax_ops.LogSoftmaxBackward, _ops_loss.NLLLoss, _ops_loss.NLLBackward, _ops_embedding.Embedding, _ops_dropout.Dropout,
                 activations.Gelu, activations.Silu, activations.Softplus,
                 activations.LeakyRelu):
         assert cls.vjp_arrays is not None, cls.name

@@ -1,5 +1,5 @@
 """A foreign engine's graph drawn and animated by gradlab (``gradlab/viz/foreign_graph.py``), and the
-gradient diff view (``gradlab/viz/grad_diff.py``), on micrograd's published ``Value`` (the real package)."""
+gradient diff view (``gradlab/viz/grad_diff_view.py``), on micrograd's published ``Value`` (the real package)."""
 from __future__ import annotations
 
 import time

@@ -1,4 +1,4 @@
-"""One way of writing a size: ``gradlab.backend.memory.format_bytes``, in binary units.
+"""One way of writing a size: ``gradlab.backend.memory_limit.format_bytes``, in binary units.
 
 The graph drawings, the widgets, ``memory_report``, ``gradlab.compile``'s reports and the
 out-of-memory message all print sizes through it (the widget's JS copy is compared with it in
@@ -12,7 +12,7 @@ import re
 import pytest
 
 import gradlab
-from gradlab.backend.memory import _fmt, format_bytes
+from gradlab.backend.memory_limit import _fmt, format_bytes
 
 ROOT = pathlib.Path(gradlab.__file__).parent
 
@@ -43,6 +43,6 @@ def test_no_other_byte_formatter_in_the_package():
     widget. (The profiler's table copies PyTorch's own ``Kb``/``Mb`` columns, on purpose.)"""
     units = re.compile(r"""["'][KMG]i?B["']\s*,\s*["'][MGT]i?B["']""")
     where = sorted(str(p.relative_to(ROOT.parent)) for p in ROOT.rglob("*.py") if units.search(p.read_text()))
-    assert where == ["gradlab/backend/memory.py"], where
+    assert where == ["gradlab/backend/memory_limit.py"], where
     js = (ROOT.parent / "widgets" / "graph_player.js").read_text()
     assert len([line for line in js.splitlines() if units.search(line)]) == 1 and '"KiB", "MiB"' in js

@@ -13,7 +13,7 @@ import gradlab
 import gradlab.nn.functional as F
 from gradlab.backend import dtypes as _dt
 from gradlab.errors import GradError
-from gradlab.ops.normalization import LayerNorm
+from gradlab.ops.layer_batch_norm import LayerNorm
 
 
 def _composite(x, k, w, b, eps):

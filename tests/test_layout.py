@@ -21,7 +21,9 @@ what breaks a rule:
 * an op's derivative is written once: an op class does not define a ``vjp_arrays`` that is its
   ``vjp`` over again with ``np.``/``xp.`` for ``O.``, ``*_array`` helpers for ops, or ``as_weak``
   scalars (write it once: a row of ``ops/unary.py``'s
-  table, ``ops/_util.OneRule``, or ``vjp_arrays = vjp``).
+  table, ``ops/_util.OneRule``, or ``vjp_arrays = vjp``);
+* no submodule is hidden by a package attribute of its name (``gradlab.ops.<file>`` is the module), and no
+  two files share a name, but where an import path programs write fixes it (``PUBLIC_PATHS``).
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ KNOWN_CYCLE_EDGES: set[tuple[str, str]] = {
     ("gradlab.autograd.functional", "gradlab.func"),  # (as KNOWN_UPWARD); func imports autograd
     ("gradlab.viz.torch_record", "gradlab.viz.record"),
     ("gradlab.viz.model", "gradlab.viz.foreign_graph"),
-    ("gradlab.viz.show", "gradlab.viz.grad_diff"),
+    ("gradlab.viz.show", "gradlab.viz.grad_diff_view"),
     ("gradlab.debug.explain", "gradlab.debug.torch_debug"),
     ("gradlab.debug.memory", "gradlab.debug.torch_debug"),
     ("gradlab.debug.torch_debug", "gradlab.debug.explain"),
@@ -374,3 +376,90 @@ def test_no_public_top_level_name_is_a_stray_module():
     x = gradlab.arange(6.0).reshape(2, 3)
     assert gradlab.select(x, 0, 1).tolist() == [3.0, 4.0, 5.0]
     assert gradlab.select(x, 1, -1).tolist() == [2.0, 5.0]
+
+
+# --- names: a module's name says what it holds, and no other module or attribute takes it ---
+
+#: A package attribute that hides the submodule of the same name, each with why it stays (2). Everywhere
+#: else ``gradlab.<package>.<file>`` is the module, so a student can type ``gradlab.ops.products.Linear``.
+KNOWN_HIDDEN: dict[str, str] = {
+    "gradlab.autograd.gradcheck": "PyTorch's layout: torch.autograd.gradcheck is the function too, its module "
+                                  "torch.autograd.gradcheck",
+    "gradlab.torch_compat.utils.checkpoint": "gradlab.utils.checkpoint is the function (tests/test_torch_paths.py), "
+                                             "where PyTorch's torch.utils.checkpoint is the module",
+}
+
+#: Files whose dotted path is an import path that programs outside gradlab write, so their name is not
+#: gradlab's to choose: file -> the module it answers (PyTorch's, at ``gradlab.<the rest>``; or one the
+#: course's notebooks import). Two files may share a name only when all but one of them are here.
+PUBLIC_PATHS: dict[str, str] = {
+    "gradlab/autograd/functional.py": "torch.autograd.functional",
+    "gradlab/nn/functional.py": "torch.nn.functional",
+    "gradlab/nn/modules/conv.py": "torch.nn.modules.conv",
+    "gradlab/nn/modules/dropout.py": "torch.nn.modules.dropout",
+    "gradlab/nn/modules/module.py": "torch.nn.modules.module",
+    "gradlab/nn/modules/utils.py": "torch.nn.modules.utils",
+    "gradlab/nn/utils.py": "torch.nn.utils",
+    "gradlab/torch_compat/distributed.py": "torch.distributed",
+    "gradlab/torch_compat/utils/data/dataloader.py": "torch.utils.data.dataloader",
+    "gradlab/torch_compat/utils/data/distributed.py": "torch.utils.data.distributed",
+    "gradlab/torch_compat/utils/data/sampler.py": "torch.utils.data.sampler",
+    "gradlab/course/checks.py": "gradlab.course.checks",  # every graded exercise's set-up cell imports check from it
+}
+
+
+def _packages():
+    return sorted(_modname(p) for p in _files() if _is_package(p))
+
+
+def test_no_submodule_is_hidden_by_an_attribute():
+    """``gradlab.ops.softmax`` was the function, so ``gradlab.ops.softmax.SoftmaxBackward`` (the module's class)
+    raised AttributeError though the file was ``gradlab/ops/softmax.py``. Every package's submodules are
+    reached by name: a file is named for the kind of thing it holds (``softmax_ops.py``), not for one of
+    the functions its package exports."""
+    import importlib
+    import pkgutil
+    import types
+
+    hidden = {}
+    for name in _packages():
+        pkg = importlib.import_module(name)
+        for sub in pkgutil.iter_modules(pkg.__path__):
+            attr = getattr(pkg, sub.name, None)
+            if attr is not None and not isinstance(attr, types.ModuleType):
+                hidden[f"{name}.{sub.name}"] = type(attr).__name__
+    new = {k: v for k, v in hidden.items() if k not in KNOWN_HIDDEN}
+    assert not new, ("submodules hidden by a package attribute of the same name (a file named as one of the "
+                     f"functions it holds; name the file for its kind): {new}")
+    gone = sorted(set(KNOWN_HIDDEN) - set(hidden))
+    assert not gone, f"fixed: delete these from KNOWN_HIDDEN in tests/test_layout.py: {gone}"
+
+
+def test_no_two_modules_share_a_file_name():
+    """Five ``normalization.py`` and four ``loss.py`` once lived in gradlab: a newcomer could not tell from a
+    traceback or a search which was meant. A file name is used once, but where PyTorch's import path
+    (or the course's) fixes it: then the one file gradlab names itself may share it."""
+    by_name = {}
+    for p in _files():
+        if p.name != "__init__.py":
+            by_name.setdefault(p.name, []).append(str(p.relative_to(ROOT.parent)))
+    bad = {n: ps for n, ps in sorted(by_name.items()) if len([p for p in ps if p not in PUBLIC_PATHS]) > 1}
+    assert not bad, f"module file names used more than once (name each for what it holds): {bad}"
+    missing = sorted(p for p in PUBLIC_PATHS if not (ROOT.parent / p).is_file())
+    assert not missing, f"PUBLIC_PATHS names files that are gone: {missing}"
+
+
+def test_the_public_paths_are_the_ones_programs_import():
+    """Each PUBLIC_PATHS entry earns its place: PyTorch has that module and ``gradlab.<the same path>``
+    imports this very file; a course path is imported by the exercises."""
+    import importlib
+    import importlib.util
+
+    notebooks = "".join(p.read_text() for p in sorted((ROOT.parent / "exercises").glob("*.ipynb")))
+    for path, name in PUBLIC_PATHS.items():
+        if name.startswith("torch."):
+            assert importlib.util.find_spec(name) is not None, f"{path}: PyTorch has no module {name}"
+            mod = importlib.import_module("gradlab" + name[len("torch"):])
+            assert pathlib.Path(mod.__file__).resolve() == (ROOT.parent / path).resolve(), (path, mod.__file__)
+        else:
+            assert f"from {name} import" in notebooks, f"{path}: no exercise imports {name}"

@@ -83,7 +83,7 @@ def test_the_class_is_a_runtime_error_as_pytorchs():
 
 def test_factories_refuse_before_allocating():
     """The size check needs no address-space limit: more than RAM plus swap is refused at once."""
-    from gradlab.backend.memory import limit_bytes
+    from gradlab.backend.memory_limit import limit_bytes
     n = limit_bytes() // 4 + 1
     with pytest.raises(gradlab.OutOfMemoryError, match=r"zeros: the result of shape \(\d+,\) \(float32\) needs"):
         gradlab.zeros(n)

@@ -1,6 +1,6 @@
 """gradlab.set_num_threads: large arrays split across threads give the same bits as one thread.
 
-The split paths (gradlab/backend/parallel.py): the unary table (exp, tanh, sigmoid...), GELU (both
+The split paths (gradlab/backend/threads.py): the unary table (exp, tanh, sigmoid...), GELU (both
 forms), erf, softmax / log_softmax (so cross_entropy) forward and backward, layer_norm forward and
 dX. Each is computed row by row (or elementwise), so the thread count cannot change a bit; the
 cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all.
@@ -14,7 +14,7 @@ import pytest
 
 import gradlab
 import gradlab.nn.functional as F
-from gradlab.backend import parallel
+from gradlab.backend import threads as backend_threads
 
 
 @pytest.fixture
@@ -37,10 +37,10 @@ def _program(x, w, b, t):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("rows,n", [(2048, 96), (1531, 127)])  # 196K elements: above parallel.MIN_ELEMENTS
+@pytest.mark.parametrize("rows,n", [(2048, 96), (1531, 127)])  # 196K elements: above backend_threads.MIN_ELEMENTS
 def test_results_do_not_depend_on_the_thread_count(threads, dtype, rows, n):
     rng = np.random.default_rng(0)
-    assert rows * n >= parallel.MIN_ELEMENTS
+    assert rows * n >= backend_threads.MIN_ELEMENTS
     x = gradlab.from_numpy(rng.standard_normal((rows, n)).astype(dtype))
     w = gradlab.from_numpy(rng.standard_normal(n).astype(dtype))
     b = gradlab.from_numpy(rng.standard_normal(n).astype(dtype))
@@ -49,7 +49,7 @@ def test_results_do_not_depend_on_the_thread_count(threads, dtype, rows, n):
     one = _program(x, w, b, t)
     for k in (2, 3, 8):
         gradlab.set_num_threads(k)
-        assert parallel.threads_for(rows * n) > 1
+        assert backend_threads.threads_for(rows * n) > 1
         many = _program(x, w, b, t)
         for a, c in zip(one, many):
             assert np.array_equal(a, c), f"{k} threads differ from 1"
@@ -57,16 +57,16 @@ def test_results_do_not_depend_on_the_thread_count(threads, dtype, rows, n):
 
 def test_small_arrays_stay_on_the_calling_thread(threads):
     gradlab.set_num_threads(4)
-    assert parallel.threads_for(1000) == 1
+    assert backend_threads.threads_for(1000) == 1
     seen = []
-    parallel.parallel_for(lambda lo, hi: seen.append((lo, hi)), 100, grain=10, work=1000)
+    backend_threads.parallel_for(lambda lo, hi: seen.append((lo, hi)), 100, grain=10, work=1000)
     assert seen == [(0, 100)]
 
 
 def test_pieces_cover_the_range_once(threads):
     gradlab.set_num_threads(3)
     seen = []
-    parallel.parallel_for(lambda lo, hi: seen.append((lo, hi)), 1000, grain=7, work=1 << 22)
+    backend_threads.parallel_for(lambda lo, hi: seen.append((lo, hi)), 1000, grain=7, work=1 << 22)
     cover = sorted(seen)
     assert cover[0][0] == 0 and cover[-1][1] == 1000 and len(cover) == 3
     assert all(a[1] == b[0] for a, b in itertools.pairwise(cover))

@@ -14,7 +14,7 @@ import pytest
 
 import gradlab
 from gradlab.autograd import engine as _engine, function as _function
-from gradlab.backend.memory import format_bytes
+from gradlab.backend.memory_limit import format_bytes
 from gradlab.errors import fmt_shape
 from gradlab.viz import NotATensorError, build_model, plan, render_svg, show_graph, to_dot
 from gradlab.viz.model import collect

@@ -15,7 +15,7 @@ import gradlab
 import gradlab.nn.functional as F
 from gradlab.ops.cast import ToDevice
 from gradlab.ops.indexing import IndexAddZeros
-from gradlab.ops.matmul import MatMul
+from gradlab.ops.products import MatMul
 from gradlab.ops.quant import FakeQuantize
 
 from .test_vjp_arrays import _compare_node, _nodes
@@ -129,7 +129,7 @@ def test_twins_run_on_the_simulated_device(sim_device):
 
 
 def test_matmul_reads_broadcast_and_flipped_operands_through_blas():
-    from gradlab.ops.matmul import blas_ready
+    from gradlab.ops.products import blas_ready
     a = np.arange(12.0).reshape(3, 4)
     at, part = a.T, a[:, 1:3]
     assert blas_ready(a) is a and blas_ready(at) is at and blas_ready(part) is part  # no copy needed

@@ -132,7 +132,7 @@ def test_course_build_refuses_to_overwrite_an_edited_exercise(tmp_path, capsys):
 def _fake_grading(monkeypatch, calls):
     """``gradlab grade`` with the grading itself replaced by a fixed result (no kernel: the writing is tested)."""
     from gradlab.course import practice
-    from gradlab.course.grade import NotebookResult, Part
+    from gradlab.course.grading import NotebookResult, Part
 
     def grade_drills(grade, submissions, **kw):
         calls.append(list(submissions))

@@ -26,7 +26,7 @@ function shape(s) {
   return "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
 }
 
-// gradlab.backend.memory.format_bytes, written again in JS (tests/browser/test_widgets_browser.py runs both on the
+// gradlab.backend.memory_limit.format_bytes, written again in JS (tests/browser/test_widgets_browser.py runs both on the
 // same sizes): whole bytes below 1 KiB, then one decimal in binary units.
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
 export function bytes(n) {

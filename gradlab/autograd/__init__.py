@@ -1,7 +1,7 @@
 """Layer 3: autograd -- graph nodes, the reverse-mode engine, grad modes, gradcheck,
 forward mode (``forward_ad``), saved-tensor hooks and the saved-bytes report (``graph``),
 in-place safety (``inplace``), anomaly detection, backward-rule overrides, and which notebook
-cell made each node (``cells``, for the inspectors' "created at")."""
+cell made each node (``cell_origin``, for the inspectors' "created at")."""
 from .. import _tensor as _tensor_mod
 from . import engine, function, grad_mode, hooks, inplace
 from . import anomaly, forward_ad, functional, graph, overrides

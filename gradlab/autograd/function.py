@@ -29,7 +29,7 @@ import numpy as _np
 from .._tensor import Tensor
 from ..backend import dtypes as _dt
 from ..backend.fperr import enter as _fp_quiet, leave as _fp_restore  # inf/nan silently, as PyTorch
-from ..backend.memory import out_of_memory as _out_of_memory
+from ..backend.memory_limit import out_of_memory as _out_of_memory
 from ..errors import GradError, fmt_shape
 from .grad_mode import state as _grad_state
 from .saved import SavedTensor, saved_tensor_hooks  # noqa: F401 - this thread's hook stack, with SavedTensor
@@ -213,7 +213,7 @@ class Function:
                 out = _np.asarray(out)  # NumPy turns 0-d results into scalars; keep arrays
             if forward_ad_hook[0] is not None:
                 return _finish_forward_ad(ctx, cls, args, out, recording)
-        except MemoryError as e:  # NumPy's is no RuntimeError: say which op and how big (backend/memory.py)
+        except MemoryError as e:  # NumPy's is no RuntimeError: say which op and how big (backend/memory_limit.py)
             raise _out_of_memory(cls.name, e) from None
         finally:
             _fp_restore(quiet)

@@ -68,10 +68,10 @@ def erfc(a):
 def gamma_family(name, a, n=0):
     """``lgamma``, ``digamma`` or ``polygamma`` (order ``n``) elementwise, on ``a``'s device and dtype.
 
-    NumPy: gradlab's own kernels (``backend/gamma.py``, no SciPy); CuPy: ``cupyx.scipy.special``'s.
+    NumPy: gradlab's own kernels (``backend/gamma_functions.py``, no SciPy); CuPy: ``cupyx.scipy.special``'s.
     """
     if type(a) is np.ndarray or isinstance(a, np.generic):
-        from . import gamma as _g
+        from . import gamma_functions as _g
         return _g.lgamma(a) if name == "lgamma" else _g.polygamma(n, a)
     if isinstance(a, SimArray):
         return gamma_family(name, host_view(a), n).view(SimArray)

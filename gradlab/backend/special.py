@@ -4,7 +4,7 @@ SciPy is not a dependency (``pip install gradlab`` brings none), and these kerne
 than SciPy's anyway: measured on 4M elements, 2-core machine, one thread, SciPy 1.17
 ``scipy.special.erf`` 78-118 ms (float32) and 69-147 ms (float64), these 24-50 ms and 89-138 ms (the
 spread is the shared machine's load), because NumPy's ufuncs are vectorised and the work runs
-in cache-sized chunks (and across threads, ``backend.parallel``).
+in cache-sized chunks (and across threads, ``backend.threads``).
 
 * **float64**: the rational approximations of FreeBSD/fdlibm's ``s_erf.c`` (W. J. Cody's
   method; coefficients below, "Copyright (C) 1993 by Sun Microsystems, Inc. ... Permission to
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import parallel
+from . import threads
 
 # fdlibm s_erf.c (see the module docstring)
 _ERX = 8.45062911510467529297e-01
@@ -192,7 +192,7 @@ def _erf32(x):
 
 
 def erf_block(x):
-    """erf of a contiguous 1-D block of at most a few :data:`parallel.GRAIN` elements, as a fresh array
+    """erf of a contiguous 1-D block of at most a few :data:`threads.GRAIN` elements, as a fresh array
     of ``x``'s dtype (float64: fdlibm's; float32: the float32 polynomials). For fused kernels (GELU)."""
     if x.dtype == np.float64:
         out = np.empty_like(x)
@@ -284,7 +284,7 @@ def _elementwise(block, a):
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         a = a.astype(np.float64)
     work = np.float64 if a.dtype == np.float64 else np.float32
-    return parallel.map_blocks(lambda b: block(b.astype(work, copy=False)), a, dtype=a.dtype)
+    return threads.map_blocks(lambda b: block(b.astype(work, copy=False)), a, dtype=a.dtype)
 
 
 def erfc(a):

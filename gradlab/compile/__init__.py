@@ -40,7 +40,9 @@ __all__ = [
 
 # ``import gradlab.compile`` makes the attribute ``gradlab.compile`` this *package*
 # (Python sets a submodule as an attribute of its parent), so the package itself
-# is callable: ``gradlab.compile(fn)`` works either way.
+# is callable: ``gradlab.compile(fn)`` works either way. (``gradlab.compile`` before any import is this
+# package too, from gradlab/__init__.py's ``_LAZY``: were it the function, it would hide the package, and
+# ``gradlab.compile.kernels`` would fail or not by what had been imported first.)
 import sys as _sys
 import types as _types
 

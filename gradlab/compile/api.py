@@ -30,7 +30,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, no_grad, state as _grad_state
 from ..backend import xp_of
 from ..backend.dtypes import dtype_name
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from ..errors import ArgumentError, GradError
 from . import passes as P
 from .fuse import fuse_elementwise, fusible

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from ..ops.registry import REGISTRY
 from . import kernels as _k
 from .ir import Graph, Node, Value

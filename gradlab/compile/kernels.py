@@ -15,8 +15,8 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import parallel
-from ..backend.parallel import get_num_threads, parallel_for
+from ..backend import threads
+from ..backend.threads import get_num_threads, parallel_for
 from ..ops.registry import REGISTRY
 from .ir import Node, Value, show_arg
 
@@ -179,12 +179,12 @@ def _c_literal(a, f32):
 def parallel_rows(part, n, rows):
     """Run ``part(lo, hi)`` over ``[0, n)`` in whole chunks of ``rows`` rows, split among
     ``gradlab.get_num_threads()`` threads when there are at least two chunks per thread
-    (``backend.parallel.parallel_for``: the one chunking helper)."""
+    (``backend.threads.parallel_for``: the one chunking helper)."""
     chunks = n // max(rows, 1)
     if chunks < 2 * min(2, get_num_threads()):
         part(0, n)
         return
-    parallel_for(part, n, grain=max(rows, 1), work=max(chunks // 2, 1) * parallel.MIN_ELEMENTS)
+    parallel_for(part, n, grain=max(rows, 1), work=max(chunks // 2, 1) * threads.MIN_ELEMENTS)
 
 
 def _ref(a, name, ins, outs, buf_of, shape):

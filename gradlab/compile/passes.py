@@ -18,7 +18,7 @@ list, shown by ``compiled.explain()``.
 """
 from __future__ import annotations
 
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from .ir import Graph, Node, Value, rename_arg, resolve_raw, show_arg
 from .runtime import run_node
 

@@ -14,9 +14,9 @@ The command line is ``gradlab course build`` and ``gradlab grade`` (``gradlab/cl
 Needs ``nbformat``, ``nbval``, ``ipykernel`` (and ``pytest-xdist`` for ``-n``),
 all in the ``dev`` extra; never nbgrader.
 """
-from .build import build, student_notebook
+from .exercise_build import build, student_notebook
 from .checks import check, check_raises, recorded
-from .grade import NotebookResult, Part, grade
+from .grading import NotebookResult, Part, grade
 from .notebook import CourseError, read_notebook
 from .report import table, to_json, to_junit
 

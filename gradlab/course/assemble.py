@@ -37,7 +37,7 @@ import ast
 import copy
 import os
 
-from .build import student_cell
+from .exercise_build import student_cell
 from .notebook import (
     CourseError,
     exercise_name,

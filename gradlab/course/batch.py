@@ -29,7 +29,7 @@ def parse_shard(text):
 
 def grade_batch(inputs, course, shard=None, scheduler=None, **options) -> dict:
     """The batch report (``gradebook``) of the submissions in ``inputs``, or of shard ``(I, N)`` of them."""
-    from .grade import grade
+    from .grading import grade
     from .report import to_json
     batch = collect(inputs, course)
     try:

@@ -29,7 +29,7 @@ Functions:
   ``close(got, want, rtol, atol, exact)`` ('' when they match, else why not)
 * ``recorded(exercise)``: from now on, a ``check`` without ``expected=`` compares with the solution's value
   of the same name, recorded by ``gradlab course build`` in ``exercises/expected/EXERCISE.json``
-  (``recorded.py``): the exercise's visible checks need no reference code
+  (``recorded_values.py``): the exercise's visible checks need no reference code
 """
 from __future__ import annotations
 

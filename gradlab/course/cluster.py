@@ -61,7 +61,7 @@ def _in_tmp(files):
 
 def reference_task(exercise, solution: bytes, options):
     """On a worker: the reference records of one exercise (its instructor notebook's run)."""
-    from .grade import reference_run
+    from .grading import reference_run
     d, paths = _in_tmp({f"solutions/{exercise}.ipynb": solution})
     try:
         return reference_run(paths[f"solutions/{exercise}.ipynb"], hidden=options.get("hidden", False),
@@ -72,7 +72,7 @@ def reference_task(exercise, solution: bytes, options):
 
 def grade_task(exercise, submission: bytes, solution: bytes, reference, options):
     """On a worker: grade one submission against its shipped solution and reference; the grader's JSON doc."""
-    from .grade import grade
+    from .grading import grade
     from .report import to_json
     sol_name = f"solutions/{exercise}.ipynb"
     d, paths = _in_tmp({sol_name: solution, f"submission/{exercise}.ipynb": submission})

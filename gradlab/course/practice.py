@@ -469,7 +469,7 @@ def grade_drills(grade, submissions, **kw):
     grader itself, since its reference is made here and needs no solutions folder."""
     import nbformat
 
-    from .grade import grade as grade_against
+    from .grading import grade as grade_against
     drills, others = {}, []
     for s in submissions:
         op = drill_op(s)

@@ -10,7 +10,7 @@ displays what it found as one record (MIME ``application/vnd.gradlab.probe+json`
 
 The probe runs where the student's code runs, so a determined student can hide
 from it: its findings are *evidence* for the report, never a verdict. Verdicts
-come from comparing ``check`` records outside the kernel (``grade.py``).
+come from comparing ``check`` records outside the kernel (``grading.py``).
 
 Functions: ``snapshot()``, ``findings()`` (the list of strings), ``report(where)`` (display them).
 """

@@ -30,8 +30,8 @@ import json
 import os
 import shutil
 
-from .build import build
 from .course_dir import Course
+from .exercise_build import build
 from .notebook import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, CourseError, marker_regions, read_notebook
 from .references import reference_seeds
 

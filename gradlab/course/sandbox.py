@@ -37,7 +37,7 @@ it (the kernel cannot see that file). Inside, before the kernel starts (``_insid
 for the tamper report.
 
 What this does not do: stop a student from running arbitrary code *in their own kernel*. Verdicts are
-computed outside the kernel (``checks.py``, ``grade.py``), so such code can only change the student's own
+computed outside the kernel (``checks.py``, ``grading.py``), so such code can only change the student's own
 numbers.
 
 Holds ``bwrap()``, ``available()`` (the self-test), ``Limits``, ``plan(hide, limits)``, ``bwrap_argv(plan, chan,

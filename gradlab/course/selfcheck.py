@@ -15,9 +15,9 @@ import copy
 import os
 
 from .course_dir import find_course
-from .grade import NotebookResult, Part
+from .grading import NotebookResult, Part
 from .notebook import CourseError, grade_id, is_test, points, read_notebook
-from .recorded import FOLDER
+from .recorded_values import FOLDER
 from .runner import run_notebooks
 
 NOTE = ("self-check: your notebook's own tests, against the solution's recorded values (no solutions here); "

@@ -6,7 +6,7 @@ from .dataloader import (  # noqa: F401
 from .sampler import (  # noqa: F401
     BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler,
 )
-from .digits import digits, have_digits  # noqa: F401
+from .sklearn_digits import digits, have_digits  # noqa: F401
 from .sequence import AdditionTask, ReversalTask, SequenceTask, SortTask  # noqa: F401
 from .synthetic import blobs, make_blobs, make_moons, make_spirals, moons, spirals  # noqa: F401
 from .text import CharDataset, stdlib_text  # noqa: F401

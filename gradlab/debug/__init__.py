@@ -22,7 +22,7 @@ from .plots import (UpdateRatioTracker, activation_stats, grad_histograms, grad_
                     update_ratio_plot)
 from .provenance import watch
 from .shapes import trace_shapes
-from .source import OpSource, source
+from .op_source import OpSource, source
 from .tracepack import TraceError, TracePack, trace  # noqa: F401 - and its OSError subclasses
 
 __all__ = [

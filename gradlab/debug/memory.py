@@ -16,7 +16,7 @@ each underlying array once, where it was first saved.
 """
 from __future__ import annotations
 
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from ._common import (
     DebugInputError,
     Tensor,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from ..viz import torch_graph as tg
 from ._common import upstream
 

@@ -24,7 +24,7 @@ from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend import random as _random
 from ..backend.device import to_device_array
-from ..backend.gamma import digamma as _digamma
+from ..backend.gamma_functions import digamma as _digamma
 from ..errors import ArgumentError, GradError
 from . import constraints
 from .distribution import Distribution, _is_number, broadcast_all, finfo

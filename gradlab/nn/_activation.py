@@ -25,7 +25,7 @@ from ..ops._util import check_tensor, floating_input, one_dim
 from ..ops.activations import log1p_exp
 from ..ops.registry import REGISTRY, Sample, register
 from ..ops.samples import unary_samples
-from ..ops.softmax import softmax
+from ..ops.softmax_ops import softmax
 from ._register import NS, register_table
 
 

@@ -22,7 +22,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, ShapeError, fmt_shape
 from ..ops._util import check_tensor
 from ..ops.registry import Sample, register
-from ..ops.softmax import softmax
+from ..ops.softmax_ops import softmax
 from ._dropout import dropout
 from ._register import NS
 

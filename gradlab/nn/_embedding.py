@@ -2,7 +2,7 @@
 
 * ``embedding(ids, W)`` is ``W[ids]``: a row lookup. Its gradient adds ``dY`` into the rows that were
   looked up -- *added*, so an id used twice in a batch gets both gradients (the ``Embedding`` op,
-  ``gradlab/ops/embedding.py``). ``_renorm`` applies ``max_norm`` in place, as PyTorch;
+  ``gradlab/ops/embedding_lookup.py``). ``_renorm`` applies ``max_norm`` in place, as PyTorch;
 * ``one_hot(t, num_classes)``: ``(...,) -> (..., num_classes)`` int64, not differentiable.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ from .. import checks as _c
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..backend import dtypes as _dt, xp_of
-from ..backend.memory import check_alloc
+from ..backend.memory_limit import check_alloc
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
-from ..ops.embedding import Embedding
+from ..ops.embedding_lookup import Embedding
 from ..ops.registry import Sample, register
 from ._register import NS
 

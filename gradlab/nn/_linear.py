@@ -12,7 +12,7 @@ from .. import checks as _c, ops as O
 from ..autograd.function import op_observers as _op_observers
 from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ..ops._util import check_tensor
-from ..ops.matmul import Linear as _Linear
+from ..ops.products import Linear as _Linear
 from ..ops.registry import Sample, register
 from ._register import NS, register_table
 

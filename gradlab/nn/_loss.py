@@ -35,9 +35,9 @@ from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, IndexOutOfRange, ShapeError, broadcast_failure, fmt_shape
 from ..ops._util import check_tensor, device_mismatch
 from ..ops.activations import log1p_exp
-from ..ops.loss import NLLLoss
+from ..ops.nll_loss import NLLLoss
 from ..ops.registry import Sample, register
-from ..ops.softmax import log_softmax
+from ..ops.softmax_ops import log_softmax
 from ._register import NS, register_table
 
 _REDUCTIONS = ("none", "mean", "sum")

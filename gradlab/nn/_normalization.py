@@ -9,7 +9,7 @@ For each sample, over the trailing ``normalized_shape`` dims (``N`` values)::
     xhat = (x - mean) * rstd,   rstd = 1 / sqrt(var + eps)     (var is the biased variance)
     y    = xhat * weight + bias
 
-``layer_norm`` is ONE op (``LayerNorm`` in ``gradlab/ops/normalization.py``, one node in ``show_graph``), not the
+``layer_norm`` is ONE op (``LayerNorm`` in ``gradlab/ops/layer_batch_norm.py``, one node in ``show_graph``), not the
 eight small ops (mean, subtract, square, mean, add, sqrt, divide, multiply...)
 the formula reads as. A transformer calls it twice per block on its whole
 residual stream, and each small op would be a node, a Python dispatch and a fresh
@@ -43,7 +43,7 @@ from ..backend import dtypes as _dt
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ..ops._util import check_tensor
-from ..ops.normalization import BatchNorm, LayerNorm
+from ..ops.layer_batch_norm import BatchNorm, LayerNorm
 from ..ops.registry import Sample, register
 from ._register import NS, register_table
 

@@ -33,7 +33,7 @@ from ..ops.conv import conv2d, fold, unfold  # noqa: F401
 from ..ops.pad import pad  # noqa: F401
 from ..ops.pool import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.quant import fake_quantize, fake_quantize_per_tensor_affine  # noqa: F401
-from ..ops.softmax import log_softmax, softmax  # noqa: F401
+from ..ops.softmax_ops import log_softmax, softmax  # noqa: F401
 from ._activation import (  # noqa: F401
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu, relu6,
     rrelu, selu, silu, softmin, softshrink, softsign, tanhshrink, threshold,

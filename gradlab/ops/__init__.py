@@ -1,34 +1,35 @@
 """Layer 4: every op, each in one place (forward, VJP, JVP, formula, samples).
 
-Each file holds the ops its name says (find ``einsum`` in ``einsum.py``, ``where`` in ``where.py``):
+Each file is named for the kind of ops it holds, never for one of them, so that ``gradlab.ops.<file>``
+is always the module (a file named ``softmax.py`` would be hidden by the function ``gradlab.ops.softmax``):
 
-=================  ==========================================================================
-``arithmetic``     ``+ - * / **``, floor_divide, remainder, fmod, lerp, logaddexp, atan2, hypot, xlogy, diff
-``unary``          the one-input elementwise functions (exp, log, tanh, sin, asin, erf, floor, sign...)
-``activations``    gelu, silu, softplus, leaky_relu
-``softmax``        softmax, log_softmax
-``compare``        eq/ne/lt/le/gt/ge, equal, allclose, isclose, isnan/isinf/isfinite, isin
-``logical``        logical_and/or/xor/not
-``where``          where, clamp (clip, clamp_min, clamp_max), maximum, minimum, nan_to_num
-``reduce``         sum, mean, max/min, amax/amin, argmax/argmin, var/std, prod, logsumexp, cumulative ops,
-                   any/all, count_nonzero, nansum/nanmean, bincount, sum_to
-``sort``           sort, argsort, topk, msort, kthvalue, median, mode, unique(_consecutive)
-``shape``          reshape/view, permute/transpose, (un)squeeze, expand, flip, roll, repeat/tile, movedim...
-``join_split``     cat/stack (and h/v/d/column stacks), split/chunk/tensor_split, unbind
-``indexing``       ``x[...]``, select, gather, index_select, index_add/copy/fill, masked_fill/select, nonzero
-``scatter``        scatter, scatter_add
-``diagonal``       diagonal, diag, trace, tril, triu
-``matmul``         matmul, mm, bmm, dot, mv, addmm, outer, tensordot
-``einsum``         einsum
-``norm``           norm (``linalg`` is the ``gradlab.linalg`` namespace: vector_norm, matrix_norm, norm)
+====================  =======================================================================
+``arithmetic``        ``+ - * / **``, floor_divide, remainder, fmod, lerp, logaddexp, atan2, hypot, xlogy, diff
+``unary``             the one-input elementwise functions (exp, log, tanh, sin, asin, erf, floor, sign...)
+``activations``       gelu, silu, softplus, leaky_relu
+``softmax_ops``       softmax, log_softmax (and their backward ops)
+``compare``           eq/ne/lt/le/gt/ge, equal, allclose, isclose, isnan/isinf/isfinite, isin
+``logical``           logical_and/or/xor/not
+``selection``         where, clamp (clip, clamp_min, clamp_max), maximum, minimum, nan_to_num
+``reduce``            sum, mean, max/min, amax/amin, argmax/argmin, var/std, prod, logsumexp, cumulative ops,
+                      any/all, count_nonzero, nansum/nanmean, bincount, sum_to
+``sorting``           sort, argsort, topk, msort, kthvalue, median, mode, unique(_consecutive)
+``shape``             reshape/view, permute/transpose, (un)squeeze, expand, flip, roll, repeat/tile, movedim...
+``join_split``        cat/stack (and h/v/d/column stacks), split/chunk/tensor_split, unbind
+``indexing``          ``x[...]``, select, gather, index_select, index_add/copy/fill, masked_fill/select, nonzero
+``scattering``        scatter, scatter_add
+``diagonals``         diagonal, diag, trace, tril, triu
+``products``          matmul, mm, bmm, dot, mv, addmm, outer, tensordot
+``contraction``       einsum
+``vector_norms``      norm (``linalg`` is the ``gradlab.linalg`` namespace: vector_norm, matrix_norm, norm)
 ``conv``, ``pool``, ``pad``   conv2d (and conv2d_naive, the loops it is checked against), unfold/fold;
                               max/avg_pool2d; pad (conv 1-d/3-d and transposed are nn/_conv.py,
                               built on these)
 ``cast``, ``quant``           to/float/half/... and clone; fake quantization
-``normalization``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
-``dropout``, ``embedding``, ``loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
-``recurrent``      fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
-=================  ==========================================================================
+``layer_batch_norm``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
+``dropout``, ``embedding_lookup``, ``nll_loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
+``recurrent``         fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
+====================  =======================================================================
 
 Around them: ``autocast`` (the autocast switch, its policy and the wrapper the registry puts around an op that names one), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
 inputs), ``binding`` and ``methods`` (how ops become ``Tensor`` methods), ``fused_backward``
@@ -56,8 +57,8 @@ from .compare import (
     allclose, eq, equal, ge, greater, greater_equal, gt, isclose, isfinite, isin, isinf, isnan, le, less, less_equal,
     lt, ne, not_equal,
 )
-from .diagonal import diag, diagonal, tril, triu
-from .einsum import einsum
+from .diagonals import diag, diagonal, tril, triu
+from .contraction import einsum
 from .indexing import (
     argwhere, gather, getitem, index_add, index_copy, index_fill, index_select, masked_fill,
     masked_select, nonzero, select, take_along_dim,
@@ -67,8 +68,8 @@ from .join_split import (
     tensor_split, unbind, vsplit, vstack,
 )
 from .logical import logical_and, logical_not, logical_or, logical_xor
-from .matmul import addmm, bmm, dot, matmul, mm, mv, outer, tensordot
-from .norm import norm
+from .products import addmm, bmm, dot, matmul, mm, mv, outer, tensordot
+from .vector_norms import norm
 from .quant import fake_quantize, fake_quantize_per_tensor_affine
 from .reduce import (  # noqa: A004
     all, amax, amin, any, argmax, argmin, bincount, count_nonzero, cummax, cummin, cumprod, cumsum, logsumexp, max,
@@ -76,14 +77,14 @@ from .reduce import (  # noqa: A004
 )
 from .recurrent import fused_gru_cell, fused_lstm, fused_lstm_cell
 from .registry import REGISTRY, OpInfo, Sample, SampleSource, formula_of, register, samples_of
-from .scatter import scatter, scatter_add
+from .scattering import scatter, scatter_add
 from .shape import (
     as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_to, contiguous, expand, expand_as, flatten, flip, fliplr,
     flipud, meshgrid, moveaxis, movedim, narrow, permute, ravel, repeat, repeat_interleave, reshape, roll, rot90,
     squeeze, swapaxes, t, tile, transpose, unflatten, unsqueeze, view,
 )
-from .softmax import top_level_log_softmax as log_softmax, top_level_softmax as softmax
-from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk, unique, unique_consecutive
+from .softmax_ops import top_level_log_softmax as log_softmax, top_level_softmax as softmax
+from .sorting import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk, unique, unique_consecutive
 from .unary import (  # noqa: A004
     abs, absolute, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atanh,
     ceil, cos, cosh, deg2rad, digamma, erf, erfc, exp, exp2, expm1, floor, frac, lgamma, log, log1p, log2, log10, logit,
@@ -91,7 +92,7 @@ from .unary import (  # noqa: A004
 )
 from .indexing import install_inplace as _install_inplace
 from .methods import install_methods as _install_methods
-from .where import clamp, clamp_max, clamp_min, clip, fmax, fmin, maximum, minimum, nan_to_num, where
+from .selection import clamp, clamp_max, clamp_min, clip, fmax, fmin, maximum, minimum, nan_to_num, where
 
 # (the matrix trace is only the method x.trace(): gradlab.trace is the debugging trace, gradlab.debug.trace)
 

@@ -21,7 +21,7 @@ import numpy as np
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
-from ..backend import parallel
+from ..backend import threads
 from ..backend.arrays import as_array
 from ..backend.device import xp_of
 from ..backend.special import erf_block
@@ -59,9 +59,9 @@ def _gelu_tanh(a):
 
 def _blocked(fn, a, *more):
     """``fn(a, *more)`` for an elementwise array function: block by block across threads for a large
-    host array (``backend.parallel.map_blocks``: the same bits), one call otherwise."""
-    if parallel.big(a):
-        return parallel.map_blocks(lambda *b: fn(*b, *more), a)
+    host array (``backend.threads.map_blocks``: the same bits), one call otherwise."""
+    if threads.big(a):
+        return threads.map_blocks(lambda *b: fn(*b, *more), a)
     return fn(a, *more)
 
 
@@ -85,7 +85,7 @@ def _gelu_erf(a):
 
 def _gelu_slope(a, approximate):
     """gelu'(a) as a fresh array (the tanh form makes two arrays and returns one of them)."""
-    if parallel.big(a):
+    if threads.big(a):
         return _blocked(_gelu_slope, a, approximate)
     if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
         return _gelu_slope(a.reshape(1), approximate).reshape(())

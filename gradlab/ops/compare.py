@@ -11,7 +11,7 @@ import numpy as np
 from .. import checks as _c
 from .._tensor import Tensor
 from ..backend.arrays import as_array
-from ..backend.memory import out_of_memory
+from ..backend.memory_limit import out_of_memory
 from ..errors import ArgumentError
 from ._util import arrays_for, check_broadcast, check_tensor, is_scalar, operand
 from .registry import Sample, register
@@ -43,7 +43,7 @@ def _compare(name, fn):
         except ValueError:
             check_broadcast(name, a, b)
             raise
-        except MemoryError as e:  # (as Op.apply: see backend/memory.py)
+        except MemoryError as e:  # (as Op.apply: see backend/memory_limit.py)
             raise out_of_memory(name, e) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."

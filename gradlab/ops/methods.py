@@ -14,20 +14,20 @@ from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange
 from ._util import check_tensor, multi_views, one_dim, sizes_arg
-from .diagonal import trace
+from .diagonals import trace
 from .indexing import select
-from .sort import _argsort, _sort, _topk
+from .sorting import _argsort, _sort, _topk
 
 
 def _softmax(self, dim, dtype=None):
     """``F.softmax(self, dim)``."""
-    from .softmax import softmax
+    from .softmax_ops import softmax
     return softmax(self, dim, dtype=dtype)
 
 
 def _log_softmax(self, dim, dtype=None):
     """``F.log_softmax(self, dim)``."""
-    from .softmax import log_softmax
+    from .softmax_ops import log_softmax
     return log_softmax(self, dim, dtype=dtype)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
-from ..backend import dtypes as _dt, parallel as _parallel
+from ..backend import dtypes as _dt, threads as _threads
 from ..backend.arrays import as_array, erf as _backend_erf, erfc as _backend_erfc, gamma_family as _gamma_family
 from ..backend.device import xp_of
 from ..errors import DTypeError
@@ -75,7 +75,7 @@ def _erf_array(a):
 
 
 # ----------------------------------------------------------- the table of elementwise functions
-_BIG = _parallel.MIN_ELEMENTS
+_BIG = _threads.MIN_ELEMENTS
 class Elementwise(Op):
     """An elementwise op of one input: each class below (``Exp``, ``Tanh``...) is one short row.
 
@@ -101,8 +101,8 @@ class Elementwise(Op):
     @staticmethod
     def forward(ctx, x):
         a = x._data
-        # a large host array: block by block across threads (backend.parallel; elementwise: same bits)
-        y = _parallel.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
+        # a large host array: block by block across threads (backend.threads; elementwise: same bits)
+        y = _threads.map_blocks(ctx.fn, a) if type(a) is np.ndarray and a.size >= _BIG else ctx.fn(a)
         saves = ctx.saves  # (save_for_backward / save_output, inline: every row's forward runs this)
         if saves == "x":
             ctx._to_save = (x,)

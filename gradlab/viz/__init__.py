@@ -24,7 +24,7 @@ step), ``widgets.py`` and ``widgets_data.py`` (the anywidget widgets and the dat
 A ``torch.Tensor`` root is read by ``torch_graph.py`` into the same model
 (``build_torch_model``); ``track_modules(model)`` names its nodes' modules.
 A value of another autograd engine (micrograd's ``Value``, a student's own) is read by
-``foreign_graph.py`` through a small protocol (inputs, op, data, grad); ``grad_diff.py`` marks the
+``foreign_graph.py`` through a small protocol (inputs, op, data, grad); ``grad_diff_view.py`` marks the
 first node where its gradients differ from gradlab's (``show_graph(v, compare=True)``).
 """
 from .collapse import DrawPlan, GroupNode, plan
@@ -34,7 +34,7 @@ from .show import GraphView, NotATensorError, show_graph
 from .monitor import LossMonitor
 from .torch_graph import track_modules   # PyTorch graphs: tag nodes with their module (imports no torch)
 from .foreign_graph import EngineProtocolError
-from .grad_diff import GradDiff, grad_diff
+from .grad_diff_view import GradDiff, grad_diff
 
 __all__ = [
     "show_graph", "GraphView", "NotATensorError", "build_model", "plan", "to_dot", "render_svg", "quiet_stderr",

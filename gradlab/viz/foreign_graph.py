@@ -31,7 +31,7 @@ and named in a note), the model (:func:`build_foreign_model`) and the recorded b
 (:func:`record_foreign_backward`: the engine's own ``backward()`` runs, each node's closure watched).
 
 The model keeps the engine's values alive (they are the engine's, usually small; gradlab's own model
-keeps no tensors), so that the recorder and the diff view (``grad_diff.py``) can read them later.
+keeps no tensors), so that the recorder and the diff view (``grad_diff_view.py``) can read them later.
 """
 from __future__ import annotations
 

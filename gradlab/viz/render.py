@@ -31,7 +31,7 @@ import html
 import textwrap
 import threading
 
-from ..backend.memory import format_bytes
+from ..backend.memory_limit import format_bytes
 from .collapse import DrawPlan, plan as make_plan
 from .model import GraphModel
 from .quiet import quiet_stderr

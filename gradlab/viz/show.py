@@ -144,7 +144,7 @@ def show_graph(root, view: str = "forward", depth=None, max_nodes=400, params=No
         return root._show_graph_(which=view, rankdir=rankdir)
     model = build_model(root, view=view, params=params, attrs=attrs)
     if compare is not None and compare is not False:
-        from .grad_diff import mark_diff
+        from .grad_diff_view import mark_diff
         mark_diff(model, compare, fn="show_graph")
     return view_of(model, depth=depth, max_nodes=max_nodes, fold=fold, legend=legend, id_prefix=id_prefix,
                    rankdir=rankdir, expand=expand)

@@ -237,7 +237,7 @@ def animate_backward(loss, gradient=None, retain_graph=None, view: str = "backwa
         opts = dict(depth=depth, max_nodes=max_nodes, fold=fold, legend=legend)
         diff = None
         if compare is not None and compare is not False:
-            from .grad_diff import mark_diff
+            from .grad_diff_view import mark_diff
             diff = mark_diff(model, compare, fn="animate_backward")
         gv = _view(model, opts)
         compact = _compact(gv)

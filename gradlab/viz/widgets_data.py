@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..autograd import cells as _cells
+from ..autograd import cell_origin as _cell_origin
 from ..autograd.function import AccumulateGrad
 from . import torch_graph as _torch_graph
 from .record import BackwardRecorder, ForwardRecorder, Value, is_leaf_node
@@ -218,10 +218,10 @@ def site_map(model, rec: ForwardRecorder):
 
 def meta_sites(model):
     """Creation sites known without watching the forward: stored on the nodes (``node.meta``, e.g. by
-    anomaly detection), else the notebook cell that made each op (``gradlab/autograd/cells.py``)."""
+    anomaly detection), else the notebook cell that made each op (``gradlab/autograd/cell_origin.py``)."""
     out = {}
     for node, nid in list(model.node_ids.items()):
-        cell = _cells.cell_of(getattr(node, "seq", None)) if not isinstance(node, AccumulateGrad) else None
+        cell = _cell_origin.cell_of(getattr(node, "seq", None)) if not isinstance(node, AccumulateGrad) else None
         if cell is not None:
             out[nid] = f"cell [{cell}]"
         meta = getattr(node, "meta", None)

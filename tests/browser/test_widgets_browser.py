@@ -271,8 +271,8 @@ BYTE_SIZES = [0, 1, 812, 1023, 1024, 1075, 1280, 1331, 1536, 10**6, 1048524, 104
 
 
 def test_widget_writes_sizes_as_format_bytes_does(browser):
-    """The widget's ``bytes`` (JS) and ``gradlab.backend.memory.format_bytes`` (Python) print the same text."""
-    from gradlab.backend.memory import format_bytes
+    """The widget's ``bytes`` (JS) and ``gradlab.backend.memory_limit.format_bytes`` (Python) print the same text."""
+    from gradlab.backend.memory_limit import format_bytes
     src = (REPO / "widgets" / "graph_player.js").read_text(encoding="utf-8")
     page = browser.new_page()
     try:

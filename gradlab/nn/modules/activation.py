@@ -15,7 +15,7 @@ from ... import checks as _c, ops as O
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F, init
 from ..module import Module
-from ._util import new_param
+from ._layer_helpers import new_param
 
 
 class _InplaceOnly(Module):
@@ -358,6 +358,6 @@ class RReLU(Module):
 
 
 # the rest of torch.nn.modules.activation's names (kept in modules.attention), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
 __getattr__ = _rest_from(__name__, "gradlab.nn.modules.attention")

@@ -35,7 +35,7 @@ from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...ops._util import check_tensor
 from .. import functional as F, init
 from ..module import Module
-from ._util import new_param
+from ._layer_helpers import new_param
 from .linear import Linear
 
 

@@ -15,7 +15,7 @@ from ...checks import sizes as ntuple
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from .. import functional as F
 from ..module import Module
-from ._util import new_param, reset_weight_and_bias
+from ._layer_helpers import new_param, reset_weight_and_bias
 
 
 class _ConvNd(Module):
@@ -70,7 +70,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self):
         """PyTorch's default: ``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``."""
-        reset_weight_and_bias(self.weight, self.bias)  # (shared with Linear: _util.py)
+        reset_weight_and_bias(self.weight, self.bias)  # (shared with Linear: _layer_helpers.py)
 
     def forward(self, input):
         conv = getattr(F, self._fn)
@@ -173,7 +173,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     _n, _fn = 3, "conv_transpose3d"
 
 
-# the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+# the rest of torch.nn.modules.conv's names (kept in coverage.modules.lazy_layers), found on first use
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers")

@@ -7,7 +7,7 @@ from ...errors import ArgumentError
 from .. import functional as F, init
 from ..module import Module
 from ..parameter import Parameter
-from ._util import new_param
+from ._layer_helpers import new_param
 
 
 class Embedding(Module):

@@ -9,7 +9,7 @@ from ... import checks as _c
 from ...errors import ArgumentError
 from .. import functional as F, init
 from ..module import Module
-from ._util import new_param, reset_weight_and_bias
+from ._layer_helpers import new_param, reset_weight_and_bias
 
 
 class Identity(Module):
@@ -41,7 +41,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        reset_weight_and_bias(self.weight, self.bias)  # (shared with the convolutions: _util.py)
+        reset_weight_and_bias(self.weight, self.bias)  # (shared with the convolutions: _layer_helpers.py)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -143,7 +143,7 @@ class LoRALinear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, r={self.r}, alpha={self.alpha}"
 
 
-# the rest of torch.nn.modules.linear's names (kept in coverage.modules.lazy), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+# the rest of torch.nn.modules.linear's names (kept in coverage.modules.lazy_layers), found on first use
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.lazy_layers")

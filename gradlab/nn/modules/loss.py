@@ -1,7 +1,7 @@
 """The everyday loss modules (PyTorch's names and arguments), thin wrappers over the ``F`` losses:
 ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``L1Loss``,
 ``SmoothL1Loss``, ``HuberLoss``, ``KLDivLoss``, and the bases ``_Loss`` / ``_WeightedLoss``.
-(The rarer losses are in ``nn/coverage/modules/loss.py``.)
+(The rarer losses are in ``nn/coverage/modules/loss_layers.py``.)
 
 A loss module only stores its options; ``loss(input, target)`` calls the function. ``reduction``
 says how the per-element losses become one number: ``'mean'`` (default), ``'sum'`` or ``'none'``
@@ -143,7 +143,7 @@ class KLDivLoss(_Loss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-# the rest of torch.nn.modules.loss's names (kept in coverage.modules.loss), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+# the rest of torch.nn.modules.loss's names (kept in coverage.modules.loss_layers), found on first use
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.loss")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.loss_layers")

@@ -24,7 +24,7 @@ from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import ones, tensor, zeros
 from .. import functional as F, init
 from ..module import Module
-from ._util import new_param
+from ._layer_helpers import new_param
 
 
 def _affine_params(module, shape, weight, bias, dtype, device):
@@ -235,7 +235,7 @@ class RMSNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-# the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+# the rest of torch.nn.modules.normalization's names (kept in coverage.modules.normalization_layers), found on first use
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.normalization_layers")

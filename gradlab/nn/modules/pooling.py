@@ -2,7 +2,7 @@
 ``MaxPool1d/2d/3d`` (``_MaxPoolNd``), ``AvgPool1d/2d/3d`` (``_AvgPoolNd``),
 ``AdaptiveAvgPool1d/2d/3d`` (``_AdaptiveAvgPoolNd``) and ``AdaptiveMaxPool1d/2d/3d`` (``_AdaptiveMaxPoolNd``),
 whose bases share ``_AdaptivePoolNd`` (``output_size`` and the repr). The rarer ``LPPool*`` (``_LPPoolNd``) and
-``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling.py``.
+``MaxUnpool*`` (``_MaxUnpoolNd``) are in ``nn/coverage/modules/pooling_layers.py``.
 
 A pool has no parameters: it summarises each window (its maximum or mean); the adaptive ones pick
 the windows so the output has a fixed size whatever the input's.
@@ -157,7 +157,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     _fn = "adaptive_max_pool3d"
 
 
-# the rest of torch.nn.modules.pooling's names (kept in coverage.modules.pooling), found on first use
-from ._util import rest_from as _rest_from  # noqa: E402
+# the rest of torch.nn.modules.pooling's names (kept in coverage.modules.pooling_layers), found on first use
+from ._layer_helpers import rest_from as _rest_from  # noqa: E402
 
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.pooling")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.pooling_layers")

@@ -42,7 +42,7 @@ from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, 
 from .. import functional as F, init
 from .._rnn_utils import PackedSequence
 from ..module import Module
-from ._util import new_param
+from ._layer_helpers import new_param
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 

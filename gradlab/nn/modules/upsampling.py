@@ -1,5 +1,5 @@
-"""``torch.nn.modules.upsampling``'s names (kept in ``nn/coverage/modules/resample.py``)."""
-from ._util import rest_from as _rest_from
+"""``torch.nn.modules.upsampling``'s names (kept in ``nn/coverage/modules/resample_layers.py``)."""
+from ._layer_helpers import rest_from as _rest_from
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
-__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.resample")
+__getattr__ = _rest_from(__name__, "gradlab.nn.coverage.modules.resample_layers")

@@ -19,7 +19,7 @@ from ...._tensor import Tensor
 from ....backend import generator, xp_of
 from ....backend.device import to_host
 from ....ops._util import check_tensor
-from ....ops.softmax import softmax
+from ....ops.softmax_ops import softmax
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

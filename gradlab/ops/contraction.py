@@ -1,4 +1,4 @@
-"""``einsum``: tensor contractions named by letters (``outer``, ``tensordot`` and ``bmm`` are in ``matmul.py``).
+"""``einsum``: tensor contractions named by letters (``outer``, ``tensordot`` and ``bmm`` are in ``products.py``).
 
 ``einsum('ij,jk->ik', A, B)`` names every dim with a letter: letters shared by
 operands are multiplied together, letters missing from the output are summed.

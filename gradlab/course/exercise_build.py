@@ -8,7 +8,7 @@ is derived from it and never edited by hand:
 * hidden tests are removed;
 * reference helpers (and values computed from them) are removed from the set-up and test cells, and
   ``expected=`` from every check: the student's checks compare with the solution's values, recorded
-  in ``exercises/expected/NAME.json`` (``recorded.py``), so no reference math is shown;
+  in ``exercises/expected/NAME.json`` (``recorded_values.py``), so no reference math is shown;
 * outputs and execution counts are cleared, volatile metadata dropped, and the
   file is written deterministically, so rebuilding gives identical bytes and
   a CI test can check that ``exercises/`` is up to date;
@@ -42,7 +42,7 @@ from .notebook import (
     strip_hidden,
     strip_solution,
 )
-from .recorded import FOLDER, expected_file
+from .recorded_values import FOLDER, expected_file
 from .references import check_references, student_taint, without_references_text
 from .written import write_files
 

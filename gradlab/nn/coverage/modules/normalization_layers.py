@@ -1,4 +1,5 @@
-"""``LocalResponseNorm`` (AlexNet's normalization across neighbouring channels).
+"""``LocalResponseNorm`` (AlexNet's normalization across neighbouring channels) and ``SyncBatchNorm``
+(batch norm across processes: with one process, batch norm).
 """
 from __future__ import annotations
 

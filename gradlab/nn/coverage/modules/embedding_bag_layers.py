@@ -6,7 +6,7 @@ from .... import checks as _c
 from ....errors import ArgumentError, ShapeError, fmt_shape
 from ... import functional as F, init
 from ...module import Module
-from ...modules._util import new_param
+from ...modules._layer_helpers import new_param
 from ...parameter import Parameter
 
 

@@ -19,7 +19,7 @@ from ..autograd.function import Op
 from ..backend.device import xp_of
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
-from .einsum import _LETTERS, _eq, einsum
+from .contraction import _LETTERS, _eq, einsum
 from .reduce import sum_to_in
 from .registry import Sample, register
 

@@ -54,7 +54,7 @@ def get_num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads for large arrays (as ``torch.set_num_threads``); 1: everything in the calling thread.
 
-    Results do not depend on it (each thread computes whole rows; see ``gradlab/backend/parallel.py``).
+    Results do not depend on it (each thread computes whole rows; see ``gradlab/backend/threads.py``).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         from ..errors import ArgumentError

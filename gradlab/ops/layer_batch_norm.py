@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import ops as O  # (read at call time: the package imports this file)
 from ..autograd.function import Op
-from ..backend import dtypes as _dt, parallel, xp_of
+from ..backend import dtypes as _dt, threads, xp_of
 
 
 def _normalized_over(x, dims, eps):
@@ -102,13 +102,13 @@ class LayerNorm(Op):
         a2 = a.reshape(m, n).astype(ct, copy=False)
         wv = None if weight is None else weight._data.reshape(n)
         bv = None if bias is None else bias._data.reshape(n)
-        if parallel.big(a2):  # blocks of rows across threads: each row is the same NumPy calls (same bits)
+        if threads.big(a2):  # blocks of rows across threads: each row is the same NumPy calls (same bits)
             y = np.empty((m, n), ct)
             mu, rstd = np.empty((m, 1), ct), np.empty((m, 1), ct)
 
             def part(lo, hi):
                 y[lo:hi], mu[lo:hi], rstd[lo:hi] = _layer_norm_rows(a2[lo:hi], wv, bv, eps, ct)
-            parallel.parallel_for(part, m, grain=parallel.row_grain(n), work=m * n)
+            threads.parallel_for(part, m, grain=threads.row_grain(n), work=m * n)
         else:
             y, mu, rstd = _layer_norm_rows(a2, wv, bv, eps, ct)
         ctx.save_for_backward(x, weight, bias, mu, rstd)
@@ -150,10 +150,10 @@ class LayerNorm(Op):
         if nf[0] is None and nf[1] is None:
             return None, None, db, None, None
         x2 = x.reshape(m, n).astype(ct, copy=False)
-        big = parallel.big(x2)
+        big = threads.big(x2)
         if big:  # blocks of rows across threads (row-wise work: the same bits as one call)
             xhat = np.empty((m, n), ct)
-            parallel.map_rows(_xhat_rows, xhat, x2, mu, rstd, axis_len=n)
+            threads.map_rows(_xhat_rows, xhat, x2, mu, rstd, axis_len=n)
         else:
             xhat = _xhat_rows(x2, mu, rstd)                 # recomputed (ours: changed in place below)
         dw = None if nf[1] is None else xp.einsum("ij,ij->j", g2, xhat).reshape(w.shape).astype(w.dtype, copy=False)
@@ -162,7 +162,7 @@ class LayerNorm(Op):
             wv = None if w is None else w.reshape(n).astype(ct, copy=False)
             if big:
                 dx = np.empty((m, n), ct)
-                parallel.map_rows(lambda gr, xr, rr: _layer_norm_dx_rows(gr, xr, rr, wv), dx, g2, xhat, rstd,
+                threads.map_rows(lambda gr, xr, rr: _layer_norm_dx_rows(gr, xr, rr, wv), dx, g2, xhat, rstd,
                                   axis_len=n)
             else:
                 dx = _layer_norm_dx_rows(g2, xhat, rstd, wv)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import ops as O
 from ..autograd.function import Op
-from ..backend import dtypes as _dt, parallel, xp_of
+from ..backend import dtypes as _dt, threads, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import OneRule, check_tensor, method_spelling, one_dim
 from .registry import Sample, register
@@ -58,16 +58,16 @@ def _row_sum(a, dim):
 
 def _by_rows(fn, dim, *arrays):
     """``fn(*arrays, dim)`` for a function that reduces along ``dim`` only: for large host arrays
-    along the last dim, blocks of rows across threads (``backend.parallel``; each row is computed by
+    along the last dim, blocks of rows across threads (``backend.threads``; each row is computed by
     the same NumPy calls whatever block it is in, so the bits are those of one call)."""
     a = arrays[0]
-    if dim != a.ndim - 1 or a.ndim < 2 or not parallel.big(a) or any(b.shape != a.shape for b in arrays):
+    if dim != a.ndim - 1 or a.ndim < 2 or not threads.big(a) or any(b.shape != a.shape for b in arrays):
         return fn(*arrays, dim)
     n = a.shape[-1]
     flat = [b.reshape(-1, n) for b in arrays]
     dt = fn(*(f[:1] for f in flat), 1).dtype
     res = np.empty(flat[0].shape, dt)
-    parallel.map_rows(lambda *b: fn(*b, 1), res, *flat, axis_len=n)
+    threads.map_rows(lambda *b: fn(*b, 1), res, *flat, axis_len=n)
     return res.reshape(a.shape)
 
 
