@@ -6,7 +6,7 @@ import numpy as np
 import gradlab
 import gradlab.nn.functional as F
 from gradlab.autograd import graph
-from gradlab.utils import checkpoint, checkpoint_sequential
+from gradlab.utils.checkpoint import checkpoint, checkpoint_sequential
 
 D, LAYERS = 32, 8
 

@@ -380,13 +380,11 @@ def test_no_public_top_level_name_is_a_stray_module():
 
 # --- names: a module's name says what it holds, and no other module or attribute takes it ---
 
-#: A package attribute that hides the submodule of the same name, each with why it stays (2). Everywhere
+#: A package attribute that hides the submodule of the same name, each with why it stays (1). Everywhere
 #: else ``gradlab.<package>.<file>`` is the module, so a student can type ``gradlab.ops.products.Linear``.
 KNOWN_HIDDEN: dict[str, str] = {
     "gradlab.autograd.gradcheck": "PyTorch's layout: torch.autograd.gradcheck is the function too, its module "
                                   "torch.autograd.gradcheck",
-    "gradlab.torch_compat.utils.checkpoint": "gradlab.utils.checkpoint is the function (tests/test_torch_paths.py), "
-                                             "where PyTorch's torch.utils.checkpoint is the module",
 }
 
 #: Files whose dotted path is an import path that programs outside gradlab write, so their name is not

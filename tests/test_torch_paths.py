@@ -46,8 +46,7 @@ def test_pytorch_path_is_the_fenced_module(path):
     assert module is sys.modules[real] is sys.modules[path]
     assert module.__name__ == real and module.__spec__.name == real  # named by where it lives
     parent, _, leaf = path.rpartition(".")
-    if path != "gradlab.utils.checkpoint":  # (the function of that name, below)
-        assert getattr(importlib.import_module(parent), leaf) is module  # gradlab.cuda as an attribute too
+    assert getattr(importlib.import_module(parent), leaf) is module  # gradlab.cuda as an attribute too
 
 
 def test_names_reached_through_the_pytorch_paths():
@@ -55,22 +54,28 @@ def test_names_reached_through_the_pytorch_paths():
     from gradlab.utils.data import DataLoader, RandomSampler
     assert DataLoader is gradlab.data.DataLoader and RandomSampler is gradlab.data.RandomSampler
     assert GradScaler.func is gradlab.amp.GradScaler and GradScaler.args == ("cuda",)
-    before = gradlab.torch_compat.backends.cudnn.benchmark
+    before = gradlab.backends.cudnn.benchmark        # (the first use imports the fenced module, as in a program)
+    fenced = sys.modules["gradlab.torch_compat.backends.cudnn"]
     try:
         gradlab.backends.cudnn.benchmark = not before
-        assert gradlab.torch_compat.backends.cudnn.benchmark is (not before)   # one module: one flag
+        assert fenced.benchmark is (not before)   # one module: one flag
     finally:
         gradlab.backends.cudnn.benchmark = before
     assert gradlab.backends.mps.is_available() is False
 
 
-def test_importing_a_submodule_keeps_the_function_of_the_same_name():
-    """``gradlab.utils.checkpoint`` is the function (utils/__init__.py exports it), before and after
-    ``import gradlab.utils.checkpoint``, as it was when utils/ sat at the package root."""
-    code = ("import gradlab.utils.checkpoint, gradlab, sys\n"
-            "from gradlab.utils import checkpoint\n"
-            "assert callable(checkpoint) and checkpoint.__name__ == 'checkpoint', checkpoint\n"
-            "assert sys.modules['gradlab.utils.checkpoint'] is sys.modules['gradlab.torch_compat.utils.checkpoint']\n"
+def test_utils_checkpoint_is_the_module_as_in_pytorch():
+    """``torch.utils.checkpoint`` is a module in PyTorch, so programs write
+    ``torch.utils.checkpoint.checkpoint(fn, x)`` or ``from torch.utils.checkpoint import checkpoint``;
+    both must work with only the import changed, in a fresh process, in either order."""
+    code = ("import gradlab as torch, sys, types\n"
+            "assert isinstance(torch.utils.checkpoint, types.ModuleType), torch.utils.checkpoint\n"
+            "from gradlab.utils import checkpoint as mod\n"
+            "from gradlab.utils.checkpoint import checkpoint, checkpoint_sequential\n"
+            "assert mod is sys.modules['gradlab.torch_compat.utils.checkpoint'] and mod.checkpoint is checkpoint\n"
+            "x = torch.ones(3, requires_grad=True)\n"
+            "y = torch.utils.checkpoint.checkpoint(lambda t: (t * t).sum(), x, use_reentrant=False)\n"
+            "y.backward(); assert x.grad.tolist() == [2.0, 2.0, 2.0], x.grad\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

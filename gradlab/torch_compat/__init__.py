@@ -53,9 +53,8 @@ class PyTorchPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         real = self.real_name(spec.name)
         module = importlib.import_module(real)
         spec.loader_state = module.__spec__  # the import system sets __spec__ to ``spec`` next: keep the real one
-        # The submodules the package already loaded answer at the short path at once. Otherwise a first
-        # ``import gradlab.utils.checkpoint`` would rebind ``gradlab.utils.checkpoint``, the function
-        # utils/__init__.py exports, to the module (the import system sets a new submodule on its parent).
+        # The submodules the package already loaded answer at the short path at once, so that a later
+        # ``import gradlab.utils.checkpoint`` finds the same module object instead of loading a second copy.
         for name in [k for k in sys.modules if k.startswith(real + ".")]:
             sys.modules.setdefault(spec.name + name[len(real):], sys.modules[name])
         return module

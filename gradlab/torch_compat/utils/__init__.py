@@ -1,6 +1,6 @@
-"""Utilities: activation checkpointing (``gradlab.utils.checkpoint``) and data loading
+"""Utilities at PyTorch's paths: activation checkpointing (the module ``gradlab.utils.checkpoint``, as
+``torch.utils.checkpoint``: ``gradlab.utils.checkpoint.checkpoint(fn, x)``) and data loading
 (``gradlab.utils.data``, PyTorch's ``torch.utils.data``)."""
-from . import data  # noqa: F401 - gradlab.utils.data, reachable after ``import gradlab`` as torch.utils.data
-from .checkpoint import checkpoint, checkpoint_sequential
+from . import checkpoint, data  # noqa: F401 - reachable after ``import gradlab`` as torch.utils.checkpoint/.data
 
-__all__ = ["checkpoint", "checkpoint_sequential", "data"]
+__all__ = ["checkpoint", "data"]
