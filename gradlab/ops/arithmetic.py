@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
+from ..autograd import inplace as _inplace
 from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..backend.arrays import as_array
@@ -250,9 +251,9 @@ _KERNELS = {"add": ("add", "({0} + {1})"), "sub": ("subtract", "({0} - {1})"), "
             "div": ("true_divide", "({0} / {1})"), "pow": ("power", "pow({0}, {1})")}
 
 
-def _binary_entry(name, torch_name):
+def _binary_entry(name, torch_name, inplace=True):
     return dict(samples=binary_samples(name), torch=lambda torch, a, b: getattr(torch, torch_name)(a, b),
-                elementwise=True, kernel=_KERNELS[name])
+                elementwise=True, kernel=_KERNELS[name], inplace=inplace)
 
 
 @register(op=Add, **_binary_entry("add", "add"))
@@ -304,7 +305,7 @@ def _rounded_div(a, b, mode):
     return O.trunc(q) if mode == "trunc" else O.floor(q)
 
 
-@register(op=Div, **_binary_entry("div", "div"))
+@register(op=Div, **_binary_entry("div", "div", inplace=_inplace.div_))
 def div(input, other, *, rounding_mode=None):
     """``input / other`` (true division, so integer inputs give floats), broadcasting.
 
@@ -404,7 +405,7 @@ def _pairs(src):
 
 @register(samples=lambda src: [Sample(s.args + (w,), desc=s.desc) for s, w in zip(_pairs(src), (0.3, -0.5, 1.5, 0.0))],
           formula="dA = dY (1 - W) ; dB = dY W", elementwise=True,
-          torch=lambda torch, a, b, w: torch.lerp(a, b, w))
+          torch=lambda torch, a, b, w: torch.lerp(a, b, w), inplace=_inplace.lerp_)
 def lerp(input, end, weight):
     """``input + weight * (end - input)``: a straight line from ``input`` (weight 0) to ``end`` (weight 1).
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
+from ..autograd import inplace as _inplace
 from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
@@ -397,7 +398,7 @@ def _index_add_samples(with_source=True):
     return samples
 
 
-@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index",
+@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_add(x, dim, idx, s))
 def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source[i]`` added to slice ``index[i]`` along ``dim`` (repeats add up)."""
@@ -408,7 +409,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @register(samples=lambda src: [Sample((src.tensor((4, 3)), 0, Tensor._make(np.array([2, 0])), src.tensor((2, 3))))],
-          formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index",
+          formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_copy(x, dim, idx, s))
 def index_copy(input, dim, index, source):
     """``input`` with slice ``index[i]`` along ``dim`` replaced by ``source[i]``."""
@@ -418,7 +419,7 @@ def index_copy(input, dim, index, source):
     return O.scatter(x, d, full, src)
 
 
-@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed",
+@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed", inplace=True,
           torch=lambda torch, x, dim, idx, v: torch.index_fill(x, dim, idx, v))
 def index_fill(input, dim, index, value):
     """``input`` with the slices ``index`` along ``dim`` set to ``value``."""
@@ -432,20 +433,6 @@ def index_fill(input, dim, index, value):
     mask = Tensor._make(hit.reshape(tuple(view)) if x.ndim else hit.reshape(())).to(x.device)
     fill = value.to(x.dtype) if isinstance(value, Tensor) else O.full_like(x, value)
     return O.where(mask, fill, x)
-
-
-def _inplace(fn):
-    def method(self, *args, **kwargs):
-        return self.copy_(fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place ``{fn.__name__}``: ``self.copy_({fn.__name__}(self, ...))``."
-    return method
-
-
-def install_inplace():
-    for fn in (index_add, index_copy, index_fill):
-        if not hasattr(Tensor, fn.__name__ + "_"):
-            setattr(Tensor, fn.__name__ + "_", _inplace(fn))
 
 
 # ------------------------------------------------------------- index_select
@@ -507,7 +494,7 @@ def _masked_fill_samples(src):
     yield Sample((src.tensor(shape), mask, src.tensor(())), desc="0-d tensor value gets a gradient")
 
 
-@register(op=MaskedFill, samples=_masked_fill_samples,
+@register(op=MaskedFill, samples=_masked_fill_samples, inplace=_inplace.masked_fill_,
           torch=lambda torch, x, mask, value: x.masked_fill(mask, value))
 def masked_fill(input, mask, value):
     """``value`` where ``mask`` is true, ``input`` elsewhere; ``mask`` (bool) broadcasts to ``input``'s shape.
