@@ -23,7 +23,7 @@ Four cases, as in PyTorch:
 An op's in-place variant (``x.exp_()``, ``x.add_(y)``, ``x.index_add_(...)``) comes from the op's
 registry entry (``register(..., inplace=True)``): the ops' registry installs it on
 :class:`~gradlab.Tensor`, built by :func:`variant` here, or names one of the few written by hand
-below (``div_``, ``masked_fill_``, ``lerp_``). The methods that are no op's variant (``zero_``,
+below (``div_``, ``lerp_``). The methods that are no op's variant (``zero_``,
 ``copy_``, ``x += y``, ``x[i] = v``...) are installed when ``gradlab.autograd`` is imported
 (this module needs the ops, which the tensor layer may not import).
 """
@@ -37,6 +37,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .function import Op
 from .grad_mode import state as _grad_state
+from .indices import ints_first, normalize_index
 from .views import positions_in, refresh_view
 
 
@@ -304,11 +305,6 @@ def div_(self, other, *, rounding_mode=None):
     return apply_inplace(self, "div_", compute, (other,))
 
 
-def masked_fill_(self, mask, value):
-    """Set the elements where ``mask`` is True to ``value``, in place."""
-    return apply_inplace(self, "masked_fill_", lambda s: _O().where(mask, value, s), (value,))
-
-
 def lerp_(self, end, weight):
     """``self += weight * (end - self)`` in place (exponential moving averages)."""
     return apply_inplace(self, "lerp_", lambda s: _O().add(s, _O().mul(_O().sub(end, s), weight)), (end, weight))
@@ -448,9 +444,8 @@ class SetItem(Op):
 
 def _assign(arr, index, value):
     """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
-    (the integers apply first; see ``ops.indexing._ints_first``)."""
-    from ..ops.indexing import _ints_first
-    split = _ints_first(index)
+    (the integers apply first; see ``indices.ints_first``)."""
+    split = ints_first(index)
     if split is None:
         arr[index] = value
     else:
@@ -473,8 +468,7 @@ def _check_index_put_dtype(self, idx, value):
 
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
-    from ..ops.indexing import _norm_index
-    idx = _norm_index(index, self.shape, "setitem")
+    idx = normalize_index(index, self.shape, "setitem")
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
