@@ -210,3 +210,15 @@ def test_retain_grad_follows_the_tensor_through_an_inplace_change(torch):
     tx = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
     np.testing.assert_allclose(run(gradlab, x)._data, run(torch, tx).numpy())
     np.testing.assert_allclose(x.grad._data, tx.grad.numpy())
+
+
+def test_an_ops_inplace_variant_checks_what_the_op_checks(torch):
+    """``x.masked_fill_(...)`` is ``masked_fill`` written back (its registry entry's variant), so it keeps the
+    input's dtype and refuses a value with dims, as PyTorch; ``index_add_`` names itself on a leaf."""
+    mask = [True, False, True]
+    x = gradlab.zeros(3, dtype=gradlab.int64).masked_fill_(gradlab.tensor(mask), 1.5)
+    assert x.tolist() == torch.zeros(3, dtype=torch.int64).masked_fill_(torch.tensor(mask), 1.5).tolist()
+    with pytest.raises(ShapeError, match="0-d tensor"):
+        gradlab.zeros(3).masked_fill_(gradlab.tensor(mask), gradlab.ones(3))
+    with pytest.raises(GradError, match="index_add_: .* leaf that requires grad"):
+        gradlab.ones(3, requires_grad=True).index_add_(0, gradlab.tensor([0]), gradlab.ones(1))
