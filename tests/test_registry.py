@@ -136,3 +136,53 @@ def test_formulas_reach_the_nodes():
     y = (x.exp() * x).sum()
     assert registry.formula_of(y.grad_fn) == REGISTRY["sum"].formula
     assert registry.formula_of(y.grad_fn.next_functions[0][0]) == REGISTRY["mul"].formula
+
+
+def test_an_entry_is_all_an_op_needs_for_its_inplace_variant_and_autocast_policy():
+    """Adding an op touches its own file: a throwaway op registered here gets ``x.<name>_()`` and its
+    autocast policy from the entry alone."""
+    from gradlab.errors import GradError
+    from gradlab.ops import autocast as policy
+
+    def doubled(input):
+        return input * 2
+    try:
+        fn = registry.register("throwaway_doubled", samples=lambda src: [], formula="dX = 2 dY",
+                               inplace=True, autocast="float32")(doubled)
+        x = gradlab.tensor([1.0, 2.0])
+        assert x.throwaway_doubled_() is x and x.tolist() == [2.0, 4.0] and x._version.value == 1
+        w = gradlab.tensor([1.0, -3.0], requires_grad=True)
+        y = w * 1
+        y.throwaway_doubled_()
+        y.sum().backward()
+        assert w.grad.tolist() == [2.0, 2.0]  # the graph follows the in-place change
+        with pytest.raises(GradError, match="throwaway_doubled_: .* leaf that requires grad"):
+            w.throwaway_doubled_()
+        assert REGISTRY["throwaway_doubled"].inplace is gradlab.Tensor.throwaway_doubled_
+        assert "throwaway_doubled" in policy.FLOAT32
+        with gradlab.autocast("cpu", dtype=gradlab.bfloat16):
+            assert fn(gradlab.ones(2, dtype=gradlab.bfloat16)).dtype == gradlab.float32
+        assert fn(gradlab.ones(2, dtype=gradlab.bfloat16)).dtype == gradlab.bfloat16
+    finally:
+        REGISTRY.pop("throwaway_doubled", None)
+        policy.FLOAT32.discard("throwaway_doubled")
+        if "throwaway_doubled_" in gradlab.Tensor.__dict__:
+            delattr(gradlab.Tensor, "throwaway_doubled_")
+
+
+def test_every_inplace_variant_and_kernel_of_an_op_comes_from_its_entry():
+    """No list of in-place variants or kernels beside the registry: each ``x.<op>_`` of a registered op is
+    its entry's, and each entry's kernel is one that ``gradlab.compile`` knows."""
+    from gradlab.compile import kernels
+    for info in REGISTRY.values():
+        if info.inplace is not None:
+            assert gradlab.Tensor.__dict__[info.name + "_"] is info.inplace, info.name
+        if info.kernel and info.kernel[0]:
+            assert info.name in kernels.NUMPY_RULES, info.name
+        if info.kernel and info.kernel[1]:
+            assert info.name in kernels.CUDA_RULES, info.name
+    stray = [name for name, attr in vars(gradlab.Tensor).items()
+             if name.endswith("_") and not name.startswith("_") and name[:-1] in REGISTRY
+             and REGISTRY[name[:-1]].inplace is not attr]
+    assert not stray, f"in-place methods of registered ops not stated by their entries: {stray}"
+    assert len([i for i in REGISTRY.values() if i.inplace is not None]) >= 50

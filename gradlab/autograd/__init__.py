@@ -1,7 +1,8 @@
 """Layer 3: autograd -- graph nodes, the reverse-mode engine, grad modes, gradcheck,
 forward mode (``forward_ad``), saved-tensor hooks and the saved-bytes report (``graph``),
-in-place safety (``inplace``), anomaly detection, backward-rule overrides, and which notebook
-cell made each node (``cell_origin``, for the inspectors' "created at")."""
+in-place safety (``inplace``; what an index means for ``x[i]`` and ``x[i] = v``: ``indices``),
+anomaly detection, backward-rule overrides, and which notebook cell made each node
+(``cell_origin``, for the inspectors' "created at")."""
 from .. import _tensor as _tensor_mod
 from . import engine, function, grad_mode, hooks, inplace
 from . import anomaly, forward_ad, functional, graph, overrides
@@ -15,7 +16,7 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inferenc
 
 _tensor_mod._autograd = engine
 _tensor_mod._grad_state = grad_mode.state  # (Tensor._make marks tensors made in inference mode)
-inplace.install()  # x.add_(y), x += y, x[i] = v ... (see inplace.py)
+inplace.install()  # x.zero_(), x += y, x[i] = v ... (see inplace.py; an op's own x.exp_() comes from its registry entry)
 hooks.install()  # x.register_hook(f), x.retain_grad() ... (see hooks.py)
 
 __all__ = [

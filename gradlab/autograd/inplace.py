@@ -20,8 +20,12 @@ Four cases, as in PyTorch:
   change of its base, so the *base* is rebased (:func:`write_through_view`,
   PyTorch's ``CopySlices``), unless the base is a leaf that requires grad.
 
-The methods are installed on :class:`~gradlab.Tensor` when ``gradlab.autograd``
-is imported (this module needs the ops, which the tensor layer may not import).
+An op's in-place variant (``x.exp_()``, ``x.add_(y)``, ``x.index_add_(...)``) comes from the op's
+registry entry (``register(..., inplace=True)``): the ops' registry installs it on
+:class:`~gradlab.Tensor`, built by :func:`variant` here, or names one of the few written by hand
+below (``div_``, ``lerp_``). The methods that are no op's variant (``zero_``,
+``copy_``, ``x += y``, ``x[i] = v``...) are installed when ``gradlab.autograd`` is imported
+(this module needs the ops, which the tensor layer may not import).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
 from .function import Op
 from .grad_mode import state as _grad_state
+from .indices import ints_first, normalize_index
 from .views import positions_in, refresh_view
 
 
@@ -269,23 +274,23 @@ class _Overwrite(Op):
 
 
 # ------------------------------------------------------------------ methods
-def add_(self, other, *, alpha=1):
-    """``self += alpha * other`` in place."""
-    return apply_inplace(self, "add_", lambda s: _O().add(s, other if alpha == 1 else _O().mul(other, alpha)),
-                         (other,))
+def variant(op_name, fn):
+    """The usual in-place variant of the op ``fn``: ``x.<op_name>_(...)`` writes ``fn(x, ...)`` into ``x``.
+
+    An op's registry entry asks for it (``register(..., inplace=True)``), and the registry installs
+    it on Tensor as ``<op_name>_``: one rule for ``x.exp_()``, ``x.add_(y, alpha=2)``, ``x.clamp_(0, 1)``...
+    """
+    name = op_name + "_"
+
+    def method(self, *args, **kwargs):
+        others = tuple(a for a in (*args, *kwargs.values()) if isinstance(a, Tensor))
+        return apply_inplace(self, name, lambda s: fn(s, *args, **kwargs), others)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``{op_name}`` in place: ``x.{name}(...)`` writes ``x.{op_name}(...)`` into ``x``."
+    return method
 
 
-def sub_(self, other, *, alpha=1):
-    """``self -= alpha * other`` in place."""
-    return apply_inplace(self, "sub_", lambda s: _O().sub(s, other if alpha == 1 else _O().mul(other, alpha)),
-                         (other,))
-
-
-def mul_(self, other):
-    """``self *= other`` in place."""
-    return apply_inplace(self, "mul_", lambda s: _O().mul(s, other), (other,))
-
-
+# The in-place variants with rules of their own; their ops' registry entries name them (``inplace=div_``).
 def div_(self, other, *, rounding_mode=None):
     """``self /= other`` in place (``rounding_mode``: None, 'floor' or 'trunc')."""
     def compute(s):
@@ -300,6 +305,12 @@ def div_(self, other, *, rounding_mode=None):
     return apply_inplace(self, "div_", compute, (other,))
 
 
+def lerp_(self, end, weight):
+    """``self += weight * (end - self)`` in place (exponential moving averages)."""
+    return apply_inplace(self, "lerp_", lambda s: _O().add(s, _O().mul(_O().sub(end, s), weight)), (end, weight))
+
+
+# ---------------------------------------------- in-place methods that are no op's variant
 def zero_(self):
     """Set every element to 0 (``optimizer.zero_grad(set_to_none=False)`` uses this)."""
     if not _needs_graph(self, ()):
@@ -332,28 +343,6 @@ def copy_(self, src, non_blocking=False):
     return apply_inplace(self, "copy_", _replace(src), (src,))
 
 
-def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
-    """Clamp in place to ``[min, max]``."""
-    return apply_inplace(self, "clamp_", lambda s: _O().clamp(s, min, max), (min, max))
-
-
-def masked_fill_(self, mask, value):
-    """Set the elements where ``mask`` is True to ``value``, in place."""
-    return apply_inplace(self, "masked_fill_", lambda s: _O().where(mask, value, s), (value,))
-
-
-def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-    """``self[index[i][j]][j] = src[i][j]`` (for ``dim=0``) in place; ``src`` may be a number
-    (``x.scatter_(1, labels.unsqueeze(1), 1.0)`` builds one-hot rows)."""
-    return apply_inplace(self, "scatter_", lambda s: _O().scatter(s, dim, index, src, value, reduce=reduce),
-                         (src, value))
-
-
-def scatter_add_(self, dim, index, src):
-    """``self[index[i][j]][j] += src[i][j]`` (for ``dim=0``) in place: repeated indices add up."""
-    return apply_inplace(self, "scatter_add_", lambda s: _O().scatter_add(s, dim, index, src), (src,))
-
-
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 * tensor2`` in place (Adam's second moment)."""
     return apply_inplace(self, "addcmul_", lambda s: _O().add(s, _O().mul(_O().mul(tensor1, tensor2), value)),
@@ -364,23 +353,6 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 / tensor2`` in place (Adam's update)."""
     return apply_inplace(self, "addcdiv_", lambda s: _O().add(s, _O().mul(_O().div(tensor1, tensor2), value)),
                          (tensor1, tensor2))
-
-
-def lerp_(self, end, weight):
-    """``self += weight * (end - self)`` in place (exponential moving averages)."""
-    return apply_inplace(self, "lerp_", lambda s: _O().add(s, _O().mul(_O().sub(end, s), weight)), (end, weight))
-
-
-def neg_(self):
-    return apply_inplace(self, "neg_", lambda s: _O().neg(s))
-
-
-def clamp_min_(self, min):  # noqa: A002
-    return clamp_(self, min=min)
-
-
-def clamp_max_(self, max):  # noqa: A002
-    return clamp_(self, max=max)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -408,20 +380,31 @@ def _fill_random(self, name, draw):
     return self
 
 
+def clip_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """Same as ``clamp_`` (``clip`` is PyTorch's other spelling of ``clamp``)."""
+    return self.clamp_(min, max)
+
+
+def square_(self):
+    """``self *= self`` in place (``square`` is ``mul`` in the registry, whose variant is ``mul_``)."""
+    return apply_inplace(self, "square_", lambda s: _O().square(s))
+
+
+# ``x += y`` and friends are the ops' variants, which the registry installs (``add_``...)
 def _iadd(self, other):
-    return add_(self, other)
+    return self.add_(other)
 
 
 def _isub(self, other):
-    return sub_(self, other)
+    return self.sub_(other)
 
 
 def _imul(self, other):
-    return mul_(self, other)
+    return self.mul_(other)
 
 
 def _itruediv(self, other):
-    return div_(self, other)
+    return self.div_(other)
 
 
 # ---------------------------------------------------------------- setitem
@@ -461,9 +444,8 @@ class SetItem(Op):
 
 def _assign(arr, index, value):
     """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
-    (the integers apply first; see ``ops.indexing._ints_first``)."""
-    from ..ops.indexing import _ints_first
-    split = _ints_first(index)
+    (the integers apply first; see ``indices.ints_first``)."""
+    split = ints_first(index)
     if split is None:
         arr[index] = value
     else:
@@ -486,8 +468,7 @@ def _check_index_put_dtype(self, idx, value):
 
 def setitem(self, index, value):
     """``self[index] = value``: in place, recorded in the graph when needed."""
-    from ..ops.indexing import _norm_index
-    idx = _norm_index(index, self.shape, "setitem")
+    idx = normalize_index(index, self.shape, "setitem")
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)):
         from ..factories import tensor
         value = tensor(value, dtype=self.dtype)
@@ -514,34 +495,17 @@ def setitem(self, index, value):
             from None
 
 
+#: The in-place methods that are no op's variant (an op's variant comes from its registry entry,
+#: ``register(..., inplace=...)``: ``add_``, ``exp_``, ``clamp_``, ``index_add_``, ``div_``...).
 METHODS = {
-    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_, "fill_": fill_, "copy_": copy_,
-    "clamp_": clamp_, "clip_": clamp_, "masked_fill_": masked_fill_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
-    "scatter_": scatter_, "scatter_add_": scatter_add_,
-    "lerp_": lerp_, "neg_": neg_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd,
-    "__isub__": _isub, "__imul__": _imul, "__itruediv__": _itruediv, "__setitem__": setitem,
+    "zero_": zero_, "fill_": fill_, "copy_": copy_, "clip_": clip_, "square_": square_, "addcmul_": addcmul_,
+    "addcdiv_": addcdiv_, "normal_": normal_, "uniform_": uniform_, "__iadd__": _iadd, "__isub__": _isub,
+    "__imul__": _imul, "__itruediv__": _itruediv, "__setitem__": setitem,
 }
 
 
-#: ``x.exp_()`` is ``x.exp()`` written back into ``x``: one generic method per op listed here.
-ELEMENTWISE = ("exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "sin", "cos", "floor", "ceil", "round",
-               "trunc", "reciprocal", "pow", "sign", "log1p", "expm1", "square")
-
-
-def _elementwise_inplace(op_name):
-    def method(self, *args, **kwargs):
-        others = tuple(a for a in args if isinstance(a, Tensor))
-        return apply_inplace(self, op_name + "_", lambda s: getattr(_O(), op_name)(s, *args, **kwargs), others)
-    method.__name__ = op_name + "_"
-    method.__doc__ = f"``{op_name}`` in place: ``x.{op_name}_()`` writes ``x.{op_name}()`` into ``x``."
-    return method
-
-
 def install():
-    """Give Tensor its in-place methods (kept where another layer already defined one)."""
+    """Give Tensor its in-place methods that are no op's variant (kept where another layer already defined one)."""
     for name, fn in METHODS.items():
         if name not in Tensor.__dict__:
             setattr(Tensor, name, fn)
-    for op_name in ELEMENTWISE:
-        if op_name + "_" not in Tensor.__dict__:
-            setattr(Tensor, op_name + "_", _elementwise_inplace(op_name))

@@ -90,7 +90,6 @@ from .unary import (  # noqa: A004
     ceil, cos, cosh, deg2rad, digamma, erf, erfc, exp, exp2, expm1, floor, frac, lgamma, log, log1p, log2, log10, logit,
     neg, negative, polygamma, rad2deg, reciprocal, relu, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, tan, tanh, trunc,
 )
-from .indexing import install_inplace as _install_inplace
 from .methods import install_methods as _install_methods
 from .selection import clamp, clamp_max, clamp_min, clip, fmax, fmin, maximum, minimum, nan_to_num, where
 
@@ -184,7 +183,6 @@ def install(names):
 
 _tensor_mod._ops = __import__(__name__, fromlist=["*"])
 install(TENSOR_METHODS)
-_install_inplace()
 for _n, _f in _METHOD_ONLY_CASTS.items():
     setattr(Tensor, _n, _f)
 _install_methods()  # x.softmax(), x.unbind(), x.new_zeros()...

@@ -36,7 +36,6 @@ from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError, GradError, ShapeError, fmt_shape
 from ._util import check_tensor
-from .autocast import autocast_args as _autocast_args, state as _amp
 from .registry import Sample, register
 
 NS = "gradlab.nn.functional"
@@ -398,8 +397,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
     Computed as im2col + one matrix product; see the module docstring.
     """
-    if _amp.enabled:
-        input, weight, bias = _autocast_args("conv2d", input, weight, bias)
     x, w, b, s, p, d, g, unbatched = check_conv_args("conv2d", input, weight, bias, stride, padding, dilation, groups)
     out = Conv2d.apply(x, w, b, s, p, d, g)
     return O.squeeze(out, 0) if unbatched else out
@@ -438,8 +435,8 @@ def _fold_samples(src):
     yield Sample((src.tensor((4, 4)), (3, 3), 2), desc="unbatched")
 
 
-register("conv2d", op=Conv2d, samples=conv_samples, namespace=NS, autocast="lower",  # (the policy; conv2d casts itself)
-         torch=lambda torch, *a, **k: torch.nn.functional.conv2d(*a, **k))(conv2d)
+conv2d = register("conv2d", op=Conv2d, samples=conv_samples, namespace=NS, autocast="lower",
+                  torch=lambda torch, *a, **k: torch.nn.functional.conv2d(*a, **k))(conv2d)
 register("unfold", op=Unfold, samples=_unfold_samples, namespace=NS,
          torch=lambda torch, *a, **k: torch.nn.functional.unfold(*a, **k))(unfold)
 register("fold", op=Fold, samples=_fold_samples, namespace=NS,

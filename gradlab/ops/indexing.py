@@ -16,18 +16,11 @@ import numpy as np
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
+from ..autograd.indices import check_steps as _check_steps, ints_first as _ints_first, normalize_index as _norm_index
 from ..backend import dtypes as _dt
 from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
-from ..errors import (
-    ArgumentError,
-    ArgumentTypeError,
-    DTypeError,
-    IndexOutOfRange,
-    IndexTypeError,
-    ShapeError,
-    fmt_shape,
-)
+from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ._util import OneRule, apply_in, check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
 from .registry import Sample, register
 
@@ -77,70 +70,6 @@ def take_along_dim(input, indices, dim=None):
 def argwhere(input):
     """The indices of the nonzero entries, one row per entry (``x.nonzero()``), shape ``(count, ndim)``."""
     return O.nonzero(check_tensor(input, "argwhere"))
-
-
-def _check_steps(index, op="getitem"):
-    """PyTorch refuses a zero or negative slice step (``x[::-1]``): tensors have no reversed views."""
-    for i in (index if type(index) is tuple else (index,)):
-        if type(i) is slice and i.step is not None and i.step <= 0:
-            raise ArgumentError(f"{op}: step must be greater than zero, got the slice step {i.step}; "
-                                "to reverse a dim use x.flip(dim)")
-
-
-def _sequence_as_tuple(index):
-    """PyTorch's legacy rule: a list that holds a sequence, a tensor, a slice, None or ``...`` indexes like a
-    tuple (``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with a deprecation warning."""
-    if type(index) is not list or len(index) >= 32:
-        return index
-    if any(isinstance(i, (list, tuple, Tensor, slice, np.ndarray)) or i is None or i is Ellipsis for i in index):
-        import warnings
-        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use "
-                      "x[tuple(seq)] instead of x[seq] (a later PyTorch will read it as x[torch.tensor(seq)])",
-                      UserWarning, stacklevel=4)
-        return tuple(index)
-    return index
-
-
-def _outside_gradlab() -> int:
-    """The ``stacklevel`` of the first caller outside the gradlab package (a warning names the user's line)."""
-    import os
-    import sys
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f, level = sys._getframe(2), 2
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
-        f, level = f.f_back, level + 1
-    return level
-
-
-def _norm_index(index, shape, op="getitem"):
-    """Turn tensors and lists inside an index into arrays; check float indices and slice steps."""
-    index = _sequence_as_tuple(index)
-    _check_steps(index, op)
-    def conv(i):
-        if isinstance(i, Tensor):
-            if i.dtype == np.uint8:  # PyTorch reads a uint8 index as a mask (deprecated): so does gradlab
-                import warnings
-                warnings.warn("indexing with dtype uint8 is now deprecated, please use a dtype bool instead "
-                              "(it is read as a mask, as PyTorch reads it, not as positions)", UserWarning,
-                              stacklevel=_outside_gradlab())
-                return i._data.astype(bool)
-            i = i._data
-        elif isinstance(i, list):
-            i = np.asarray(i)
-            if i.size == 0:
-                i = i.astype(np.int64)
-        if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
-            raise IndexTypeError(f"{op}: index arrays must hold integers or bools, got dtype {i.dtype}; "
-                            "convert with .long() (or build a boolean mask)")
-        if isinstance(i, float):
-            raise ArgumentTypeError(f"{op}: {i!r} is a float; indices must be integers")
-        if isinstance(i, (str, bytes, dict, set)):  # (a TypeError, as PyTorch's)
-            raise IndexTypeError(f"{op}: {i!r} ({type(i).__name__}) is not an index; index with integers, slices (:), "
-                                 "..., None, or integer/bool tensors")
-        return i
-    if isinstance(index, tuple):
-        return tuple(conv(i) for i in index)
-    return conv(index)
 
 
 def _plain_basic(index) -> bool:
@@ -229,35 +158,7 @@ def _getitem_samples(src):
     yield Sample((src.tensor((3, 3)), (None, 1)), desc="None adds a dim")
 
 
-def _ints_first(idx):
-    """Split an index mixing integers with index arrays into (integers, the rest), or None.
 
-    PyTorch applies integer indices first, as basic indexing, and then the index arrays; NumPy
-    counts the integers as index arrays too, which moves the picked dims to the front whenever
-    they are separated by a slice or None (``x[0, :, [1, 2]]`` would come out transposed).
-    """
-    if not isinstance(idx, tuple):
-        return None
-    def is_int(i):
-        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
-    def is_array(i):
-        return hasattr(i, "shape") and hasattr(i, "dtype") and len(i.shape) > 0
-    if not (any(is_int(i) for i in idx) and any(is_array(i) for i in idx)):
-        return None
-    first, rest = [], []
-    for i in idx:
-        if is_int(i):
-            first.append(i)
-        elif i is None:
-            first.append(None)
-            rest.append(slice(None))
-        elif i is Ellipsis:
-            first.append(Ellipsis)
-            rest.append(Ellipsis)
-        else:  # a slice or an index array (a bool mask covers as many dims as it has)
-            first.extend([slice(None)] * (len(i.shape) if is_array(i) and i.dtype.kind == "b" else 1))
-            rest.append(i)
-    return tuple(first), tuple(rest)
 
 
 @register(op=Index, samples=_getitem_samples, torch=lambda torch, x, idx: torch.Tensor.__getitem__(x, idx))
@@ -397,7 +298,7 @@ def _index_add_samples(with_source=True):
     return samples
 
 
-@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index",
+@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_add(x, dim, idx, s))
 def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source[i]`` added to slice ``index[i]`` along ``dim`` (repeats add up)."""
@@ -408,7 +309,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @register(samples=lambda src: [Sample((src.tensor((4, 3)), 0, Tensor._make(np.array([2, 0])), src.tensor((2, 3))))],
-          formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index",
+          formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_copy(x, dim, idx, s))
 def index_copy(input, dim, index, source):
     """``input`` with slice ``index[i]`` along ``dim`` replaced by ``source[i]``."""
@@ -418,7 +319,7 @@ def index_copy(input, dim, index, source):
     return O.scatter(x, d, full, src)
 
 
-@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed",
+@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed", inplace=True,
           torch=lambda torch, x, dim, idx, v: torch.index_fill(x, dim, idx, v))
 def index_fill(input, dim, index, value):
     """``input`` with the slices ``index`` along ``dim`` set to ``value``."""
@@ -432,20 +333,6 @@ def index_fill(input, dim, index, value):
     mask = Tensor._make(hit.reshape(tuple(view)) if x.ndim else hit.reshape(())).to(x.device)
     fill = value.to(x.dtype) if isinstance(value, Tensor) else O.full_like(x, value)
     return O.where(mask, fill, x)
-
-
-def _inplace(fn):
-    def method(self, *args, **kwargs):
-        return self.copy_(fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place ``{fn.__name__}``: ``self.copy_({fn.__name__}(self, ...))``."
-    return method
-
-
-def install_inplace():
-    for fn in (index_add, index_copy, index_fill):
-        if not hasattr(Tensor, fn.__name__ + "_"):
-            setattr(Tensor, fn.__name__ + "_", _inplace(fn))
 
 
 # ------------------------------------------------------------- index_select
@@ -507,7 +394,7 @@ def _masked_fill_samples(src):
     yield Sample((src.tensor(shape), mask, src.tensor(())), desc="0-d tensor value gets a gradient")
 
 
-@register(op=MaskedFill, samples=_masked_fill_samples,
+@register(op=MaskedFill, samples=_masked_fill_samples, inplace=True,
           torch=lambda torch, x, mask, value: x.masked_fill(mask, value))
 def masked_fill(input, mask, value):
     """``value`` where ``mask`` is true, ``input`` elsewhere; ``mask`` (bool) broadcasts to ``input``'s shape.

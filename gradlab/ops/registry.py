@@ -3,7 +3,10 @@
 One table drives the engine's documentation, the test suite (gradcheck,
 gradgradcheck, JVP checks and the PyTorch oracle run over *every* entry), the
 widgets' formula panel and the exercises. Adding an op means adding one entry
-here (with the ``register`` decorator beside the op); its tests come for free.
+here (with the ``register`` decorator beside the op); its tests come for free, and so
+does what the entry states: its autocast policy (``autocast=``, ``ops/autocast.py`` wraps the
+function), its fused-kernel expression (``kernel=``, read by ``gradlab.compile``) and its in-place
+variant (``inplace=``: ``x.exp_()``, installed on ``Tensor`` here, built by ``autograd/inplace.py``).
 
 ``samples(src)`` yields :class:`Sample` s. ``src`` is a :class:`SampleSource`:
 random by default, driven by hypothesis in the test suite so that shapes are
@@ -19,7 +22,9 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import inplace as _inplace
 from ..backend import dtypes as _dt
+from ..errors import ArgumentError
 from . import autocast as _autocast
 
 
@@ -59,6 +64,7 @@ class OpInfo:
     doc: str = ""
     autocast: str = None          # "lower" or "float32": the op's autocast policy (ops/autocast.py)
     kernel: tuple = None          # (NumPy ufunc name or None, CUDA C expression of {0}, {1} or None): compile's fusion
+    inplace: Callable = None      # the in-place variant, the Tensor method ``<name>_`` (None: the op has none)
 
 
 def torch_functional(name):
@@ -71,24 +77,34 @@ REGISTRY: dict[str, OpInfo] = {}
 
 def register(name=None, *, samples, formula=None, op=None, torch=None, differentiable=True, order=2,
              jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3, eps=1e-6, autocast=None,
-             kernel=None):
+             kernel=None, inplace=None):
     """Decorator: list a public op function in the registry under ``name``.
 
     ``autocast`` ("lower" or "float32") is the op's autocast policy: the function returned is then
     ``fn`` wrapped to cast its inputs while autocast is on (``ops/autocast.py``); bind that result.
     ``kernel`` is what ``gradlab.compile`` writes for the op inside a fused elementwise kernel: a NumPy
-    ufunc's name and a CUDA C expression (``"exp({0})"``), either None."""
+    ufunc's name and a CUDA C expression (``"exp({0})"``), either None.
+    ``inplace`` gives the op its in-place variant, the Tensor method ``<name>_``: True for the usual one
+    (``x.exp_()`` writes ``exp(x)`` into ``x``, ``autograd/inplace.variant``), or a method written by hand
+    where the in-place form has rules of its own (``div_``)."""
     def deco(fn):
         key = name or fn.__name__
         full = key if namespace == "gradlab" else f"{namespace.rsplit('.', 1)[-1]}.{key}"
         f = formula if formula is not None else (op.formula if op is not None else "")
         if autocast is not None:
             fn = _autocast.wrap(fn, key, autocast)
+        method = None
+        if inplace:
+            if namespace != "gradlab":
+                raise ArgumentError(f"register: inplace= for {full}; only gradlab.<op> functions are Tensor methods "
+                                    "and have in-place variants")
+            method = _inplace.variant(key, fn) if inplace is True else inplace
+            setattr(Tensor, key + "_", method)
         REGISTRY[full] = OpInfo(
             name=key, fn=fn, formula=f, samples=samples, op=op, torch=torch,
             differentiable=differentiable, order=order if differentiable else 0, jvp=jvp,
             namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol, eps=eps,
-            doc=(fn.__doc__ or "").strip().split("\n")[0], autocast=autocast, kernel=kernel,
+            doc=(fn.__doc__ or "").strip().split("\n")[0], autocast=autocast, kernel=kernel, inplace=method,
         )
         return fn
     return deco

@@ -115,7 +115,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
 
     ``src`` may be a tensor or a number (``value=`` also works). With repeated
     indices PyTorch leaves it undefined which write wins; gradlab keeps the last.
-    ``reduce='add'`` is ``scatter_add``.
+    ``reduce='add'`` is ``scatter_add``. In place, ``x.scatter_(1, labels.unsqueeze(1), 1.0)`` builds
+    one-hot rows.
     """
     x = check_tensor(input, "scatter")
     if src is None:
@@ -172,8 +173,8 @@ def _scatter_samples(distinct):
     return samples
 
 
-register("scatter", op=Scatter, samples=_scatter_samples(True),
+register("scatter", op=Scatter, samples=_scatter_samples(True), inplace=True,
          torch=lambda torch, x, d, idx, src=None, value=None: torch.scatter(x, d, idx, src if src is not None
                                                                             else value))(scatter)
-register("scatter_add", op=ScatterAdd, samples=_scatter_samples(False),
+register("scatter_add", op=ScatterAdd, samples=_scatter_samples(False), inplace=True,
          torch=lambda torch, x, d, idx, src: torch.scatter_add(x, d, idx, src))(scatter_add)

@@ -40,14 +40,14 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 
 @register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
-          formula="dX = dY where X > min", torch=lambda torch, x, m: torch.clamp_min(x, m))
+          formula="dX = dY where X > min", torch=lambda torch, x, m: torch.clamp_min(x, m), inplace=True)
 def clamp_min(input, min):  # noqa: A002 - PyTorch's name
     """``max(input, min)`` elementwise (``clamp(input, min=min)``)."""
     return O.clamp(input, min=min)
 
 
 @register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
-          formula="dX = dY where X < max", torch=lambda torch, x, m: torch.clamp_max(x, m))
+          formula="dX = dY where X < max", torch=lambda torch, x, m: torch.clamp_max(x, m), inplace=True)
 def clamp_max(input, max):  # noqa: A002 - PyTorch's name
     """``min(input, max)`` elementwise (``clamp(input, max=max)``)."""
     return O.clamp(input, max=max)
@@ -150,7 +150,7 @@ def _clamp_samples(src):
     yield Sample((src.tensor(shape, away_from=1.0),), dict(max=1.0), desc="max only")
 
 
-@register(op=Clamp, samples=_clamp_samples, elementwise=True,
+@register(op=Clamp, samples=_clamp_samples, elementwise=True, inplace=True,
           torch=lambda torch, x, min=None, max=None: torch.clamp(x, min=min, max=max))
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     """Limit values to ``[min, max]``; the gradient is zero where a bound was applied.

@@ -59,12 +59,13 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
     """Decorator: register the one-input elementwise function ``name`` (every function in this file
     goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
-    class's unless given), ``torch.<name>`` as the oracle and the op class's ``compiled`` kernel."""
+    class's unless given), ``torch.<name>`` as the oracle, the op class's ``compiled`` kernel and an
+    in-place variant (``x.exp_()``; PyTorch has one for every function here)."""
     def deco(fn):
         fn.__name__ = fn.__qualname__ = name
         return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
                         elementwise=True, torch=lambda torch, x: getattr(torch, name)(x),
-                        kernel=getattr(op, "compiled", None))(fn)
+                        kernel=getattr(op, "compiled", None), inplace=True)(fn)
     return deco
 
 
@@ -457,7 +458,7 @@ def _round_samples(src):
     yield Sample((x,), dict(decimals=1), desc="decimals=1")
 
 
-@register(op=Round, samples=_round_samples, elementwise=True, kernel=Round.compiled,
+@register(op=Round, samples=_round_samples, elementwise=True, kernel=Round.compiled, inplace=True,
           torch=lambda torch, x, **kw: torch.round(x, **kw))
 def round(input, *, decimals=None):  # noqa: A001 - PyTorch's name
     """Round to ``decimals`` places, halves to even (``round(2.5) == 2``), as PyTorch.
@@ -586,7 +587,7 @@ class Sign(ZeroGrad):
 
 
 @register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x),
-          kernel=Sign.compiled)
+          kernel=Sign.compiled, inplace=True)
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
     x = check_tensor(input, "sign")
