@@ -11,6 +11,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import json
 import pathlib
 import re
 
@@ -104,3 +107,80 @@ def test_stored_graph_labels_match_what_the_code_draws_now(name, monkeypatch):
                              f"{sorted(set(now) - set(then))}): re-run the notebook")
         compared += 1
     assert compared >= 2, f"{name}: expected at least two stored show_graph pictures to compare, found {compared}"
+
+
+# ------------------------------------------------------------------ stored outputs name what the code has now
+#: every notebook and exercise a student opens: what it stores is what they see before running anything
+STORED = NOTEBOOKS + sorted((ROOT / "exercises").glob("[0-9][0-9]_*.ipynb"))
+DOTTED = re.compile(r"\bgradlab(?:\.[A-Za-z_]\w*)+")
+#: gradlab.backend.memory_limit.format_bytes's shape ("1.5 KiB") written in decimal units: the old formatter's
+#: output. A lesson's own arithmetic ("0.39 MB" from bytes / 1e6, "16 KB" buffers, "5.6 GB/s") is not this shape.
+OLD_UNIT = re.compile(r"\b\d+\.\d (?:KB|MB|GB|TB)\b(?!/)")
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _stored_outputs(nb):
+    """(where, text) for what a notebook stores: each output's text, HTML, SVG, traceback, and the saved widget
+    state (a widget's JS and CSS travel in it); base64 pictures are left out (their letters are no text)."""
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            for text in [out.get("text", ""), "\n".join(out.get("traceback", []))] + [
+                    v if isinstance(v, str) else json.dumps(v) for mime, v in out.get("data", {}).items()
+                    if not mime.startswith(("image/png", "image/jpeg", "image/gif"))]:
+                if text:
+                    yield f"cell {i}", text
+    for model_id, model in nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}).items():
+        yield f"widget {model_id}", json.dumps(model.get("state", {}))
+
+
+def _defined(dotted: str) -> bool:
+    """Does ``gradlab.a.b.c`` exist now? The longest importable module, then attributes; a name a module makes
+    on first use (``gradlab.viz.widgets.GraphPlayer``, a class built when anywidget is first needed) counts
+    when the module's source still defines it."""
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+            break
+        except ImportError:
+            continue
+    for name in parts[k:]:
+        if hasattr(obj, name):
+            obj = getattr(obj, name)
+        else:
+            return inspect.ismodule(obj) and re.search(rf"^\s*(?:class|def)\s+{name}\b", inspect.getsource(obj),
+                                                        re.M) is not None
+    return True
+
+
+def stale_names(nb) -> list[str]:
+    """What a notebook's stored outputs say that the code no longer has: a ``gradlab.<dotted>`` name that does
+    not resolve, a ``gradlab/...py`` file that is not there, a size in the old decimal units."""
+    problems = []
+    for where, text in _stored_outputs(nb):
+        problems += [f"{where}: {name} does not exist" for name in sorted(set(DOTTED.findall(text)))
+                     if not _defined(name)]
+        problems += [f"{where}: {file} does not exist" for file, _ in sorted(set(PATH_LINE.findall(text)))
+                     if not (ROOT / file).is_file()]
+        problems += [f"{where}: {size!r} is in decimal units; gradlab writes KiB/MiB now (format_bytes)"
+                     for size in sorted(set(OLD_UNIT.findall(text)))]
+    return list(dict.fromkeys(problems))   # a cell's text/plain and text/html say the same thing once
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_stored_outputs_name_only_what_exists_now(path):
+    problems = stale_names(nbformat.read(path, as_version=4))
+    assert not problems, (f"{path.relative_to(ROOT)} stores outputs from older code (re-run it with "
+                          f"scripts/run_notebooks.py {path.relative_to(ROOT)}):\n" + "\n".join(problems))
+
+
+def test_stale_outputs_are_caught():
+    """The check above fails on what a stale notebook stored: the old widget JS, an old path, old units."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="saved 2.1 KB at gradlab/ops/softmax.py:3, see gradlab.show_graph\n")])])
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {"m": {"state": {
+        "_anywidget_id": "gradlab.viz.widgets.GraphPlayer",
+        "_esm": "// the same units as gradlab.viz.render.fmt_bytes\n"}}}}}
+    assert stale_names(nb) == ["cell 0: gradlab/ops/softmax.py does not exist",
+                               "cell 0: '2.1 KB' is in decimal units; gradlab writes KiB/MiB now (format_bytes)",
+                               "widget m: gradlab.viz.render.fmt_bytes does not exist"]
