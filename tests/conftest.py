@@ -107,19 +107,23 @@ def pytest_configure(config):
 # `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file runs whole on one worker
 # (its module fixtures, such as a graded batch, are computed once), and the workers take the files in
 # collection order. The longest files go first (longest-processing-time-first): started last, one of them
-# would run alone at the end while the other worker idles. HEAVIEST lists them, longest first, as measured
-# on 2 workers (docs/benchmarks.md, "The test suite's time"); every other file keeps its place after them. Only the order
-# changes: every test still runs.
-HEAVIEST = (                                   # worker-seconds in one run of the suite (load 10-13)
-    "tests/test_course_grade.py",              # 1894: grades ~200 notebooks in sandboxed kernels
-    "tests/browser/test_student_work.py",      # 495 (293 alone at the same load, now that the autosave wait does other work)
-    "tests/test_course_cluster.py",            # 444
-    "tests/test_course_trust.py",              # 385
-    "tests/test_capstone_full.py",             # 375: the capstone's full training
-    "tests/test_course_batch.py",              # 334
-    "tests/test_registry.py",                  # 270
-    "tests/test_practice.py",                  # 201
-    "tests/test_course_release.py",            # 158
+# would run alone at the end while the other worker idles. HEAVIEST lists them, longest first; every other file
+# keeps its place after them. Only the order changes: every test still runs. The figures: seconds on a worker
+# in the student's `make test` on an idle 2-core machine (.ci/run's slowest tests, docs/benchmarks.md, "The
+# test suite's time"), and the CPU-seconds of the file run alone, all its processes counted (its own cpuacct
+# cgroup; a shared machine at load 4-15). The first two pair a CPU-heavy file (its grader runs 2 kernels at a
+# time) with one that mostly waits (JupyterLab's autosave interval).
+HEAVIEST = (                                   # worker-s in make test | CPU-s alone
+    "tests/test_course_grade.py",              # 170 before one batch replaced two | 210 (256 before): 95 kernels
+    "tests/browser/test_student_work.py",      # 158 (a 135 s wait from lesson 05's opening) | 83
+    "tests/test_course_trust.py",              # 42 + 41 + its smaller batches | 77
+    "tests/test_capstone_full.py",             # 71: the capstone's full training | 88
+    "tests/test_registry.py",                  # - | 93
+    "tests/test_course_cluster.py",            # 28 + its retries | 73
+    "tests/test_course_batch.py",              # 32 | 44
+    "tests/test_course_release.py",            # - | 41
+    "tests/test_course_fixtures.py",           # 22 | 33
+    "tests/test_practice.py",                  # 21 | 28
 )
 
 

@@ -1,14 +1,17 @@
 """Proof that `gradlab grade` has teeth, with real nbval runs in sandboxed kernels.
 
-Three `gradlab grade` invocations (each one pytest+nbval process, notebooks spread over two xdist workers)
-cover everything: every solution scores full marks (with hidden tests); every generated exercise scores
-zero on every part; the submissions in tests/fixtures/submissions that attack the grader (forged records,
-patched helpers), and a sample of the honest ones (tests/submission_fixtures.py), lose exactly the parts
-their `expected_NN.json` names or, as correct alternatives (`alt_*.ipynb`), get full marks (every honest
-fixture is also graded in-process, against the same expectations, by tests/test_course_fixtures.py); and
-the grader survives an exception, an infinite loop, a crashed kernel, megabytes of output, edited/deleted
-test cells and a bad file in the same batch (those submissions are made here from exercise 01, so they
-follow its current parts).
+Two `gradlab grade` invocations (each one pytest+nbval process, notebooks spread over two xdist workers)
+cover everything. One batch, with hidden tests, holds every solution, every generated exercise, the
+submissions in tests/fixtures/submissions that attack the grader (forged records, patched helpers) and a
+sample of the honest ones (tests/submission_fixtures.py), the misbehaving submissions made here and a bad
+file: each exercise's reference runs once for all of them (a kernel per exercise, not one per invocation).
+In it every solution scores full marks; every generated exercise scores zero on every part; each fixture
+loses exactly the parts its `expected_NN.json` names or, as a correct alternative (`alt_*.ipynb`), gets full
+marks (every honest fixture is also graded in-process, against the same expectations, by
+tests/test_course_fixtures.py); and the grader survives an exception, an infinite loop, a crashed kernel,
+megabytes of output, edited/deleted test cells and a bad file in the same batch (those submissions are
+made here from exercise 01, so they follow its current parts). The second, small invocation grades without
+hidden tests and keeps what ran (`--keep`).
 The exploits a student might try are in tests/test_course_trust.py.
 """
 from __future__ import annotations
@@ -19,7 +22,6 @@ import copy
 import io
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -103,20 +105,21 @@ def runs(tmp_path_factory):
     bad = tmp / "not_a_notebook.ipynb"
     bad.write_text("{ this is not json")
     made, tests = _survivors()
-    paths = []
+    paths = {}
     for name, nb in made.items():
-        p = tmp / f"{name}.ipynb"
-        nbformat.write(nb, p)
-        paths.append(p)
+        paths[name] = tmp / f"{name}.ipynb"
+        nbformat.write(nb, paths[name])
     fixtures = [FIXTURES / f"{stem}.ipynb" for stem in SANDBOXED]
+    students = [*EXERCISES, *fixtures, *paths.values(), bad]
     hidden_fixture = next((FIXTURES / f"{n}.ipynb" for n in sorted(WRONG)), None)
     return {
-        "solutions": _grade(tmp, "solutions", SOLUTIONS, "--hidden"),
-        "students": _grade(tmp, "students", [*EXERCISES, *fixtures, *paths, bad], "--hidden",
-                           timeout=LOOP_TIMEOUT),
+        # the solutions and the students' submissions in one batch: the solutions are graded as any
+        # submission is (their own reference run beside them), and each exercise's reference runs once
+        "batch": _grade(tmp, "batch", [*SOLUTIONS, *students], "--hidden", timeout=LOOP_TIMEOUT),
         "plain": _grade(tmp, "plain", [hidden_fixture, EXERCISES[0]], "--keep", str(tmp / "kept")),
         "kept": tmp / "kept",
-        "n_students": len(EXERCISES) + len(fixtures) + len(paths) + 1,
+        "made": paths,
+        "n_students": len(students),
         "tests01": tests,
         "hidden_fixture": hidden_fixture,
     }
@@ -129,23 +132,39 @@ def _grade(tmp, name, paths, *flags, timeout=TIMEOUT):
         rc = main(["grade", *map(str, paths), "--solutions", str(ROOT / "solutions"), "--timeout", timeout,
                    "-n", "2", "--json", str(out_json), "--junit", str(out_xml), *flags])
     doc = json.loads(out_json.read_text())
-    by_name = {Path(n["notebook"]).name: n for n in doc["notebooks"]}
-    return {"rc": rc, "table": buf.getvalue(), "doc": doc, "nb": by_name, "junit": out_xml}
+    by_path = {n["notebook"]: n for n in doc["notebooks"]}    # (a solution and its exercise share a name)
+    return {"rc": rc, "table": buf.getvalue(), "doc": doc, "nb": by_path, "junit": out_xml}
+
+
+def _nb(runs, path):
+    """The batch's report of one notebook (given as a path, or as the name of one made by _survivors)."""
+    return runs["batch"]["nb"][str(runs["made"].get(path, path))]
 
 
 def _parts(nb):
     return {p["grade_id"]: p for p in nb["parts"]}
 
 
+def _blocks(table):
+    """The text report's block of each notebook, by its path."""
+    return {b.split("  (against", 1)[0].split(": NOT GRADED", 1)[0].strip(): b for b in table.split("\n\n")}
+
+
 def test_every_solution_scores_full_marks_with_hidden_tests(runs):
-    r = runs["solutions"]
-    assert r["rc"] == 0, r["table"]
-    assert set(r["nb"]) == {p.name for p in SOLUTIONS}
-    for name, nb in r["nb"].items():
+    """Each solution graded as a submission: no error, no failed part, full marks, no tamper, in every report
+    format (what the exit code 0 of a batch of them said; a batch where all pass exits 0: test_course_trust)."""
+    r = runs["batch"]
+    blocks = _blocks(r["table"])
+    for path in SOLUTIONS:
+        nb = _nb(runs, path)
         failed = {g: p["message"] for g, p in _parts(nb).items() if p["status"] != "ok"}
-        assert not failed and nb["earned"] == nb["possible"] > 0, f"{name}: {failed}"
-        assert not nb["tamper"], f"{name}: the instructor's own solution shows tamper evidence {nb['tamper']}"
-    assert f"TOTAL {len(SOLUTIONS)} notebooks graded: " in r["table"]
+        assert nb["error"] is None and not failed and nb["earned"] == nb["possible"] > 0, f"{path.name}: {failed}"
+        assert nb["against"] == str(path)
+        assert not nb["tamper"], f"{path.name}: the instructor's own solution shows tamper evidence {nb['tamper']}"
+        assert "FAIL" not in blocks[str(path)] and "NOT GRADED" not in blocks[str(path)], blocks[str(path)]
+    assert len(r["nb"]) == len(SOLUTIONS) + runs["n_students"]
+    assert f"TOTAL {len(r['nb']) - 1} notebooks graded: " in r["table"]
+    assert "; 1 not graded (bad input)" in r["table"].splitlines()[-1]
 
 
 def test_every_graded_cell_compares_through_check(runs):
@@ -159,20 +178,21 @@ def test_every_graded_cell_compares_through_check(runs):
 
 
 def test_junit_report_has_one_testcase_per_part(runs):
-    root = ET.parse(runs["solutions"]["junit"]).getroot()
-    suites = root.findall("testsuite")
-    assert len(suites) == len(SOLUTIONS)
-    n_parts = sum(len(nb["parts"]) for nb in runs["solutions"]["doc"]["notebooks"])
-    assert len(root.findall("testsuite/testcase")) == n_parts
-    assert not root.findall(".//failure")
-    students = ET.parse(runs["students"]["junit"]).getroot()
-    assert students.findall(".//failure") and students.findall(".//error")
+    root = ET.parse(runs["batch"]["junit"]).getroot()
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert list(suites) == [n["notebook"] for n in runs["batch"]["doc"]["notebooks"]], "one suite per notebook"
+    for nb in runs["batch"]["doc"]["notebooks"]:
+        assert len(suites[nb["notebook"]].findall("testcase")) == max(1, len(nb["parts"])), nb["notebook"]
+    solutions = [suites[str(p)] for p in SOLUTIONS]
+    assert sum(len(s.findall("testcase")) for s in solutions) == sum(len(_nb(runs, p)["parts"]) for p in SOLUTIONS)
+    assert not [f for s in solutions for f in s.findall(".//failure") + s.findall(".//error")]
+    students = [s for name, s in suites.items() if name not in {str(p) for p in SOLUTIONS}]
+    assert [f for s in students for f in s.findall(".//failure")] and [e for s in students for e in s.findall(".//error")]
 
 
 def test_every_generated_exercise_scores_zero_on_every_part(runs):
-    r = runs["students"]
     for path in EXERCISES:
-        nb = r["nb"][path.name]
+        nb = _nb(runs, path)
         assert nb["possible"] > 0 and nb["earned"] == 0, f"{path.name} earned {nb['earned']} as generated"
         for gid, p in _parts(nb).items():
             assert p["status"] != "ok" and p["earned"] == 0, f"{path.name}: part {gid} passes with no code written"
@@ -192,7 +212,7 @@ def test_every_exercise_has_wrong_fixtures_and_hidden_tests():
 
 @pytest.mark.parametrize("fixture", [s for s in SANDBOXED if s in WRONG])
 def test_wrong_implementation_loses_points(runs, fixture):
-    nb = runs["students"]["nb"][f"{fixture}.ipynb"]
+    nb = _nb(runs, FIXTURES / f"{fixture}.ipynb")
     parts = _parts(nb)
     failed = {g for g, p in parts.items() if p["status"] != "ok"}
     assert failed == WRONG[fixture], f"{fixture}: failed {sorted(failed)}, expected {sorted(WRONG[fixture])}"
@@ -203,7 +223,7 @@ def test_wrong_implementation_loses_points(runs, fixture):
 
 @pytest.mark.parametrize("fixture", [s for s in SANDBOXED if s in ALTERNATIVES])
 def test_correct_alternative_gets_full_marks(runs, fixture):
-    nb = runs["students"]["nb"][f"{fixture}.ipynb"]
+    nb = _nb(runs, FIXTURES / f"{fixture}.ipynb")
     failed = {g: p["message"] for g, p in _parts(nb).items() if p["status"] != "ok"}
     assert not failed and nb["earned"] == nb["possible"], f"{fixture}: {failed}"
 
@@ -221,13 +241,13 @@ def test_keep_shows_exactly_what_ran(runs):
 
 
 def test_survives_an_exception_in_student_code(runs):
-    nb = runs["students"]["nb"]["survive_exception.ipynb"]
+    nb = _nb(runs, "survive_exception")
     assert nb["earned"] == nb["possible"], _parts(nb)
     assert any("raised ValueError: my own experiment failed" in n for n in nb["notes"])
 
 
 def test_survives_an_infinite_loop(runs):
-    parts = _parts(runs["students"]["nb"]["survive_infinite_loop.ipynb"])
+    parts = _parts(_nb(runs, "survive_infinite_loop"))
     first = runs["tests01"][0]
     assert parts[first]["status"] == "timeout"
     assert f"timed out after {LOOP_TIMEOUT} s" in parts[first]["message"]
@@ -235,25 +255,25 @@ def test_survives_an_infinite_loop(runs):
 
 
 def test_survives_a_crashed_kernel(runs):
-    nb = runs["students"]["nb"]["survive_kernel_crash.ipynb"]
+    nb = _nb(runs, "survive_kernel_crash")
     parts = _parts(nb)
     tests = runs["tests01"]
     assert parts[tests[0]]["status"] == "ok"
     assert all(parts[g]["status"] == "not-run" and "kernel died" in parts[g]["message"] for g in tests[1:])
     # the other notebooks of the same batch (same xdist workers) were unaffected
-    huge = runs["students"]["nb"]["survive_huge_output.ipynb"]
+    huge = _nb(runs, "survive_huge_output")
     assert huge["earned"] == huge["possible"] > 0
 
 
 def test_survives_megabytes_of_output(runs):
-    nb = runs["students"]["nb"]["survive_huge_output.ipynb"]
+    nb = _nb(runs, "survive_huge_output")
     assert nb["earned"] == nb["possible"]
-    table = runs["students"]["table"]
+    table = runs["batch"]["table"]
     assert "x" * 1000 not in table and len(table) < 300_000, "printed output must not end up in the report"
 
 
 def test_edited_and_deleted_test_cells_are_reinserted(runs):
-    nb = runs["students"]["nb"]["survive_edited_tests.ipynb"]
+    nb = _nb(runs, "survive_edited_tests")
     tests = runs["tests01"]
     assert nb["earned"] == 0 and len(nb["parts"]) == len(tests), "`assert True` must not earn the points"
     notes = " | ".join(nb["notes"])
@@ -261,11 +281,11 @@ def test_edited_and_deleted_test_cells_are_reinserted(runs):
 
 
 def test_bad_file_in_a_batch_is_reported_and_the_rest_graded(runs):
-    r = runs["students"]
+    r = runs["batch"]
     assert r["rc"] == 2, "bad input makes the exit code 2"
     assert "not_a_notebook.ipynb: NOT GRADED" in r["table"] and "malformed JSON" in r["table"]
     assert "Traceback" not in r["table"]
-    assert len(r["nb"]) == runs["n_students"]
+    assert len(r["nb"]) == len(SOLUTIONS) + runs["n_students"]
 
 
 def _solution_lines():
@@ -302,13 +322,13 @@ def test_reports_help_without_giving_the_reference_away(runs):
     """Every exercise as generated fails with an exception in the student's stub: each report format says where
     (the student's cell and line), which check and the instructor's hint; none quotes a line of the solutions,
     and every hint is the instructor's literal text (whatever the reference run computed in it is elided)."""
-    r = runs["students"]
+    r = runs["batch"]
     secret = _solution_lines()
     assert len(secret) > 100
-    blocks = {b.split("  (against", 1)[0].strip(): b for b in r["table"].split("\n\n")}
+    blocks = _blocks(r["table"])
     suites = {s.get("name"): ET.tostring(s, encoding="unicode") for s in ET.parse(r["junit"]).getroot()}
     for path in EXERCISES:
-        nb = r["nb"][path.name]
+        nb = _nb(runs, path)
         literals = _hint_texts(ROOT / "solutions" / path.name)
         formats = {"text": blocks[nb["notebook"]], "json": json.dumps(nb), "junit": suites[nb["notebook"]]}
         for fmt, out in formats.items():
@@ -326,6 +346,6 @@ def test_reports_help_without_giving_the_reference_away(runs):
                 shown = out if fmt != "json" else json.loads(out)["parts"]
                 assert p["where"] in str(shown) or fmt == "json", f"{path.name}/{gid}: no line in the {fmt} report"
     hint = "sum over every axis where the target size is 1, with keepdims=True"
-    nb = r["nb"]["01_unbroadcast.ipynb"]
+    nb = _nb(runs, ROOT / "exercises" / "01_unbroadcast.ipynb")
     assert _parts(nb)["size_one_axes"]["hint"] == hint
     assert f"hint: {hint}" in blocks[nb["notebook"]] and f"hint: {hint}" in suites[nb["notebook"]]

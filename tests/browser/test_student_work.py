@@ -11,10 +11,11 @@ settings; tests/browser/conftest.py). Then what a student does:
 * ``gradlab course build``, ``git pull`` of a new commit of the course and the student's own tests:
   the filled-in exercise survives all three, and the new lesson appears in the workspace.
 
-The autosave wait is two idle minutes, so what needs no browser runs during it, in the same clone with the
-lab open (as a student would have it): ``gradlab course build``, the teacher's new commit, and the student's
-tests (in the background; their result is read at the end). The ``git status`` after the wait then covers
-those too.
+The autosave wait is two minutes from the lesson's opening, so the lesson is opened first, in a window of
+its own, and the rest runs during the wait: lesson 00 and the exercise in a second window, and, without a
+browser, in the same clone with the lab open (as a student would have it), ``gradlab course build``, the
+teacher's new commit, and the student's tests (in the background; their result is read at the end). The
+``git status`` after the wait then covers those too.
 """
 from __future__ import annotations
 
@@ -116,11 +117,18 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
     ws = student / "workspace"
     exercise = ws / "exercises" / "01_unbroadcast.ipynb"
     try:
+        # 3 (first, so that its autosave time passes during 1 and 2). A lesson left open past JupyterLab's
+        # autosave interval, in a window of its own (opening another notebook in the same window would close
+        # it): JupyterLab rewrites its kernelspec and language_info, and its autosave timer starts on open
+        left_open = browser.new_context(viewport={"width": 1400, "height": 1000})
+        left_page = left_open.new_page()
+        left_page.set_default_timeout(60_000)
+        LabPage(left_page, url).open("notebooks/05_graphs.ipynb")
+        t_open = time.monotonic()
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = ctx.new_page()
         page.set_default_timeout(60_000)
         lp = LabPage(page, url)
-        t_open = time.monotonic()
         # 1. run lesson 00 and save it
         lp.open("notebooks/00_welcome.ipynb")
         lp.run_all(timeout=240_000)
@@ -138,9 +146,7 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
         lp.save()
         assert any(ANSWER in "".join(c["source"]) for c in json.loads(exercise.read_text())["cells"])
         mine = exercise.read_bytes()
-        # 3. a lesson left open past JupyterLab's autosave (it rewrites the kernelspec and language_info)
-        lp.open("notebooks/05_graphs.ipynb")
-        # meanwhile: the filled-in exercise survives `gradlab course build`...
+        # while lesson 05 stays open: the filled-in exercise survives `gradlab course build`...
         r = _gradlab(student, "course", "build")
         assert r.returncode == 0, r.stdout + r.stderr
         assert exercise.read_bytes() == mine
@@ -149,9 +155,12 @@ def test_the_students_work_survives_save_restart_build_pull_and_tests(browser, b
         background.append(students_tests)
         _teacher_pushes_an_update(tmp_path, upstream)
         time.sleep(max(0.0, AUTOSAVE_S + 15 - (time.monotonic() - t_open)))
+        assert left_page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == \
+            "notebooks/05_graphs.ipynb", "lesson 05 was not open for the whole autosave interval"
         status = _git(student, "status", "--porcelain").stdout
         assert status == "", f"opening, running and saving (and course build) changed tracked files:\n{status}"
         ctx.close()
+        left_open.close()
     finally:
         stop_lab(proc)
 
