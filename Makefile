@@ -14,6 +14,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # test workers (pytest-xdist): 2 keeps a 2-core machine busy; `make test JOBS=auto` uses every core
 JOBS ?= 2
+# the suite's own workers: one more than JOBS, because a good part of its time is waiting, not computing
+# (the browser tests sit through JupyterLab's 2-minute autosave, sandboxed kernels start, time-outs run
+# out), so a third worker on 2 cores fills what would idle (docs/benchmarks.md, "The test suite's time")
+PYTEST_JOBS ?= $(if $(filter auto,$(JOBS)),auto,$(shell expr $(JOBS) + 1))
 TORCH_SKIPS ?= artifacts/torch-skipped.txt
 LAB_STAMP := $(VENV)/.gradlab-installed-lab
 TEST_STAMP := $(VENV)/.gradlab-installed-test
@@ -57,14 +61,16 @@ test: venv-test
 	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
 	# each file whole on one worker (its module fixtures once), the longest files first (tests/conftest.py);
 	# the slowest tests are listed at the end (where the time goes: README, "Running the tests")
-	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder \
+	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder \
 	  --durations=15 --durations-min=20
-	# the teeth of every graded exercise: the share of its solution's mutants that lose points (>= 90%)
-	$(BIN)/python -m gradlab course mutants -n $(JOBS) --min-score 0.9
-	# the course notebooks as committed (a copy from git HEAD), never the student's copies in workspace/
-	d=$$($(BIN)/python scripts/pristine_copy.py notebooks) && \
+	# side by side (each waits on kernels part of the time), both must pass: the course notebooks as
+	# committed (a copy from git HEAD, never the student's copies in workspace/), and the teeth of every
+	# graded exercise, the share of its solution's mutants that lose points (>= 90%; its log follows)
+	d=$$($(BIN)/python scripts/pristine_copy.py notebooks) || exit 1; \
+	  $(BIN)/python -m gradlab course mutants -n $(JOBS) --min-score 0.9 > "$$d/mutants.log" 2>&1 & m=$$!; \
 	  GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax "$$d/notebooks" -n $(JOBS) --dist loadfile -p no:cacheprovider; \
-	  rc=$$?; rm -rf "$$d"; exit $$rc
+	  rc=$$?; wait $$m; mrc=$$?; echo "--- gradlab course mutants (exit $$mrc):"; cat "$$d/mutants.log"; \
+	  rm -rf "$$d"; [ $$rc -eq 0 ] && [ $$mrc -eq 0 ]
 
 # the comparisons with PyTorch: every test that `make test` skipped for want of it ($(TORCH_SKIPS); or every
 # `oracle`-marked test when there is no such list) and the notebooks that need it (notebooks/conftest.py)
