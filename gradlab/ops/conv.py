@@ -16,12 +16,14 @@ the patch it came from; where patches overlap, their contributions add up.
 ``unfold``'s VJP is ``fold`` and ``fold``'s VJP is ``unfold`` -- both are
 linear -- so conv2d's backward is itself differentiable (higher order works).
 
-On arrays, when no second derivative is wanted, the input gradient of a stride-1 convolution is
-computed as one more convolution instead (``conv_input_grad``: ``dY`` correlated with the flipped
-kernel, again one strided view and one matmul, no loop over kernel offsets).
+On arrays (the forward, and the backward when no second derivative is wanted) the same products
+run a few images at a time (``Columns``: each chunk's columns are built and multiplied while they
+are still in cache), and the input gradient of a stride-1 convolution is one more convolution
+(``conv_input_grad``: ``dY`` correlated with the flipped kernel, no loop over kernel offsets).
 
-Holds: the array helpers ``spread`` (zero padding, and zeros between rows), ``im2col``, ``col2im``
-and ``conv_input_grad``; the ops ``conv2d``, ``unfold``, ``fold`` and ``conv2d_naive``, the same
+Holds: the array helpers ``spread`` (zero padding, and zeros between rows), ``im2col``, ``col2im``,
+``Columns`` (im2col chunk by chunk), ``conv_arrays`` (the forward), ``conv_weight_grad`` and
+``conv_input_grad``; the ops ``conv2d``, ``unfold``, ``fold`` and ``conv2d_naive``, the same
 convolution written as the definition (one output pixel at a time, at the end of this file), for
 teaching and benchmarking.
 (1-D, 3-D and transposed convolutions are written with these in ``gradlab.nn``.)

@@ -206,8 +206,10 @@ def _channel_sums(a, b=None):
         else:
             per_row = xp.einsum("ij,ij->i", rows, b.reshape(n * c, -1))
         return per_row.reshape(n, c).sum(axis=0)
-    dims = (0,) + tuple(range(2, a.ndim))
-    return a.sum(axis=dims) if b is None else xp.einsum(a, list(range(a.ndim)), b, list(range(a.ndim)), [1])
+    if b is None:
+        return a.sum(axis=(0,) + tuple(range(2, a.ndim)))
+    axes = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    return xp.einsum(f"{axes},{axes}->b", a, b)
 
 
 class BatchNorm(Op):
