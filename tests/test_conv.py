@@ -47,6 +47,36 @@ def test_conv2d_matches_torch(torch, kw, impl):
     _check(torch, fn(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw), [x, w, b], [tx, tw, tb])
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 12000, 24000])  # one image per chunk, or 5 in chunks of 2, 2, 1 (of 3, 2)
+@pytest.mark.parametrize("kw", CONV_CASES + [dict(padding=3), dict(padding=(2, 0), dilation=(1, 2))])
+def test_conv2d_in_chunks_matches_torch(torch, monkeypatch, kw, chunk_bytes):
+    # the fast path builds the columns a few images at a time (gradlab.ops.conv.Columns); shrink the
+    # chunk so that a small batch spans several, the last one partly filled (padding 3 > the kernel's
+    # reach 2: the input gradient crops dY instead of padding it)
+    import gradlab.ops.conv as conv
+    monkeypatch.setattr(conv, "CHUNK_BYTES", chunk_bytes)
+    g = kw.get("groups", 1)
+    (x, tx), (w, tw), (b, tb) = _leaf(torch, (5, 4, 7, 6), 3), _leaf(torch, (8, 4 // g, 3, 2), 4), _leaf(torch, (8,), 5)
+    _check(torch, F.conv2d(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw), [x, w, b], [tx, tw, tb])
+
+
+def test_conv2d_infinite_input_gives_pytorchs_inf_and_nan(torch):
+    # stride-1 columns are computed a padded row wide (conv.Columns); the extra "margin" columns must
+    # not add 0 * inf = nan to the weight gradient where PyTorch has none
+    a = np.random.default_rng(6).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    a[1, 2, 3, 5] = np.inf
+    x, tx = gradlab.tensor(a.copy(), requires_grad=True), torch.from_numpy(a.copy()).requires_grad_(True)
+    (w, tw) = _leaf(torch, (4, 3, 3, 3), 7, "float32")
+    out, tout = F.conv2d(x, w, padding=1), torch.nn.functional.conv2d(tx, tw, padding=1)
+    cot = np.random.default_rng(8).standard_normal(out.shape).astype(np.float32)
+    (out * gradlab.tensor(cot)).sum().backward()
+    (tout * torch.from_numpy(cot)).sum().backward()
+    for mine, theirs in ((out._data, tout.detach().numpy()), (w.grad._data, tw.grad.numpy())):
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(theirs))
+        np.testing.assert_array_equal(np.isinf(mine), np.isinf(theirs))
+    assert np.isinf(w.grad._data).any()   # (the inf does reach the weight gradient)
+
+
 def test_conv2d_float32_and_no_bias(torch):
     (x, tx), (w, tw) = _leaf(torch, (3, 2, 8, 8), 0, "float32"), _leaf(torch, (5, 2, 3, 3), 1, "float32")
     out = F.conv2d(x, w, stride=2, padding=1)

@@ -159,8 +159,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             stats = []
             y = BatchNorm.apply(x, weight, bias, dims, eps, stats)
             if running_mean is not None or running_var is not None:
-                # the forward's mean and var are NumPy's a.mean(dims) and a.var(dims) exactly (the same
-                # operations on the same arrays): reuse them instead of two more passes over the batch
+                # the forward's mean and (biased) var, as a.mean(dims) and a.var(dims) up to rounding:
+                # reuse them instead of two more passes over the batch
                 m, v = stats[-1][0].reshape(-1), stats[-1][1].reshape(-1)
                 _update_running(op, running_mean, m, momentum)
                 _update_running(op, running_var, v * n / (n - 1), momentum)

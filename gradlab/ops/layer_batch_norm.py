@@ -188,14 +188,43 @@ class LayerNorm(Op):
         return None if out is None else out.to(self.out.dtype)
 
 
+def _channel_sums(a, b=None):
+    """``sum(a)`` (or ``sum(a * b)``) per channel (dim 1) over every other dim: a ``(C,)`` array.
+
+    Why not ``a.sum(axis=(0, 2, 3))``: NumPy reduces an NCHW batch over those axes with an inner loop
+    along the short ``W`` axis and partial sums written back per step. Seen as ``N*C`` rows of
+    ``H*W`` values, each row's sum is one BLAS dot with a ones vector (``sum(a * b)``: ``einsum``'s
+    row dot products, no ``a * b`` temporary), then ``N`` rows of ``C`` added. Measured on one thread,
+    (64, 16, 32, 32) float32: 0.09 ms vs 0.22 ms; (64, 64, 8, 8): 0.03 vs 0.14. Other layouts (a
+    transposed ``(N, C, T)`` view, 2-D ``(N, C)``) keep NumPy's reduction (a copy would cost more)."""
+    xp = xp_of(a)
+    n, c = a.shape[:2]
+    if a.ndim > 2 and a.flags.c_contiguous and (b is None or b.flags.c_contiguous):
+        rows = a.reshape(n * c, -1)
+        if b is None:
+            per_row = rows @ xp.ones(rows.shape[1], dtype=a.dtype)
+        else:
+            per_row = xp.einsum("ij,ij->i", rows, b.reshape(n * c, -1))
+        return per_row.reshape(n, c).sum(axis=0)
+    if b is None:
+        return a.sum(axis=(0,) + tuple(range(2, a.ndim)))
+    axes = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    return xp.einsum(f"{axes},{axes}->b", a, b)
+
+
 class BatchNorm(Op):
     """``batch_norm`` in training mode (the batch's own statistics) as one op, as PyTorch records it.
 
-    The forward runs the very NumPy operations of the step-by-step form (``mean``, ``x - mean``,
-    ``mean((x - mean)^2)``, ``/ sqrt(var + eps)``, ``* weight``, ``+ bias``), so its values are the
-    same bit for bit; the backward is the closed form below, a few passes over the data instead
-    of a dozen nodes' worth. It saves the input and two numbers per channel (mean and ``rstd``).
+    Forward and backward are the closed forms below on whole arrays, a few passes over the data
+    instead of a dozen nodes' worth, with the per-channel sums of :func:`_channel_sums`.
+    It saves the input and two numbers per channel (mean and ``rstd``), as PyTorch.
     ``stats`` (a list) receives ``(mean, var)`` for the running statistics.
+
+    Forward: ``mean`` (one read), ``xc = x - mean`` (the one full-size array: it becomes the output),
+    ``var = mean(xc * xc)`` (one read; two passes, so no cancellation when ``|mean| >> std``),
+    then ``y = xc * (rstd * weight) + bias`` in place. Measured on one thread, forward of
+    (64, 16, 32, 32) float32: 2.1 ms -> 1.35 ms; (64, 64, 8, 8): 0.78 -> 0.47 ms (before: ``mean``
+    over the axes, ``x - mean``, its square, their mean, a divide, ``* weight``, ``+ bias``).
     """
 
     name = "batch_norm"
@@ -205,20 +234,19 @@ class BatchNorm(Op):
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps, stats):
         a = x._data
+        xp = xp_of(a)
         shape = (1, a.shape[1]) + (1,) * (a.ndim - 2)
         ctx.dims, ctx.eps, ctx.shape = dims, eps, shape
-        mu = a.mean(axis=dims, keepdims=True)
-        xc = a - mu
-        y = xc * xc                                   # the squares' array is reused for the output:
-        var = y.mean(axis=dims, keepdims=True)
-        sd = np.sqrt(var + eps)
-        np.divide(xc, sd, out=y)                      # in place, the same operations (same bits) as
-        if weight is not None:                        # y = xc / sd * w + b, two full-size arrays
-            y *= weight._data.reshape(shape)          # instead of five
+        cnt = a.size // a.shape[1]
+        mu = (_channel_sums(a) / cnt).reshape(shape)
+        y = a - mu                                            # xc, turned into the output in place
+        var = (_channel_sums(y, y) / cnt).reshape(shape)
+        rstd = 1 / xp.sqrt(var + eps)
+        y *= rstd if weight is None else rstd * weight._data.reshape(shape)
         if bias is not None:
             y += bias._data.reshape(shape)
         stats.append((mu, var))
-        ctx.save_for_backward(x, weight, bias, mu, 1 / sd)
+        ctx.save_for_backward(x, weight, bias, mu, rstd)
         return y
 
     def vjp(self, g):
@@ -234,26 +262,29 @@ class BatchNorm(Op):
         return dx, dw, db, None, None, None
 
     def vjp_arrays(self, g):
-        """The closed form on arrays, two full-size arrays in all. Why a twin: ``vjp`` (a dozen ops, so
-        that it can be differentiated again) makes a full-size array per op. Measured on one thread,
-        forward + backward of (64, 16, 32, 32) float32: 5.8 ms vs 8.6 ms (1.5x); (2, 3, 8, 8): 2.6x."""
+        """The closed form on arrays: ``dX = scale * (dY - sum(dY)/n - xc * rstd^2 * sum(dY * xc)/n)`` with
+        ``xc = x - mean`` and ``scale = rstd * weight`` (``sum(dY * xc) * rstd`` is ``dW``): two
+        full-size arrays (``xc`` and ``dX``) and the sums of :func:`_channel_sums`.
+        Why a twin: ``vjp`` (a dozen ops, so that it can be differentiated again) makes a full-size
+        array per op. Measured on one thread, forward + backward of (64, 16, 32, 32) float32:
+        5.8 ms vs 8.6 ms (1.5x); (2, 3, 8, 8): 2.6x. With the sums of :func:`_channel_sums` and this
+        form (one full-size pass fewer): 5.7 -> 4.6 ms; (64, 64, 8, 8): 1.8 -> 1.1 ms."""
         x, w, b, mu, rstd = self.saved_arrays
-        nf, dims = self.next_functions, self.dims
-        n = g.size // max(g.shape[1], 1)
-        db = g.sum(axis=dims, keepdims=True)
+        nf = self.next_functions
+        cnt = g.size // max(g.shape[1], 1)
+        db = _channel_sums(g)                                 # sum(dY) per channel
         if nf[0] is None and nf[1] is None:
             return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
-        xhat = x - mu
-        xhat *= rstd                                      # recomputed (ours: reused below)
-        gx = g * xhat                                     # becomes dX below (two full-size arrays in all)
-        dw = gx.sum(axis=dims, keepdims=True)             # sum(dY * Xhat) per channel
+        xc = x - mu                                           # (ours: reused below)
+        dot = _channel_sums(g, xc)                            # sum(dY * xc); dW = rstd * dot
+        dw = dot * rstd.reshape(-1)
         dx = None
-        if nf[0] is not None:                             # rstd * w * (dY - mean(dY) - Xhat * mean(dY * Xhat))
+        if nf[0] is not None:
             scale = rstd if w is None else rstd * w.reshape(rstd.shape)
-            xhat *= dw * (1.0 / n)
-            dx = np.subtract(g, xhat, out=gx)
-            dx -= db * (1.0 / n)
-            dx *= scale
+            dx = g * scale
+            xc *= scale * (rstd * rstd) * (dot / cnt).reshape(rstd.shape)   # scale * Xhat * dW / n
+            dx -= xc
+            dx -= scale * (db / cnt).reshape(rstd.shape)
         return (dx, None if nf[1] is None else dw.reshape(w.shape), None if nf[2] is None else db.reshape(b.shape),
                 None, None, None)
 
