@@ -64,6 +64,13 @@ def test_names_reached_through_the_pytorch_paths():
     assert gradlab.backends.mps.is_available() is False
 
 
+def _passes_in_a_fresh_process(code):
+    """Run ``code`` in a new interpreter (nothing of gradlab imported yet) and require its ``ok``."""
+    out = subprocess.run([sys.executable, "-c", code + "\nprint('ok')"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_utils_checkpoint_is_the_module_as_in_pytorch():
     """``torch.utils.checkpoint`` is a module in PyTorch, so programs write
     ``torch.utils.checkpoint.checkpoint(fn, x)`` or ``from torch.utils.checkpoint import checkpoint``;
@@ -75,10 +82,8 @@ def test_utils_checkpoint_is_the_module_as_in_pytorch():
             "assert mod is sys.modules['gradlab.torch_compat.utils.checkpoint'] and mod.checkpoint is checkpoint\n"
             "x = torch.ones(3, requires_grad=True)\n"
             "y = torch.utils.checkpoint.checkpoint(lambda t: (t * t).sum(), x, use_reentrant=False)\n"
-            "y.backward(); assert x.grad.tolist() == [2.0, 2.0, 2.0], x.grad\n"
-            "print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+            "y.backward(); assert x.grad.tolist() == [2.0, 2.0, 2.0], x.grad")
+    _passes_in_a_fresh_process(code)
 
 
 def test_first_import_in_a_fresh_process_makes_one_copy():
@@ -87,10 +92,8 @@ def test_first_import_in_a_fresh_process_makes_one_copy():
             "mods = [m for k, m in sys.modules.items() if k.startswith('gradlab') and getattr(m, '__file__', None)]\n"
             "files = {m.__file__ for m in mods}\n"
             "assert len(files) == len({id(m) for m in mods}), 'a module file was loaded twice'\n"
-            "assert RandomSampler is sys.modules['gradlab.data.sampler'].RandomSampler\n"
-            "print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+            "assert RandomSampler is sys.modules['gradlab.data.sampler'].RandomSampler")
+    _passes_in_a_fresh_process(code)
 
 
 def test_a_missing_submodule_is_still_an_import_error():
