@@ -61,8 +61,10 @@ test: venv-test
 	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
 	# each file whole on one worker (its module fixtures once), the longest files first (tests/conftest.py);
 	# the slowest tests are listed at the end (where the time goes: README, "Running the tests")
+	# (-p no:nbval: the suite runs nbval only in the grader's own subprocesses; loading it in each worker
+	# imports nbformat and jsonschema, about 2 CPU-s per worker)
 	GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder \
-	  --durations=15 --durations-min=20
+	  -p no:nbval --durations=15 --durations-min=20
 	# side by side (each waits on kernels part of the time), both must pass: the course notebooks as
 	# committed (a copy from git HEAD, never the student's copies in workspace/), and the teeth of every
 	# graded exercise, the share of its solution's mutants that lose points (>= 90%; its log follows)
