@@ -71,3 +71,17 @@ def test_wrong_implementation_loses_points(graded, fixture):
 def test_correct_alternative_gets_full_marks(graded, fixture):
     failed = {g: why for g, (status, why) in graded[fixture].items() if status != "ok"}
     assert not failed, f"{fixture}: {failed}"
+
+
+def test_the_fixtures_are_what_students_get_from_the_current_exercises():
+    """Each fixture is the exercise as `gradlab course build` writes it now, with only its answer cells changed.
+
+    A fixture left behind when an exercise's test cells change tests old checks (129 once still carried the
+    reference helpers that the exercises no longer show); ``scripts/make_fixtures.py --check`` says which.
+    """
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "scripts/make_fixtures.py", "--check"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
