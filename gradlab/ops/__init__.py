@@ -14,9 +14,11 @@ is always the module (a file named ``softmax.py`` would be hidden by the functio
 ``reduce``            sum, mean, max/min, amax/amin, argmax/argmin, var/std, prod, logsumexp, cumulative ops,
                       any/all, count_nonzero, nansum/nanmean, bincount, sum_to
 ``sorting``           sort, argsort, topk, msort, kthvalue, median, mode, unique(_consecutive)
-``shape``             reshape/view, permute/transpose, (un)squeeze, expand, flip, roll, repeat/tile, movedim...
+``shape``             reshape/view, permute/transpose, (un)squeeze, expand, flip, roll, repeat/tile, movedim...;
+                      Alias (the identity node forward mode's make_dual records)
 ``join_split``        cat/stack (and h/v/d/column stacks), split/chunk/tensor_split, unbind
 ``indexing``          ``x[...]``, select, gather, index_select, index_add/copy/fill, masked_fill/select, nonzero
+``assignment``        the nodes of ``x[i] = v`` (SetItem) and of a tensor overwritten whole (``autograd/inplace.py`` records them)
 ``scattering``        scatter, scatter_add
 ``diagonals``         diagonal, diag, trace, tril, triu
 ``products``          matmul, mm, bmm, dot, mv, addmm, outer, tensordot
@@ -29,6 +31,8 @@ is always the module (a file named ``softmax.py`` would be hidden by the functio
 ``layer_batch_norm``  the LayerNorm and BatchNorm ops (one node each; ``F.layer_norm``/``F.batch_norm`` call them)
 ``dropout``, ``embedding_lookup``, ``nll_loss``   the Dropout, Embedding and NLLLoss ops behind ``F``'s functions
 ``recurrent``         fused_lstm_cell, fused_gru_cell, fused_lstm (LSTM/GRU steps after the matmuls; a whole LSTM sequence)
+``random_draws``      StandardGamma, a gamma draw with its implicit gradient (``gradlab.distributions`` samples with it)
+``sparse_ops``        SparseToDense, SparseMM: the ops of sparse COO tensors (``gradlab.sparse``)
 ====================  =======================================================================
 
 Around them: ``autocast`` (the autocast switch, its policy and the wrapper the registry puts around an op that names one), ``registry`` (the op table the generic tests run over), ``samples`` (shared sample
@@ -50,8 +54,9 @@ from ..factories import (  # ops use these inside VJPs (O.zeros_like...)
 )
 # The files by kind (the table above); importing one registers its ops.
 from . import (  # noqa: F401
-    activations, arithmetic, cast, compare, contraction, diagonals, indexing, join_split, linalg, logical,
-    products, quant, recurrent, reduce, scattering, selection, shape, softmax_ops, sorting, unary, vector_norms,
+    activations, arithmetic, assignment, cast, compare, contraction, diagonals, indexing, join_split, linalg,
+    logical, products, quant, recurrent, reduce, scattering, selection, shape, softmax_ops, sorting, unary,
+    vector_norms,
 )
 from .binding import bind_methods as _bind_methods, bind_operators as _bind_operators
 from .cast import _METHOD_ONLY_CASTS

@@ -3,7 +3,8 @@
 Holds: ``reshape``/``view``, ``permute``/``transpose``/``swapaxes``/``t``, ``squeeze``/``unsqueeze``,
 ``flatten``/``unflatten``/``ravel``, ``expand``/``expand_as``/``broadcast_to``, ``contiguous``,
 ``movedim``/``moveaxis``, ``narrow``, ``atleast_1d/2d/3d``; ``repeat``/``tile``/``repeat_interleave``,
-``flip``/``fliplr``/``flipud``/``rot90``, ``roll``, ``as_strided`` and ``meshgrid``.
+``flip``/``fliplr``/``flipud``/``rot90``, ``roll``, ``as_strided`` and ``meshgrid``; ``Alias``, the identity
+node forward mode's ``make_dual`` records (``gradlab/autograd/forward_ad.py``).
 
 Each VJP moves the gradient back into the input's layout: reshape's is a reshape, permute's is the
 inverse permutation, expand's and repeat's are sums, flip's is a flip, roll's a roll the other way.
@@ -357,6 +358,28 @@ def contiguous(input):
     """A C-contiguous copy (the same tensor if it already is contiguous)."""
     x = check_tensor(input, "contiguous")
     return x if x._data.flags.c_contiguous else Contiguous.apply(x)
+
+
+class Alias(Op):
+    """The identity, as a graph node: a new tensor on the same data.
+
+    ``forward_ad.make_dual`` records one so that the dual tensor has its own tangent while gradients
+    (reverse mode) still flow back to the original. No public function: autograd reaches it through
+    ``gradlab._tensor._ops`` (it does not import the ops).
+    """
+
+    name = "alias"
+    formula = "dX = dY"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x._data
+
+    def vjp(self, g):
+        return (g,)
+
+    def jvp(self, t):
+        return t
 
 
 # -------------------------------------------------------------- repeat, tile
