@@ -23,7 +23,9 @@ what breaks a rule:
   scalars (write it once: a row of ``ops/unary.py``'s
   table, ``ops/_util.OneRule``, or ``vjp_arrays = vjp``);
 * no submodule is hidden by a package attribute of its name (``gradlab.ops.<file>`` is the module), and no
-  two files share a name, but where an import path programs write fixes it (``PUBLIC_PATHS``).
+  two files share a name, but where an import path programs write fixes it (``PUBLIC_PATHS``);
+* op classes (subclasses of ``Op``, however deep) are defined only under ``gradlab/ops/``: a student
+  looking for a node's forward and rule finds it there, whichever layer records it.
 """
 from __future__ import annotations
 
@@ -348,6 +350,78 @@ def test_each_derivative_is_written_once():
                     and f"{path.relative_to(ROOT.parent)}:{cls.name}" not in KNOWN_RESTATED:
                 bad.append(f"{path.relative_to(ROOT.parent)}:{cls.lineno} {cls.name}")
     assert not bad, f"op classes whose vjp_arrays restates vjp: {bad}"
+
+
+def _dotted(expr):
+    """``a.b.c`` (a Name or a chain of Attributes) as a string, else None."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        head = _dotted(expr.value)
+        return head and f"{head}.{expr.attr}"
+    return None
+
+
+def _classes_and_names():
+    """``classes``: ``module.Class`` -> (file, line, its bases as full names), read with ``ast``; ``names``:
+    module -> {name bound by an import: the full name it stands for} (``from ..autograd.function import Op``
+    binds ``Op`` to ``gradlab.autograd.function.Op``), to resolve a base spelled through an import."""
+    classes, names = {}, {}
+    for path in _files():
+        me = _modname(path)
+        pkg = me if _is_package(path) else me.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        bound = names.setdefault(me, {})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                bound.update({a.asname or a.name: f"{mod}.{a.name}" for a in node.names})
+            elif isinstance(node, ast.Import):
+                bound.update({a.asname: a.name for a in node.names if a.asname})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = []
+                for b in node.bases:
+                    d = _dotted(b)
+                    if d:
+                        head, _, rest = d.partition(".")
+                        full = bound.get(head, f"{me}.{head}")
+                        bases.append(f"{full}.{rest}" if rest else full)
+                classes[f"{me}.{node.name}"] = (path, node.lineno, bases)
+    return classes, names
+
+
+def _op_class_names():
+    """Every class that subclasses ``gradlab.autograd.function.Op``, however deep, as ``module.Class``."""
+    classes, names = _classes_and_names()
+
+    def definition(full, seen=()):
+        """Follow re-exports (``from .x import Y`` in a package) to the module that defines the class."""
+        if full in classes or full in seen:
+            return full
+        mod, _, name = full.rpartition(".")
+        target = names.get(mod, {}).get(name)
+        return definition(target, (*seen, full)) if target else full
+
+    ops = {"gradlab.autograd.function.Op"}
+    grew = True
+    while grew:
+        more = {c for c, (_, _, bases) in classes.items() if c not in ops and any(definition(b) in ops for b in bases)}
+        ops |= more
+        grew = bool(more)
+    return {c: classes[c] for c in ops if c in classes and c != "gradlab.autograd.function.Op"}
+
+
+def test_op_classes_are_defined_only_under_ops():
+    """An op class (``Op``'s subclass, however deep: ``Tanh(Elementwise)``) lives under ``gradlab/ops/``, even
+    one that a lower layer records (``x[i] = v``'s ``SetItem``, forward mode's ``Alias``: autograd reaches
+    them through ``_tensor._ops``) or a higher one serves (the sparse and gamma-sampling ops)."""
+    found = _op_class_names()
+    assert len(found) >= 100 and "gradlab.ops.unary.Tanh" in found and "gradlab.ops.assignment.SetItem" in found
+    outside = sorted(f"{path.relative_to(ROOT.parent)}:{line} {c.rpartition('.')[2]}"
+                     for c, (path, line, _) in found.items() if not c.startswith("gradlab.ops."))
+    assert not outside, f"op classes outside gradlab/ops/ (move each to the ops file of its kind): {outside}"
 
 
 def test_no_public_top_level_name_is_a_stray_module():

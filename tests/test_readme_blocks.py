@@ -70,10 +70,12 @@ def test_python_blocks_run(doc, tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gradlab.ops.registry import REGISTRY
+    import gradlab.ops
+    from gradlab.ops.registry import METHODS, REGISTRY
 
     monkeypatch.chdir(tmp_path)             # anything a block saves lands here
     registry = dict(REGISTRY)               # a block that registers an example op leaves no trace
+    public, methods = list(gradlab.ops.__all__), list(METHODS)  # (nor its public name: gradlab.ops.softsign)
     ns = {"__name__": "__main__"}
     try:
         for line, code, reason in blocks(doc):
@@ -87,4 +89,8 @@ def test_python_blocks_run(doc, tmp_path, monkeypatch):
     finally:
         REGISTRY.clear()
         REGISTRY.update(registry)
+        for name in set(gradlab.ops.__all__) - set(public):
+            delattr(gradlab.ops, name)
+        gradlab.ops.__all__[:] = public
+        METHODS[:] = methods
         plt.close("all")

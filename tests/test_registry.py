@@ -7,7 +7,11 @@ added to the registry is tested here with no new test code.
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -168,6 +172,9 @@ def test_an_entry_is_all_an_op_needs_for_its_inplace_variant_and_autocast_policy
         policy.FLOAT32.discard("throwaway_doubled")
         if "throwaway_doubled_" in gradlab.Tensor.__dict__:
             delattr(gradlab.Tensor, "throwaway_doubled_")
+        if "throwaway_doubled" in gradlab.ops.__all__:  # (its entry made it public: gradlab.ops.throwaway_doubled)
+            gradlab.ops.__all__.remove("throwaway_doubled")
+            delattr(gradlab.ops, "throwaway_doubled")
 
 
 def test_every_inplace_variant_and_kernel_of_an_op_comes_from_its_entry():
@@ -186,3 +193,121 @@ def test_every_inplace_variant_and_kernel_of_an_op_comes_from_its_entry():
              and REGISTRY[name[:-1]].inplace is not attr]
     assert not stray, f"in-place methods of registered ops not stated by their entries: {stray}"
     assert len([i for i in REGISTRY.values() if i.inplace is not None]) >= 50
+
+
+# ------------------------------------------------ the entry is the one place an op is named
+def _arrays(out):
+    """An op's result as a list of arrays (a tensor, or a tuple/namedtuple of them)."""
+    if isinstance(out, gradlab.Tensor):
+        return [out._data]
+    return [a for o in out for a in _arrays(o)]
+
+
+def test_every_method_flag_gives_the_tensor_method_of_its_op():
+    """``register(..., method=True)`` is the only statement of ``x.<op>()``: every entry that says so has the
+    Tensor method, and on the entry's samples ``x.<op>(*rest)`` computes what ``gradlab.<op>(x, *rest)`` does.
+    Every name given a method (by an entry or by ``export``, for an alias) is a Tensor attribute."""
+    methods = [info for info in REGISTRY.values() if info.method]
+    assert len(methods) >= 100
+    for info in methods:
+        assert info.namespace == "gradlab" and info.name in registry.METHODS, info.name
+        for s in list(info.samples(SampleSource(0)))[:2]:
+            x, *rest = s.args
+            want, got = _arrays(info.fn(x, *rest, **s.kwargs)), _arrays(getattr(x, info.name)(*rest, **s.kwargs))
+            assert len(want) == len(got), info.name
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(a, b, err_msg=f"x.{info.name}() on {s}")
+    not_methods = [n for n in registry.METHODS if not callable(getattr(gradlab.Tensor, n, None))]
+    assert not not_methods, f"names with method=True that Tensor lacks: {not_methods}"
+    # an entry without the flag gets no method from the registry (x.gelu() does not exist, as in PyTorch)
+    assert not hasattr(gradlab.Tensor, "gelu") and not REGISTRY["gelu"].method
+
+
+def test_the_public_names_of_the_ops_come_from_their_entries():
+    """``gradlab.ops.__all__`` is made by the entries: each public op of the registry is ``gradlab.ops.<name>``
+    and ``gradlab.<name>``, listed once; and ``gradlab/ops/__init__.py`` names no op (it imports the files by
+    kind), so adding an op edits its own file only."""
+    ops = gradlab.ops
+    assert len(ops.__all__) == len(set(ops.__all__))
+    assert all(hasattr(ops, n) for n in ops.__all__)
+    public = {info.name: info.fn for info in REGISTRY.values() if info.namespace == "gradlab" and info.name != "trace"}
+    assert len(public) >= 150
+    for name, fn in public.items():
+        assert name in ops.__all__ and getattr(ops, name) is fn, name
+        assert getattr(gradlab, name) is fn, name
+    assert not hasattr(ops, "trace") and gradlab.trace is gradlab.debug.trace  # the one op kept off (public=False)
+    tree = ast.parse(inspect.getsource(ops))
+    named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    named |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    listed = sorted(named & (set(public) | set(registry.METHODS)))
+    assert not listed, f"gradlab/ops/__init__.py names ops (their entries make them public): {listed}"
+
+
+_NEW_OP_FILE = '''
+"""A new op, written in one file: its class (forward and rule) and its registry entry. Nothing else is edited."""
+from gradlab.autograd.function import Op
+from gradlab.ops.registry import Sample, register
+
+
+class Squared(Op):
+    """``x * x``."""
+    name, formula = "squared", "dX = 2 X dY"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x._data * x._data
+
+    def vjp(self, g):
+        (x,) = self.saved_tensors
+        return (g * 2.0 * x,)
+
+
+@register(op=Squared, samples=lambda src: [Sample((src.tensor((3, 2)),))], elementwise=True, method=True,
+          inplace=True, autocast="float32", kernel=("square", "({0} * {0})"))
+def squared(input):
+    """``input * input``, as a new op."""
+    return Squared.apply(input)
+'''
+
+_USE_NEW_OP = '''
+import inspect
+import numpy as np
+import gradlab
+import squared_op                     # the user's new file: registering is importing it
+from gradlab.ops import autocast as policy
+from gradlab.ops.registry import REGISTRY, SampleSource
+from gradlab.autograd import gradcheck
+
+x = gradlab.tensor([[1.0, -2.0], [3.0, 0.5]], dtype=gradlab.float64, requires_grad=True)
+assert gradlab.ops.squared is squared_op.squared and "squared" in gradlab.ops.__all__
+assert x.squared().tolist() == [[1.0, 4.0], [9.0, 0.25]]                         # the Tensor method
+x.squared().sum().backward()
+assert x.grad.tolist() == [[2.0, -4.0], [6.0, 1.0]]
+assert gradcheck(gradlab.ops.squared, (x,))
+y = x.detach().clone()
+assert y.squared_() is y and y.tolist() == [[1.0, 4.0], [9.0, 0.25]]            # its in-place variant
+assert "squared" in policy.FLOAT32                                                # its autocast policy
+with gradlab.autocast("cpu", dtype=gradlab.bfloat16):
+    assert gradlab.ops.squared(gradlab.ones(2, dtype=gradlab.bfloat16)).dtype == gradlab.float32
+assert "Squared" in inspect.getsource(REGISTRY["squared"].op)
+
+f = gradlab.compile(lambda a: (a * 2.0).squared().exp())                          # its fused kernel
+a = gradlab.tensor(np.linspace(-1.0, 1.0, 6).astype(np.float32))
+assert np.allclose(f(a).numpy(), np.exp((a.numpy() * 2.0) ** 2), rtol=1e-6)
+src = "\\n".join(n.source for n in f.graph.nodes if getattr(n, "source", None))
+assert "_np.square(" in src, src
+from gradlab.compile import kernels
+assert "squared" in kernels.NUMPY_RULES and "squared" in kernels.CUDA_RULES
+print("NEW OP OK")
+'''
+
+
+def test_an_op_added_in_one_new_file_gets_everything_its_entry_states(tmp_path):
+    """Adding an op is one file: a new module defining an op class and registering it, imported after
+    gradlab, makes ``gradlab.ops.squared``, ``x.squared()``, ``x.squared_()``, its autocast policy and its
+    fused kernel in ``gradlab.compile`` (which reads the entries when first used), with no other file edited."""
+    (tmp_path / "squared_op.py").write_text(_NEW_OP_FILE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _USE_NEW_OP], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and "NEW OP OK" in out.stdout, out.stderr[-3000:]

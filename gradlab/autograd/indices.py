@@ -4,8 +4,9 @@
 Holds: ``normalize_index`` (tensors and lists inside an index become arrays; float indices and
 non-positive slice steps refused, as PyTorch refuses them), ``check_steps`` (the slice-step check
 alone, for the plain ``x[:, 3:5]`` path) and ``ints_first`` (PyTorch applies integer indices before
-index arrays; NumPy does not). They live below the ops so that writing through an index, an autograd
-matter, reads the same rules as reading without importing the ops.
+index arrays; NumPy does not), and ``assign`` (``arr[index] = value`` with that meaning). They live below
+the ops so that writing through an index, an autograd matter, reads the same rules as reading without
+importing the ops.
 """
 from __future__ import annotations
 
@@ -108,3 +109,13 @@ def ints_first(idx):
             first.extend([slice(None)] * (len(i.shape) if is_array(i) and i.dtype.kind == "b" else 1))
             rest.append(i)
     return tuple(first), tuple(rest)
+
+
+def assign(arr, index, value):
+    """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
+    (the integers apply first; see :func:`ints_first`)."""
+    split = ints_first(index)
+    if split is None:
+        arr[index] = value
+    else:
+        arr[split[0]][split[1]] = value  # arr[ints] is a view: the write lands in arr

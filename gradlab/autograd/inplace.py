@@ -20,6 +20,10 @@ Four cases, as in PyTorch:
   change of its base, so the *base* is rebased (:func:`write_through_view`,
   PyTorch's ``CopySlices``), unless the base is a leaf that requires grad.
 
+The nodes these changes record are ops like any other, in ``gradlab/ops/assignment.py`` (``SetItem`` for
+``x[i] = v``, ``Overwrite`` for a tensor overwritten whole); this module reaches them at call time
+through ``_tensor._ops``, as it reaches every op.
+
 An op's in-place variant (``x.exp_()``, ``x.add_(y)``, ``x.index_add_(...)``) comes from the op's
 registry entry (``register(..., inplace=True)``): the ops' registry installs it on
 :class:`~gradlab.Tensor`, built by :func:`variant` here, or names one of the few written by hand
@@ -35,9 +39,8 @@ from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from ..backend import dtypes as _dt, xp_of
 from ..errors import DTypeError, GradError, ShapeError, fmt_shape
-from .function import Op
 from .grad_mode import state as _grad_state
-from .indices import ints_first, normalize_index
+from .indices import assign, normalize_index
 from .views import positions_in, refresh_view
 
 
@@ -48,6 +51,12 @@ def _set_tangent(t, tangent):
 
 def _O():
     return _tensor_mod._ops
+
+
+def _assignment():
+    """``gradlab/ops/assignment.py``, whose op classes record the changes made here (``SetItem`` for
+    ``x[i] = v``, ``Overwrite``), reached through the ops' handle: this layer does not import the ops."""
+    return _tensor_mod._ops.assignment
 
 
 def _needs_graph(self, others) -> bool:
@@ -227,7 +236,7 @@ def write_through_view(view, name, compute):
     if base._fw_grad is not None:
         old_base._fw_grad = base._fw_grad
     flat = O.reshape(old_base, (-1,))
-    new_base = O.reshape(SetItem.apply(flat, result, (positions,)), base.shape)
+    new_base = O.reshape(_assignment().SetItem.apply(flat, result, (positions,)), base.shape)
     rebase(base, new_base)
     refresh_view(view)
     if result._fw_grad is not None:
@@ -247,30 +256,9 @@ def _replace(value):
         out = xp_of(s._data).empty_like(s._data)
         out[...] = v
         if s._requires_grad:  # still an output of the graph, with gradient 0 to the old value
-            return _Overwrite.apply(s, out)
+            return _assignment().Overwrite.apply(s, out)
         return Tensor._make(out)
     return compute
-
-
-class _Overwrite(Op):
-    """Every element of ``s`` replaced by a constant: the old value gets a gradient of exactly zero.
-
-    Zeros made afresh, as PyTorch's ``zeros_like(grad)``: not ``g * 0``, which would be NaN where
-    ``g`` is infinite and would stay in the graph of a higher-order gradient.
-    """
-
-    name = "overwrite"
-    formula = "dX = 0"
-
-    @staticmethod
-    def forward(ctx, s, out):
-        return out
-
-    def vjp(self, g):
-        return Tensor._make(xp_of(g._data).zeros(g.shape, dtype=g.dtype)), None
-
-    def jvp(self, t, t_out):
-        return Tensor._make(xp_of(self.out._data).zeros(self.out.shape, dtype=self.out.dtype))
 
 
 # ------------------------------------------------------------------ methods
@@ -408,50 +396,6 @@ def _itruediv(self, other):
 
 
 # ---------------------------------------------------------------- setitem
-class SetItem(Op):
-    """``out = x.clone(); out[index] = value``: the node ``x[index] = value`` records."""
-
-    name = "setitem"
-    formula = "dX = dY with dY[idx] = 0 ; dV = sum_to(dY[idx], V.shape)"
-
-    @staticmethod
-    def forward(ctx, x, value, index):
-        ctx.index = index
-        ctx.v_shape = value.shape if isinstance(value, Tensor) else None
-        out = x._data.copy()
-        _assign(out, index, value._data if isinstance(value, Tensor) else value)
-        return out
-
-    def _mask(self, like):
-        m = xp_of(like).ones(like.shape, dtype=like.dtype)
-        _assign(m, self.index, 0)
-        return Tensor._make(m)
-
-    def vjp(self, g):
-        O = _O()
-        gx = g * self._mask(g._data)
-        gv = None
-        if self.v_shape is not None:
-            gv = O.sum_to(O.getitem(g, self.index), self.v_shape)
-        return gx, gv, None
-
-    def jvp(self, tx, tv, _):
-        x = self.args[0]
-        if tx is None:
-            tx = Tensor._make(xp_of(x._data).zeros(x.shape, dtype=x.dtype))
-        return SetItem.apply(tx, tv if tv is not None else 0.0, self.index)
-
-
-def _assign(arr, index, value):
-    """``arr[index] = value`` with PyTorch's meaning of an index mixing integers and index arrays
-    (the integers apply first; see ``indices.ints_first``)."""
-    split = ints_first(index)
-    if split is None:
-        arr[index] = value
-    else:
-        arr[split[0]][split[1]] = value  # arr[ints] is a view: the write lands in arr
-
-
 def _check_index_put_dtype(self, idx, value):
     """PyTorch converts a value of another dtype in ``x[1:3] = v`` (a copy into a view) but not through index
     tensors (``x[idx] = v`` is ``index_put_``: "Index put requires the source and destination dtypes match"),
@@ -479,12 +423,13 @@ def setitem(self, index, value):
     try:
         dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents
         if not dual and not _needs_graph(self, (value,)):
-            _assign(self._data, idx, value._data if isinstance(value, Tensor) else value)
+            assign(self._data, idx, value._data if isinstance(value, Tensor) else value)
             _bump(self)
             return
         if isinstance(value, Tensor) and value.dtype != self.dtype:
             value = value.to(self.dtype)
-        apply_inplace(self, "setitem", lambda s: SetItem.apply(s, value, idx), (value,))
+        set_item = _assignment().SetItem
+        apply_inplace(self, "setitem", lambda s: set_item.apply(s, value, idx), (value,))
     except GradlabError:
         raise
     except IndexError as e:  # NumPy's complaint, with the tensor's shape (graph or no graph alike)

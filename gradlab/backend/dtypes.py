@@ -162,6 +162,12 @@ def result_type(*operands) -> np.dtype:
     return result
 
 
+def finfo(dtype):
+    """The float type's limits (``eps``, ``tiny``, ``min``, ``max``) for a NumPy dtype or bfloat16."""
+    dtype = np.dtype(dtype)
+    return _mld.finfo(dtype) if dtype == bfloat16 else np.finfo(dtype)
+
+
 def dtype_name(dtype) -> str:
     return "bfloat16" if bfloat16 is not None and dtype == bfloat16 else str(dtype)
 

@@ -28,6 +28,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import dtypes as _dt, random as _random
 from ..backend.device import to_device_array
+from ..backend.dtypes import finfo  # (the distributions read it from here)
 from ..errors import ArgumentError
 from . import constraints
 
@@ -229,14 +230,6 @@ def sum_rightmost(value, dim):
     if dim == 0:
         return value
     return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
-
-
-def finfo(dtype):
-    """The float type's limits (``eps``, ``tiny``, ``min``, ``max``) for a NumPy or bfloat16 dtype."""
-    if dtype == _dt.bfloat16:
-        import ml_dtypes
-        return ml_dtypes.finfo(dtype)
-    return np.finfo(dtype)
 
 
 def clamp_probs(probs):

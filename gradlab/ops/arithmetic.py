@@ -38,7 +38,7 @@ from ._util import (
 )
 from .compare import _compare
 from .reduce import sum_to_array, sum_to_in
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .samples import binary_samples
 
 
@@ -259,7 +259,7 @@ _KERNELS = {"add": ("add", "({0} + {1})"), "sub": ("subtract", "({0} - {1})"), "
 
 def _binary_entry(name, torch_name, inplace=True):
     return dict(samples=binary_samples(name), torch=lambda torch, a, b: getattr(torch, torch_name)(a, b),
-                elementwise=True, kernel=_KERNELS[name], inplace=inplace)
+                elementwise=True, kernel=_KERNELS[name], inplace=inplace, method=True)
 
 
 @register(op=Add, **_binary_entry("add", "add"))
@@ -388,7 +388,7 @@ def _pair_samples(src):
     yield Sample((src.tensor((3, 1), away_from=0.0), src.tensor((1, 3), away_from=0.0)), desc="(3,1) and (1,3)")
 
 
-@register(op=Atan2, samples=_pair_samples, formula=Atan2.formula, elementwise=True,
+@register(op=Atan2, method=True, samples=_pair_samples, formula=Atan2.formula, elementwise=True,
           torch=lambda torch, y, x: torch.atan2(y, x))
 def atan2(input, other):
     """The angle of the point ``(other, input)`` = ``(x, y)``, in (-pi, pi]: ``atan(y / x)`` in the right quadrant."""
@@ -396,7 +396,7 @@ def atan2(input, other):
     return Atan2.apply(y, x)
 
 
-@register(samples=_pair_samples, formula="dX = dY * X / hypot, dY_in = dY * Y / hypot", elementwise=True,
+@register(method=True, samples=_pair_samples, formula="dX = dY * X / hypot, dY_in = dY * Y / hypot", elementwise=True,
           torch=lambda torch, x, y: torch.hypot(x, y))
 def hypot(input, other):
     """``sqrt(input^2 + other^2)``: the length of the hypotenuse."""
@@ -409,7 +409,7 @@ def _pairs(src):
     return [s for s in binary_samples("pairs")(src) if all(isinstance(a, Tensor) for a in s.args)]
 
 
-@register(samples=lambda src: [Sample(s.args + (w,), desc=s.desc) for s, w in zip(_pairs(src), (0.3, -0.5, 1.5, 0.0))],
+@register(method=True, samples=lambda src: [Sample(s.args + (w,), desc=s.desc) for s, w in zip(_pairs(src), (0.3, -0.5, 1.5, 0.0))],
           formula="dA = dY (1 - W) ; dB = dY W", elementwise=True,
           torch=lambda torch, a, b, w: torch.lerp(a, b, w), inplace=_inplace.lerp_)
 def lerp(input, end, weight):
@@ -422,7 +422,7 @@ def lerp(input, end, weight):
     return a + weight * (b - a)
 
 
-@register(samples=_pairs, formula="dA = dY sigmoid(A - B) ; dB = dY sigmoid(B - A)", elementwise=True,
+@register(method=True, samples=_pairs, formula="dA = dY sigmoid(A - B) ; dB = dY sigmoid(B - A)", elementwise=True,
           torch=lambda torch, a, b: torch.logaddexp(a, b))
 def logaddexp(input, other):
     """``log(e^a + e^b)`` computed stably as ``m + log(e^(a-m) + e^(b-m))`` with ``m = max(a, b)``."""
@@ -444,7 +444,7 @@ def fmod(input, other):
     return a - other * O.trunc(a / other)
 
 
-register('fmod', samples=lambda src: [Sample((src.tensor((3, 4), low=0.1, high=1.4), 1.5)),
+register('fmod', method=True, samples=lambda src: [Sample((src.tensor((3, 4), low=0.1, high=1.4), 1.5)),
                           Sample((src.tensor((3, 4), low=0.1, high=1.4), src.tensor((4,), low=1.5, high=2.0)))],
          formula="dA = dY ; dB = -dY trunc(A / B)", torch=lambda torch, a, b: torch.fmod(a, b))(fmod)
 
@@ -463,8 +463,8 @@ def _int_safe(name, fn):
     return f
 
 
-floor_divide = _compare("floor_divide", _int_safe("floor_divide", np.floor_divide))
-remainder = _compare("remainder", _int_safe("remainder", np.remainder))
+floor_divide = _compare("floor_divide", _int_safe("floor_divide", np.floor_divide), method=False)  # x.floor_divide(): methods.py
+remainder = _compare("remainder", _int_safe("remainder", np.remainder), method=False)
 
 
 def _xlogy_samples(src):
@@ -472,7 +472,7 @@ def _xlogy_samples(src):
     yield Sample((Tensor._make(np.array([0.0, 1.5, 0.0])), Tensor._make(np.array([0.5, 2.0, 3.0]))), desc="x = 0")
 
 
-@register(samples=_xlogy_samples, formula="dX = dY log(Y_in), dY_in = dY X / Y_in (0 where X = 0)",
+@register(method=True, samples=_xlogy_samples, formula="dX = dY log(Y_in), dY_in = dY X / Y_in (0 where X = 0)",
           elementwise=True, torch=lambda torch, x, y: torch.xlogy(x, y))
 def xlogy(input, other):
     """``input * log(other)``, defined as 0 where ``input`` is 0 (so ``0 * log(0)`` is 0, as in entropies)."""
@@ -492,7 +492,7 @@ def _diff_samples(src):
     yield Sample((src.tensor((3, 4)),), dict(dim=0, prepend=src.tensor((1, 4)), append=src.tensor((2, 4))))
 
 
-@register(samples=_diff_samples, formula="dX[i] = dY[i-1] - dY[i]",
+@register(method=True, samples=_diff_samples, formula="dX[i] = dY[i-1] - dY[i]",
           torch=lambda torch, x, n=1, dim=-1, prepend=None, append=None: torch.diff(x, n, dim, prepend, append))
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The ``n``-th forward difference along ``dim``: ``y[i] = x[i + 1] - x[i]`` (repeated ``n`` times),
@@ -518,31 +518,37 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 # ------------------------------------------------- PyTorch's other spellings of the same ops
+@export(method=True)
 def true_divide(input, other):
     """Same as ``div``."""
     return div(input, other)
 
 
+@export(method=True)
 def divide(input, other, *, rounding_mode=None):
     """Same as ``div``."""
     return div(input, other, rounding_mode=rounding_mode) if rounding_mode is not None else div(input, other)
 
 
+@export(method=True)
 def subtract(input, other):
     """Same as ``sub``."""
     return sub(input, other)
 
 
+@export(method=True)
 def multiply(input, other):
     """Same as ``mul``."""
     return mul(input, other)
 
 
+@export()
 def rsub(input, other):
     """``other - input``."""
     return sub(other, input)
 
 
+@export(method=True)
 def square(input):
     """``input * input``."""
     return mul(input, input)

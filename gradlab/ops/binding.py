@@ -1,6 +1,6 @@
 """How ops become Tensor methods and operators: ``x.tanh()`` is ``gradlab.tanh(x)``, ``x * y`` is
-``gradlab.mul(x, y)``. ``gradlab.ops`` calls these at import (``install``); the tensor layer below
-knows no op names.
+``gradlab.mul(x, y)``. An op's registry entry calls ``bind_method`` (``register(..., method=True)``, through
+``registry.export``) and ``gradlab.ops`` binds the operators at import; the tensor layer below knows no op names.
 """
 from __future__ import annotations
 
@@ -16,22 +16,28 @@ def _method(op_name, doc=None):
     return method
 
 
-def bind_methods(names, direct=()):
-    """Give Tensor a method for each op name (called by gradlab.ops at import).
+def bind_method(name, fn=None):
+    """Give Tensor the method ``x.<name>(...)`` for the op ``gradlab.<name>`` (unless it has one already);
+    called by an op's registry entry (``method=True``).
 
-    A method looks its op up in ``gradlab.ops`` on every call, so a tool that
+    The method looks its op up in ``gradlab.ops`` on every call, so a tool that
     swaps an op function for a while (``gradlab.compile``'s tracer wraps the ops
-    that make no graph node) is seen by ``x.op()`` too. Names in ``direct`` are
-    ops that always make a node, which the tracer sees through ``Function.apply``:
-    their functions become the methods themselves, one Python call fewer on the
-    hottest path (``y.tanh()`` is ``gradlab.tanh(y)``).
+    that make no graph node) is seen by ``x.op()`` too. ``fn``, given for an op
+    that always makes a node (which the tracer sees through ``Function.apply``),
+    becomes the method itself: one Python call fewer on the hottest path
+    (``y.tanh()`` is ``gradlab.tanh(y)``).
     """
+    if not hasattr(Tensor, name):
+        setattr(Tensor, name, fn if fn is not None else _method(name))
+
+
+def bind_methods(names, direct=()):
+    """:func:`bind_method` for each op name; those in ``direct`` bound to their function in ``gradlab.ops``."""
     for name in names:
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, getattr(_tensor._ops, name) if name in direct else _method(name))
+        bind_method(name, getattr(_tensor._ops, name) if name in direct else None)
 
 
-#: Operators bound straight to their op function when it always makes a node (see bind_methods).
+#: Operators bound straight to their op function when it always makes a node (see bind_method).
 OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "__pow__": "pow",
              "__matmul__": "matmul", "__neg__": "neg"}
 
@@ -59,11 +65,11 @@ def _operator(fn, apply=None):
     return operator
 
 
-def bind_operators(direct):
+def bind_operators(direct, applies):
     """Make ``x + y`` call ``gradlab.add(x, y)`` straight from the op function held in a closure (same
-    result as ``Tensor.__add__``, faster); unary ``-x`` is the op function itself."""
-    from .arithmetic import OPERATOR_APPLY
+    result as ``Tensor.__add__``, faster); unary ``-x`` is the op function itself. ``applies``: the op
+    classes' ``apply`` an operator may call directly (``arithmetic.OPERATOR_APPLY``, see ``_operator``)."""
     for dunder, name in OPERATORS.items():
         if name in direct:
             fn = getattr(_tensor._ops, name)
-            setattr(Tensor, dunder, fn if dunder == "__neg__" else _operator(fn, OPERATOR_APPLY.get(name)))
+            setattr(Tensor, dunder, fn if dunder == "__neg__" else _operator(fn, applies.get(name)))

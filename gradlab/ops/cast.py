@@ -14,7 +14,7 @@ from ..backend import dtypes as _dt
 from ..backend.device import Device, as_device, check_dtype_for, to_device_array
 from ..errors import DeviceError
 from ._util import OneRule, apply_in, check_tensor
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 
 class Cast(OneRule, Op):
@@ -75,7 +75,7 @@ def _to_torch(torch, x, d):
     return x.to(d if isinstance(d, str) else getattr(torch, _dt.dtype_name(d)))
 
 
-@register(op=Cast, samples=_to_samples, torch=_to_torch, eps=1e-3, atol=1e-4)
+@register(op=Cast, method=True, samples=_to_samples, torch=_to_torch, eps=1e-3, atol=1e-4)
 def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
     """``x.to(dtype)``, ``x.to(device)``, ``x.to(other_tensor)`` or ``x.to(device, dtype)``.
 
@@ -107,12 +107,13 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False):
     return out
 
 
-def _cast_method(dtype, name):
+def _cast_method(dtype, name, public=True):
+    """``x.float()`` and its function ``gradlab.float(x)``: ``x.to(float32)`` (``public=False``: the method only)."""
     def f(input):
         return to(input, dtype)
     f.__name__ = name
     f.__doc__ = f"``x.to({_dt.dtype_name(dtype)})``"
-    return f
+    return export(name, method=True)(f) if public else f
 
 
 float = _cast_method(_dt.float32, "float")  # noqa: A001 - Tensor.float() etc.
@@ -123,19 +124,22 @@ long = _cast_method(_dt.int64, "long")
 int = _cast_method(_dt.int32, "int")  # noqa: A001
 bool = _cast_method(_dt.bool_, "bool")  # noqa: A001
 # Tensor methods only (gradlab.short is the dtype, as torch.short): x.byte(), x.short(), x.char()
-_METHOD_ONLY_CASTS = {"byte": _cast_method(_dt.uint8, "byte"), "short": _cast_method(_dt.int16, "short"),
-                      "char": _cast_method(_dt.int8, "char")}
+_METHOD_ONLY_CASTS = {"byte": _cast_method(_dt.uint8, "byte", False), "short": _cast_method(_dt.int16, "short", False),
+                      "char": _cast_method(_dt.int8, "char", False)}
 
 
+@export(method=True)
 def type_as(input, other):
     """``input`` converted to ``other``'s dtype."""
     return to(input, check_tensor(other, "type_as", "other").dtype)
 
 
+@export(method=True)
 def cpu(input):
     return to(input, "cpu")
 
 
+@export(method=True)
 def cuda(input, device=None, non_blocking=False):
     return to(input, device or "cuda")
 
@@ -157,7 +161,7 @@ class Clone(Op):
         return t
 
 
-@register(op=Clone, samples=lambda src: [Sample((src.tensor(src.shape(0, 3, 0, 3)),))], torch=lambda torch, x: x.clone())
+@register(op=Clone, method=True, samples=lambda src: [Sample((src.tensor(src.shape(0, 3, 0, 3)),))], torch=lambda torch, x: x.clone())
 def clone(input):
     """A copy with its own memory that stays in the graph (unlike ``detach``)."""
     return Clone.apply(check_tensor(input, "clone"))

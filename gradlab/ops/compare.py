@@ -14,7 +14,7 @@ from ..backend.arrays import as_array
 from ..backend.memory_limit import out_of_memory
 from ..errors import ArgumentError
 from ._util import arrays_for, check_broadcast, check_tensor, is_scalar, operand
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .samples import binary_samples, unary_samples
 
 
@@ -30,11 +30,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return Tensor._make(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-register('isclose', samples=lambda src: [Sample((src.tensor((3, 4)), src.tensor((3, 4))))],
+register('isclose', method=True, samples=lambda src: [Sample((src.tensor((3, 4)), src.tensor((3, 4))))],
          formula='(no gradient)', torch=lambda torch, a, b: torch.isclose(a, b), differentiable=False)(isclose)
 
 
-def _compare(name, fn):
+def _compare(name, fn, method=True):
     def f(input, other):
         a, b = operand(input, name, "input"), operand(other, name, "other")
         x, y, _ = arrays_for(name, a, b)
@@ -49,7 +49,8 @@ def _compare(name, fn):
     f.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor (no gradient)."
     tname = {"floor_divide": "floor_divide", "remainder": "remainder"}.get(name, name)
     return register(name, samples=_no_grad(binary_samples(name)), differentiable=False, formula="(no gradient)",
-                    torch=lambda torch, a, b: getattr(torch, tname)(*_tt(torch, a, b)), kernel=_KERNELS.get(name))(f)
+                    torch=lambda torch, a, b: getattr(torch, tname)(*_tt(torch, a, b)), kernel=_KERNELS.get(name),
+                    method=method)(f)
 
 
 #: what ``gradlab.compile`` writes for a comparison inside a fused kernel (the registry's ``kernel``)
@@ -76,12 +77,15 @@ def _no_grad(samples):
     return gen
 
 
-lt = less = _compare("lt", np.less)
-le = less_equal = _compare("le", np.less_equal)
-gt = greater = _compare("gt", np.greater)
-ge = greater_equal = _compare("ge", np.greater_equal)
+lt = _compare("lt", np.less)
+le = _compare("le", np.less_equal)
+gt = _compare("gt", np.greater)
+ge = _compare("ge", np.greater_equal)
 eq = _compare("eq", np.equal)
-ne = not_equal = _compare("ne", np.not_equal)
+ne = _compare("ne", np.not_equal)
+# PyTorch's longer spellings: the same functions
+less, less_equal, greater = export("less")(lt), export("less_equal")(le), export("greater")(gt)
+greater_equal, not_equal = export("greater_equal")(ge), export("not_equal")(ne)
 
 
 def _pred(name, fn):
@@ -93,7 +97,7 @@ def _pred(name, fn):
     f.__name__ = name
     f.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient)."
     return register(name, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
-                    torch=lambda torch, x: getattr(torch, name)(x))(f)
+                    torch=lambda torch, x: getattr(torch, name)(x), method=True)(f)
 
 
 isnan = _pred("isnan", np.isnan)
@@ -101,12 +105,14 @@ isinf = _pred("isinf", np.isinf)
 isfinite = _pred("isfinite", np.isfinite)
 
 
+@export(method=True)
 def equal(input, other) -> bool:
     """True if both tensors have the same shape and the same values."""
     a, b = check_tensor(input, "equal"), check_tensor(other, "equal")
     return a.shape == b.shape and bool(np.array_equal(a._data, b._data))
 
 
+@export(method=True)
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     a, b = check_tensor(input, "allclose"), check_tensor(other, "allclose", "other")
     _c.same_dtype("allclose", input=a, other=b)
@@ -114,6 +120,7 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     return bool(np.allclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@export()
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor shaped like ``elements``: True where the element occurs in ``test_elements``."""
     e = elements if isinstance(elements, Tensor) else Tensor._make(np.asarray(elements))

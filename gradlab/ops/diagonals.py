@@ -59,7 +59,7 @@ def _tri(op_cls, name, which):
     fn.__name__ = name
     fn.__doc__ = (f"Keep the {which} triangle of the last two dims (``diagonal`` shifts it up for > 0), "
                   "zero the rest.")
-    return register(name, op=op_cls, samples=_tri_samples,
+    return register(name, op=op_cls, samples=_tri_samples, method=True,
                     torch=lambda torch, x, diagonal=0: getattr(torch, name)(x, diagonal))(fn)
 
 
@@ -131,7 +131,7 @@ def _diag_index(n1, n2, offset, xp):
     return (i, i + offset) if offset >= 0 else (i - offset, i)
 
 
-@register(op=Diagonal, samples=lambda src: [Sample((src.tensor((3, 4)),)), Sample((src.tensor((2, 3, 4)), 1, 0, 2)),
+@register(op=Diagonal, method=True, samples=lambda src: [Sample((src.tensor((3, 4)),)), Sample((src.tensor((2, 3, 4)), 1, 0, 2)),
                                             Sample((src.tensor((4, 3)), -2, -1, 0))],
           torch=lambda torch, x, offset=0, dim1=0, dim2=1: torch.diagonal(x, offset, dim1, dim2))
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -147,7 +147,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 @register(samples=lambda src: [Sample((src.tensor((3, 4)),))], formula="dX = eye(X.shape) * dY",
-          torch=lambda torch, x: torch.trace(x))
+          torch=lambda torch, x: torch.trace(x), public=False)  # x.trace() only: gradlab.trace is the debugging trace
 def trace(input):
     """The sum of the main diagonal of a matrix."""
     x = check_tensor(input, "trace")
@@ -156,7 +156,7 @@ def trace(input):
     return O.sum(diagonal(x))
 
 
-@register(samples=lambda src: [Sample((src.tensor((3,)),)), Sample((src.tensor((3,)), 1)),
+@register(method=True, samples=lambda src: [Sample((src.tensor((3,)),)), Sample((src.tensor((3,)), 1)),
                                Sample((src.tensor((3, 4)), -1))],
           formula="vector: dV = diagonal(dY, k); matrix: dX = zeros with the k-th diagonal = dY",
           torch=lambda torch, x, diagonal=0: torch.diag(x, diagonal))

@@ -22,7 +22,7 @@ from ..backend.arrays import scatter_add as _scatter_add
 from ..backend.device import xp_of
 from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError, fmt_shape
 from ._util import OneRule, apply_in, check_tensor, device_mismatch, is_scalar, method_spelling, one_dim, view_of
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 nonzero = method_spelling("nonzero", "The indices of the nonzero entries (``x.nonzero()``).")
 
@@ -36,7 +36,7 @@ def _take_samples(src):
     yield Sample((src.tensor((3, 4)), src.index_tensor((5,), 12)))
 
 
-@register(samples=_take_samples, formula="dX = zeros with dY added at the taken positions",
+@register(method=True, samples=_take_samples, formula="dX = zeros with dY added at the taken positions",
           torch=lambda torch, x, idx, dim=None: torch.take_along_dim(x, idx, dim))
 def take_along_dim(input, indices, dim=None):
     """``input`` picked at ``indices`` along ``dim`` (indices broadcast against input, as
@@ -67,6 +67,7 @@ def take_along_dim(input, indices, dim=None):
     return O.gather(x, d, idx)
 
 
+@export(method=True)
 def argwhere(input):
     """The indices of the nonzero entries, one row per entry (``x.nonzero()``), shape ``(count, ndim)``."""
     return O.nonzero(check_tensor(input, "argwhere"))
@@ -247,7 +248,7 @@ def _gather_samples(src):
     yield Sample((src.tensor(shape), d, src.index_tensor(ishape, shape[d])), desc="repeats likely")
 
 
-@register(samples=_gather_samples, formula="dX = zeros(X.shape).scatter_add(dim, index, dY)",
+@register(method=True, samples=_gather_samples, formula="dX = zeros(X.shape).scatter_add(dim, index, dY)",
           torch=lambda torch, x, d, idx: torch.gather(x, d, idx))
 def gather(input, dim, index):
     """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and so on): pick along ``dim``."""
@@ -298,7 +299,7 @@ def _index_add_samples(with_source=True):
     return samples
 
 
-@register(samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index", inplace=True,
+@register(method=True, samples=_index_add_samples(), formula="dInput = dY, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_add(x, dim, idx, s))
 def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source[i]`` added to slice ``index[i]`` along ``dim`` (repeats add up)."""
@@ -308,7 +309,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return O.scatter_add(x, d, full, src if alpha == 1 else src * alpha)
 
 
-@register(samples=lambda src: [Sample((src.tensor((4, 3)), 0, Tensor._make(np.array([2, 0])), src.tensor((2, 3))))],
+@register(method=True, samples=lambda src: [Sample((src.tensor((4, 3)), 0, Tensor._make(np.array([2, 0])), src.tensor((2, 3))))],
           formula="dInput = dY with the copied slices zeroed, dSource = dY picked at index", inplace=True,
           torch=lambda torch, x, dim, idx, s: torch.index_copy(x, dim, idx, s))
 def index_copy(input, dim, index, source):
@@ -319,7 +320,7 @@ def index_copy(input, dim, index, source):
     return O.scatter(x, d, full, src)
 
 
-@register(samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed", inplace=True,
+@register(method=True, samples=_index_add_samples(False), formula="dInput = dY with the filled slices zeroed", inplace=True,
           torch=lambda torch, x, dim, idx, v: torch.index_fill(x, dim, idx, v))
 def index_fill(input, dim, index, value):
     """``input`` with the slices ``index`` along ``dim`` set to ``value``."""
@@ -342,7 +343,7 @@ def _index_select_samples(src):
     yield Sample((src.tensor(shape), d, src.index_tensor((src.integers(0, 5),), shape[d])), desc="repeats likely")
 
 
-@register(samples=_index_select_samples, formula="dX = zeros(X.shape).index_add(dim, index, dY)",
+@register(method=True, samples=_index_select_samples, formula="dX = zeros(X.shape).index_add(dim, index, dY)",
           torch=lambda torch, x, d, idx: torch.index_select(x, d, idx))
 def index_select(input, dim, index):
     """Pick whole slices along ``dim``: ``index_select(x, 0, idx)`` is ``x[idx]`` (rows may repeat)."""
@@ -394,7 +395,7 @@ def _masked_fill_samples(src):
     yield Sample((src.tensor(shape), mask, src.tensor(())), desc="0-d tensor value gets a gradient")
 
 
-@register(op=MaskedFill, samples=_masked_fill_samples, inplace=True,
+@register(op=MaskedFill, method=True, samples=_masked_fill_samples, inplace=True,
           torch=lambda torch, x, mask, value: x.masked_fill(mask, value))
 def masked_fill(input, mask, value):
     """``value`` where ``mask`` is true, ``input`` elsewhere; ``mask`` (bool) broadcasts to ``input``'s shape.
@@ -427,7 +428,7 @@ def _masked_select_samples(src):
     yield Sample((src.tensor((3, 1)), Tensor._make(src.rng.random((1, 4)) > 0.4)), desc="broadcast")
 
 
-@register(samples=_masked_select_samples, formula="dX = zeros(X.shape) with dX[mask] = dY",
+@register(method=True, samples=_masked_select_samples, formula="dX = zeros(X.shape) with dX[mask] = dY",
           torch=lambda torch, x, mask: torch.masked_select(x, mask))
 def masked_select(input, mask):
     """The elements of ``input`` where the bool ``mask`` is True, as a 1-D tensor (both broadcast)."""

@@ -19,7 +19,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError, fmt_shape
 from ._util import check_tensor, device_mismatch, method_spelling, multi_views, one_dim
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .shape import atleast_1d, atleast_2d, atleast_3d, unsqueeze
 
 unbind = method_spelling("unbind", "A tuple of the slices along ``dim`` (``x.unbind(dim)``).")
@@ -95,7 +95,7 @@ def cat(tensors, dim=0, *, axis=None):
     return Cat.apply(d, *xs)
 
 
-concat = concatenate = cat
+concat, concatenate = export("concat")(cat), export("concatenate")(cat)
 
 
 def _stack_samples(src):
@@ -126,7 +126,7 @@ def _split_samples(src):
     yield Sample((src.tensor(tuple(shape)), [cut, n - cut], d), desc="list of sizes")
 
 
-@register(samples=_split_samples, formula="dX = cat([dY_0, dY_1, ...], dim)",
+@register(method=True, samples=_split_samples, formula="dX = cat([dY_0, dY_1, ...], dim)",
           torch=lambda torch, x, s, dim=0: torch.split(x, s, dim))
 def split(tensor, split_size_or_sections, dim=0):
     """Cut along ``dim`` into pieces of ``split_size`` (an int; the last piece may be smaller) or of the
@@ -156,7 +156,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return multi_views(tuple(out), "split")
 
 
-@register(samples=lambda src: [Sample((src.tensor((5, 3)), src.integers(1, 4), src.choice([0, 1, -1])))],
+@register(method=True, samples=lambda src: [Sample((src.tensor((5, 3)), src.integers(1, 4), src.choice([0, 1, -1])))],
           formula="dX = cat([dY_0, dY_1, ...], dim)", torch=lambda torch, x, c, dim=0: torch.chunk(x, c, dim))
 def chunk(input, chunks, dim=0):
     """Cut into ``chunks`` nearly equal pieces along ``dim`` (each ``ceil(n / chunks)`` long, as PyTorch;
@@ -194,7 +194,7 @@ def vstack(tensors):
     return O.cat([atleast_2d(t) for t in _seq_arg(tensors, "vstack")], 0)
 
 
-row_stack = vstack
+row_stack = export("row_stack")(vstack)
 
 
 @register(samples=lambda src: [Sample(([src.tensor((2, 3)), src.tensor((2, 3))],))],
@@ -220,7 +220,7 @@ def _tensor_split_samples(src):
     yield Sample((src.tensor((5, 2)), 2))
 
 
-@register(samples=_tensor_split_samples, formula="dX = the pieces of dY joined back",
+@register(method=True, samples=_tensor_split_samples, formula="dX = the pieces of dY joined back",
           torch=lambda torch, x, s, dim=0: torch.tensor_split(x, s, dim))
 def tensor_split(input, indices_or_sections, dim=0):
     """Cut along ``dim`` into ``n`` nearly equal pieces (an int: the first ``size % n`` pieces are one longer)
@@ -270,7 +270,7 @@ def _dir_split(name, dim_for, min_ndim):
         return tensor_split(x, indices_or_sections, d)
     fn.__name__ = name
     fn.__doc__ = f"``tensor_split`` along dim {name[0]} (the sections must divide the dim evenly)."
-    return fn
+    return export(name, method=True)(fn)
 
 
 hsplit = _dir_split("hsplit", lambda x: 0 if x.ndim == 1 else 1, 1)

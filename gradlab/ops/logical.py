@@ -14,10 +14,10 @@ from .samples import unary_samples
 
 logical_and = _compare("logical_and", np.logical_and)
 logical_or = _compare("logical_or", np.logical_or)
-logical_xor = _compare("logical_xor", np.logical_xor)
+logical_xor = _compare("logical_xor", np.logical_xor, method=False)
 
 
-@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+@register(method=True, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.logical_not(x), kernel=("logical_not", "(!{0})"))
 def logical_not(input):
     """``True`` where ``input`` is zero (False), for any dtype; ``~x`` is the bitwise not on integers."""

@@ -21,7 +21,7 @@ from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
 from .contraction import _LETTERS, _eq, einsum
 from .reduce import sum_to_in
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -44,11 +44,11 @@ def mv(input, vec):
     return O.matmul(a, v)
 
 
-register('addmm', samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2, 4)), src.tensor((4, 3))), dict(beta=0.5, alpha=2.0))],
+register('addmm', method=True, samples=lambda src: [Sample((src.tensor((3,)), src.tensor((2, 4)), src.tensor((4, 3))), dict(beta=0.5, alpha=2.0))],
          formula="dI = beta sum_to(dY) ; dM1 = alpha dY M2^T ; dM2 = alpha M1^T dY", torch=lambda torch, i, a, b, **kw: torch.addmm(i, a, b, **kw))(addmm)
 
 
-register('mv', samples=lambda src: [Sample((src.tensor((2, 3)), src.tensor((3,))))],
+register('mv', method=True, samples=lambda src: [Sample((src.tensor((2, 3)), src.tensor((3,))))],
          formula="dA = outer(dY, v) ; dv = A^T dY", torch=lambda torch, a, v: torch.mv(a, v))(mv)
 
 
@@ -193,7 +193,7 @@ def _matmul_samples(src):
     yield Sample((src.tensor((n, 0)), src.tensor((0, m))), desc="empty inner dim")
 
 
-@register(op=MatMul, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b), autocast="lower")
+@register(op=MatMul, method=True, samples=_matmul_samples, torch=lambda torch, a, b: torch.matmul(a, b), autocast="lower")
 def matmul(input, other):
     """Matrix product with NumPy/PyTorch rules: 1-D, 2-D and batched (batch dims broadcast)."""
     if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
@@ -203,6 +203,7 @@ def matmul(input, other):
     return MatMul.apply(a, b)
 
 
+@export(method=True)
 def mm(input, mat2):
     """2-D matrix product (``matmul`` restricted to matrices)."""
     if type(input) is not Tensor and hasattr(input, "_sparse_mm"):  # a sparse COO matrix (gradlab/sparse/)
@@ -214,6 +215,7 @@ def mm(input, mat2):
     return matmul(a, b)
 
 
+@export(method=True)
 def dot(input, other):
     a, b = check_tensor(input, "dot", "input"), check_tensor(other, "dot", "other")
     if a.ndim != 1 or b.ndim != 1:
@@ -222,7 +224,7 @@ def dot(input, other):
 
 
 # ------------------------------------------------------- outer, tensordot, bmm
-@register(samples=lambda src: [Sample((src.tensor((src.integers(0, 3),)), src.tensor((src.integers(1, 3),))))],
+@register(method=True, samples=lambda src: [Sample((src.tensor((src.integers(0, 3),)), src.tensor((src.integers(1, 3),))))],
           formula="dA = dY @ B ; dB = dY^T @ A   (as the einsum 'i,j->ij')",
           torch=lambda torch, a, b: torch.outer(a, b))
 def outer(input, vec2):
@@ -286,7 +288,7 @@ def _bmm_samples(src):
     yield Sample((src.tensor((b, n, k)), src.tensor((b, k, m))))
 
 
-@register(samples=_bmm_samples, formula="dA = dY @ B^T ; dB = A^T @ dY   (per batch)",
+@register(method=True, samples=_bmm_samples, formula="dA = dY @ B^T ; dB = A^T @ dY   (per batch)",
           torch=lambda torch, a, b: torch.bmm(a, b))
 def bmm(input, mat2):
     """Batched matrix product of ``(b, n, k)`` and ``(b, k, m)``: no broadcasting (use matmul for that)."""

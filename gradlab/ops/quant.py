@@ -25,7 +25,7 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import OneRule, check_tensor
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 
 class FakeQuantize(OneRule, Op):
@@ -80,6 +80,7 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
     return FakeQuantize.apply(x, scale, zero_point, quant_min, quant_max)
 
 
+@export()
 def fake_quantize(input, scale, zero_point=0, quant_min=-128, quant_max=127):
     """:func:`fake_quantize_per_tensor_affine` with int8 defaults (``[-128, 127]``, zero point 0)."""
     return fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max)

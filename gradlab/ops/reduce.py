@@ -28,7 +28,7 @@ from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, ValueRuntimeError, fmt_shape
 from ._util import OneRule, apply_in, check_tensor, float_input, norm_dim, one_dim
 from .compare import _no_grad
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .samples import reduce_samples, unary_samples
 
 
@@ -37,11 +37,11 @@ def count_nonzero(input, dim=None):
     return O.sum(O.ne(check_tensor(input, "count_nonzero"), 0), dim=dim)
 
 
-register('count_nonzero', samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
+register('count_nonzero', method=True, samples=lambda src: [Sample((src.tensor((3, 4)),), dict(dim=src.dim(2)))],
          formula='(no gradient)', torch=lambda torch, x, **kw: torch.count_nonzero(x, **kw), differentiable=False)(count_nonzero)
 
 
-@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+@register(method=True, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.any(x))
 def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "any")
@@ -49,7 +49,7 @@ def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A
     return Tensor._make(as_array(np.any(x._data, axis=axes, keepdims=keepdim if keepdims is None else keepdims)))
 
 
-@register(samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
+@register(method=True, samples=_no_grad(unary_samples()), differentiable=False, formula="(no gradient)",
           torch=lambda torch, x: torch.all(x))
 def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     x = check_tensor(input, "all")
@@ -136,7 +136,7 @@ def _sum_to_samples(src):
     yield Sample((src.tensor((3, 3)), (3, 1)), desc="(3,3) -> (3,1)")
 
 
-@register(op=SumTo, samples=_sum_to_samples, torch=lambda torch, x, shape: x.sum_to_size(shape) if shape else x.sum())
+@register(op=SumTo, method=True, samples=_sum_to_samples, torch=lambda torch, x, shape: x.sum_to_size(shape) if shape else x.sum())
 def sum_to(input, shape):
     """Sum ``input`` down to ``shape`` (which must broadcast to ``input.shape``)."""
     x = check_tensor(input, "sum_to")
@@ -178,7 +178,7 @@ def _sum_dtype(x, dtype):
     return None
 
 
-@register(op=Sum, samples=reduce_samples(),
+@register(op=Sum, method=True, samples=reduce_samples(),
           torch=lambda torch, x, dim=None, keepdim=False: torch.sum(x) if dim is None else torch.sum(x, dim=dim, keepdim=keepdim),
           autocast="float32")
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001 - PyTorch's name
@@ -209,7 +209,7 @@ class Mean(OneRule, Op):
         return O.mean(t, dim=self.axes, keepdim=self.keepdim)
 
 
-@register(op=Mean, samples=reduce_samples(allow_empty=False),
+@register(op=Mean, method=True, samples=reduce_samples(allow_empty=False),
           torch=lambda torch, x, dim=None, keepdim=False: torch.mean(x) if dim is None else torch.mean(x, dim=dim, keepdim=keepdim),
           autocast="float32")
 def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, keepdims=None):
@@ -269,7 +269,7 @@ def _red(op_cls, name):
         return op_cls.apply(x, axes, _keep(keepdim, keepdims, name))
     fn.__name__ = name
     fn.__doc__ = f"The {name[1:]}imum over ``dim`` (int, tuple or None); ties share the gradient equally."
-    return register(name, op=op_cls, samples=reduce_samples(distinct=True, allow_empty=False),
+    return register(name, op=op_cls, samples=reduce_samples(distinct=True, allow_empty=False), method=True,
                     torch=lambda torch, x, dim=None, keepdim=False: (
                         getattr(torch, name)(x) if dim is None else getattr(torch, name)(x, dim=dim, keepdim=keepdim)))(fn)
 
@@ -316,14 +316,14 @@ def _torch_max(name):
     return ref
 
 
-@register(samples=_max_samples, formula="dX = dY at the argmax (scattered back), 0 elsewhere", torch=_torch_max("max"))
+@register(method=True, samples=_max_samples, formula="dX = dY at the argmax (scattered back), 0 elsewhere", torch=_torch_max("max"))
 def max(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)`` as PyTorch;
     ``max(x, y)``: elementwise maximum."""
     return _max_min("max", O.argmax, amax, O.maximum, input, dim, _keep(keepdim, keepdims, "max"), axis, other)
 
 
-@register(samples=_max_samples, formula="dX = dY at the argmin (scattered back), 0 elsewhere", torch=_torch_max("min"))
+@register(method=True, samples=_max_samples, formula="dX = dY at the argmin (scattered back), 0 elsewhere", torch=_torch_max("min"))
 def min(input, dim=None, keepdim=False, *, axis=None, other=None, keepdims=None):  # noqa: A001
     """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)`` as PyTorch;
     ``min(x, y)``: elementwise minimum."""
@@ -347,7 +347,7 @@ def _arg(name, fn):
         return O.Tensor._make(as_array(out, dtype=np.int64))
     f.__name__ = name
     f.__doc__ = f"Index of the {name[3:]}imum (over all elements, or along ``dim``); not differentiable."
-    return f
+    return export(name, method=True)(f)
 
 
 argmax = _arg("argmax", np.argmax)
@@ -463,14 +463,14 @@ def _torch_var(name):
     return ref
 
 
-@register(op=Var, samples=_var_samples, torch=_torch_var("var"))
+@register(op=Var, method=True, samples=_var_samples, torch=_torch_var("var"))
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Variance over ``dim``: ``sum((x - mean)^2) / (N - correction)``; ``correction=1`` by default
     (Bessel's correction, as PyTorch), ``correction=0`` for the population variance."""
     return _var_std(Var, "var", input, dim, unbiased, _keep(keepdim, keepdims, "var"), correction, axis)
 
 
-@register(op=Std, samples=_var_samples, torch=_torch_var("std"))
+@register(op=Std, method=True, samples=_var_samples, torch=_torch_var("std"))
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
     """Standard deviation: ``sqrt(var(...))`` with the same arguments; its gradient is 0 where it is 0."""
     return _var_std(Std, "std", input, dim, unbiased, _keep(keepdim, keepdims, "std"), correction, axis)
@@ -515,7 +515,7 @@ def _lse_samples(src):
     yield Sample((src.tensor((2, 3), low=-3e3, high=3e3), 1), desc="large logits")
 
 
-@register(op=LogSumExp, samples=_lse_samples,
+@register(op=LogSumExp, method=True, samples=_lse_samples,
           torch=lambda torch, x, dim, keepdim=False: torch.logsumexp(x, dim, keepdim=keepdim))
 def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``log(sum(exp(x)))`` over ``dim``, computed stably as ``m + log(sum(exp(x - m)))`` with ``m = max(x)``.
@@ -583,7 +583,7 @@ def _prod_samples(src):
     yield Sample((Tensor._make(v).requires_grad_(),), desc="one zero, all dims")
 
 
-@register(op=Prod, samples=_prod_samples,
+@register(op=Prod, method=True, samples=_prod_samples,
           torch=lambda torch, x, dim=None, keepdim=False: torch.prod(x) if dim is None else torch.prod(x, dim, keepdim))
 def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """The product of the elements (all, or along one ``dim``); integer and bool inputs give int64."""
@@ -637,7 +637,7 @@ def _cumsum_samples(src):
     yield Sample((src.tensor((5,)), 0), desc="1-D")
 
 
-@register(op=CumSum, samples=_cumsum_samples, torch=lambda torch, x, dim: torch.cumsum(x, dim))
+@register(op=CumSum, method=True, samples=_cumsum_samples, torch=lambda torch, x, dim: torch.cumsum(x, dim))
 def cumsum(input, dim=None, *, dtype=None, axis=None):
     """Running sum along ``dim``: ``y[i] = x[0] + ... + x[i]``; integer and bool inputs give int64."""
     x = check_tensor(input, "cumsum")
@@ -660,7 +660,7 @@ def _cumprod_samples(src):
     yield Sample((Tensor._make(np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 0.0, 3.0, 0.5]])), -1), desc="zeros")
 
 
-@register(samples=_cumprod_samples, formula="dX_i = sum_{j >= i} dY_j * prod_{k <= j, k != i} X_k",
+@register(method=True, samples=_cumprod_samples, formula="dX_i = sum_{j >= i} dY_j * prod_{k <= j, k != i} X_k",
           torch=lambda torch, x, dim: torch.cumprod(x, dim))
 def cumprod(input, dim, *, dtype=None):
     """Running product along ``dim``: ``y[j] = x[0] * ... * x[j]``; integer and bool inputs give int64."""
@@ -682,6 +682,7 @@ def cumprod(input, dim, *, dtype=None):
     return O.movedim(y, -1, d)
 
 
+@export(method=True)
 def bincount(input, weights=None, minlength=0):
     """How often each value 0, 1, 2, ... occurs in a 1-D non-negative integer tensor (summing ``weights``
     instead of counting ones when given); at least ``minlength`` bins."""
@@ -708,7 +709,7 @@ def bincount(input, weights=None, minlength=0):
     return Tensor._make(out).to(x.device)
 
 
-@register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, np.nan, 2.0], [np.nan, 0.5, -1.0]])),)),
+@register(method=True, samples=lambda src: [Sample((Tensor._make(np.array([[1.0, np.nan, 2.0], [np.nan, 0.5, -1.0]])),)),
                                Sample((Tensor._make(np.array([[1.0, np.nan], [3.0, 4.0]])), 1))],
           formula="dX = dY where X is not NaN, 0 elsewhere",
           torch=lambda torch, x, dim=None, keepdim=False: torch.nansum(x) if dim is None else torch.nansum(x, dim, keepdim))
@@ -719,7 +720,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return O.sum(z, dim, keepdim, dtype=dtype) if dim is not None else O.sum(z, dtype=dtype)
 
 
-@register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, np.nan, 2.0], [np.nan, 0.5, -1.0]])),)),
+@register(method=True, samples=lambda src: [Sample((Tensor._make(np.array([[1.0, np.nan, 2.0], [np.nan, 0.5, -1.0]])),)),
                                Sample((Tensor._make(np.array([[1.0, np.nan], [3.0, 4.0]])), 1))],
           formula="dX = dY / count(not NaN) where X is not NaN",
           torch=lambda torch, x, dim=None, keepdim=False: torch.nanmean(x) if dim is None else torch.nanmean(x, dim, keepdim))
@@ -765,13 +766,13 @@ def _cum_samples(src):
     yield Sample((src.tensor((4,), distinct=True), 0))
 
 
-cummax = register("cummax", samples=_cum_samples, formula="dX = dY added at the running maximum's index",
+cummax = register("cummax", method=True, samples=_cum_samples, formula="dX = dY added at the running maximum's index",
                   torch=lambda torch, x, dim: torch.cummax(x, dim))(_cum_extreme("cummax", np.greater))
-cummin = register("cummin", samples=_cum_samples, formula="dX = dY added at the running minimum's index",
+cummin = register("cummin", method=True, samples=_cum_samples, formula="dX = dY added at the running minimum's index",
                   torch=lambda torch, x, dim: torch.cummin(x, dim))(_cum_extreme("cummin", np.less))
 
 
-@register(samples=lambda src: [Sample((src.tensor(src.shape(1, 2, 1, 6)),), dict(bins=src.integers(1, 5))),
+@register(method=True, samples=lambda src: [Sample((src.tensor(src.shape(1, 2, 1, 6)),), dict(bins=src.integers(1, 5))),
                                Sample((src.tensor((8,)),), dict(bins=4, min=-1.0, max=1.0))],
           formula="(no gradient)", differentiable=False,
           torch=lambda torch, x, **kw: torch.histc(x, **kw))

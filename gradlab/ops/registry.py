@@ -3,10 +3,15 @@
 One table drives the engine's documentation, the test suite (gradcheck,
 gradgradcheck, JVP checks and the PyTorch oracle run over *every* entry), the
 widgets' formula panel and the exercises. Adding an op means adding one entry
-here (with the ``register`` decorator beside the op); its tests come for free, and so
-does what the entry states: its autocast policy (``autocast=``, ``ops/autocast.py`` wraps the
-function), its fused-kernel expression (``kernel=``, read by ``gradlab.compile``) and its in-place
-variant (``inplace=``: ``x.exp_()``, installed on ``Tensor`` here, built by ``autograd/inplace.py``).
+here (with the ``register`` decorator beside the op, in the op's own file); its tests come for free,
+and so does what the entry states: its public name (``gradlab.ops.<name>``, so ``gradlab.<name>``,
+listed in ``gradlab.ops.__all__``), its Tensor method (``method=True``: ``x.exp()``), its autocast
+policy (``autocast=``, ``ops/autocast.py`` wraps the function), its fused-kernel expression
+(``kernel=``, read by ``gradlab.compile``) and its in-place variant (``inplace=``: ``x.exp_()``, built by
+``autograd/inplace.py``). Nothing else lists op names: ``gradlab/ops/__init__.py`` imports the files by
+kind, and their entries do the rest. A public name that is not an op of its own (an alias such as
+``clip``, a function with no graph node such as ``argmax``) is made public with :func:`export`, beside
+its definition too.
 
 ``samples(src)`` yields :class:`Sample` s. ``src`` is a :class:`SampleSource`:
 random by default, driven by hypothesis in the test suite so that shapes are
@@ -17,6 +22,7 @@ never imports torch; only the tests call these functions.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable, Iterable
 
 import numpy as np
@@ -26,6 +32,7 @@ from ..autograd import inplace as _inplace
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError
 from . import autocast as _autocast
+from .binding import bind_method
 
 
 @dataclasses.dataclass
@@ -65,6 +72,7 @@ class OpInfo:
     autocast: str = None          # "lower" or "float32": the op's autocast policy (ops/autocast.py)
     kernel: tuple = None          # (NumPy ufunc name or None, CUDA C expression of {0}, {1} or None): compile's fusion
     inplace: Callable = None      # the in-place variant, the Tensor method ``<name>_`` (None: the op has none)
+    method: bool = False          # ``x.<name>(...)`` is ``gradlab.<name>(x, ...)``
 
 
 def torch_functional(name):
@@ -74,12 +82,44 @@ def torch_functional(name):
 
 REGISTRY: dict[str, OpInfo] = {}
 
+#: The names given a Tensor method by their entry or their export (``method=True``), in that order.
+METHODS: list[str] = []
+
+#: The public names of ``gradlab.ops``, in the order their files made them public: the package's ``__all__``
+#: is this very list (``gradlab/ops/__init__.py`` imports it as ``__all__`` and adds its own few names).
+PUBLIC: list[str] = []
+
+
+def export(name=None, *, method=False, direct=False):
+    """Decorator: make ``fn`` public as ``gradlab.ops.<name>`` (and so ``gradlab.<name>``), listed in
+    ``gradlab.ops.__all__``; with ``method``, also the Tensor method ``x.<name>(...)``.
+
+    :func:`register` calls it for every op of the ``gradlab`` namespace; an alias (``clip = clamp``) or a
+    public function with no node of its own (``argmax``) calls it beside its definition. Everything that
+    makes a name public is in the op's file, so adding an op edits no list elsewhere; and an op
+    registered later (in a notebook) becomes public the same way. ``direct``: ``fn`` always records a node
+    through its op class, so the method can be ``fn`` itself (``binding.bind_method`` says why)."""
+    def deco(fn):
+        key = name or fn.__name__
+        setattr(sys.modules[__package__], key, fn)   # gradlab.ops: importing it runs the files that call this
+        if key not in PUBLIC:
+            PUBLIC.append(key)
+        if method:
+            bind_method(key, fn if direct else None)
+            if key not in METHODS:
+                METHODS.append(key)
+        return fn
+    return deco
+
 
 def register(name=None, *, samples, formula=None, op=None, torch=None, differentiable=True, order=2,
              jvp=True, namespace="gradlab", elementwise=False, atol=1e-5, rtol=1e-3, eps=1e-6, autocast=None,
-             kernel=None, inplace=None):
+             kernel=None, inplace=None, method=False, public=True):
     """Decorator: list a public op function in the registry under ``name``.
 
+    An op of the ``gradlab`` namespace becomes ``gradlab.ops.<name>`` (:func:`export`; ``public=False``
+    keeps it off, as ``trace``, whose ``gradlab.trace`` is the debugging trace) and, with ``method``, the
+    Tensor method ``x.<name>(...)``.
     ``autocast`` ("lower" or "float32") is the op's autocast policy: the function returned is then
     ``fn`` wrapped to cast its inputs while autocast is on (``ops/autocast.py``); bind that result.
     ``kernel`` is what ``gradlab.compile`` writes for the op inside a fused elementwise kernel: a NumPy
@@ -93,19 +133,22 @@ def register(name=None, *, samples, formula=None, op=None, torch=None, different
         f = formula if formula is not None else (op.formula if op is not None else "")
         if autocast is not None:
             fn = _autocast.wrap(fn, key, autocast)
-        method = None
+        if (inplace or method) and namespace != "gradlab":
+            raise ArgumentError(f"register: {'inplace' if inplace else 'method'}= for {full}; only gradlab.<op> "
+                                "functions are Tensor methods and have in-place variants")
+        variant = None
         if inplace:
-            if namespace != "gradlab":
-                raise ArgumentError(f"register: inplace= for {full}; only gradlab.<op> functions are Tensor methods "
-                                    "and have in-place variants")
-            method = _inplace.variant(key, fn) if inplace is True else inplace
-            setattr(Tensor, key + "_", method)
+            variant = _inplace.variant(key, fn) if inplace is True else inplace
+            setattr(Tensor, key + "_", variant)
         REGISTRY[full] = OpInfo(
             name=key, fn=fn, formula=f, samples=samples, op=op, torch=torch,
             differentiable=differentiable, order=order if differentiable else 0, jvp=jvp,
             namespace=namespace, elementwise=elementwise, atol=atol, rtol=rtol, eps=eps,
-            doc=(fn.__doc__ or "").strip().split("\n")[0], autocast=autocast, kernel=kernel, inplace=method,
+            doc=(fn.__doc__ or "").strip().split("\n")[0], autocast=autocast, kernel=kernel, inplace=variant,
+            method=bool(method),
         )
+        if namespace == "gradlab" and public:
+            export(key, method=method, direct=op is not None)(fn)
         return fn
     return deco
 

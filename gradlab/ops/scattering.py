@@ -173,8 +173,8 @@ def _scatter_samples(distinct):
     return samples
 
 
-register("scatter", op=Scatter, samples=_scatter_samples(True), inplace=True,
+register("scatter", method=True, op=Scatter, samples=_scatter_samples(True), inplace=True,
          torch=lambda torch, x, d, idx, src=None, value=None: torch.scatter(x, d, idx, src if src is not None
                                                                             else value))(scatter)
-register("scatter_add", op=ScatterAdd, samples=_scatter_samples(False), inplace=True,
+register("scatter_add", method=True, op=ScatterAdd, samples=_scatter_samples(False), inplace=True,
          torch=lambda torch, x, d, idx, src: torch.scatter_add(x, d, idx, src))(scatter_add)

@@ -17,11 +17,11 @@ from ..errors import ArgumentTypeError, DTypeError
 from ._util import OneRule, arrays_for, check_broadcast, check_tensor, device_mismatch, operand, shape_of
 from .compare import _tt
 from .reduce import sum_to_in
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .samples import binary_samples
 
 
-@register(samples=lambda src: [Sample((Tensor._make(np.array([1.0, np.nan, np.inf, -np.inf, -2.0])),)),
+@register(method=True, samples=lambda src: [Sample((Tensor._make(np.array([1.0, np.nan, np.inf, -np.inf, -2.0])),)),
                                Sample((Tensor._make(np.array([1.0, np.nan, np.inf, -np.inf])), 0.5, 9.0, -9.0))],
           formula="dX = dY where X is finite, 0 elsewhere", elementwise=True,
           torch=lambda torch, x, nan=0.0, posinf=None, neginf=None: torch.nan_to_num(x, nan, posinf, neginf))
@@ -39,14 +39,14 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return O.where(O.logical_and(O.isinf(x), x < 0), O.full_like(x, neginf), y)
 
 
-@register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
+@register(method=True, samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
           formula="dX = dY where X > min", torch=lambda torch, x, m: torch.clamp_min(x, m), inplace=True)
 def clamp_min(input, min):  # noqa: A002 - PyTorch's name
     """``max(input, min)`` elementwise (``clamp(input, min=min)``)."""
     return O.clamp(input, min=min)
 
 
-@register(samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
+@register(method=True, samples=lambda src: [Sample((src.tensor((3, 4), away_from=0.1), 0.2))], elementwise=True,
           formula="dX = dY where X < max", torch=lambda torch, x, m: torch.clamp_max(x, m), inplace=True)
 def clamp_max(input, max):  # noqa: A002 - PyTorch's name
     """``min(input, max)`` elementwise (``clamp(input, max=max)``)."""
@@ -101,14 +101,14 @@ def _torch2(name):
     return ref
 
 
-@register(op=Maximum, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True,
+@register(op=Maximum, method=True, samples=binary_samples("maximum"), torch=_torch2("maximum"), elementwise=True,
           kernel=("maximum", "max({0}, {1})"))
 def maximum(input, other):
     """Elementwise larger of two tensors (broadcasting); ties share the gradient."""
     return Maximum.apply(operand(input, "maximum", "input"), operand(other, "maximum", "other"))
 
 
-@register(op=Minimum, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True,
+@register(op=Minimum, method=True, samples=binary_samples("minimum"), torch=_torch2("minimum"), elementwise=True,
           kernel=("minimum", "min({0}, {1})"))
 def minimum(input, other):
     """Elementwise smaller of two tensors (broadcasting); ties share the gradient."""
@@ -150,7 +150,7 @@ def _clamp_samples(src):
     yield Sample((src.tensor(shape, away_from=1.0),), dict(max=1.0), desc="max only")
 
 
-@register(op=Clamp, samples=_clamp_samples, elementwise=True, inplace=True,
+@register(op=Clamp, method=True, samples=_clamp_samples, elementwise=True, inplace=True,
           torch=lambda torch, x, min=None, max=None: torch.clamp(x, min=min, max=max))
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     """Limit values to ``[min, max]``; the gradient is zero where a bound was applied.
@@ -175,7 +175,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     return Clamp.apply(x, min, max)
 
 
-clip = clamp
+clip = export("clip", method=True)(clamp)
 
 
 class Where(OneRule, Op):
@@ -254,7 +254,7 @@ def _fmax_fmin(name, pick):
     return fn
 
 
-fmax = register("fmax", samples=binary_samples("fmax"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
+fmax = register("fmax", method=True, samples=binary_samples("fmax"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
                 torch=_torch2("fmax"))(_fmax_fmin("fmax", lambda a, b: O.ge(a, b)))
-fmin = register("fmin", samples=binary_samples("fmin"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
+fmin = register("fmin", method=True, samples=binary_samples("fmin"), formula="dA = dY where A wins (or B is NaN) ; dB = dY elsewhere",
                 torch=_torch2("fmin"))(_fmax_fmin("fmin", lambda a, b: O.le(a, b)))

@@ -3,7 +3,8 @@
 Holds: ``reshape``/``view``, ``permute``/``transpose``/``swapaxes``/``t``, ``squeeze``/``unsqueeze``,
 ``flatten``/``unflatten``/``ravel``, ``expand``/``expand_as``/``broadcast_to``, ``contiguous``,
 ``movedim``/``moveaxis``, ``narrow``, ``atleast_1d/2d/3d``; ``repeat``/``tile``/``repeat_interleave``,
-``flip``/``fliplr``/``flipud``/``rot90``, ``roll``, ``as_strided`` and ``meshgrid``.
+``flip``/``fliplr``/``flipud``/``rot90``, ``roll``, ``as_strided`` and ``meshgrid``; ``Alias``, the identity
+node forward mode's ``make_dual`` records (``gradlab/autograd/forward_ad.py``).
 
 Each VJP moves the gradient back into the input's layout: reshape's is a reshape, permute's is the
 inverse permutation, expand's and repeat's are sums, flip's is a flip, roll's a roll the other way.
@@ -25,10 +26,10 @@ from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeErr
 from ._util import OneRule, apply_in, check_tensor, method_spelling, norm_dim, one_dim, sizes_arg, view_of
 from .indexing import Index, IndexAddZeros
 from .reduce import sum_to_in
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 narrow = method_spelling("narrow", "``length`` entries along ``dim`` from ``start`` (``x.narrow(...)``).")
-movedim = moveaxis = method_spelling("movedim", "Move dim(s) ``source`` to ``destination`` (``x.movedim(...)``).")
+movedim = method_spelling("movedim", "Move dim(s) ``source`` to ``destination`` (``x.movedim(...)``).")
 unflatten = method_spelling("unflatten", "Split dim ``dim`` into ``sizes`` (``x.unflatten(dim, sizes)``).")
 ravel = method_spelling("ravel", "The elements as a 1-D tensor (``x.ravel()``).")
 
@@ -39,6 +40,7 @@ register('narrow', samples=lambda src: [Sample((src.tensor((3, 4)), 1, 1, 2))],
 
 register('movedim', samples=lambda src: [Sample((src.tensor((2, 3, 4)), 0, -1)), Sample((src.tensor((2, 3, 4)), (0, 1), (2, 0)))],
          formula="dX = movedim(dY) back", torch=lambda torch, x, s, d: torch.movedim(x, s, d))(movedim)
+moveaxis = export("moveaxis")(movedim)
 
 
 register('unflatten', samples=lambda src: [Sample((src.tensor((3, 4)), 1, (2, 2)))],
@@ -104,7 +106,7 @@ def _view_dtype(x, dtype):
     return view_of(Tensor._make(out), x)
 
 
-@register(op=Reshape, samples=_reshape_samples, torch=lambda torch, x, shape: torch.reshape(x, shape))
+@register(op=Reshape, method=True, samples=_reshape_samples, torch=lambda torch, x, shape: torch.reshape(x, shape))
 def reshape(input, *shape):
     """The same elements in a new shape (one size may be -1). A view when possible."""
     x = check_tensor(input, "reshape")
@@ -112,6 +114,7 @@ def reshape(input, *shape):
     return view_of(Reshape.apply(x, shape), x)  # (a new view even for the same shape, as PyTorch's)
 
 
+@export(method=True)
 def view(input, *shape):
     """Like ``reshape``, but never copies: a non-contiguous tensor raises, as in PyTorch. ``x.view(dtype)``
     reinterprets the bytes as another dtype (no gradient flows through that)."""
@@ -164,7 +167,7 @@ def _permute_samples(src):
     yield Sample((src.tensor(shape), tuple(int(p) - len(shape) if src.boolean() else int(p) for p in perm)))
 
 
-@register(op=Permute, samples=_permute_samples, torch=lambda torch, x, dims: x.permute(dims))
+@register(op=Permute, method=True, samples=_permute_samples, torch=lambda torch, x, dims: x.permute(dims))
 def permute(input, *dims):
     """Reorder the dimensions (a view: only the strides change)."""
     x = check_tensor(input, "permute")
@@ -182,7 +185,7 @@ def _transpose_samples(src):
     yield Sample((src.tensor(shape), src.dim(len(shape)), src.dim(len(shape))))
 
 
-@register(samples=_transpose_samples, formula="dX = transpose(dY, dim0, dim1)",
+@register(method=True, samples=_transpose_samples, formula="dX = transpose(dY, dim0, dim1)",
           torch=lambda torch, x, a, b: x.transpose(a, b))
 def transpose(input, dim0, dim1):
     """Swap two dimensions (a view)."""
@@ -195,10 +198,12 @@ def transpose(input, dim0, dim1):
     return view_of(Permute.apply(x, tuple(perm)), x)  # (perm is valid by construction: no need to re-check)
 
 
+@export(method=True)
 def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
+@export(method=True)
 def t(input):
     """Transpose a matrix (0-d and 1-d tensors are returned as they are)."""
     x = check_tensor(input, "t")
@@ -224,7 +229,7 @@ def _unsqueeze_samples(src):
     yield Sample((src.tensor(shape), d))
 
 
-@register(samples=_unsqueeze_samples, formula="dX = reshape(dY, X.shape)", torch=lambda torch, x, d: x.unsqueeze(d))
+@register(method=True, samples=_unsqueeze_samples, formula="dX = reshape(dY, X.shape)", torch=lambda torch, x, d: x.unsqueeze(d))
 def unsqueeze(input, dim):
     """Insert a dimension of size 1 at ``dim``."""
     x = check_tensor(input, "unsqueeze")
@@ -238,7 +243,7 @@ def _squeeze_samples(src):
     yield Sample((src.tensor((1, 3, 1, 2)), 1), desc="dim of size 3 stays")
 
 
-@register(samples=_squeeze_samples, formula="dX = reshape(dY, X.shape)",
+@register(method=True, samples=_squeeze_samples, formula="dX = reshape(dY, X.shape)",
           torch=lambda torch, x, dim=None: torch.squeeze(x) if dim is None else torch.squeeze(x, dim))
 def squeeze(input, dim=None, *, axis=None):
     """Remove dimensions of size 1 (all of them, or those in ``dim`` that have size 1)."""
@@ -249,6 +254,7 @@ def squeeze(input, dim=None, *, axis=None):
     return reshape(x, shape)
 
 
+@export(method=True)
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one."""
     x = check_tensor(input, "flatten")
@@ -285,7 +291,7 @@ def _broadcast_samples(src):
     yield Sample((src.tensor((3, 1)), (2, 3, 4)), desc="new leading dim")
 
 
-@register(op=BroadcastTo, samples=_broadcast_samples, torch=lambda torch, x, shape: x.broadcast_to(shape))
+@register(op=BroadcastTo, method=True, samples=_broadcast_samples, torch=lambda torch, x, shape: x.broadcast_to(shape))
 def broadcast_to(input, shape):
     """A read-only view of ``input`` repeated (without copying) to ``shape``."""
     x = check_tensor(input, "broadcast_to")
@@ -312,6 +318,7 @@ def broadcast_to(input, shape):
     return view_of(BroadcastTo.apply(x, shape), x)
 
 
+@export(method=True)
 def expand(input, *sizes):
     """Broadcast to ``sizes``; -1 keeps a dimension's size (PyTorch's ``expand``)."""
     x = check_tensor(input, "expand")
@@ -323,6 +330,7 @@ def expand(input, *sizes):
     return broadcast_to(x, shape)
 
 
+@export(method=True)
 def expand_as(input, other):
     """``input`` broadcast to ``other``'s shape (a view)."""
     return broadcast_to(input, check_tensor(other, "expand_as", "other").shape)
@@ -345,10 +353,33 @@ class Contiguous(Op):
         return t
 
 
+@export()
 def contiguous(input):
     """A C-contiguous copy (the same tensor if it already is contiguous)."""
     x = check_tensor(input, "contiguous")
     return x if x._data.flags.c_contiguous else Contiguous.apply(x)
+
+
+class Alias(Op):
+    """The identity, as a graph node: a new tensor on the same data.
+
+    ``forward_ad.make_dual`` records one so that the dual tensor has its own tangent while gradients
+    (reverse mode) still flow back to the original. No public function: autograd reaches it through
+    ``gradlab._tensor._ops`` (it does not import the ops).
+    """
+
+    name = "alias"
+    formula = "dX = dY"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x._data
+
+    def vjp(self, g):
+        return (g,)
+
+    def jvp(self, t):
+        return t
 
 
 # -------------------------------------------------------------- repeat, tile
@@ -381,7 +412,7 @@ def _repeat_samples(src):
     yield Sample((src.tensor((2, 3)), (2, 0)), desc="zero copies")
 
 
-@register(op=Repeat, samples=_repeat_samples, torch=lambda torch, x, sizes: x.repeat(sizes))
+@register(op=Repeat, method=True, samples=_repeat_samples, torch=lambda torch, x, sizes: x.repeat(sizes))
 def repeat(input, *sizes):
     """``x.repeat(2, 3)``: copy the whole tensor 2 times along dim 0 and 3 times along dim 1 (as
     PyTorch's ``Tensor.repeat``, NumPy's ``tile``). Extra sizes add leading dims."""
@@ -395,7 +426,7 @@ def repeat(input, *sizes):
     return Repeat.apply(x, sizes)
 
 
-@register(samples=lambda src: [Sample((src.tensor((2, 3)), (2,)), desc="fewer dims than the input"),
+@register(method=True, samples=lambda src: [Sample((src.tensor((2, 3)), (2,)), desc="fewer dims than the input"),
                                Sample((src.tensor((3,)), (2, 2)), desc="more dims")],
           formula=Repeat.formula, torch=lambda torch, x, dims: torch.tile(x, dims))
 def tile(input, *dims_args, dims=None):
@@ -432,7 +463,7 @@ def _dims_arg(dims, ndim, op):
     return norm_dim(dims, ndim, op, allow_none=False) if ndim else ()
 
 
-@register(op=Flip, samples=lambda src: [Sample((src.tensor((2, 3, 4)), src.choice([0, -1, (0, 2), [1]])))],
+@register(op=Flip, method=True, samples=lambda src: [Sample((src.tensor((2, 3, 4)), src.choice([0, -1, (0, 2), [1]])))],
           torch=lambda torch, x, dims: torch.flip(x, dims if isinstance(dims, (list, tuple)) else (dims,)))
 def flip(input, *dims_args, dims=None):
     """Reverse the order of elements along ``dims`` (``flip(x, (0, 1))``, ``flip(x, dims=[0])`` or
@@ -472,7 +503,7 @@ def _roll_samples(src):
     yield Sample((src.tensor((2, 3, 2)), (1, -2), (0, 1)), desc="two dims")
 
 
-@register(op=Roll, samples=_roll_samples,
+@register(op=Roll, method=True, samples=_roll_samples,
           torch=lambda torch, x, shifts, dims=None: torch.roll(x, shifts, dims))
 def roll(input, shifts, dims=None):
     """Shift elements along ``dims`` with wrap-around; with ``dims=None`` the flattened tensor is rolled."""
@@ -523,7 +554,7 @@ def _as_strided_samples(src):
     yield Sample((src.tensor((2, 5)), (2, 2), (5, 2), 1), desc="storage offset")
 
 
-@register(op=AsStrided, samples=_as_strided_samples,
+@register(op=AsStrided, method=True, samples=_as_strided_samples,
           torch=lambda torch, x, size, stride, storage_offset=0: torch.as_strided(x, size, stride, storage_offset))
 def as_strided(input, size, stride, storage_offset=0):
     """A read-only view of ``input``'s memory with the given ``size`` and ``stride`` (in elements).
@@ -557,16 +588,19 @@ def as_strided(input, size, stride, storage_offset=0):
     return view_of(AsStrided.apply(x, size, stride, offset, positions), x)
 
 
+@export()
 def atleast_1d(x):
     x = check_tensor(x, "atleast_1d")
     return O.reshape(x, (1,)) if x.ndim == 0 else x
 
 
+@export()
 def atleast_2d(x):
     x = atleast_1d(x)
     return O.unsqueeze(x, 0) if x.ndim == 1 else x
 
 
+@export()
 def atleast_3d(x):
     x = check_tensor(x, "atleast_3d")
     if x.ndim == 0:
@@ -576,7 +610,7 @@ def atleast_3d(x):
     return O.unsqueeze(x, -1) if x.ndim == 2 else x
 
 
-@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)),))],
+@register(method=True, samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)),))],
           formula="dX = fliplr(dY)", torch=lambda torch, x: torch.fliplr(x))
 def fliplr(input):
     """Reverse the columns (dim 1); the input needs at least 2 dims."""
@@ -586,7 +620,7 @@ def fliplr(input):
     return O.flip(x, (1,))
 
 
-@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((3,)),))],
+@register(method=True, samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((3,)),))],
           formula="dX = flipud(dY)", torch=lambda torch, x: torch.flipud(x))
 def flipud(input):
     """Reverse the rows (dim 0); the input needs at least 1 dim."""
@@ -596,7 +630,7 @@ def flipud(input):
     return O.flip(x, (0,))
 
 
-@register(samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)), 3, (1, 2))),
+@register(method=True, samples=lambda src: [Sample((src.tensor((2, 3)),)), Sample((src.tensor((2, 3, 2)), 3, (1, 2))),
                                Sample((src.tensor((2, 3)), -1))],
           formula="dX = rot90(dY, -k, dims)", torch=lambda torch, x, k=1, dims=(0, 1): torch.rot90(x, k, dims))
 def rot90(input, k=1, dims=(0, 1)):
@@ -656,7 +690,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
-@register(samples=lambda src: [Sample((src.tensor((2, 3)), 2)), Sample((src.tensor((2, 3)), 3, 1)),
+@register(method=True, samples=lambda src: [Sample((src.tensor((2, 3)), 2)), Sample((src.tensor((2, 3)), 3, 1)),
                                Sample((src.tensor((3, 2)), Tensor._make(np.array([1, 0, 2])), 0))],
           formula="dX = sum of dY over each element's copies",
           torch=lambda torch, x, repeats, dim=None: torch.repeat_interleave(x, repeats, dim))

@@ -28,10 +28,10 @@ from ..autograd.function import Op
 from ..backend import dtypes as _dt, threads, xp_of
 from ..errors import ArgumentError, DTypeError
 from ._util import OneRule, check_tensor, method_spelling, one_dim
-from .registry import Sample, register
+from .registry import Sample, export, register
 
-top_level_softmax = method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``).")
-top_level_log_softmax = method_spelling("log_softmax", "``log(softmax(x))`` along ``dim``, computed stably (``x.log_softmax(dim)``).")
+top_level_softmax = export("softmax")(method_spelling("softmax", "``exp(x) / sum(exp(x))`` along ``dim`` (``x.softmax(dim)``, ``F.softmax``)."))
+top_level_log_softmax = export("log_softmax")(method_spelling("log_softmax", "``log(softmax(x))`` along ``dim``, computed stably (``x.log_softmax(dim)``)."))
 # (registered once, as ``functional.softmax``/``functional.log_softmax`` below: ALIASES lists these spellings)
 
 

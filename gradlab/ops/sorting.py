@@ -18,7 +18,7 @@ from ..errors import ArgumentError, fmt_shape
 from . import _stdsort
 from ._util import check_tensor, method_spelling, one_dim
 from .reduce import ValuesIndices
-from .registry import Sample, register
+from .registry import Sample, export, register
 
 
 def _host_rows(x, d):
@@ -76,7 +76,7 @@ def _kth_samples(src):
     yield Sample((src.tensor((4, 3), distinct=True), 4, 0, True))
 
 
-@register(samples=_kth_samples, formula="dX = dY at the picked element, 0 elsewhere",
+@register(method=True, samples=_kth_samples, formula="dX = dY at the picked element, 0 elsewhere",
           torch=lambda torch, x, k, dim=-1, keepdim=False: torch.kthvalue(x, k, dim, keepdim))
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The ``k``-th smallest entry along ``dim`` (``k`` counts from 1) and its index."""
@@ -107,7 +107,7 @@ def _median_samples(src):
     yield Sample((src.tensor((4, 3), distinct=True), 0, True))
 
 
-@register(samples=_median_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
+@register(method=True, samples=_median_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
           torch=lambda torch, x, dim=None, keepdim=False: torch.median(x) if dim is None else torch.median(x, dim, keepdim))
 def median(input, dim=None, keepdim=False):
     """The median; for an even count the lower of the two middle values (PyTorch's rule, not their mean).
@@ -185,7 +185,7 @@ def _dt_is_float(dt):
     return _dt.is_floating(dt)
 
 
-@register(samples=lambda src: [Sample((Tensor._make(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 0.5]])), 1))],
+@register(method=True, samples=lambda src: [Sample((Tensor._make(np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 0.5]])), 1))],
           formula="dX = dY at the picked element, 0 elsewhere",
           torch=lambda torch, x, dim=-1, keepdim=False: torch.mode(x, dim, keepdim))
 def mode(input, dim=-1, keepdim=False):
@@ -207,6 +207,7 @@ def mode(input, dim=-1, keepdim=False):
     return ValuesIndices(vals, idx)
 
 
+@export(method=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values, sorted (``dim=None``: of the flattened input; ``dim=d``: distinct slices along d),
     optionally with ``inverse`` (where each input element went) and ``counts``."""
@@ -232,6 +233,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return res[0] if len(res) == 1 else tuple(res)
 
 
+@export(method=True)
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive values to one (``[1, 1, 2, 1]`` -> ``[1, 2, 1]``)."""
     x = check_tensor(input, "unique_consecutive")
@@ -303,6 +305,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
     return SortResult(O.gather(self, d, idx) if self.ndim else self, idx)
 
 
+@export(method=True)
 def msort(input):
     """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
     return input.sort(0).values
@@ -316,7 +319,7 @@ def _nanmedian_samples(src):
     yield Sample((Tensor._make(x).requires_grad_(True),), dict(dim=1, keepdim=src.boolean()), desc="NaNs in rows")
 
 
-@register(samples=_nanmedian_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
+@register(method=True, samples=_nanmedian_samples, formula="dX = dY at the median element (over all elements: shared evenly by the elements equal to it), 0 elsewhere",
           torch=lambda torch, x, *a, **k: torch.nanmedian(x, *a, **k))
 def nanmedian(input, dim=None, keepdim=False):
     """``median`` ignoring NaNs (the lower middle of the values that are not NaN; NaN where all are)."""

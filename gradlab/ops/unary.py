@@ -29,7 +29,7 @@ from ..errors import DTypeError
 from ._util import OneRule, as_weak, check_tensor, float_input, floating_input, to_float
 from .arithmetic import atan2
 from .fused_backward import SigmoidBackward, TanhBackward
-from .registry import Sample, register
+from .registry import Sample, export, register
 from .samples import unary_samples
 
 
@@ -60,12 +60,12 @@ def _unary(name, formula=None, *, op=None, samples=None, **sample_kw):
     """Decorator: register the one-input elementwise function ``name`` (every function in this file
     goes through here): its samples (``unary_samples(**sample_kw)`` unless given), its formula (the op
     class's unless given), ``torch.<name>`` as the oracle, the op class's ``compiled`` kernel and an
-    in-place variant (``x.exp_()``; PyTorch has one for every function here)."""
+    in-place variant (``x.exp_()``; PyTorch has one for every function here) and its Tensor method (``x.exp()``)."""
     def deco(fn):
         fn.__name__ = fn.__qualname__ = name
         return register(name, op=op, samples=samples or unary_samples(**sample_kw), formula=formula,
                         elementwise=True, torch=lambda torch, x: getattr(torch, name)(x),
-                        kernel=getattr(op, "compiled", None), inplace=True)(fn)
+                        kernel=getattr(op, "compiled", None), inplace=True, method=True)(fn)
     return deco
 
 
@@ -458,7 +458,7 @@ def _round_samples(src):
     yield Sample((x,), dict(decimals=1), desc="decimals=1")
 
 
-@register(op=Round, samples=_round_samples, elementwise=True, kernel=Round.compiled, inplace=True,
+@register(op=Round, method=True, samples=_round_samples, elementwise=True, kernel=Round.compiled, inplace=True,
           torch=lambda torch, x, **kw: torch.round(x, **kw))
 def round(input, *, decimals=None):  # noqa: A001 - PyTorch's name
     """Round to ``decimals`` places, halves to even (``round(2.5) == 2``), as PyTorch.
@@ -515,8 +515,11 @@ def rad2deg(input):
     return float_input(input, "rad2deg") * (180.0 / math.pi)
 
 
-arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
-arcsinh, arccosh, arctanh = asinh, acosh, atanh
+# NumPy's spellings (torch.arcsin, x.arcsin()...): the same functions
+arcsin, arccos, arctan = export("arcsin", method=True)(asin), export("arccos", method=True)(acos), export("arctan", method=True)(atan)
+arctan2 = export("arctan2", method=True)(atan2)
+arcsinh, arccosh = export("arcsinh", method=True)(asinh), export("arccosh", method=True)(acosh)
+arctanh = export("arctanh", method=True)(atanh)
 
 
 @_unary("log2", "dX = dY / (X ln 2)", low=0.2, high=3.0)
@@ -586,7 +589,7 @@ class Sign(ZeroGrad):
     fn = staticmethod(np.sign)
 
 
-@register(op=Sign, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x),
+@register(op=Sign, method=True, samples=unary_samples(away_from=0.0), elementwise=True, torch=lambda torch, x: torch.sign(x),
           kernel=Sign.compiled, inplace=True)
 def sign(input):
     """-1, 0 or +1 for each element; its gradient is zero."""
@@ -597,11 +600,13 @@ def sign(input):
 
 
 # ------------------------------------------------- PyTorch's other spellings of the same ops
+@export(method=True)
 def negative(input):
     """Same as ``neg``."""
     return neg(input)
 
 
+@export(method=True)
 def absolute(input):
     """Same as ``abs``."""
     return abs(input)

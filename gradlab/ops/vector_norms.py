@@ -84,7 +84,7 @@ def _norm_samples(src):
     yield Sample((src.tensor(shape, low=0.5, high=2),), dict(p=3, dim=0), desc="p=3")
 
 
-@register(op=Norm, samples=_norm_samples,
+@register(op=Norm, method=True, samples=_norm_samples,
           torch=lambda torch, x, p="fro", dim=None, keepdim=False: torch.norm(x, p=p, dim=dim, keepdim=keepdim))
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The ``p``-norm over ``dim`` (all elements by default), as ``torch.norm``.

@@ -1,12 +1,12 @@
 """Sparse COO tensors, enough for graph networks: ``sparse_coo_tensor``, ``Tensor.to_sparse``,
-``to_dense``, ``coalesce``, ``indices``/``values``, and the sparse-times-dense product's ops.
+``to_dense``, ``coalesce``, ``indices``/``values``, and the sparse-times-dense product.
 
 A COO ("coordinate") tensor stores only its nonzero entries: ``indices``, an int64 tensor of shape
 ``(sparse_dim, nnz)`` whose column ``j`` is the position of entry ``j``, and ``values``, shape
 ``(nnz, *dense_dims)``. A graph's adjacency matrix with ``E`` edges is ``E`` numbers instead of ``N^2``.
 
 Autograd: the values are an ordinary tensor (a leaf, or the output of ops), so a gradient reaches them
-through the two ops here, ``SparseMM`` (``S @ D``) and ``SparseToDense``; ``coalesce`` and
+through its two ops, ``SparseMM`` (``S @ D``) and ``SparseToDense`` (in ``gradlab/ops/sparse_ops.py``); ``coalesce`` and
 ``to_sparse`` are made of ordinary differentiable ops (``index_add``, indexing). The indices carry no
 gradient (they are integers). ``show_graph`` draws these ops like any other.
 
@@ -19,9 +19,9 @@ import numpy as np
 
 from .. import ops as O
 from .._tensor import Tensor
-from ..autograd.function import Op
 from ..backend import dtypes as _dt
 from ..errors import ArgumentError, ArgumentTypeError, GradlabError, ShapeError, fmt_shape
+from ..ops.sparse_ops import SparseMM, SparseToDense
 
 
 class Layout:
@@ -50,70 +50,6 @@ SUPPORTED = ("to_dense(), coalesce(), indices()/values(), t(), detach(), require
 def refusal(what):
     return SparseNotSupported(f"{what}: not supported on a sparse COO tensor in gradlab; sparse tensors have "
                               f"{SUPPORTED}. Call .to_dense() first for anything else")
-
-
-# ------------------------------------------------------------------ the ops
-class SparseToDense(Op):
-    """The dense tensor of a COO tensor's ``values`` at ``indices`` (duplicates summed)."""
-
-    name = "sparse_to_dense"
-    formula = "dValues = dY[indices]   (the gradient read back at each stored position)"
-
-    @staticmethod
-    def forward(ctx, values, indices, size):
-        ctx.indices, ctx.size = indices, size
-        v = values.detach().numpy()
-        out = np.zeros(size, dtype=v.dtype)
-        if indices.shape[1]:
-            np.add.at(out, tuple(indices), v)
-        return out
-
-    def vjp(self, g):
-        indices = self.indices
-        return g[tuple(Tensor._make(np.ascontiguousarray(r)) for r in indices)], None, None
-
-    def jvp(self, tv, *_):
-        return SparseToDense.apply(tv, self.indices, self.size)
-
-
-class SparseMM(Op):
-    """``S @ D`` for a 2-D COO matrix ``S`` (its values and indices) and a dense matrix ``D``.
-
-    Forward: ``out[r] += v * D[c]`` for every stored entry ``(r, c, v)``. Backward, with ``G = dOut``:
-    ``dD = S^T G`` (the same op with rows and columns swapped) and ``dv = sum_k G[r, k] D[c, k]``
-    (one dot product per stored entry: the gradient exists only where ``S`` stores a value).
-    """
-
-    name = "sparse_mm"
-    formula = "dD = S^T @ dY ; dValues[e] = dY[row_e] . D[col_e]"
-
-    @staticmethod
-    def forward(ctx, values, dense, indices, size):
-        v, d = values.detach().numpy(), dense.detach().numpy()
-        out = np.zeros((size[0],) + tuple(dense.shape[1:]), dtype=np.result_type(v.dtype, d.dtype))
-        ctx.indices, ctx.size = indices, size
-        rows, cols = indices
-        if len(rows):
-            np.add.at(out, rows, v.reshape((-1,) + (1,) * (d.ndim - 1)) * d[cols])
-        ctx.save_for_backward(values, dense)
-        return out
-
-    def vjp(self, g):
-        values, dense = self.saved_tensors
-        indices, size = self.indices, self.size
-        rows, cols = (Tensor._make(np.ascontiguousarray(r)) for r in indices)
-        dv = (g.index_select(0, rows) * dense.index_select(0, cols)).sum(-1)
-        dd = SparseMM.apply(values, g, indices[::-1].copy(), (size[1], size[0]))
-        return dv, dd, None, None
-
-    def jvp(self, tv, td, *_):
-        values, dense = self.args[0], self.args[1]
-        indices, size = self.indices, self.size
-        out = None if tv is None else SparseMM.apply(tv, dense, indices, size)
-        if td is not None:
-            more = SparseMM.apply(values, td, indices, size)
-            out = more if out is None else out + more
-        return out
 
 
 # ------------------------------------------------------------------ the tensor
