@@ -161,10 +161,8 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def finfo(type=None):  # noqa: A002 - PyTorch's name
     """``torch.finfo``: the limits of a float dtype (``.min``, ``.max``, ``.eps``, ``.tiny``, ``.bits``)."""
-    import ml_dtypes
-    import numpy as _np
-    dt = _np.dtype(type or get_default_dtype())
-    return ml_dtypes.finfo(dt) if dt == bfloat16 else _np.finfo(dt)
+    from .backend.dtypes import finfo as _finfo
+    return _finfo(type or get_default_dtype())
 
 
 def iinfo(type):  # noqa: A002

@@ -206,3 +206,13 @@ def test_mixed_dtype_ops_promote_and_send_each_input_its_own_dtype(torch):
     for g, tg in ((a, ta), (b, tb), (h, th)):
         assert _name(g.grad.dtype) == _tname(tg.grad.dtype)
         np.testing.assert_allclose(g.grad.numpy().astype(np.float64), tg.grad.double().numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", None])
+def test_finfo_gives_torchs_limits(torch, name):
+    """``gradlab.finfo`` (one definition: ``backend.dtypes.finfo``) matches ``torch.finfo``; no argument means the
+    default dtype."""
+    mine = gradlab.finfo(getattr(gradlab, name) if name else None)
+    theirs = torch.finfo(getattr(torch, name)) if name else torch.finfo()
+    for field in ("eps", "max", "min", "tiny", "bits"):
+        assert float(getattr(mine, field)) == float(getattr(theirs, field)), (name, field)
