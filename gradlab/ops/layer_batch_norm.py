@@ -202,7 +202,7 @@ def _channel_sums(a, b=None):
         if b is not None:
             return _image_sums(a, b).sum(axis=0)
         rows = a.reshape(a.shape[0] * a.shape[1], -1)
-        return (rows @ xp.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:2]).sum(axis=0)
+        return xp.einsum("ij->i", rows).reshape(a.shape[:2]).sum(axis=0)
     if b is None:
         return a.sum(axis=(0,) + tuple(range(2, a.ndim)))
     axes = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
