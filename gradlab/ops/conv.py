@@ -153,6 +153,16 @@ class Fold(Op):
 
 
 CHUNK_BYTES = 1 << 21  # the columns of one chunk of images: 2 MB, so they are still in cache when the matmul reads them
+MIN_CHUNKS = 4         # a batch is cut into at least this many chunks (when it has the images), so threads share them
+
+
+def chunk_images(n, per_image):
+    """Images per chunk, for ``n`` images of ``per_image`` bytes of columns: about :data:`CHUNK_BYTES`,
+    and at most ``n / MIN_CHUNKS``. Why the second: a batch in one chunk would run on one gradlab
+    thread, with BLAS's own threads, and BLAS's idle workers spin for about 0.1 s after such a call,
+    taking a core from gradlab's threads in the next layers. Both bounds are fixed (never the thread
+    count), so the chunks, and the results, are the same for any number of threads."""
+    return int(max(1, min(CHUNK_BYTES // max(1, per_image), -(-n // MIN_CHUNKS))))
 
 
 class Columns:
@@ -199,7 +209,7 @@ class Columns:
         self.row = self.hpw[1] if flat else self.ow
         self.size = self.oh * self.row                                        # columns per image
         isz = np.dtype(dtype).itemsize
-        self.nb = int(max(1, min(n, CHUNK_BYTES // max(1, c * k[0] * k[1] * self.size * isz))))
+        self.nb = chunk_images(n, c * k[0] * k[1] * self.size * isz)
         self.nchunks = -(-n // self.nb)
         self.geom = (k, d, s, flat)
         self.k = c * k[0] * k[1]
@@ -346,7 +356,7 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
     _, cg, kh, kw = w.shape
     wt = w.reshape(groups, ocg, cg * kh * kw).swapaxes(-1, -2)                 # (G, K/G, OC/G)
     dx = xp.empty((n, groups * cg) + tuple(x_hw), dtype=xp.result_type(gr, w))
-    nb = int(max(1, CHUNK_BYTES // max(1, groups * cg * kh * kw * lcount * dx.itemsize)))
+    nb = chunk_images(n, groups * cg * kh * kw * lcount * dx.itemsize)
 
     def piece(lo, hi):
         for a in range(lo, hi, nb):
