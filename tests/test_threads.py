@@ -141,3 +141,24 @@ def test_threaded_conv_and_batch_norm_match_pytorch(threads):
     assert backend_threads.threads_for(64 * 8 * 16 * 16) == 2      # (big enough for both threads)
     for mine, theirs in zip(_conv_bn_program(gradlab, *arrays), _conv_bn_program(torch, *arrays)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-9)
+
+
+def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
+    # conv2d's chunks each call BLAS (parallel_for(..., blas=True)): BLAS must be held to one thread
+    # inside the pieces (else 2 gradlab threads x 2 BLAS threads on 2 cores), and set back after.
+    # Where gradlab cannot set BLAS's threads (not OpenBLAS), such a loop stays in the calling thread.
+    import threading
+    blas = backend_threads._openblas()
+    gradlab.set_num_threads(2)
+    before = blas[0]() if blas is not None else None
+    seen = []
+
+    def piece(lo, hi):
+        seen.append((threading.get_ident(), blas[0]() if blas is not None else None))
+        np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
+    backend_threads.parallel_for(piece, 4, work=1 << 20, blas=True)
+    if blas is None:
+        assert seen == [(threading.get_ident(), None)]
+    else:
+        assert len(seen) == 2 and {n for _, n in seen} == {1}
+        assert blas[0]() == before
