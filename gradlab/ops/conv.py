@@ -287,7 +287,10 @@ def conv_arrays(x, w, d, p, s, groups):
 
 def conv_weight_grad(x, g, wshape, d, p, s, groups):
     """conv2d's weight gradient on arrays: ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
-    time as :func:`conv_arrays`, each chunk one matmul ``dY (OC, m*L) @ cols^T``. The columns are
+    time as :func:`conv_arrays`, each chunk one matmul, written ``cols @ dY^T`` (``dW^T``, transposed
+    back at the end): the same product as ``dY (OC, m*L) @ cols^T``, but BLAS packs it faster here
+    (measured on one thread, a chunk of 16 -> 16 channels at 32x32: 0.22 vs 0.26 ms; 64 -> 64 at
+    8x8: 0.73 vs 0.78 ms). The columns are
     rebuilt from the saved input, not kept from the forward: that would hold ``kh*kw`` copies of every
     conv layer's input until the backward.
 
@@ -307,15 +310,15 @@ def conv_weight_grad(x, g, wshape, d, p, s, groups):
     def body(part, lo, hi, c, gt):
         m = hi - lo
         gt[:, :m, :, :cols.ow] = g[lo:hi].transpose(1, 0, 2, 3)
-        prod = xp.matmul(gt[:, :m].reshape(groups, oc // groups, -1), c.reshape(groups, -1, c.shape[1]).swapaxes(-1, -2))
-        sums[part] = prod if sums[part] is None else xp.add(sums[part], prod, out=sums[part])
+        prod = xp.matmul(c.reshape(groups, -1, c.shape[1]), gt[:, :m].reshape(groups, oc // groups, -1).swapaxes(-1, -2))
+        sums[part] = prod if sums[part] is None else xp.add(sums[part], prod, out=sums[part])   # (G, K/G, OC/G)
     cols.run(body, parts, zero_margin=True, scratch=staging)
     if not n:
         return xp.zeros(wshape, dtype=g.dtype)
-    dw = sums[0]
+    dwt = sums[0]
     for t in sums[1:]:
-        dw += t
-    return dw.reshape(wshape)
+        dwt += t
+    return xp.ascontiguousarray(dwt.swapaxes(-1, -2)).reshape(wshape)
 
 
 def conv_input_grad(g, w, x_hw, d, p, groups):
