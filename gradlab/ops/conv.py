@@ -191,9 +191,13 @@ class Columns:
 
     Why the chunks are shared among threads (``backend.threads.parallel_for``, one run of whole
     chunks per thread, each thread with its own buffers): the copies that build the columns run on
-    one core otherwise, while the matmuls use BLAS's threads. (Not yet shown faster: on a shared
-    2-core machine at load 2.5-4.3, 1 vs 2 threads were within the noise.) The chunk size does not
-    depend on the thread count, so neither do the results.
+    one core otherwise, while the matmuls use BLAS's threads. Each thread's matmuls then run with
+    BLAS held to one thread (``parallel_for(..., blas=True)``), and every layer has at least
+    :data:`MIN_CHUNKS` chunks, so no conv call leaves BLAS's idle workers spinning beside gradlab's
+    threads (see :func:`chunk_images`). Measured on a shared 2-core machine (load 1.4-1.5), the
+    ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps at the default 2 threads,
+    alternating with the tree before: 407-481 ms vs 469-486 ms, CPU time 625-727 vs 933-967 ms.
+    The chunk size does not depend on the thread count, so neither do the results.
 
     :meth:`run` calls ``body(part, lo, hi, cols)`` for every chunk: ``cols`` is ``(C*kh*kw, (hi - lo) * oh*row)``,
     the columns of images ``lo:hi`` side by side (a view of the thread's buffer: valid until its next chunk).
@@ -352,8 +356,8 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
     ``gr`` is ``dY`` as ``(N, G, OC/G, L)``. Each chunk's ``W^T @ dY`` (about :data:`CHUNK_BYTES`) is
     folded back (:func:`col2im`) while it is still in cache, and the chunks are shared among threads
     (``backend.threads.parallel_for``; each image's gradient is its own products and adds, so the
-    result is the same bits for any thread count). (Not yet shown faster than the whole batch at once:
-    within the noise at load 3.5.)"""
+    result is the same bits for any thread count); BLAS runs on one thread inside them, as in
+    :class:`Columns`."""
     xp = xp_of(gr)
     n, groups, ocg, lcount = gr.shape
     _, cg, kh, kw = w.shape
