@@ -13,7 +13,8 @@
 
 Both libraries run the very same program text (``lib`` is ``gradlab`` or ``torch``) from the
 same initial weights on the same batches; the first step's losses must agree. Each figure is
-the best of several timed runs, the two libraries interleaved so machine noise hits them alike.
+the best of several timed runs, the two libraries interleaved so machine noise hits them alike
+(with a pause before each run: see ``best``).
 The set-ups (default threads with SciPy hidden, etc.) are ``_setups``'s.
 Run: python benchmarks/bench_conv_bn_programs.py [--program resnet|wavenet|both] [--setups noscipy]
 """
@@ -129,11 +130,20 @@ def trainer(lib, name, weights, batches):
     return run, first
 
 
+PAUSE = 0.3  # seconds before each timed run
+
+
 def best(fn, repeats):
     """``(wall, cpu)`` seconds of the fastest of ``repeats`` runs. The CPU time (this process's, all
-    threads) is printed too: on a shared, busy machine it moves far less than the wall clock."""
+    threads) is printed too: on a shared, busy machine it moves far less than the wall clock.
+
+    Why a :data:`PAUSE` before each run: after a threaded BLAS call, OpenBLAS's idle worker threads
+    spin for about 0.1 s (OpenMP's alike) before they sleep. Timed right after the other library,
+    a run shares the cores with those spinning threads: measured on 2 cores, PyTorch's ResNet run
+    took 237-263 ms right after gradlab's (whose BLAS workers spun) and 190-196 ms after a pause."""
     out = (float("inf"), float("inf"))
     for _ in range(repeats):
+        time.sleep(PAUSE)
         t, c = time.perf_counter(), time.process_time()
         fn()
         out = min(out, (time.perf_counter() - t, time.process_time() - c))

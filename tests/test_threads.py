@@ -2,8 +2,10 @@
 
 The split paths (gradlab/backend/threads.py): the unary table (exp, tanh, sigmoid...), GELU (both
 forms), erf, softmax / log_softmax (so cross_entropy) forward and backward, layer_norm forward and
-dX. Each is computed row by row (or elementwise), so the thread count cannot change a bit; the
-cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all.
+dX, conv2d (chunks of images) and batch_norm (blocks of images). Each is computed row by row (or
+elementwise, or image by image), so the thread count cannot change a bit; the
+cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all, and conv2d's weight
+gradient adds a fixed number of partial sums (one per run of chunks) in a fixed order.
 """
 from __future__ import annotations
 
@@ -95,3 +97,68 @@ def test_threaded_softmax_and_layer_norm_match_pytorch(threads):
     torch.nn.functional.gelu(ty).square().sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+def _conv_bn_program(lib, x, w1, w2, g, b):
+    """conv (stride 1) -> batch norm -> relu -> conv (stride 2) -> batch norm, a loss, its gradients."""
+    F_ = lib.nn.functional
+    leaves = [lib.tensor(a).requires_grad_() for a in (x, w1, w2, g, b)]
+    x_, w1_, w2_, g_, b_ = leaves
+    h = lib.relu(F_.batch_norm(F_.conv2d(x_, w1_, padding=1), None, None, g_, b_, training=True))
+    y = F_.batch_norm(F_.conv2d(h, w2_, padding=1, stride=2), None, None, training=True)
+    loss = (y * y * y).sum()
+    loss.backward()
+    return [v.detach().numpy() for v in (y, loss)] + [t.grad.numpy() for t in leaves]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_and_batch_norm_do_not_depend_on_the_thread_count(threads, monkeypatch, dtype):
+    # conv2d's chunks of images (gradlab.ops.conv.Columns) go to threads, and the weight gradient adds
+    # per-run partial sums in a fixed order; batch norm's passes go by blocks of images. Small
+    # chunks and thresholds, so that a small batch spans many chunks and pieces.
+    import gradlab.ops.conv as conv
+    monkeypatch.setattr(conv, "CHUNK_BYTES", 20000)
+    monkeypatch.setattr(backend_threads, "MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(backend_threads, "GRAIN", 1 << 8)
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((11, 4, 10, 9), (6, 4, 3, 3), (5, 6, 3, 3), (6,), (6,))]
+    gradlab.set_num_threads(1)
+    one = _conv_bn_program(gradlab, *arrays)
+    gradlab.set_num_threads(2)
+    assert backend_threads.threads_for(11 * 4 * 10 * 9) == 2        # (the patched thresholds: both threads)
+    for k in (2, 3):
+        gradlab.set_num_threads(k)
+        many = _conv_bn_program(gradlab, *arrays)
+        for a, c in zip(one, many):
+            assert np.array_equal(a, c), f"{k} threads differ from 1"
+
+
+def test_threaded_conv_and_batch_norm_match_pytorch(threads):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(np.float64) for s in ((64, 8, 16, 16), (8, 8, 3, 3), (8, 8, 3, 3), (8,), (8,))]
+    gradlab.set_num_threads(2)
+    assert backend_threads.threads_for(64 * 8 * 16 * 16) == 2      # (big enough for both threads)
+    for mine, theirs in zip(_conv_bn_program(gradlab, *arrays), _conv_bn_program(torch, *arrays)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-9)
+
+
+def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
+    # conv2d's chunks each call BLAS (parallel_for(..., blas=True)): BLAS must be held to one thread
+    # inside the pieces (else 2 gradlab threads x 2 BLAS threads on 2 cores), and set back after.
+    # Where gradlab cannot set BLAS's threads (not OpenBLAS), such a loop stays in the calling thread.
+    import threading
+    blas = backend_threads._openblas()
+    gradlab.set_num_threads(2)
+    before = blas[0]() if blas is not None else None
+    seen = []
+
+    def piece(lo, hi):
+        seen.append((threading.get_ident(), blas[0]() if blas is not None else None))
+        np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
+    backend_threads.parallel_for(piece, 4, work=1 << 20, blas=True)
+    if blas is None:
+        assert seen == [(threading.get_ident(), None)]
+    else:
+        assert len(seen) == 2 and {n for _, n in seen} == {1}
+        assert blas[0]() == before

@@ -7,19 +7,31 @@ one piece per thread; :func:`map_rows` applies an array function to row blocks o
 
 * **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward and
   backward), ``layer_norm`` (forward and backward), ``cross_entropy`` (its log-softmax), the
-  table's ``exp``/``tanh``/``sigmoid`` and the fused ``gradlab.compile`` kernels, on arrays of at
-  least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the calling thread.
+  table's ``exp``/``tanh``/``sigmoid``/``relu`` (forward and backward), the fused ``gradlab.compile``
+  kernels, ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``) and ``batch_norm`` (blocks of
+  images), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
+  calling thread.
 * **Same bits as one thread**: every split is along rows that are computed independently
   (elementwise work, or a reduction along the last axis, each row reduced by the same NumPy call
   whatever block it lands in), so the results are bit for bit those of one thread, whatever the
   thread count. Reductions *across* the split (``x.sum()`` of a whole tensor, ``sum(dim=0)``,
-  the batch-mean of a loss) are not split: they stay one NumPy call, as before.
+  the batch-mean of a loss) are not split: they stay one NumPy call, as before. conv2d's weight
+  gradient (a sum over images) adds a fixed number of partial sums, each over a fixed run of
+  images, in a fixed order: the same bits for any thread count too.
 * **Default**: as PyTorch, the number of cores this process may run on (``os.sched_getaffinity``),
   unless ``GRADLAB_NUM_THREADS`` or ``OMP_NUM_THREADS`` says otherwise; BLAS keeps its own
   setting (``OPENBLAS_NUM_THREADS``...), as NumPy does.
+* **BLAS inside the pieces** (``parallel_for(..., blas=True)``, conv2d's chunks): each piece makes
+  its own BLAS calls, so BLAS is held to one thread while the pieces run (:func:`blas_threads`),
+  else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
+  That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
+  ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import glob
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -93,18 +105,77 @@ def threads_for(work: int) -> int:
     return max(1, min(n, work // GRAIN))
 
 
-def parallel_for(part, n: int, grain: int = 1, work: int | None = None) -> None:
+def _openblas():
+    """``(get, set)``: ctypes functions reading and setting the thread count of the OpenBLAS NumPy
+    uses, or None (another BLAS, or none found). Looked up once.
+
+    NumPy's wheels bundle OpenBLAS with prefixed names (``scipy_openblas_set_num_threads64_``); a
+    NumPy built against a system OpenBLAS has the plain ones. The library is already loaded (NumPy
+    linked it), so opening it again by its path returns the same copy, the one NumPy calls.
+    """
+    if "blas" in _state:
+        return _state["blas"]
+    _state["blas"] = None
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:        # Linux: the libraries this process has loaded
+            paths = [line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line]
+    except OSError:  # pragma: no cover - macOS/Windows
+        pass
+    here = os.path.dirname(np.__file__)
+    paths += glob.glob(os.path.join(here, os.pardir, "numpy.libs", "*openblas*")) + glob.glob(
+        os.path.join(here, ".dylibs", "*openblas*"))
+    for path in dict.fromkeys(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for pre, suf in (("scipy_openblas_", "64_"), ("scipy_openblas_", ""), ("openblas_", "64_"), ("openblas_", "")):
+            get, set_ = (getattr(lib, f"{pre}{what}_num_threads{suf}", None) for what in ("get", "set"))
+            if get is not None and set_ is not None:
+                get.restype, set_.restype, set_.argtypes = ctypes.c_int, None, [ctypes.c_int]
+                _state["blas"] = (get, set_)
+                return _state["blas"]
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(n: int):
+    """Within the block, OpenBLAS uses ``n`` threads (restored after); a no-op if BLAS cannot be set
+    (see :func:`_openblas`). Only gradlab's calling thread changes it, around a parallel loop."""
+    blas = _openblas()
+    old = blas[0]() if blas is not None else n
+    if old != n:
+        blas[1](n)
+    try:
+        yield
+    finally:
+        if old != n:
+            blas[1](old)
+
+
+def parallel_for(part, n: int, grain: int = 1, work: int | None = None, blas: bool = False) -> None:
     """Run ``part(lo, hi)`` over ``[0, n)``, split into one piece of whole ``grain``s per thread.
 
     ``work`` is the number of elements the whole loop touches (default ``n``): below
     :data:`MIN_ELEMENTS`, or with one thread, ``part(0, n)`` runs in the calling thread. The calling
     thread computes the first piece itself. A piece that calls ``parallel_for`` again runs it inline.
+    ``blas``: the pieces call BLAS (matrix products), which then runs on one thread in each piece
+    (:func:`blas_threads`); where gradlab cannot set BLAS's threads, the loop stays in this thread.
     """
     grain = max(1, grain)
     nthreads = min(threads_for(n if work is None else work), -(-n // grain))
+    if nthreads > 1 and blas and _openblas() is None:
+        nthreads = 1
     if nthreads <= 1:
         part(0, n)
         return
+    with blas_threads(1) if blas else contextlib.nullcontext():
+        _split(part, n, grain, nthreads)
+
+
+def _split(part, n, grain, nthreads):
+    """:func:`parallel_for`'s pieces: one per thread, the first in the calling thread."""
     per = -(-n // nthreads)
     per = -(-per // grain) * grain
     bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]

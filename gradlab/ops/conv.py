@@ -36,6 +36,7 @@ from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt, xp_of
+from ..backend.threads import is_host, parallel_for
 from ..errors import ArgumentError, DTypeError, GradError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .registry import Sample, register
@@ -152,6 +153,16 @@ class Fold(Op):
 
 
 CHUNK_BYTES = 1 << 21  # the columns of one chunk of images: 2 MB, so they are still in cache when the matmul reads them
+MIN_CHUNKS = 4         # a batch is cut into at least this many chunks (when it has the images), so threads share them
+
+
+def chunk_images(n, per_image):
+    """Images per chunk, for ``n`` images of ``per_image`` bytes of columns: about :data:`CHUNK_BYTES`,
+    and at most ``n / MIN_CHUNKS``. Why the second: a batch in one chunk would run on one gradlab
+    thread, with BLAS's own threads, and BLAS's idle workers spin for about 0.1 s after such a call,
+    taking a core from gradlab's threads in the next layers. Both bounds are fixed (never the thread
+    count), so the chunks, and the results, are the same for any number of threads."""
+    return int(max(1, min(CHUNK_BYTES // max(1, per_image), -(-n // MIN_CHUNKS))))
 
 
 class Columns:
@@ -178,55 +189,91 @@ class Columns:
     2.5 ms -> 0.8 ms (one thread), more than the margin's extra products cost. With a stride the
     runs are strided anyway: ``row`` is ``ow``, no margin.
 
-    ``chunks()`` yields ``(lo, hi, cols)``: ``cols`` is ``(C*kh*kw, (hi - lo) * oh*row)``, the columns of
-    images ``lo:hi`` side by side (a view of the buffer: valid until the next chunk).
+    Why the chunks are shared among threads (``backend.threads.parallel_for``, one run of whole
+    chunks per thread, each thread with its own buffers): the copies that build the columns run on
+    one core otherwise, while the matmuls use BLAS's threads. Each thread's matmuls then run with
+    BLAS held to one thread (``parallel_for(..., blas=True)``), and every layer has at least
+    :data:`MIN_CHUNKS` chunks, so no conv call leaves BLAS's idle workers spinning beside gradlab's
+    threads (see :func:`chunk_images`). Measured on a shared 2-core machine (load 1.4-1.5), the
+    ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps at the default 2 threads,
+    alternating with the tree before: 407-481 ms vs 469-486 ms, CPU time 625-727 vs 933-967 ms.
+    The chunk size does not depend on the thread count, so neither do the results.
+
+    :meth:`run` calls ``body(part, lo, hi, cols)`` for every chunk: ``cols`` is ``(C*kh*kw, (hi - lo) * oh*row)``,
+    the columns of images ``lo:hi`` side by side (a view of the thread's buffer: valid until its next chunk).
     """
 
     def __init__(self, x, k, d, p, s, dtype):
-        self.x, xp = x, xp_of(x)
+        self.x, self.xp = x, xp_of(x)
         n, c, h, w = x.shape
-        self.hw, self.p = (h, w), p
-        hp, wp = h + 2 * p[0], w + 2 * p[1]
+        self.hw, self.p, self.dtype = (h, w), p, dtype
+        self.hpw = (h + 2 * p[0], w + 2 * p[1])
         self.oh, self.ow = out_size(h, k[0], d[0], p[0], s[0]), out_size(w, k[1], d[1], p[1], s[1])
         flat = s == (1, 1)
-        self.row = wp if flat else self.ow
+        self.row = self.hpw[1] if flat else self.ow
         self.size = self.oh * self.row                                        # columns per image
         isz = np.dtype(dtype).itemsize
-        self.nb = nb = int(max(1, min(n, CHUNK_BYTES // max(1, c * k[0] * k[1] * self.size * isz))))
+        self.nb = chunk_images(n, c * k[0] * k[1] * self.size * isz)
+        self.nchunks = -(-n // self.nb)
+        self.geom = (k, d, s, flat)
+        self.k = c * k[0] * k[1]
+
+    def _buffers(self):
+        """One thread's buffers: the zero-padded chunk of images, the windows into it, the columns."""
+        (k, d, s, flat), xp, nb = self.geom, self.xp, self.nb
+        c, (hp, wp) = self.x.shape[1], self.hpw
+        isz = np.dtype(self.dtype).itemsize
         margin = d[1] * (k[1] - 1) if flat else 0                             # the last window reads past the end
-        buf = xp.zeros(nb * c * hp * wp + margin, dtype=dtype)
-        self.padded = buf[:nb * c * hp * wp].reshape(nb, c, hp, wp)
+        buf = xp.zeros(nb * c * hp * wp + margin, dtype=self.dtype)
+        padded = buf[:nb * c * hp * wp].reshape(nb, c, hp, wp)
         sn, sc, sh, sw = c * hp * wp * isz, hp * wp * isz, wp * isz, isz
         taps = (c, k[0], k[1], nb)                                            # (C, kh, kw, images, ...)
         if flat:
-            self.win = strided_view(buf, taps + (self.size,), (sc, sh * d[0], sw * d[1], sn, sw))
+            win = strided_view(buf, taps + (self.size,), (sc, sh * d[0], sw * d[1], sn, sw))
         else:
-            self.win = strided_view(buf, taps + (self.oh, self.ow), (sc, sh * d[0], sw * d[1], sn, sh * s[0], sw * s[1]))
-        self.cols = xp.empty(self.win.shape, dtype=dtype)
-        self.k = c * k[0] * k[1]
+            win = strided_view(buf, taps + (self.oh, self.ow), (sc, sh * d[0], sw * d[1], sn, sh * s[0], sw * s[1]))
+        return padded, win, xp.empty(win.shape, dtype=self.dtype)
 
-    def chunks(self, zero_margin=False):
-        """The columns chunk by chunk. ``zero_margin``: the margin columns are zeros (not values of the
-        neighbouring row), for products that sum over columns (an infinite input would give 0 * inf = nan)."""
+    def run(self, body, parts=None, zero_margin=False, scratch=None):
+        """``body(part, lo, hi, cols, mine)`` for every chunk, the chunks split into ``parts`` runs of
+        consecutive chunks (default: one per chunk) shared among threads; the chunks of one part go to one
+        thread, in order. ``mine`` is what ``scratch()`` made for this thread (``None`` without it): buffers
+        of the caller's own. ``zero_margin``: the margin columns are zeros (not values of the neighbouring
+        row), for products that sum over columns (an infinite input would give 0 * inf = nan)."""
         (h, w), p = self.hw, self.p
-        n, nb = self.x.shape[0], self.nb
-        for lo in range(0, n, nb):
-            m = min(nb, n - lo)
-            self.padded[:m, :, p[0]:p[0] + h, p[1]:p[1] + w] = self.x[lo:lo + m]
-            self.cols[:, :, :, :m] = self.win[:, :, :, :m]
-            cols = self.cols.reshape(self.k, nb, self.oh, self.row)[:, :m]
-            if zero_margin and self.row != self.ow:
-                cols[..., self.ow:] = 0
-            yield lo, lo + m, cols.reshape(self.k, m * self.size)
+        n, nb, total = self.x.shape[0], self.nb, self.nchunks
+        parts = total if parts is None else max(1, min(parts, total))
+
+        def piece(first, last):  # parts first:last, in this thread, with its own buffers
+            padded, win, buf = self._buffers()
+            mine = None if scratch is None else scratch()
+            for part in range(first, last):
+                for ci in range(part * total // parts, (part + 1) * total // parts):
+                    lo = ci * nb
+                    m = min(nb, n - lo)
+                    padded[:m, :, p[0]:p[0] + h, p[1]:p[1] + w] = self.x[lo:lo + m]
+                    buf[:, :, :, :m] = win[:, :, :, :m]
+                    cols = buf.reshape(self.k, nb, self.oh, self.row)[:, :m]
+                    if zero_margin and self.row != self.ow:
+                        cols[..., self.ow:] = 0
+                    body(part, lo, lo + m, cols.reshape(self.k, m * self.size), mine)
+        if is_host(self.x):
+            parallel_for(piece, parts, work=self.k * self.size * n, blas=True)
+        else:  # (CuPy: the device runs one stream)
+            piece(0, parts)
 
     def crop(self, rows, m):
         """``(OC, m*oh*row)`` matmul results -> ``(m, OC, oh, ow)``, the margin columns dropped (a view)."""
         return rows.reshape(rows.shape[0], m, self.oh, self.row)[..., :self.ow].transpose(1, 0, 2, 3)
 
 
+PARTIAL_SUMS = 8  # the weight gradient's partial sums: chunks are summed in this many runs, then the runs in order
+
+
 def conv_arrays(x, w, d, p, s, groups):
     """conv2d on arrays: ``Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]``, im2col and matmul a chunk of
-    images at a time (:class:`Columns`: the chunk's columns stay in cache between the two). Measured on
+    images at a time (:class:`Columns`: the chunk's columns stay in cache between the two; the chunks
+    shared among threads, each writing its own images of ``Y``). Measured on
     one thread, batch 64, 3x3 kernel, padding 1: 16 -> 16 channels at 32x32 10.4 ms -> 7.2 ms,
     64 -> 64 at 8x8 7.0 -> 5.6 ms, against im2col of the whole batch, then one matmul."""
     xp = xp_of(x)
@@ -234,28 +281,48 @@ def conv_arrays(x, w, d, p, s, groups):
     cols = Columns(x, w.shape[2:], d, p, s, w.dtype)
     wg = w.reshape(groups, oc // groups, -1)
     y = xp.empty((n, oc, cols.oh, cols.ow), dtype=w.dtype)
-    for lo, hi, c in cols.chunks():
+
+    def body(part, lo, hi, c, _):
         yg = xp.matmul(wg, c.reshape(groups, -1, c.shape[1]))                   # (G, OC/G, m*oh*row)
         y[lo:hi] = cols.crop(yg.reshape(oc, -1), hi - lo)    # (16-bit operands: float32 products, cast here)
+    cols.run(body)
     return y
 
 
 def conv_weight_grad(x, g, wshape, d, p, s, groups):
     """conv2d's weight gradient on arrays: ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
-    time as :func:`conv_arrays`, each chunk one matmul ``dY (OC, m*L) @ cols^T``. The columns are
+    time as :func:`conv_arrays`, each chunk one matmul, written ``cols @ dY^T`` (``dW^T``, transposed
+    back at the end): the same product as ``dY (OC, m*L) @ cols^T``, but BLAS packs it faster here
+    (measured on one thread, a chunk of 16 -> 16 channels at 32x32: 0.22 vs 0.26 ms; 64 -> 64 at
+    8x8: 0.73 vs 0.78 ms). The columns are
     rebuilt from the saved input, not kept from the forward: that would hold ``kh*kw`` copies of every
-    conv layer's input until the backward."""
+    conv layer's input until the backward.
+
+    Threads: the chunks are cut into :data:`PARTIAL_SUMS` runs of consecutive chunks (a number that does not
+    depend on the thread count); each run's products are added up in order into its own partial
+    sum, in whichever thread runs it, and the partial sums are added in run order at the end: the same
+    bits for any thread count."""
     xp = xp_of(g)
     n, oc = g.shape[:2]
     cols = Columns(x, wshape[2:], d, p, s, g.dtype)
-    gt = xp.zeros((oc, cols.nb, cols.oh, cols.row), dtype=g.dtype)  # dY's chunk, images side by side (zero margin)
-    dw = None
-    for lo, hi, c in cols.chunks(zero_margin=True):
+    parts = min(PARTIAL_SUMS, cols.nchunks)
+    sums = [None] * parts
+
+    def staging():  # one thread's copy of dY's chunk, images side by side (zero margin columns)
+        return xp.zeros((oc, cols.nb, cols.oh, cols.row), dtype=g.dtype)
+
+    def body(part, lo, hi, c, gt):
         m = hi - lo
         gt[:, :m, :, :cols.ow] = g[lo:hi].transpose(1, 0, 2, 3)
-        part = xp.matmul(gt[:, :m].reshape(groups, oc // groups, -1), c.reshape(groups, -1, c.shape[1]).swapaxes(-1, -2))
-        dw = part if dw is None else xp.add(dw, part, out=dw)
-    return xp.zeros(wshape, dtype=g.dtype) if dw is None else dw.reshape(wshape)   # (None: an empty batch)
+        prod = xp.matmul(c.reshape(groups, -1, c.shape[1]), gt[:, :m].reshape(groups, oc // groups, -1).swapaxes(-1, -2))
+        sums[part] = prod if sums[part] is None else xp.add(sums[part], prod, out=sums[part])   # (G, K/G, OC/G)
+    cols.run(body, parts, zero_margin=True, scratch=staging)
+    if not n:
+        return xp.zeros(wshape, dtype=g.dtype)
+    dwt = sums[0]
+    for t in sums[1:]:
+        dwt += t
+    return xp.ascontiguousarray(dwt.swapaxes(-1, -2)).reshape(wshape)
 
 
 def conv_input_grad(g, w, x_hw, d, p, groups):
@@ -281,6 +348,30 @@ def conv_input_grad(g, w, x_hw, d, p, groups):
     wf = w.reshape(groups, oc // groups, cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
     wf = xp_of(w).ascontiguousarray(wf).reshape(groups * cg, oc // groups, kh, kw)
     return conv_arrays(g, wf, d, (max(0, q[0]), max(0, q[1])), (1, 1), groups)        # (N, C, H, W)
+
+
+def conv_input_grad_fold(gr, w, x_hw, d, p, s):
+    """A strided conv2d's input gradient on arrays, ``fold(W^T @ dY)``, a chunk of images at a time.
+
+    ``gr`` is ``dY`` as ``(N, G, OC/G, L)``. Each chunk's ``W^T @ dY`` (about :data:`CHUNK_BYTES`) is
+    folded back (:func:`col2im`) while it is still in cache, and the chunks are shared among threads
+    (``backend.threads.parallel_for``; each image's gradient is its own products and adds, so the
+    result is the same bits for any thread count); BLAS runs on one thread inside them, as in
+    :class:`Columns`."""
+    xp = xp_of(gr)
+    n, groups, ocg, lcount = gr.shape
+    _, cg, kh, kw = w.shape
+    wt = w.reshape(groups, ocg, cg * kh * kw).swapaxes(-1, -2)                 # (G, K/G, OC/G)
+    dx = xp.empty((n, groups * cg) + tuple(x_hw), dtype=xp.result_type(gr, w))
+    nb = chunk_images(n, groups * cg * kh * kw * lcount * dx.itemsize)
+
+    def piece(lo, hi):
+        for a in range(lo, hi, nb):
+            b = min(a + nb, hi)
+            dcols = xp.matmul(wt, gr[a:b]).reshape(b - a, groups * cg * kh * kw, lcount)
+            dx[a:b] = col2im(dcols, x_hw, (kh, kw), d, p, s)
+    parallel_for(piece, n, grain=nb, work=n * groups * cg * kh * kw * lcount if is_host(gr) else 0, blas=True)
+    return dx
 
 
 def _geometry(op, kernel_size, dilation, padding, stride):
@@ -389,7 +480,7 @@ class Conv2d(Op):
         s, p, d, groups = self.conf
         n, c, h, wd = x.shape
         oc, cg, kh, kw = w.shape
-        k, lcount = (kh, kw), g.shape[2] * g.shape[3]
+        lcount = g.shape[2] * g.shape[3]
         g = xp_of(g).ascontiguousarray(g)  # a broadcast dY (from y.sum()) would send matmul to its slow loop
         gr = g.reshape(n, groups, oc // groups, lcount)
         nf = self.next_functions
@@ -398,9 +489,7 @@ class Conv2d(Op):
             if s == (1, 1):
                 dx = conv_input_grad(g, w, x.shape[2:], d, p, groups)
             else:  # vjp's formula on arrays: fold(W^T @ dY)
-                wg = w.reshape(groups, oc // groups, cg * kh * kw)
-                dcols = np.matmul(wg.swapaxes(-1, -2), gr).reshape(n, c * kh * kw, lcount)
-                dx = col2im(dcols, (h, wd), k, d, p, s)
+                dx = conv_input_grad_fold(gr, w, (h, wd), d, p, s)
         if nf[1] is not None:
             dw = conv_weight_grad(x, g, w.shape, d, p, s, groups)                 # sum_n dY @ cols^T
         if nf[2] is not None:

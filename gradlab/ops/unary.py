@@ -116,6 +116,11 @@ class Elementwise(Op):
 
     def vjp_arrays(self, g):
         v = self.saved_arrays[0] if self.saves else None
+        if type(g) is np.ndarray and g.size >= _BIG and type(v) is np.ndarray and v.shape == g.shape \
+                and g.flags.c_contiguous and v.flags.c_contiguous and _threads.threads_for(g.size) > 1:
+            # a large host array: block by block across threads, as the forward (elementwise: same bits).
+            # (On one thread, one call: ReLU's backward of 1M floats 0.35 ms vs 0.66 ms by blocks.)
+            return (_threads.map_blocks(lambda gb, vb: self.grad(np, gb, vb), g, v),)
         xp = np if type(g) is np.ndarray else xp_of(g)  # (a host array's namespace without a call: the hot path)
         return (self.grad(xp, g, v),)
 
