@@ -3,15 +3,17 @@
 Two `gradlab grade` invocations (each one pytest+nbval process, notebooks spread over two xdist workers)
 cover everything. One batch, with hidden tests, holds every solution, every generated exercise, the
 submissions in tests/fixtures/submissions that attack the grader (forged records, patched helpers) and a
-sample of the honest ones (tests/submission_fixtures.py), the misbehaving submissions made here and a bad
-file: each exercise's reference runs once for all of them (a kernel per exercise, not one per invocation).
+sample of the honest ones (tests/submission_fixtures.py), the misbehaving submissions made here (but the
+infinite loop) and a bad file: each exercise's reference runs once for all of them (a kernel per exercise,
+not one per invocation).
 In it every solution scores full marks; every generated exercise scores zero on every part; each fixture
 loses exactly the parts its `expected_NN.json` names or, as a correct alternative (`alt_*.ipynb`), gets full
 marks (every honest fixture is also graded in-process, against the same expectations, by
 tests/test_course_fixtures.py); and the grader survives an exception, an infinite loop, a crashed kernel,
 megabytes of output, edited/deleted test cells and a bad file in the same batch (those submissions are
 made here from exercise 01, so they follow its current parts). The second, small invocation grades without
-hidden tests and keeps what ran (`--keep`).
+hidden tests, keeps what ran (`--keep`) and holds the infinite loop: its short cell time-out is what the
+loop burns in CPU, so it is not the big batch's.
 The exploits a student might try are in tests/test_course_trust.py.
 """
 from __future__ import annotations
@@ -40,8 +42,10 @@ pytestmark = pytest.mark.slow
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 # seconds per cell: the slowest legitimate cell takes about a second on an idle machine; generous so that a
-# loaded CI machine never times out a correct cell, short where a submission loops forever on purpose
-TIMEOUT, LOOP_TIMEOUT = "60", "30"
+# loaded CI machine never times out a correct cell. The small run that holds the infinite loop has a shorter
+# one: the loop burns a whole core until its cell times out, and proving that it is stopped and reported
+# takes seconds, not 30 (that run's slowest other cell took 0.21 s at load 4.4 on 2 cores: a 20x margin).
+TIMEOUT, LOOP_TIMEOUT = "60", "5"
 
 BASE = "01_unbroadcast"
 
@@ -110,13 +114,15 @@ def runs(tmp_path_factory):
         paths[name] = tmp / f"{name}.ipynb"
         nbformat.write(nb, paths[name])
     fixtures = [FIXTURES / f"{stem}.ipynb" for stem in SANDBOXED]
-    students = [*EXERCISES, *fixtures, *paths.values(), bad]
+    loop = paths["survive_infinite_loop"]
+    students = [*EXERCISES, *fixtures, *(p for p in paths.values() if p != loop), bad]
     hidden_fixture = next((FIXTURES / f"{n}.ipynb" for n in sorted(WRONG)), None)
     return {
         # the solutions and the students' submissions in one batch: the solutions are graded as any
         # submission is (their own reference run beside them), and each exercise's reference runs once
-        "batch": _grade(tmp, "batch", [*SOLUTIONS, *students], "--hidden", timeout=LOOP_TIMEOUT),
-        "plain": _grade(tmp, "plain", [hidden_fixture, EXERCISES[0]], "--keep", str(tmp / "kept")),
+        "batch": _grade(tmp, "batch", [*SOLUTIONS, *students], "--hidden"),
+        "plain": _grade(tmp, "plain", [hidden_fixture, EXERCISES[0], loop], "--keep", str(tmp / "kept"),
+                        timeout=LOOP_TIMEOUT),
         "kept": tmp / "kept",
         "made": paths,
         "n_students": len(students),
@@ -233,8 +239,8 @@ def test_keep_shows_exactly_what_ran(runs):
     index = json.loads((kept / "index.json").read_text())
     labels = list(index.values())
     # the references run first (a failing one is an instructor error, found before the submissions)
-    assert all(label.startswith("reference: ") for label in labels[:2]) and len(labels) == 4
-    assert labels[2:] == [str(runs["hidden_fixture"]), str(EXERCISES[0])]
+    assert all(label.startswith("reference: ") for label in labels[:2]) and len(labels) == 5
+    assert labels[2:] == [str(runs["hidden_fixture"]), str(EXERCISES[0]), str(runs["made"]["survive_infinite_loop"])]
     ran = (kept / list(index)[2] / "submission.ipynb").read_text()
     assert "BEGIN HIDDEN TESTS" not in ran and "expected=" not in ran, "no hidden test or reference without --hidden"
     assert (kept / "pytest.log").read_text().strip()
@@ -247,7 +253,7 @@ def test_survives_an_exception_in_student_code(runs):
 
 
 def test_survives_an_infinite_loop(runs):
-    parts = _parts(_nb(runs, "survive_infinite_loop"))
+    parts = _parts(runs["plain"]["nb"][str(runs["made"]["survive_infinite_loop"])])
     first = runs["tests01"][0]
     assert parts[first]["status"] == "timeout"
     assert f"timed out after {LOOP_TIMEOUT} s" in parts[first]["message"]

@@ -826,3 +826,45 @@ def test_without_a_ceiling_every_report_says_so(monkeypatch):
 ])
 def test_where_the_kernels_cgroups_go(cgroup, mountinfo, expected):
     assert sandbox._cgroup_candidates(cgroup, mountinfo) == expected
+
+
+def test_the_watcher_reads_the_exact_memory_only_near_the_limit():
+    """The launcher's memory look: far below the limit the cheap resident sum (RSS), near it the exact
+    proportional share (PSS), which counts a forked child's shared pages once. PSS <= RSS, so the kill
+    happens at the same point; a forked copy of this process shows the two apart."""
+    import signal
+    import time
+    child = os.fork()
+    if child == 0:
+        time.sleep(30)
+        os._exit(0)
+    try:
+        pids = [os.getpid(), child]
+        rss = sandbox._resident_mb(pids)
+        pss = sandbox._memory_mb(pids)
+        assert 10 < pss < 0.9 * rss, (pss, rss)
+        assert sandbox._memory_mb(pids, limit_mb=100 * rss) == pytest.approx(rss, rel=0.05)
+        assert sandbox._memory_mb(pids, limit_mb=rss) == pytest.approx(pss, rel=0.05)
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+
+
+@pytest.mark.skipif(bool(CEILING_WHY), reason=f"no process ceiling here: {CEILING_WHY}")
+def test_the_watcher_counts_the_processes_in_the_kernels_cgroup():
+    """What the watcher counts is its cgroup's list: the process that joined it and what that one starts."""
+    import subprocess
+    folder = sandbox._cgroup_make(sandbox.process_ceiling()[0], sandbox.Limits())
+    assert folder and sandbox._cgroup_pids(folder) == []
+    p = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30"], preexec_fn=lambda: sandbox._cgroup_join(folder))
+    try:
+        for _ in range(50):
+            pids = sandbox._cgroup_pids(folder)
+            if len(pids) == 3:
+                break
+            threading.Event().wait(0.05)
+        assert p.pid in pids and len(pids) == 3, pids
+    finally:
+        p.kill()
+        sandbox._cgroup_remove(folder)
+    assert sandbox._cgroup_pids(folder) is None, "a removed cgroup reads as none"

@@ -27,10 +27,12 @@ What the kernel gets (``bwrap_argv``):
   a private folder that is mounted into this kernel only. With its own network namespace it has only
   its own loopback: no other kernel's ports, no network.
 
-Limits: the launcher polls the kernel's process tree (``Limits``) and kills the whole tree (SIGKILL on
-bwrap; the PID namespace ends with it) when it uses more memory or processes than allowed or runs past its
-wall-clock budget, and writes why into ``status.json`` beside the channels folder, where the grader reads
-it (the kernel cannot see that file). Inside, before the kernel starts (``_inside``), resource limits
+Limits: the launcher polls the kernel's processes (``Limits``; its cgroup's list, else its process tree)
+and kills the whole tree (SIGKILL on bwrap; the PID namespace ends with it) when it uses more memory or
+processes than allowed or runs past its wall-clock budget, and writes why into ``status.json`` beside the
+channels folder, where the grader reads it (the kernel cannot see that file). Each look is cheap (one
+read of the cgroup, the resident sizes; the exact PSS only near the memory limit): it runs ten times a
+second for every submission's whole life. Inside, before the kernel starts (``_inside``), resource limits
 (CPU seconds, address space, process count, file size, no core dumps) are set, and an **audit hook**
 (``sys.addaudithook``; Python code cannot remove it) notes writes by any Python path (``open``,
 ``os.open``, renames, deletions...), programs run, sockets connected and native mount/namespace calls,
@@ -454,9 +456,45 @@ def _tree(root, most=None):
     return out
 
 
-def _memory_mb(pids):
+def _cgroup_pids(folder):
+    """The processes in the kernel's cgroup (bwrap joined it before starting, so it holds bwrap and all it
+    started; none can leave: the sandbox has no cgroup file system), or None when it cannot be read.
+
+    One read, where walking the tree reads a ``children`` file per thread (a kernel has a dozen):
+    the watcher looks ten times a second, and the walk was most of its CPU."""
+    try:
+        with open(os.path.join(folder, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return None
+
+
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
+
+
+def _resident_mb(pids):
+    """The resident memory (RSS) of ``pids`` added up: cheap (``statm``), and never below their PSS."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total * _PAGE_KB / 1024
+
+
+def _memory_mb(pids, limit_mb=None):
     """The memory of ``pids`` together: each one's proportional share (PSS), so forked copies of one
-    process's pages are counted once, not once per child."""
+    process's pages are counted once, not once per child.
+
+    With ``limit_mb``: PSS is read (``smaps_rollup``, which walks each process's page tables: about a
+    millisecond per look at a kernel) only when the resident sum comes near the limit. A PSS is never
+    more than the RSS, so below the limit's margin the RSS sum is returned and the verdict is the same."""
+    if limit_mb is not None:
+        rss = _resident_mb(pids)
+        if rss < 0.75 * limit_mb:
+            return rss
     total_kb = 0
     for pid in pids:
         try:
@@ -515,12 +553,17 @@ def _supervise(proc, lim, status_path, chan, poll=0.1, cgroup=""):
         pass
     memory, done = {"mb": 0.0}, threading.Event()
 
+    def processes():
+        # (the cgroup's list when there is one, else a walk of the tree)
+        pids = _cgroup_pids(cgroup) if cgroup else None
+        return _tree(proc.pid, most=lim.processes + 3) if pids is None else pids
+
     def measure():
         # In a thread of its own: reading a process's smaps_rollup waits for the lock on its memory map,
         # which a forking process holds; under a fork bomb this read waited past the cell's timeout, and a
         # watcher waiting with it saw neither the ceiling nor the count.
         while not done.wait(poll):
-            memory["mb"] = _memory_mb(_tree(proc.pid, most=lim.processes + 3))
+            memory["mb"] = _memory_mb(processes(), lim.memory_mb)
     threading.Thread(target=measure, daemon=True).start()
     while proc.poll() is None:
         time.sleep(poll)
@@ -531,7 +574,7 @@ def _supervise(proc, lim, status_path, chan, poll=0.1, cgroup=""):
         elif cgroup and _cgroup_hit(cgroup):
             killed = f"too many processes: it reached its ceiling of {lim.tasks} processes and threads (a fork bomb?)"
         else:
-            pids, (entries, size) = _tree(proc.pid, most=lim.processes + 3), _usage(chan)
+            pids, (entries, size) = processes(), _usage(chan)
             if len(pids) - 3 > lim.processes:   # (bwrap, its init in the namespace and the kernel itself)
                 killed = f"too many processes: it started more than {lim.processes} (a fork bomb?)"
             elif memory["mb"] > lim.memory_mb:
@@ -595,6 +638,7 @@ _MUTATIONS = {"os.remove", "os.rename", "os.replace", "os.rmdir", "os.mkdir", "o
 _PROGRAMS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"}
 _NATIVE = {"mount", "umount", "umount2", "unshare", "setns", "pivot_root", "chroot", "ptrace", "mount_setattr",
            "fsmount", "move_mount", "open_tree", "syscall"}
+_HOOKED = frozenset({"open", "socket.connect", "socket.bind", "ctypes.dlsym", *_MUTATIONS, *_PROGRAMS})
 
 
 def _audit(work, chan=""):
@@ -623,7 +667,9 @@ def _audit(work, chan=""):
         return os.path.normpath(p if os.path.isabs(p) else os.path.join(os.getcwd(), p))
 
     def hook(event, args):
-        if not _ARMED:
+        # (called on every audited event of the kernel: imports, compiles, exec, object attribute reads...;
+        # one set lookup sends the many it ignores away before anything else runs)
+        if event not in _HOOKED or not _ARMED:
             return
         if event == "open":
             path, mode, flags = (list(args) + [None, None, 0])[:3]
@@ -681,8 +727,18 @@ def _inside(argv):
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and p != os.getcwd()]
     _audit(HOME, os.path.dirname(kernel_args[kernel_args.index("-f") + 1]) if "-f" in kernel_args else "")
     sys.argv = ["ipykernel_launcher", *kernel_args]
-    from ipykernel import kernelapp
-    kernelapp.launch_new_instance()
+    # No grader asks a grading kernel for a debugger, and ipykernel imports debugpy (when installed) to
+    # offer one: a tenth of a kernel's start-up CPU. It is hidden while the kernel starts (ipykernel then
+    # offers no debugger) and importable again before the first cell, for a student's own code.
+    hidden = "debugpy" not in sys.modules
+    if hidden:
+        sys.modules["debugpy"] = None
+    from ipykernel.kernelapp import IPKernelApp
+    app = IPKernelApp.instance()
+    app.initialize()
+    if hidden and sys.modules.get("debugpy", 0) is None:
+        del sys.modules["debugpy"]
+    app.start()
 
 
 if __name__ == "__main__":
