@@ -58,6 +58,10 @@ test: venv-test
 	@$(BIN)/python -c "import torch" 2>/dev/null || echo "make test: PyTorch (the oracle) is not installed, so the tests comparing with it SKIP (CI runs them: make test-oracle)"
 	@test -x "$${GRADLAB_CHROMIUM:-/usr/bin/chromium}" || echo "make test: Chromium not found at $${GRADLAB_CHROMIUM:-/usr/bin/chromium}, so the real-browser tests (tests/browser) SKIP; install it with: apt-get install -y chromium"
 	$(BIN)/python -m ruff check .
+	# gradlab's bytecode written once, beside the sources (git-ignored): the sandboxed grading kernels see
+	# the sources read-only and would otherwise compile gradlab again in each of their hundreds of starts
+	# (about 0.6 CPU-s each), also where PYTHONDONTWRITEBYTECODE is set
+	$(BIN)/python -m compileall -q gradlab
 	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
 	# each file whole on one worker (its module fixtures once), the longest files first (tests/conftest.py);
 	# the slowest tests are listed at the end (where the time goes: README, "Running the tests")
