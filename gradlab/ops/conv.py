@@ -207,9 +207,10 @@ class Columns:
         self.x, self.xp = x, xp_of(x)
         n, c, h, w = x.shape
         self.hw, self.p, self.dtype = (h, w), p, dtype
-        self.hpw = (h + 2 * p[0], w + 2 * p[1])
         self.oh, self.ow = out_size(h, k[0], d[0], p[0], s[0]), out_size(w, k[1], d[1], p[1], s[1])
         flat = s == (1, 1)
+        # the padded rows' length: stride 1, one shared zero gap of p between rows (see the class docstring)
+        self.hpw = (h + 2 * p[0], max(w + p[1], self.ow) if flat else w + 2 * p[1])
         self.row = self.hpw[1] if flat else self.ow
         self.size = self.oh * self.row                                        # columns per image
         isz = np.dtype(dtype).itemsize
