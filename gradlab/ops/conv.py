@@ -194,8 +194,8 @@ class Columns:
     that reach past a row's right end read the next row's left padding, as they read the padding
     column before): each output row is ``w + p`` columns (at least ``ow``, for a padding wider than the
     kernel's reach), ``p`` of them margin for a "same" convolution. For a 3x3 kernel, padding 1, 8x8 images compute 72 columns per
-    image instead of 80 (64 wanted): the ResNet's 64 -> 64 layer at 8x8, batch 64, forward +
-    backward on one thread, 17.7-18.3 ms -> 15.4-16.5 ms CPU time (alternating runs, load 2.8-2.9).
+    image instead of 80 (64 wanted). The ResNet's 3x3 layers, batch 64, forward + backward, one thread, CPU
+    time (alternating runs, load 2.8-5.2): 64 -> 64 at 8x8 17.7-18.7 -> 15.4-16.5 ms; 32 at 16x16 18.0-18.9 -> 17.0-17.3.
 
     Why the chunks are shared among threads (``backend.threads.parallel_for``, one run of whole
     chunks per thread, each thread with its own buffers): the copies that build the columns run on
