@@ -190,12 +190,12 @@ class Columns:
     runs are strided anyway: ``row`` is ``ow``, no margin.
 
     Why the padded rows are ``Wp = w + p`` wide, not ``w + 2p`` (stride 1): laid out flat, the zeros
-    right of one row are the zeros left of the next, so one gap of ``p`` zeros serves both (the taps
-    that reach past a row's right end read the next row's left padding, as they read the padding
-    column before): each output row is ``w + p`` columns (at least ``ow``, for a padding wider than the
-    kernel's reach), ``p`` of them margin for a "same" convolution. For a 3x3 kernel, padding 1, 8x8 images compute 72 columns per
-    image instead of 80 (64 wanted). The ResNet's 3x3 layers, batch 64, forward + backward, one thread, CPU
-    time (alternating runs, load 2.8-5.2): 64 -> 64 at 8x8 17.7-18.7 -> 15.4-16.5 ms; 32 at 16x16 18.0-18.9 -> 17.0-17.3.
+    right of one row are the zeros left of the next, so one gap of ``p`` zeros serves both (taps past
+    a row's right end read the next row's left padding). Each output row is ``w + p`` columns (at least
+    ``ow``), ``p`` of them margin in a "same" convolution: 3x3, padding 1, 8x8 images, 72 columns per
+    image instead of 80 (64 wanted). The ResNet's 3x3 layers, batch 64, forward + backward, one
+    thread, CPU time (alternating runs, load 2.8-5.2): 64 -> 64 at 8x8 17.7-18.7 -> 15.4-16.5 ms;
+    32 -> 32 at 16x16 18.0-18.9 -> 17.0-17.3 ms.
 
     Why the chunks are shared among threads (``backend.threads.parallel_for``, one run of whole
     chunks per thread, each thread with its own buffers): the copies that build the columns run on
