@@ -118,12 +118,18 @@ def test_backward_frees_the_graph_and_leaves_nothing_behind():
         gc.enable()
     for _ in range(300):  # (warm up: caches and free lists fill once)
         step()
-    gc.collect()
-    before = sys.getallocatedblocks()
-    for _ in range(600):
-        step()
-    gc.collect()
-    assert sys.getallocatedblocks() - before < 150
+    # the interpreter's own free lists and caches keep growing a little for about 1,000 more steps (measured:
+    # +124..151 blocks in the first 600, then +31..45, +8..11), so the last of three windows is judged:
+    # a leak of one block per step would add 600 in each
+    grew = []
+    for _ in range(3):
+        gc.collect()
+        before = sys.getallocatedblocks()
+        for _ in range(600):
+            step()
+        gc.collect()
+        grew.append(sys.getallocatedblocks() - before)
+    assert grew[-1] < 150, f"allocated blocks grew by {grew} over three windows of 600 steps"
 
 
 def test_a_gradient_that_differs_in_dtype_is_cast_back():
