@@ -263,7 +263,9 @@ class BatchNorm(Op):
         ctx.dims, ctx.eps, ctx.shape = dims, eps, shape
         cnt = a.size // a.shape[1]
         mu = (_channel_sums(a) / cnt).reshape(shape)
-        y = xp.empty(a.shape, xp.result_type(a, mu))          # xc, turned into the output in place
+        # xc, turned into the output in place; laid out as the input (empty_like keeps a transposed
+        # (N, C, T) view's order: a C-ordered buffer made BatchNorm1d's WaveNet step 15-20% slower)
+        y = xp.empty_like(a, dtype=xp.result_type(a, mu))
         rows = _by_rows(y)
         sq = xp.empty(a.shape[:2], y.dtype) if rows else None
 
@@ -312,7 +314,7 @@ class BatchNorm(Op):
         if nf[0] is None and nf[1] is None:
             return None, None, None if nf[2] is None else db.reshape(b.shape), None, None, None
         xp = xp_of(x)
-        xc = xp.empty(x.shape, xp.result_type(x, mu))        # x - mean (ours: reused below)
+        xc = xp.empty_like(x, dtype=xp.result_type(x, mu))   # x - mean, laid out as x (ours: reused below)
         rows = _by_rows(g, xc)
         gx = xp.empty(x.shape[:2], xc.dtype) if rows else None
 
@@ -328,7 +330,7 @@ class BatchNorm(Op):
             scale = rstd if w is None else rstd * w.reshape(rstd.shape)
             k1 = scale * (rstd * rstd) * (dot / cnt).reshape(rstd.shape)    # scale * Xhat * dW / n, per xc
             k0 = scale * (db / cnt).reshape(rstd.shape)
-            dx = xp.empty(g.shape, xp.result_type(g, scale))
+            dx = xp.empty_like(g, dtype=xp.result_type(g, scale))
 
             def combine(lo, hi):
                 xp.multiply(g[lo:hi], scale, out=dx[lo:hi])
