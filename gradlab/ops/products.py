@@ -73,7 +73,8 @@ class MatMul(OneRule, Op):
 class Linear(OneRule, Op):
     """``x @ W^T + b`` for a matrix ``x`` ``(N, in)``, ``W`` ``(out, in)``, ``b`` ``(out,)`` or None: one node,
     as PyTorch records ``nn.Linear`` as one ``addmm`` (``F.linear`` calls it; other shapes take the composite).
-    Its derivative is matmul's with ``B = W^T`` (so ``dW = (X^T @ dY)^T``), and the bias's the batch sum."""
+    Its derivative is matmul's: read on ``Y = X @ W^T`` for ``dX``, on ``Y^T = W @ X^T`` for ``dW = dY^T @ X``,
+    and the bias's the batch sum."""
     name = "linear"
     formula = "dX = dY @ W ; dW = dY^T @ X ; db = sum(dY over the batch)"
 
@@ -88,9 +89,14 @@ class Linear(OneRule, Op):
 
     def rule(self, ns, g, x, w):  # the VJP, on tensors and arrays alike (OneRule)
         nf = self.next_functions
-        dx, dwt = matmul_vjp(ns, g, x, w.mT, nf[0] is not None, nf[1] is not None)
+        dx = matmul_vjp(ns, g, x, w.mT, True, False)[0] if nf[0] is not None else None
+        # dW: the same rule read on Y^T = W @ X^T, so it comes out as dY^T @ X, (out, in) and contiguous.
+        # (Read on Y = X @ W^T it is (X^T @ dY)^T, a transposed view, which the engine copies before
+        # storing it in .grad: a strided copy of the whole weight, 0.4-0.5 ms of a 784-256-10 MLP's
+        # 1.2 ms step on one thread.)
+        dw = matmul_vjp(ns, g.mT, w, x.mT, True, False)[0] if nf[1] is not None else None
         db = g.sum(0) if len(nf) > 2 and nf[2] is not None else None
-        return (dx, None if dwt is None else dwt.mT, db)[:len(nf)]
+        return (dx, dw, db)[:len(nf)]
 
     def jvp(self, tx, tw, tb=None):
         x, w = self.args[:2]
