@@ -75,6 +75,34 @@ def test_pieces_cover_the_range_once(threads):
     assert all((hi - lo) % 7 == 0 for lo, hi in cover[:-1])
 
 
+def test_items_are_each_taken_once_with_one_scratch_per_thread(threads):
+    # parallel_items (conv2d's chunks): a free thread takes the next item; every item runs exactly
+    # once, with the scratch its own thread's setup() made; an error in an item reaches the caller.
+    import threading
+    gradlab.set_num_threads(2)
+    seen, made = [], []
+
+    def setup():
+        made.append(threading.get_ident())
+        return threading.get_ident()
+
+    def item(i, mine):
+        assert mine == threading.get_ident()
+        seen.append(i)
+    backend_threads.parallel_items(item, 50, work=1 << 22, setup=setup)
+    assert sorted(seen) == list(range(50))
+    assert len(made) == 2 and len(set(made)) == 2
+    seen.clear(), made.clear()
+    backend_threads.parallel_items(item, 5, work=1000, setup=setup)      # small: the calling thread, in order
+    assert seen == list(range(5)) and made == [threading.get_ident()]
+
+    def broken(i, _):
+        if i == 7:
+            raise ValueError("item 7")
+    with pytest.raises(ValueError, match="item 7"):
+        backend_threads.parallel_items(broken, 20, work=1 << 22)
+
+
 def test_set_num_threads_checks_its_argument(threads):
     with pytest.raises(gradlab.ArgumentError, match="set_num_threads"):
         gradlab.set_num_threads(0)

@@ -36,7 +36,7 @@ from .. import checks as _c, ops as O
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _grad_state
 from ..backend import dtypes as _dt, xp_of
-from ..backend.threads import is_host, parallel_for
+from ..backend.threads import is_host, parallel_items
 from ..errors import ArgumentError, DTypeError, GradError, ShapeError, fmt_shape
 from ._util import check_tensor
 from .registry import Sample, register
@@ -197,10 +197,10 @@ class Columns:
     thread, CPU time (alternating runs, load 2.8-5.2): 64 -> 64 at 8x8 17.7-18.7 -> 15.4-16.5 ms;
     32 -> 32 at 16x16 18.0-18.9 -> 17.0-17.3 ms.
 
-    Why the chunks are shared among threads (``backend.threads.parallel_for``, one run of whole
-    chunks per thread, each thread with its own buffers): the copies that build the columns run on
+    Why the chunks are shared among threads (``backend.threads.parallel_items``: each thread, with its
+    own buffers, takes the next chunk not yet taken): the copies that build the columns run on
     one core otherwise, while the matmuls use BLAS's threads. Each thread's matmuls then run with
-    BLAS held to one thread (``parallel_for(..., blas=True)``), and every layer has at least
+    BLAS held to one thread (``parallel_items(..., blas=True)``), and every layer has at least
     :data:`MIN_CHUNKS` chunks, so no conv call leaves BLAS's idle workers spinning beside gradlab's
     threads (see :func:`chunk_images`). Measured on a shared 2-core machine (load 1.4-1.5), the
     ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps at the default 2 threads,
@@ -253,23 +253,22 @@ class Columns:
         n, nb, total = self.x.shape[0], self.nb, self.nchunks
         parts = total if parts is None else max(1, min(parts, total))
 
-        def piece(first, last):  # parts first:last, in this thread, with its own buffers
-            padded, win, buf = self._buffers()
-            mine = None if scratch is None else scratch()
-            for part in range(first, last):
-                for ci in range(part * total // parts, (part + 1) * total // parts):
-                    lo = ci * nb
-                    m = min(nb, n - lo)
-                    padded[:m, :, p[0]:p[0] + h, p[1]:p[1] + w] = self.x[lo:lo + m]
-                    buf[:, :, :, :m] = win[:, :, :, :m]
-                    cols = buf.reshape(self.k, nb, self.oh, self.row)[:, :m]
-                    if zero_margin and self.row != self.ow:
-                        cols[..., self.ow:] = 0
-                    body(part, lo, lo + m, cols.reshape(self.k, m * self.size), mine)
-        if is_host(self.x):
-            parallel_for(piece, parts, work=self.k * self.size * n, blas=True)
-        else:  # (CuPy: the device runs one stream)
-            piece(0, parts)
+        def setup():  # one thread's buffers (the padded chunk, its windows, the columns) and the caller's
+            return self._buffers() + ((None if scratch is None else scratch()),)
+
+        def run_part(part, bufs):  # the chunks of one part, in order, in whichever thread took the part
+            padded, win, buf, mine = bufs
+            for ci in range(part * total // parts, (part + 1) * total // parts):
+                lo = ci * nb
+                m = min(nb, n - lo)
+                padded[:m, :, p[0]:p[0] + h, p[1]:p[1] + w] = self.x[lo:lo + m]
+                buf[:, :, :, :m] = win[:, :, :, :m]
+                cols = buf.reshape(self.k, nb, self.oh, self.row)[:, :m]
+                if zero_margin and self.row != self.ow:
+                    cols[..., self.ow:] = 0
+                body(part, lo, lo + m, cols.reshape(self.k, m * self.size), mine)
+        # (CuPy: work 0, one thread: the device runs one stream)
+        parallel_items(run_part, parts, work=self.k * self.size * n if is_host(self.x) else 0, blas=True, setup=setup)
 
     def crop(self, rows, m):
         """``(OC, m*oh*row)`` matmul results -> ``(m, OC, oh, ow)``, the margin columns dropped (a view)."""
@@ -364,7 +363,7 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
 
     ``gr`` is ``dY`` as ``(N, G, OC/G, L)``. Each chunk's ``W^T @ dY`` (about :data:`CHUNK_BYTES`) is
     folded back (:func:`col2im`) while it is still in cache, and the chunks are shared among threads
-    (``backend.threads.parallel_for``; each image's gradient is its own products and adds, so the
+    (``backend.threads.parallel_items``; each image's gradient is its own products and adds, so the
     result is the same bits for any thread count); BLAS runs on one thread inside them, as in
     :class:`Columns`."""
     xp = xp_of(gr)
@@ -374,12 +373,11 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
     dx = xp.empty((n, groups * cg) + tuple(x_hw), dtype=xp.result_type(gr, w))
     nb = chunk_images(n, groups * cg * kh * kw * lcount * dx.itemsize)
 
-    def piece(lo, hi):
-        for a in range(lo, hi, nb):
-            b = min(a + nb, hi)
-            dcols = xp.matmul(wt, gr[a:b]).reshape(b - a, groups * cg * kh * kw, lcount)
-            dx[a:b] = col2im(dcols, x_hw, (kh, kw), d, p, s)
-    parallel_for(piece, n, grain=nb, work=n * groups * cg * kh * kw * lcount if is_host(gr) else 0, blas=True)
+    def chunk(ci, _):
+        a, b = ci * nb, min(ci * nb + nb, n)
+        dcols = xp.matmul(wt, gr[a:b]).reshape(b - a, groups * cg * kh * kw, lcount)
+        dx[a:b] = col2im(dcols, x_hw, (kh, kw), d, p, s)
+    parallel_items(chunk, -(-n // nb), work=n * groups * cg * kh * kw * lcount if is_host(gr) else 0, blas=True)
     return dx
 
 
