@@ -66,13 +66,18 @@ def test_small_arrays_stay_on_the_calling_thread(threads):
 
 
 def test_pieces_cover_the_range_once(threads):
+    # up to PIECES_PER_THREAD pieces per thread, each of whole grains (the last may be shorter), taken
+    # by whichever thread is free; together they cover [0, n) exactly once
     gradlab.set_num_threads(3)
     seen = []
     backend_threads.parallel_for(lambda lo, hi: seen.append((lo, hi)), 1000, grain=7, work=1 << 22)
     cover = sorted(seen)
-    assert cover[0][0] == 0 and cover[-1][1] == 1000 and len(cover) == 3
+    assert cover[0][0] == 0 and cover[-1][1] == 1000 and len(cover) == 3 * backend_threads.PIECES_PER_THREAD
     assert all(a[1] == b[0] for a, b in itertools.pairwise(cover))
-    assert all((hi - lo) % 7 == 0 for lo, hi in cover[:-1])
+    assert all((hi - lo) % 7 == 0 and hi > lo for lo, hi in cover[:-1])
+    seen.clear()
+    backend_threads.parallel_for(lambda lo, hi: seen.append((lo, hi)), 20, grain=7, work=1 << 22)
+    assert sorted(seen) == [(0, 7), (7, 14), (14, 20)]          # fewer grains than pieces: one grain each
 
 
 def test_items_are_each_taken_once_with_one_scratch_per_thread(threads):
@@ -188,5 +193,5 @@ def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
     if blas is None:
         assert seen == [(threading.get_ident(), None)]
     else:
-        assert len(seen) == 2 and {n for _, n in seen} == {1}
+        assert len(seen) == 4 and {n for _, n in seen} == {1}                 # (4 pieces of one item)
         assert blas[0]() == before

@@ -86,14 +86,14 @@ def _pool(n):
         return _state["pool"]
 
 
-def _run_piece(part, lo, hi, err=None):
-    _local.busy = True
+def _run_piece(run, err=None):
+    _local.busy = True   # (a parallel loop inside it runs inline: threads_for says 1)
     try:
         if err is None:
-            part(lo, hi)
+            run()
         else:  # the caller's np.errstate (thread-local in NumPy): the same warnings as one thread
             with np.errstate(**err):
-                part(lo, hi)
+                run()
     finally:
         _local.busy = False
 
@@ -155,31 +155,38 @@ def blas_threads(n: int):
             blas[1](old)
 
 
+PIECES_PER_THREAD = 4  # a parallel_for loop is cut into at most this many pieces per thread, taken as threads free up
+
+
 def parallel_for(part, n: int, grain: int = 1, work: int | None = None, blas: bool = False) -> None:
-    """Run ``part(lo, hi)`` over ``[0, n)``, split into one piece of whole ``grain``s per thread.
+    """Run ``part(lo, hi)`` over ``[0, n)``, in pieces of whole ``grain``s shared among the threads.
 
     ``work`` is the number of elements the whole loop touches (default ``n``): below
-    :data:`MIN_ELEMENTS`, or with one thread, ``part(0, n)`` runs in the calling thread. The calling
-    thread computes the first piece itself. A piece that calls ``parallel_for`` again runs it inline.
+    :data:`MIN_ELEMENTS`, or with one thread, ``part(0, n)`` runs in the calling thread. Otherwise
+    the range is cut into up to :data:`PIECES_PER_THREAD` pieces per thread, which the threads take
+    one at a time as they finish the last (:func:`parallel_items`: why not one fixed piece per
+    thread); the calling thread takes the first. A piece that calls ``parallel_for`` again runs it inline.
     ``blas``: the pieces call BLAS (matrix products), which then runs on one thread in each piece
     (:func:`blas_threads`); where gradlab cannot set BLAS's threads, the loop stays in this thread.
     """
     grain = max(1, grain)
-    nthreads = min(threads_for(n if work is None else work), -(-n // grain))
+    grains = -(-n // grain)
+    nthreads = min(threads_for(n if work is None else work), grains)
     if nthreads > 1 and blas and _openblas() is None:
         nthreads = 1
     if nthreads <= 1:
         part(0, n)
         return
-    with blas_threads(1) if blas else contextlib.nullcontext():
-        _split(part, n, grain, nthreads)
+    pieces = min(grains, PIECES_PER_THREAD * nthreads)
+    cuts = [min(n, i * grains // pieces * grain) for i in range(pieces + 1)]
+    parallel_items(lambda i, _: part(cuts[i], cuts[i + 1]), pieces, work=0, blas=blas, threads=nthreads)
 
 
-def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None) -> None:
+def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None, threads: int | None = None) -> None:
     """``fn(i, mine)`` for every ``i`` in ``range(n)``, the items shared among the threads as they go:
     a thread that finishes an item takes the next one nobody has taken yet (``mine``: what ``setup()``
     made for this thread, e.g. its own buffers; ``None`` without ``setup``). ``work`` and ``blas`` as
-    in :func:`parallel_for`.
+    in :func:`parallel_for` (``threads``: the thread count already decided, by :func:`parallel_for`).
 
     Why not :func:`parallel_for`'s fixed pieces (one run of items per thread, decided up front): a
     parallel loop lasts as long as its slowest thread, and the threads do not start together. The
@@ -194,7 +201,7 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None) -> Non
     Same bits for any thread count: an item's result never depends on which thread computes it
     (each item writes its own outputs, or adds into its own partial sum in a fixed order).
     """
-    nthreads = min(threads_for(work), n)
+    nthreads = min(threads_for(work) if threads is None else threads, n)
     if nthreads > 1 and blas and _openblas() is None:
         nthreads = 1
     if nthreads <= 1:
@@ -204,7 +211,7 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None) -> Non
         return
     items, take = iter(range(n)), threading.Lock()   # (a lock: taking an item stays safe without the GIL)
 
-    def run(_lo, _hi):  # one thread: its own scratch, then items until none are left
+    def run():  # one thread: its own scratch, then items until none are left
         mine = setup() if setup is not None else None
         while True:
             with take:
@@ -213,19 +220,18 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None) -> Non
                 return
             fn(i, mine)
     with blas_threads(1) if blas else contextlib.nullcontext():
-        _split(run, nthreads, 1, nthreads)
+        _on_threads(run, nthreads)
 
 
-def _split(part, n, grain, nthreads):
-    """:func:`parallel_for`'s pieces: one per thread, the first in the calling thread."""
-    per = -(-n // nthreads)
-    per = -(-per // grain) * grain
-    bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
+def _on_threads(run, nthreads):
+    """``run()`` at once in the calling thread and in ``nthreads - 1`` of the pool's threads; returns
+    when all are done (an error in any of them reaches the caller). The workers run under the
+    caller's ``np.errstate`` (thread-local in NumPy), so they warn as the caller would."""
     pool = _pool(_state["threads"])
     err = np.geterr()
-    futures = [pool.submit(_run_piece, part, lo, hi, err) for lo, hi in bounds[1:]]
+    futures = [pool.submit(_run_piece, run, err) for _ in range(nthreads - 1)]
     try:
-        _run_piece(part, *bounds[0])
+        _run_piece(run)
     finally:
         for f in futures:
             f.result()
