@@ -10,6 +10,8 @@ gradient adds a fixed number of partial sums (one per run of chunks) in a fixed 
 from __future__ import annotations
 
 import itertools
+import os
+import time
 
 import numpy as np
 import pytest
@@ -106,6 +108,30 @@ def test_items_are_each_taken_once_with_one_scratch_per_thread(threads):
             raise ValueError("item 7")
     with pytest.raises(ValueError, match="item 7"):
         backend_threads.parallel_items(broken, 20, work=1 << 22)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork: POSIX only")
+def test_a_forked_child_starts_its_own_workers(threads):
+    # a forked child (multiprocessing, a grading sandbox) has none of its parent's threads: its loops
+    # must start new workers, not hand work to threads that do not exist there (a hang)
+    gradlab.set_num_threads(2)
+    backend_threads.parallel_for(lambda lo, hi: None, 100, work=1 << 22)      # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        done = []
+        backend_threads.parallel_for(lambda lo, hi: done.append(hi - lo), 100, work=1 << 22)
+        os._exit(0 if sum(done) == 100 else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's parallel_for did not finish in 60 s")
+        time.sleep(0.02)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_set_num_threads_checks_its_argument(threads):

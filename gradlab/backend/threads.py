@@ -34,8 +34,8 @@ import contextlib
 import ctypes
 import glob
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -54,7 +54,8 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_state = {"threads": _default_threads(), "pool": None, "pool_size": 0}
+_state = {"threads": _default_threads(), "workers": 0}
+_tasks = queue.SimpleQueue()   # what the worker threads run: (run, errstate, done), see _on_threads
 _local = threading.local()   # .busy: this thread is already running a piece (no nested splitting)
 _lock = threading.Lock()
 
@@ -76,14 +77,39 @@ def set_num_threads(n: int) -> None:
     _state["threads"] = n
 
 
-def _pool(n):
+def _worker():
+    """A worker thread: forever, take a task, run it, and report to its ``done`` queue (None or the error)."""
+    while True:
+        run, err, done = _tasks.get()
+        try:
+            _run_piece(run, err)
+        except BaseException as e:  # handed to the calling thread, which raises it
+            done.put(e)
+        else:
+            done.put(None)
+
+
+def _start_workers(n):
+    """At least ``n`` worker threads, started on first use. Why not ``concurrent.futures``'s pool: a
+    parallel loop starts its helpers tens of times per training step, and its submit/result (a Future,
+    a work item, a condition variable each) cost about twice the CPU of a ``queue.SimpleQueue``'s
+    put/get (measured: 26 vs 17 us per loop of one helper). Daemon threads: an idle worker never
+    keeps a program from exiting."""
+    if _state["workers"] >= n:
+        return
     with _lock:
-        if _state["pool"] is None or _state["pool_size"] < n:
-            if _state["pool"] is not None:
-                _state["pool"].shutdown(wait=False)
-            _state["pool"] = ThreadPoolExecutor(n, thread_name_prefix="gradlab-worker")
-            _state["pool_size"] = n
-        return _state["pool"]
+        while _state["workers"] < n:
+            threading.Thread(target=_worker, name=f"gradlab-worker_{_state['workers']}", daemon=True).start()
+            _state["workers"] += 1
+
+
+def _after_fork():  # a forked child has none of its parent's threads: start its own when it needs them
+    global _tasks
+    _state["workers"], _tasks = 0, queue.SimpleQueue()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _run_piece(run, err=None):
@@ -227,14 +253,20 @@ def _on_threads(run, nthreads):
     """``run()`` at once in the calling thread and in ``nthreads - 1`` of the pool's threads; returns
     when all are done (an error in any of them reaches the caller). The workers run under the
     caller's ``np.errstate`` (thread-local in NumPy), so they warn as the caller would."""
-    pool = _pool(_state["threads"])
-    err = np.geterr()
-    futures = [pool.submit(_run_piece, run, err) for _ in range(nthreads - 1)]
+    _start_workers(nthreads - 1)
+    err, done = np.geterr(), queue.SimpleQueue()
+    for _ in range(nthreads - 1):
+        _tasks.put((run, err, done))
+    error = None
     try:
         _run_piece(run)
-    finally:
-        for f in futures:
-            f.result()
+    except BaseException as e:  # (still wait for the workers: they use the caller's arrays)
+        error = e
+    for _ in range(nthreads - 1):
+        e = done.get()
+        error = error or e
+    if error is not None:
+        raise error
 
 
 def map_rows(fn, out, *arrays, axis_len: int = 1) -> None:
