@@ -181,7 +181,10 @@ def blas_threads(n: int):
             blas[1](old)
 
 
-PIECES_PER_THREAD = 4  # a parallel_for loop is cut into at most this many pieces per thread, taken as threads free up
+PIECES_PER_THREAD = 2  # a parallel_for loop is cut into at most this many pieces per thread, taken as threads free up
+# (Why 2: one piece per thread leaves nothing to rebalance when a thread starts late; each further piece
+# costs its Python calls again, on loops of 0.1-1 ms. The ResNet at 2 threads, best CPU time of 7 runs,
+# 3 rounds (load 7-8): 536-603 ms with 1 per thread, 566-628 ms with 4: within this machine's noise.)
 
 
 def parallel_for(part, n: int, grain: int = 1, work: int | None = None, blas: bool = False) -> None:
