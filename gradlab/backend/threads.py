@@ -2,9 +2,10 @@
 
 NumPy's ufunc loops, reductions and BLAS calls release the GIL, so a large elementwise
 computation split into pieces runs on several cores from plain Python threads (what ``numexpr``
-does). :func:`parallel_for` runs ``part(lo, hi)`` over ``[0, n)`` in pieces of whole ``grain``s,
-one piece per thread; :func:`parallel_items` hands out items one at a time to whichever thread is
-free (conv2d's chunks of images); :func:`map_rows` applies an array function to row blocks of its inputs.
+does). :func:`parallel_items` hands out items one at a time to whichever thread is free (conv2d's
+chunks of images); :func:`parallel_for` runs ``part(lo, hi)`` over ``[0, n)`` the same way, in a few
+pieces of whole ``grain``s per thread; :func:`map_rows` applies an array function to row blocks of its
+inputs.
 
 * **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward and
   backward), ``layer_norm`` (forward and backward), ``cross_entropy`` (its log-softmax), the
@@ -27,6 +28,14 @@ free (conv2d's chunks of images); :func:`map_rows` applies an array function to 
   else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
   That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
   ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
+* **What two threads can buy** (the ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps, each
+  parallel loop's items timed in thread CPU time, then replayed on two idle cores): the calling
+  thread's work between loops (the autograd engine, the optimizer, small ops: 52-70 ms) runs alone,
+  and the loops' items cost 500-600 ms of CPU at 2 threads, more than the whole 3 steps on one
+  thread (455-505 ms: two cores copying columns at once share the caches, and a chunk's window copy
+  took 20-45% longer); so even shared perfectly the 3 steps take about 320-390 ms, 1.3x faster
+  than one thread, not 2x (all under a load of 5-7). A busy machine takes the rest: under a load of 5-7 on 2 cores this process
+  got one core's worth of CPU, and two threads of plain BLAS products ran no faster than one.
 """
 from __future__ import annotations
 
@@ -222,10 +231,11 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None, thread
     worker thread wakes up tens of microseconds after the calling thread starts its own piece, the
     operating system may pause either thread (other programs on the machine), and the two halves of
     an odd number of items differ by one item. Taking items one at a time, the thread that is ahead
-    simply does more of them. Measured on conv2d's chunks (4 to 22 per layer) in the ResNet of
+    simply does more of them. Measured on conv2d's chunks (then 4 to 22 per layer) in the ResNet of
     ``benchmarks/bench_conv_bn_programs.py`` at 2 threads, thread CPU time: with fixed halves the
     calling thread's share was 215 ms per 3 steps against the worker's 189 ms, and the loop waits
-    for the larger one.
+    for the larger one; replaying each loop's items on two idle cores (the worker starting 50 us
+    late), taking them as threads free up saves 8-20 ms of the 3 steps' 330-400.
 
     Same bits for any thread count: an item's result never depends on which thread computes it
     (each item writes its own outputs, or adds into its own partial sum in a fixed order).
