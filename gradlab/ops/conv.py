@@ -160,13 +160,10 @@ def chunk_images(n, per_image):
     """Images per chunk, for ``n`` images of ``per_image`` bytes of columns: about :data:`CHUNK_BYTES`,
     and at most ``n / MIN_CHUNKS``. Why the second: a batch in one chunk would run on one gradlab
     thread, with BLAS's own threads, and BLAS's idle workers spin for about 0.1 s after such a call,
-    taking a core from gradlab's threads in the next layers. Why 8, not 4: the threads take chunks as
-    they free up (``backend.threads.parallel_items``), and a loop ends when its last chunk does, so
-    one thread may wait up to a chunk at the end; at 8 chunks that is an eighth of the layer, not a
-    quarter, and the products of 8 images are as fast per image as those of 16 (the ResNet's conv
-    calls, one thread, CPU time: 150.5 ms at 8 vs 152.8 ms at 4, alternating, load 5.9). Both bounds
-    are fixed (never the thread count), so the chunks, and the results, are the same for any number
-    of threads."""
+    taking a core from gradlab's threads in the next layers. Why 8, not 4: threads take chunks as they
+    free up (``threads.parallel_items``), so a thread may wait up to one chunk at a loop's end: an eighth
+    of it, not a quarter (the ResNet's conv calls, one thread: 150.5 ms CPU at 8 vs 152.8 at 4). Both
+    bounds are fixed (never the thread count): the chunks and results are the same for any threads."""
     return int(max(1, min(CHUNK_BYTES // max(1, per_image), -(-n // MIN_CHUNKS))))
 
 
