@@ -407,29 +407,38 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
     def scratch():  # one thread's dY frame (its zero border written once) and the phase sums
         return xp.zeros((oc, nb, fh, fw), dtype=gr.dtype), xp.empty((c, nb * frame), dtype=dx.dtype)
 
+    untouched = any(not taps for taps, _ in rows) or any(not taps for taps, _ in cols)
+
+    def pixels(flat, m, e, f, nth, ntw):  # (C, m*frame) -> a phase's (m, C, nth, ntw) pixels, shifted by (e, f)
+        return flat.reshape(c, m, fh, fw)[:, :, pre_h + e:pre_h + e + nth, pre_w + f:pre_w + f + ntw].transpose(1, 0, 2, 3)
+
     def chunk(ci, bufs):
         st, acc = bufs
         a, b = ci * nb, min(ci * nb + nb, n)
         m, size = b - a, (b - a) * frame
         st[:, :m, pre_h:pre_h + oh, pre_w:pre_w + ow] = g4[a:b].transpose(1, 0, 2, 3)
         dcols = xp.matmul(wt, st[:, :m].reshape(groups, ocg, size)).reshape(c, kh, kw, size)
+        if untouched:   # pixels no tap reaches (a 1x1 kernel at stride 2: three in four): one contiguous fill
+            dx[a:b] = 0
         for (taps_h, nth), r in zip(rows, range(s[0])):
             for (taps_w, ntw), q in zip(cols, range(s[1])):
                 if not nth or not ntw:
                     continue
                 out = dx[a:b, :, r::s[0], q::s[1]]
-                taps = [(i, j, e * fw + f) for i, e in taps_h for j, f in taps_w]
-                if not taps:
-                    out[...] = 0
+                taps = [(i, j, e, f) for i, e in taps_h for j, f in taps_w]
+                if len(taps) < 2:   # no tap reaches these pixels (zeroed above), or one: its values go straight to dX
+                    if taps:
+                        out[...] = pixels(dcols[:, taps[0][0], taps[0][1]], m, *taps[0][2:], nth, ntw)
                     continue
-                for t, (i, j, sh) in enumerate(taps):     # acc[X] (+)= dcols[tap, X + sh], X + sh inside the chunk
+                for t, (i, j, e, f) in enumerate(taps):   # acc[X] (+)= dcols[tap, X + sh], X + sh inside the chunk
+                    sh = e * fw + f
                     lo, hi = max(0, -sh), min(size, size - sh)
                     src = dcols[:, i, j, lo + sh:hi + sh]
                     if t:
                         xp.add(acc[:, lo:hi], src, out=acc[:, lo:hi])
                     else:
                         acc[:, lo:hi] = src
-                out[...] = acc[:, :size].reshape(c, m, fh, fw)[:, :, pre_h:pre_h + nth, pre_w:pre_w + ntw].transpose(1, 0, 2, 3)
+                out[...] = pixels(acc[:, :size], m, 0, 0, nth, ntw)
     parallel_items(chunk, -(-n // nb), work=n * c * kh * kw * frame if is_host(gr) else 0, blas=True, setup=scratch)
     return dx
 
