@@ -60,6 +60,22 @@ def test_conv2d_in_chunks_matches_torch(torch, monkeypatch, kw, chunk_bytes):
     _check(torch, F.conv2d(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw), [x, w, b], [tx, tw, tb])
 
 
+@pytest.mark.parametrize("k, kw", [
+    ((3, 3), dict(stride=2, padding=1)),                            # the ResNet's: phases of 1, 2 and 4 taps
+    ((1, 1), dict(stride=2)),                                       # 3 phases in 4 reached by no tap
+    ((1, 1), dict(stride=3, groups=2)),
+    ((5, 4), dict(stride=(3, 2), padding=(2, 3), dilation=(2, 1))), # taps reading rows before and after dY
+    ((2, 3), dict(stride=(1, 3), padding=(0, 4))),                  # padding past the kernel's reach
+    ((3, 2), dict(stride=4, dilation=3)),                           # a dilation sharing a factor with the stride
+])
+def test_strided_input_gradient_by_phases_matches_torch(torch, k, kw):
+    # a strided conv's dX is folded phase by phase (gradlab.ops.conv.conv_input_grad_fold): each phase
+    # of input pixels gathers its own taps, with dY in a zero-bordered frame; odd sizes, 2 chunks
+    g = kw.get("groups", 1)
+    (x, tx), (w, tw) = _leaf(torch, (3, 4, 11, 13), 8), _leaf(torch, (6, 4 // g) + k, 9)
+    _check(torch, F.conv2d(x, w, **kw), torch.nn.functional.conv2d(tx, tw, **kw), [x, w], [tx, tw])
+
+
 def test_conv2d_infinite_input_gives_pytorchs_inf_and_nan(torch):
     # stride-1 columns are computed a padded row wide (conv.Columns); the extra "margin" columns must
     # not add 0 * inf = nan to the weight gradient where PyTorch has none

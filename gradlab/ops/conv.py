@@ -25,8 +25,8 @@ strided one is ``fold(W^T @ dY)`` done phase by phase (``conv_input_grad_fold``)
 Holds: the array helpers ``spread`` (zero padding, and zeros between rows), ``im2col``, ``col2im``,
 ``Columns`` (im2col chunk by chunk), ``conv_arrays`` (the forward), ``conv_weight_grad``,
 ``conv_input_grad`` and ``conv_input_grad_fold`` (with ``_phase_taps``); the ops ``conv2d``,
-``unfold``, ``fold`` and ``conv2d_naive``, the same convolution written as the definition (one output pixel at a time, at the end of this file), for
-teaching and benchmarking.
+``unfold``, ``fold`` and ``conv2d_naive``, the same convolution written as the definition (one
+output pixel at a time, at the end of this file), for teaching and benchmarking.
 (1-D, 3-D and transposed convolutions are written with these in ``gradlab.nn``.)
 """
 from __future__ import annotations
