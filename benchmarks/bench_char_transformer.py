@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
-from bench_gpt_step import report_steps  # noqa: E402  (one home for interleaved timing and its report)
+from _timing import report_steps  # noqa: E402  (one home for interleaved timing and its report)
 
 
 def build(lib, V=27, T=16, n_layer=4, n_head=4, C=64):
@@ -117,7 +117,7 @@ def main(argv=None):
     steps["PyTorch"] = stepper(torch, tm)
     print(f"makemore Transformer step: 4 layers, 4 heads, width 64, context {T}, batch {B}, vocab {V}, "
           f"{sum(p.numel() for p in gm.parameters()):,} parameters, float32, AdamW")
-    report_steps(steps, batches, profile=args.profile, profile_steps=10, digits=2)
+    report_steps(steps, batches, digits=2, profile_steps=10 if args.profile else 0)
 
 if __name__ == "__main__":
     if not _setups.dispatch(__file__):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from gradlab.ops.conv import col2im, conv2d_naive, im2col
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402  (the harness every side-by-side benchmark uses)
 
 try:
     import torch
@@ -30,15 +30,6 @@ except ImportError:  # pragma: no cover
     torch = None
 
 N, CIN, COUT, H, K = 32, 3, 16, 32, 3
-
-
-def _best(fn, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main():
@@ -83,11 +74,11 @@ def main():
             torch.nn.functional.conv2d(tx, tw, tb, padding=1).sum().backward()
         times["PyTorch CPU"] = []
     for _ in range(3):  # interleave
-        times["gradlab im2col"].append(_best(im2col_step, 15))
-        times["NumPy im2col arrays"].append(_best(raw_numpy, 15))
-        times["gradlab naive loop"].append(_best(naive, 2))
+        times["gradlab im2col"].append(_timing.best(im2col_step, 15)[0])
+        times["NumPy im2col arrays"].append(_timing.best(raw_numpy, 15)[0])
+        times["gradlab naive loop"].append(_timing.best(naive, 2)[0])
         if torch is not None:
-            times["PyTorch CPU"].append(_best(torch_step, 15))
+            times["PyTorch CPU"].append(_timing.best(torch_step, 15)[0])
     best = {k: min(v) for k, v in times.items()}
     ref = best["gradlab im2col"]
     print(f"conv2d forward+backward, x ({N}, {CIN}, {H}, {H}) * w ({COUT}, {CIN}, {K}, {K}), padding 1, float32")

@@ -13,8 +13,9 @@
 
 Both libraries run the very same program text (``lib`` is ``gradlab`` or ``torch``) from the
 same initial weights on the same batches; the first step's losses must agree. Each figure is
-the best of several timed runs, the two libraries interleaved so machine noise hits them alike
-(with a pause before each run: see ``best``).
+the best of several timed runs, the two libraries interleaved so machine noise hits them alike,
+each run started once the other library's threads are idle (``_timing``, the harness every
+side-by-side benchmark uses).
 The set-ups (default threads with SciPy hidden, etc.) are ``_setups``'s.
 Run: python benchmarks/bench_conv_bn_programs.py [--program resnet|wavenet|both] [--setups noscipy]
 """
@@ -23,13 +24,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402
 
 import gradlab  # noqa: E402
 
@@ -130,26 +131,6 @@ def trainer(lib, name, weights, batches):
     return run, first
 
 
-PAUSE = 0.3  # seconds before each timed run
-
-
-def best(fn, repeats):
-    """``(wall, cpu)`` seconds of the fastest of ``repeats`` runs. The CPU time (this process's, all
-    threads) is printed too: on a shared, busy machine it moves far less than the wall clock.
-
-    Why a :data:`PAUSE` before each run: after a threaded BLAS call, OpenBLAS's idle worker threads
-    spin for about 0.1 s (OpenMP's alike) before they sleep. Timed right after the other library,
-    a run shares the cores with those spinning threads: measured on 2 cores, PyTorch's ResNet run
-    took 237-263 ms right after gradlab's (whose BLAS workers spun) and 190-196 ms after a pause."""
-    out = (float("inf"), float("inf"))
-    for _ in range(repeats):
-        time.sleep(PAUSE)
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        out = min(out, (time.perf_counter() - t, time.process_time() - c))
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--program", choices=["resnet", "wavenet", "both"], default="both")
@@ -170,18 +151,14 @@ def main(argv=None):
         batches = data(rng, steps)
         g_run, g_loss = trainer(gradlab, name, weights, batches)
         if torch is None:
-            print(f"{name}: gradlab {best(g_run, args.repeats)[0] * 1e3:.1f} ms for {steps} steps (no PyTorch)")
+            print(f"{name}: gradlab {_timing.best(g_run, args.repeats)[0] * 1e3:.1f} ms for {steps} steps "
+                  f"(no PyTorch; load average {_timing.load()})")
             continue
         t_run, t_loss = trainer(torch, name, weights, batches)
         assert abs(g_loss - t_loss) < 1e-3 * max(1.0, abs(t_loss)), (name, g_loss, t_loss)
-        g_run(), t_run()  # warm up both
-        tg = tt = (float("inf"), float("inf"))
-        for _ in range(args.repeats):  # interleaved
-            tg, tt = min(tg, best(g_run, 1)), min(tt, best(t_run, 1))
-        print(f"{name:8s} {steps:4d} steps  gradlab {tg[0] * 1e3:8.1f} ms  PyTorch {tt[0] * 1e3:8.1f} ms  "
-              f"ratio {tg[0] / tt[0]:5.2f}  (CPU time {tg[1] * 1e3:.0f} vs {tt[1] * 1e3:.0f} ms, ratio "
-              f"{tg[1] / tt[1]:.2f}; first loss {g_loss:.4f} vs {t_loss:.4f}; "
-              f"load average {os.getloadavg()[0]:.2f})", flush=True)
+        print(f"{name}: {steps} steps per run, first loss {g_loss:.4f} (gradlab) vs {t_loss:.4f} (PyTorch)")
+        times, _ = _timing.interleaved({"gradlab": g_run, "PyTorch": t_run}, [()] * args.repeats)
+        _timing.report(times, what="run")
 
 
 if __name__ == "__main__":

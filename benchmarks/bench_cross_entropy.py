@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -21,6 +20,7 @@ import gradlab.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402  (the harness every side-by-side benchmark uses)
 
 try:
     import torch
@@ -28,15 +28,6 @@ except ImportError:  # pragma: no cover
     torch = None
 
 B, T, V = 64, 128, 256
-
-
-def _best(fn, repeats=5):
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def np_cross_entropy(z, y):
@@ -94,7 +85,7 @@ def main():
         best = {k: float("inf") for k in fns}
         for _ in range(3):  # interleave
             for k, f in fns.items():
-                best[k] = min(best[k], _best(f))
+                best[k] = min(best[k], _timing.best(f, 5)[0])
         ref = best["gradlab fwd+bwd"]
         print(f"\n{name}{'':12s}{'ms':>10s}{'x gradlab':>12s}")
         for k, v in best.items():

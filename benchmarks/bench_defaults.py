@@ -18,7 +18,8 @@ Programs: ``gpt``, a small GPT written once with tensor ops and ``F.gelu`` (exac
 ``F.softmax``, ``masked_fill`` and ``F.cross_entropy`` (4 layers, 4 heads, width 128, context 64,
 batch 32), forward + backward; ``lstm``/``gru``: ``bench_small_programs``' recurrent programs
 (seq 16, batch 8, hidden 32, Adam step). Steps interleave (one gradlab step, one PyTorch step) so
-both see the same load; medians of the steps after warm-up. The load average is printed with
+both see the same load, each timed once the other library's threads are idle
+(``benchmarks/_timing.py``); medians of the steps after warm-up. The load average is printed with
 each set-up: on a shared machine it says how much the figures can be trusted.
 """
 from __future__ import annotations
@@ -28,11 +29,11 @@ import json
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _setups  # noqa: E402  (the three set-ups and their subprocesses: one home, shared by every benchmark)
+import _timing  # noqa: E402  (the harness: interleaved steps, each after the threads settle)
 
 SETUPS = _setups.SETUPS
 
@@ -111,19 +112,9 @@ def child(setup, names, steps):
         g = PROGRAMS[name](gradlab, np.random.default_rng(0))
         t = PROGRAMS[name](torch, np.random.default_rng(0))
         n = steps if name == "gpt" else steps * 10
-        tg, tt, cg, ct = [], [], [], []
-        for i in range(n + 3):
-            s, cs = time.perf_counter(), time.process_time()
-            g()
-            e, ce = time.perf_counter(), time.process_time()
-            t()
-            f, cf = time.perf_counter(), time.process_time()
-            if i >= 3:
-                tg.append(e - s)
-                tt.append(f - e)
-                cg.append(ce - cs)
-                ct.append(cf - ce)
-        res["programs"][name] = [statistics.median(v) * 1e3 for v in (tg, tt, cg, ct)]
+        times, _ = _timing.interleaved({"gradlab": g, "PyTorch": t}, [()] * (n + 3), warmup=3)
+        sg, st = _timing.stats(times["gradlab"]), _timing.stats(times["PyTorch"])
+        res["programs"][name] = [v * 1e3 for v in (sg["wall"], st["wall"], sg["cpu"], st["cpu"])]
     res["load_end"] = os.getloadavg()[0]
     res["scipy_loaded"] = "scipy" in sys.modules
     print("RESULT " + json.dumps(res))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -33,17 +32,9 @@ except ImportError:  # pragma: no cover
     torch = None
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402  (the harness every side-by-side benchmark uses)
 
 N_OPS = 200
-
-
-def _best(fn, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def chain_gradlab():
@@ -87,7 +78,7 @@ def bench_chain(rounds=7, repeats=15):
     gc.collect()
     for _ in range(rounds):  # interleave the contenders
         for k, f in fns.items():
-            best[k] = min(best[k], _best(f, repeats))
+            best[k] = min(best[k], _timing.best(f, repeats)[0])
     us = {k: v / N_OPS * 1e6 for k, v in best.items()}
     print(f"(a) {N_OPS}-op elementwise chain on 4x4 float32, microseconds per op (the engine is Python)")
     for k, v in us.items():
@@ -134,7 +125,7 @@ def bench_matmul(n=1024, rounds=3, repeats=3):
     best = {k: float("inf") for k in fns}
     for _ in range(rounds):
         for k, f in fns.items():
-            best[k] = min(best[k], _best(f, repeats))
+            best[k] = min(best[k], _timing.best(f, repeats)[0])
     flops = 3 * 2 * n ** 3
     print(f"(b) {n}x{n} float32 matmul forward + backward (3 matmuls), GFLOP/s")
     for k, v in best.items():

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402  (the harness every side-by-side benchmark uses)
 
 
 def main(argv=None):
@@ -52,14 +51,8 @@ def main(argv=None):
         ours, ref = runs[("gradlab", a, "fwd+bwd")]().numpy(), runs[("torch", a, "fwd+bwd")]().numpy()
         err = float(np.abs(ours - ref).max())
         assert err < 1e-5, f"gelu({a}) gradient differs from PyTorch's by {err:.2e}"
-    times = {k: [] for k in runs}
-    for i in range(args.repeat + 1):
-        for k, step in runs.items():
-            t0 = time.perf_counter()
-            step()
-            if i:
-                times[k].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    times, _ = _timing.interleaved(runs, [()] * (args.repeat + 1), warmup=1)
+    med = {k: _timing.stats(v)["wall"] * 1e3 for k, v in times.items()}
     print(f"gelu on {args.n:,} float32 (median of {args.repeat}, interleaved)")
     print(f"{'':18}{'exact (erf)':>14}{'tanh':>10}{'exact / tanh':>14}")
     for b in ("forward", "fwd+bwd"):

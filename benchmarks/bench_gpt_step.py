@@ -5,19 +5,19 @@
 Model: 4 layers, 4 heads, width 128, context 64, batch 32, vocab 65, float32,
 pre-norm blocks with GPT-2's tanh GELU, tied head, AdamW. Both libraries get
 the same weights (copied from gradlab into torch) and the same batches, and run
-with the same number of BLAS/intra-op threads, once per set-up of ``benchmarks/_setups.py``. Prints the median step time of
-each, the ratio, and (with --profile) where gradlab's time goes.
+with the same number of BLAS/intra-op threads, once per set-up of ``benchmarks/_setups.py``. Prints the best and median
+step time of each (wall and CPU), the ratios and the load average (``benchmarks/_timing.py``), and (with --profile)
+where gradlab's time goes.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402  (the set-ups: thread counts and SciPy are set up per subprocess)
+import _timing  # noqa: E402  (the harness: interleaved steps, each after the threads settle)
 
 
 def build_torch_gpt(torch, vocab, block, n_layer, n_head, n_embd):
@@ -130,75 +130,17 @@ def main(argv=None):
 
         steps["PyTorch"] = t_step
     if args.separate:  # each library alone: its own allocation pattern, but noise differs between the two runs
-        wall, cpu, losses = {}, {}, {}
+        times, losses = {}, {}
         for name, step in steps.items():
-            w, c, l_ = _time_interleaved({name: step}, batches)
-            wall.update(w), cpu.update(c), losses.update(l_)
+            t, l_ = _timing.interleaved({name: step}, batches, warmup=3)
+            times.update(t), losses.update(l_)
     else:
-        wall, cpu, losses = _time_interleaved(steps, batches)
-    for name in steps:
-        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:8.1f} ms/step   (min "
-              f"{min(wall[name]) * 1e3:.1f}; CPU {statistics.median(cpu[name]) * 1e3:.1f} ms)")
-    if torch is not None:
-        ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
-        cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
-        how = "one library after the other" if args.separate else "steps interleaved: noise hits both alike"
-        print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x; {how})")
-        print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f} "
-              "(same weights and batch)")
-
+        times, losses = _timing.interleaved(steps, batches, warmup=3)
+    print("steps " + ("one library after the other" if args.separate else "interleaved: noise hits both alike"))
+    _timing.report(times)
+    print("first-step loss: " + "  ".join(f"{k} {v[0]:.5f}" for k, v in losses.items()) + " (same weights and batch)")
     if args.profile:
-        import cProfile
-        import pstats
-        prof = cProfile.Profile(time.process_time)  # CPU time: what a busy machine does not distort
-        prof.enable()
-        for x, y in batches[:5]:
-            gl_step(x, y)
-        prof.disable()
-        print("\nwhere gradlab's time goes (5 steps, CPU seconds, by own time):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
-
-
-def _time_interleaved(steps, batches):
-    """Wall and CPU seconds per step for each library, one step of each in turn (after 3 warm-up steps)."""
-    wall = {k: [] for k in steps}
-    cpu = {k: [] for k in steps}
-    losses = {k: [] for k in steps}
-    for i, (x, y) in enumerate(batches):
-        for name, step in steps.items():
-            t0, c0 = time.perf_counter(), time.process_time()
-            losses[name].append(step(x, y))
-            if i >= 3:
-                wall[name].append(time.perf_counter() - t0)
-                cpu[name].append(time.process_time() - c0)
-    return wall, cpu, losses
-
-
-def report_steps(steps, batches, profile=False, profile_steps=10, digits=2):
-    """Time ``steps`` ({library: step(x, y) -> loss}) interleaved on ``batches``; print each library's
-    median, min and CPU time per step, the ratio gradlab / PyTorch with the load average, the first
-    losses side by side, and (``profile``) where gradlab's CPU time goes over ``profile_steps`` steps."""
-    import os
-    import statistics
-    wall, cpu, losses = _time_interleaved(steps, batches)
-    for name in steps:
-        print(f"{name:8s}: median {statistics.median(wall[name]) * 1e3:7.{digits}f} ms/step   (min "
-              f"{min(wall[name]) * 1e3:.{digits}f}; CPU {statistics.median(cpu[name]) * 1e3:.{digits}f} ms)")
-    ratio = statistics.median(wall["gradlab"]) / statistics.median(wall["PyTorch"])
-    cpu_ratio = statistics.median(cpu["gradlab"]) / statistics.median(cpu["PyTorch"])
-    print(f"ratio gradlab / PyTorch = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time   (target <= 1.5x); "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"first-step loss: gradlab {losses['gradlab'][0]:.5f}  PyTorch {losses['PyTorch'][0]:.5f}")
-    if profile:
-        import cProfile
-        import pstats
-        prof = cProfile.Profile(time.process_time)
-        prof.enable()
-        for x, y in batches[:profile_steps]:
-            steps["gradlab"](x, y)
-        prof.disable()
-        print(f"\nwhere gradlab's time goes ({profile_steps} steps, CPU seconds, by own time):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        _timing.profile(gl_step, batches[:5], top=15)
 
 
 if __name__ == "__main__":

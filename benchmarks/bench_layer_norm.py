@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
+import _timing  # noqa: E402  (the harness every side-by-side benchmark uses)
 
 import gradlab  # noqa: E402
 import gradlab.nn.functional as F  # noqa: E402
@@ -71,15 +70,8 @@ def main(argv=None):
     else:
         print("PyTorch is not installed: no PyTorch column (pip install 'gradlab[oracle]')")
 
-    times = {k: [] for k in contenders}
-    for f in contenders.values():  # warm-up
-        f()
-    for _ in range(args.repeats):
-        for k, f in contenders.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    times, _ = _timing.interleaved(contenders, [()] * (args.repeats + 1), warmup=1)  # (first: warm-up)
+    med = {k: _timing.stats(v)["wall"] for k, v in times.items()}
     base = med.get("PyTorch F.layer_norm")
     print(f"layer_norm forward + backward, input {SHAPE} float32, weight and bias; median of {args.repeats}")
     for k, v in med.items():

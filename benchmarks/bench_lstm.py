@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402
-from bench_gpt_step import report_steps  # noqa: E402  (one home for interleaved timing and its report)
+from _timing import report_steps  # noqa: E402  (one home for interleaved timing and its report)
 
 N_IN, HIDDEN, SEQ, BATCH, VOCAB = 32, 32, 16, 8, 27
 
@@ -71,7 +71,7 @@ def main(argv=None):
     steps = {"gradlab": stepper(gradlab, gm), "PyTorch": stepper(torch, tm)}
     print(f"LSTM({N_IN}->{HIDDEN}), seq {SEQ}, batch {BATCH}, cross-entropy on every step's output, "
           "forward + backward + Adam, float32")
-    report_steps(steps, batches, profile=args.profile, profile_steps=200, digits=3)
+    report_steps(steps, batches, digits=3, profile_steps=200 if args.profile else 0)
 
 if __name__ == "__main__":
     if not _setups.dispatch(__file__):

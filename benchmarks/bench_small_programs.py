@@ -5,7 +5,8 @@
 Each program is written once against the shared API (``lib.nn``, ``lib.optim``,
 ``lib.nn.functional``) and built twice, once with gradlab and once with
 PyTorch; both get the same input arrays. Steps are interleaved (one gradlab
-step, then one PyTorch step) so both see the same machine load. Prints the
+step, then one PyTorch step) so both see the same machine load, each step timed once the
+other library's threads are idle (``benchmarks/_timing.py``). Prints the
 best and the median step time of each and the ratio gradlab / PyTorch
 (below 1.0: gradlab is faster). ``--profile NAME`` runs gradlab's steps of one
 program under cProfile and prints where the time goes. Runs once per set-up of
@@ -15,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _setups  # noqa: E402  (the set-ups: thread counts and SciPy are set up per subprocess)
+import _timing  # noqa: E402  (the harness: interleaved steps, each after the threads settle)
 
 # ---------------------------------------------------------------- programs
 # each returns a zero-argument callable that runs one step with ``lib``
@@ -233,30 +233,24 @@ def main(argv=None):
         return
 
     print(f"{'program':34s} {'gradlab best':>12s} {'torch best':>11s} {'ratio':>6s}   "
-          f"{'gradlab med':>11s} {'torch med':>10s} {'ratio':>6s}")
+          f"{'gradlab med':>11s} {'torch med':>10s} {'ratio':>6s} {'CPU ratio':>9s}")
     for name in names:
         build = PROGRAMS[name]
-        g = build(gradlab, np.random.default_rng(0))
-        t = build(torch, np.random.default_rng(0)) if torch is not None else None
-        for _ in range(args.warmup):
-            g()
-            if t is not None:
-                t()
-        tg, tt = [], []
-        for _ in range(args.steps):
-            s = time.perf_counter()
-            g()
-            tg.append(time.perf_counter() - s)
-            if t is not None:
-                s = time.perf_counter()
-                t()
-                tt.append(time.perf_counter() - s)
-        gb, gm = min(tg) * 1e3, statistics.median(tg) * 1e3
-        if tt:
-            tb, tm = min(tt) * 1e3, statistics.median(tt) * 1e3
-            print(f"{name:34s} {gb:9.3f} ms {tb:8.3f} ms {gb / tb:6.2f}   {gm:8.3f} ms {tm:7.3f} ms {gm / tm:6.2f}")
+        fns = {"gradlab": build(gradlab, np.random.default_rng(0))}
+        if torch is not None:
+            fns["PyTorch"] = build(torch, np.random.default_rng(0))
+        times, _ = _timing.interleaved(fns, [()] * (args.warmup + args.steps), warmup=args.warmup)
+        g = _timing.stats(times["gradlab"])
+        gb, gm = g["best_wall"] * 1e3, g["wall"] * 1e3
+        if torch is not None:
+            t = _timing.stats(times["PyTorch"])
+            tb, tm = t["best_wall"] * 1e3, t["wall"] * 1e3
+            print(f"{name:34s} {gb:9.3f} ms {tb:8.3f} ms {gb / tb:6.2f}   {gm:8.3f} ms {tm:7.3f} ms {gm / tm:6.2f} "
+                  f"{g['cpu'] / t['cpu']:9.2f}")
         else:
             print(f"{name:34s} {gb:9.3f} ms {'-':>11s} {'-':>6s}   {gm:8.3f} ms")
+    print(f"(CPU ratio: of the medians; every step timed once both libraries' threads were idle, "
+          f"benchmarks/_timing.py; load average {_timing.load()})")
 
 
 if __name__ == "__main__":

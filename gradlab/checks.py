@@ -226,6 +226,9 @@ def nonempty_dim(shape, d: int, fn: str) -> None:
 def number(value, fn: str, arg: str, integer: bool = False, tensor_ok: bool = True):
     """A real number (a Python/NumPy int or float; a 1-element tensor is not one here). A bool is not
     a number here (``lr=True`` is a mistake, not 1.0)."""
+    kind = type(value)
+    if kind is int or (kind is float and not integer):
+        return value  # the usual case, first (``numbers.Real`` is an ABC: its isinstance test is slow)
     if isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{fn}: {arg} must be a number, got the bool {value!r}")
     if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (complex, np.complexfloating)):
@@ -448,6 +451,8 @@ def param_dtype(t, like, fn: str, arg: str):
     mixed-precision rule). ``None`` passes (the parameter is optional)."""
     if t is None:
         return t
+    if type(t) is type(like) and t.dtype == like.dtype and t.dtype.kind == "f":
+        return t  # the usual case, first: a tensor of the input's own float dtype (no import, no messages)
     from .backend import dtypes as _dt
     _tensor_arg(t, fn, arg)
     want = like.dtype

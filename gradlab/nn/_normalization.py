@@ -111,17 +111,24 @@ def _affine(y, weight, bias, shape):
     return y
 
 
-def _update_running(op, running, value, momentum):
-    """``running = (1 - momentum) * running + momentum * value``, in place and outside the graph."""
-    if running is None:
-        return
-    r = check_tensor(running, op, "running stats")
-    if r.numel() != value.size:
-        raise ShapeError(f"{op}: a running statistic has shape {fmt_shape(r.shape)}, but the input has "
-                         f"{value.size} channels (dim 1); make running_mean and running_var of shape ({value.size},)")
+def _update_running(op, momentum, *pairs):
+    """``running = (1 - momentum) * running + momentum * value`` for each ``(running, value)`` pair (a
+    ``None`` running statistic is skipped), in place and outside the graph. Both statistics in one call:
+    the checks first (so a bad one changes neither), then one ``no_grad``/quiet block, and the update
+    written in place on the array (the same operations in the same order, so the same bits; for the
+    WaveNet's small layers the fixed cost of each call was most of a running update)."""
+    todo = [(check_tensor(r, op, "running stats"), v) for r, v in pairs if r is not None]
+    for r, value in todo:
+        if r.numel() != value.size:
+            raise ShapeError(f"{op}: a running statistic has shape {fmt_shape(r.shape)}, but the input has "
+                             f"{value.size} channels (dim 1); make running_mean and running_var of shape "
+                             f"({value.size},)")
     with no_grad(), _fp_quiet():  # (raw arrays, outside any op: inf/nan quietly, as the ops)
-        r._data[...] = (1 - momentum) * r._data + momentum * value.reshape(r.shape).astype(r.dtype)
-        r._version.value += 1
+        for r, value in todo:
+            d = r._data
+            d *= 1 - momentum
+            d += momentum * value.reshape(r.shape).astype(r.dtype)
+            r._version.value += 1
 
 
 def _fused_batch_norm_ok(x, weight, bias):
@@ -162,16 +169,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 # the forward's mean and (biased) var, as a.mean(dims) and a.var(dims) up to rounding:
                 # reuse them instead of two more passes over the batch
                 m, v = stats[-1][0].reshape(-1), stats[-1][1].reshape(-1)
-                _update_running(op, running_mean, m, momentum)
-                _update_running(op, running_var, v * n / (n - 1), momentum)
+                _update_running(op, momentum, (running_mean, m), (running_var, v * n / (n - 1)))
             return y
         y = _standardize(x, dims, eps)
         if running_mean is not None or running_var is not None:
             a = x._data
             with _fp_quiet():
                 m, v = a.mean(axis=dims), a.var(axis=dims) * n / (n - 1)
-            _update_running(op, running_mean, m, momentum)
-            _update_running(op, running_var, v, momentum)
+            _update_running(op, momentum, (running_mean, m), (running_var, v))
     else:
         if running_mean is None or running_var is None:
             raise ArgumentError(f"{op}: training=False needs running_mean and running_var (the statistics "
@@ -206,8 +211,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         a = x._data
         with _fp_quiet():
             m, v = a.mean(axis=dims).mean(axis=0), (a.var(axis=dims) * n / (n - 1)).mean(axis=0)
-        _update_running(op, running_mean, m, momentum)
-        _update_running(op, running_var, v, momentum)
+        _update_running(op, momentum, (running_mean, m), (running_var, v))
     return _affine(y, weight, bias, shape)
 
 

@@ -29,10 +29,10 @@ class NLLLoss(OneRule, Op):
         xp = xp_of(logp._data)
         valid = target != ignore_index
         safe = xp.where(valid, target, 0)
-        idx = xp.expand_dims(safe, cdim)
+        idx = safe.reshape(safe.shape[:cdim] + (1,) + safe.shape[cdim:])  # (expand_dims, without its checks)
         picked = xp.take_along_axis(logp._data, idx, axis=cdim).squeeze(cdim)
-        wt = (weight[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)) * valid
-        wt = wt.astype(logp.dtype, copy=False)
+        # each row's weight, 0 where ignored (no class weights: the mask itself, as 1.0 / 0.0)
+        wt = (weight[safe] * valid).astype(logp.dtype, copy=False) if weight is not None else valid.astype(logp.dtype)
         loss = -picked * wt
         denom = wt.sum(dtype="float32" if wt.dtype.itemsize < 4 else wt.dtype) if reduction == "mean" else 1.0
         ctx.info = (idx, wt, denom, cdim, reduction, logp.shape, logp.dtype)

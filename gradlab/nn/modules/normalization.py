@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ... import checks as _c, ops as O
 from ..._tensor import Tensor
+from ...autograd.inplace import _bump
 from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import ones, tensor, zeros
@@ -86,6 +87,19 @@ class _NormBase(Module):
                 f"bias={self._has_bias}, track_running_stats={self.track_running_stats}")
 
 
+def _count_batch(t):
+    """``t += 1`` for the batch counter ``num_batches_tracked``, as ``t.add_(1)`` does it: the array changed in
+    place and the version bumped. Why not ``add_``: an in-place op through the engine (checks, views, a
+    result tensor) for one integer took about as long as a small layer's whole running-statistics update
+    (three BatchNorm layers in a WaveNet step); a counter someone made part of a graph, or an inference
+    tensor (which ``add_`` refuses outside inference mode), still takes ``add_``."""
+    if t._requires_grad or t._is_inference or t.grad_fn is not None:
+        t.add_(1)
+        return
+    t._data += 1
+    _bump(t)
+
+
 class _BatchNorm(_NormBase):
     _ndims = ()  # the input ranks this layer accepts
 
@@ -96,7 +110,7 @@ class _BatchNorm(_NormBase):
                              f"{', H, W' if 4 in self._ndims else ''}), got shape {fmt_shape(input.shape)}")
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
+            _count_batch(self.num_batches_tracked)
             if self.momentum is None:  # a cumulative moving average, as PyTorch
                 momentum = 1.0 / int(self.num_batches_tracked.item())
         # train: the batch's statistics (updating the running ones); eval: the running ones, if tracked
