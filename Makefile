@@ -65,9 +65,11 @@ test: venv-test
 	@mkdir -p $(dir $(TORCH_SKIPS)) && rm -f $(TORCH_SKIPS)
 	# Three parts, all must pass:
 	# - the teeth of every graded exercise, the share of its solution's mutants that lose points (>= 90%; its
-	#   log follows), started first, in the background, on one worker at a lower priority (nice 5): it takes
-	#   what pytest leaves idle (its last files, waits on kernels and on JupyterLab's autosave) and yields
-	#   the rest; its limits are CPU time (a wall-clock one of 3x + 10 s only catches a variant that waits);
+	#   log follows), started first, in the background, at a lower priority (nice 5): it takes what pytest
+	#   leaves idle (its last files, waits on kernels and on JupyterLab's autosave) and yields the rest; its
+	#   limits are CPU time (a wall-clock one of 3x + 10 s only catches a variant that waits: beside three
+	#   busy loops, at about a tenth of a core, every verdict was the same as alone), and what is left of it
+	#   when pytest ends runs beside the notebooks on both cores;
 	# - pytest: each file whole on one worker (its module fixtures once), the longest files first
 	#   (tests/conftest.py); the slowest tests are listed at the end (README, "Running the tests")
 	#   (-p no:nbval: the suite runs nbval only in the grader's own subprocesses; loading it in each worker
@@ -76,7 +78,7 @@ test: venv-test
 	#   workspace/), with the machine to themselves but for what is left of the mutants (notebook 25 times
 	#   its KV cache)
 	d=$$($(BIN)/python scripts/pristine_copy.py notebooks) || exit 1; \
-	  nice -n 5 $(BIN)/python -m gradlab course mutants -n 1 --min-score 0.9 > "$$d/mutants.log" 2>&1 & m=$$!; \
+	  nice -n 5 $(BIN)/python -m gradlab course mutants -n $(JOBS) --min-score 0.9 > "$$d/mutants.log" 2>&1 & m=$$!; \
 	  GRADLAB_TORCH_SKIPS=$(TORCH_SKIPS) $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile \
 	    --no-loadscope-reorder -p no:nbval --durations=15 --durations-min=20; prc=$$?; rc=1; \
 	  [ $$prc -ne 0 ] || { GRADLAB_FAST=1 $(BIN)/python -m pytest --nbval-lax "$$d/notebooks" -n $(JOBS) \
