@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+# jsonschema (under nbformat, which many test files import) imports rfc3987_syntax when it is installed, and
+# that builds a grammar of IRIs at import: 2.7 of nbformat's 2.9 CPU-s of import, in every worker. Nothing
+# here validates IRIs (nbformat validates without a format checker), so the workers skip it, as gradlab's CLI and
+# grader plugin do (gradlab/course/_nbval_plugin.py).
+sys.modules.setdefault("rfc3987_syntax", None)
 
 settings.register_profile(
     "default", deadline=None, max_examples=int(os.environ.get("GRADLAB_HYPOTHESIS_EXAMPLES", "12")),
@@ -101,6 +108,46 @@ def pytest_configure(config):
     path = os.environ.get("GRADLAB_TORCH_SKIPS")
     if path and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_TorchSkips(path), "gradlab-torch-skips")
+    if hasattr(config, "workerinput"):
+        _warm_rewritten_bytecode(config, config.workerinput)
+
+
+# ------------------------------------------------------------------ the test files' bytecode, once
+# pytest rewrites each test file's asserts (to explain a failure) and caches the result beside it
+# (tests/__pycache__/*-pytest-*.pyc, git-ignored). On a fresh clone that cache is empty, and the xdist workers
+# collect together, so each one would parse, rewrite and compile every test file itself: about 4 of a worker's
+# 9-10 CPU-s of collection, once per worker. Instead each worker first writes the cache of its own share of
+# the files (every n-th), with pytest's own functions, so the files are exactly what its import hook writes
+# and reads back (it checks each against its source's hash); collecting, it then finds the others' shares
+# written. Only a cache: a file not yet written when a worker reaches it is rewritten by that worker, as
+# before, and where pytest's internals differ from what is expected here this does nothing.
+def _warm_rewritten_bytecode(config, workerinput):
+    if sys.dont_write_bytecode or config.getoption("assertmode", "rewrite") != "rewrite":
+        return
+    try:
+        import inspect
+        from pathlib import Path
+
+        from _pytest.assertion import rewrite as rw
+        from _pytest.pathlib import fnmatch_ex
+        if list(inspect.signature(rw._write_pyc).parameters) != ["state", "co", "source_hash", "pyc"]:
+            return
+        state = config.stash[rw.assertstate_key]
+        patterns = [*config.getini("python_files"), "conftest.py"]
+        roots = [Path(a.split("::")[0]).resolve() for a in config.args] or [config.rootpath]
+        files = {f for r in roots for f in ([r] if r.is_file() else r.rglob("*.py"))
+                 if "__pycache__" not in f.parts and any(fnmatch_ex(p, f) for p in patterns)}
+        share = int(str(workerinput["workerid"]).lstrip("gw")), int(workerinput["workercount"])
+        for fn in sorted(files)[share[0]::share[1]]:
+            pyc = rw.get_cache_dir(fn) / (fn.name[:-3] + rw.PYC_TAIL)
+            if rw._read_pyc(fn, pyc) is None and rw.try_makedirs(pyc.parent):
+                try:
+                    source_hash, co = rw._rewrite_test(fn, config)
+                except SyntaxError:     # pytest reports it when it imports the file
+                    continue
+                rw._write_pyc(state, co, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError, OSError):
+        return
 
 
 # ------------------------------------------------------------------ which files the workers take first
@@ -123,7 +170,7 @@ HEAVIEST = (                                   # worker-s in make test | CPU-s a
     "tests/test_course_batch.py",              # 32 | 44
     "tests/test_course_release.py",            # - | 41
     "tests/test_course_fixtures.py",           # 22 | 33
-    "tests/test_practice.py",                  # 21 | 28
+    "tests/test_practice.py",                  # 21-74 | 17-19 (31-35 before the rule's records were kept)
 )
 
 

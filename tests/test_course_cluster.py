@@ -19,9 +19,9 @@ from gradlab.course.course_dir import Course
 
 from . import cluster_tasks
 from .course_downloads import ROOT, canvas_zip, class_of
+from .optional import require
 
-distributed = pytest.importorskip("distributed", reason="--scheduler needs dask.distributed: pip install "
-                                                         "'gradlab[cluster]'")
+require("distributed", "--scheduler needs dask.distributed: pip install 'gradlab[cluster]'")
 pytest.importorskip("nbval", reason="gradlab grade needs nbval (pip install 'gradlab[dev]')")
 pytestmark = pytest.mark.slow
 COURSE = Course(str(ROOT))
@@ -30,6 +30,7 @@ COURSE = Course(str(ROOT))
 @pytest.fixture(scope="module")
 def cluster():
     import dask
+    import distributed
     # one death marks a task failed (Dask's default is 3): the retry tested here is gradlab's own
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("anywidget", reason="the live widgets need anywidget (pip install 'gradlab[lab]')")
-interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+from gradlab.autograd import cell_origin
 
-from gradlab.autograd import cell_origin  # noqa: E402
+from .optional import require
+
+require("anywidget", "the live widgets need anywidget (pip install 'gradlab[lab]')")
+require("IPython", "the cells' origins are IPython's (pip install 'gradlab[lab]')")
 
 
 @pytest.fixture
 def shell():
     """A real IPython shell running numbered cells; removed afterwards (cells noted here leave no trace)."""
+    from IPython.core import interactiveshell
     sh = interactiveshell.InteractiveShell.instance()
     saved = list(cell_origin._starts)
     try:

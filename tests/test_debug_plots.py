@@ -4,14 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-mpl = pytest.importorskip("matplotlib", reason="the plots need matplotlib (pip install 'gradlab[lab]')")
-mpl.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
-
-import gradlab  # noqa: E402
-import gradlab.nn as nn  # noqa: E402
-import gradlab.optim as optim  # noqa: E402
-from gradlab.debug import (  # noqa: E402
+import gradlab
+import gradlab.nn as nn
+import gradlab.optim as optim
+from gradlab.debug import (
     DebugInputError,
     UpdateRatioTracker,
     activation_stats,
@@ -20,6 +16,17 @@ from gradlab.debug import (  # noqa: E402
     loss_curve,
     update_ratio_plot,
 )
+
+from .optional import require
+
+require("matplotlib", "the plots need matplotlib (pip install 'gradlab[lab]')")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _agg():
+    """matplotlib's non-interactive backend, set when this file runs (not at import: see tests/optional.py)."""
+    import matplotlib
+    matplotlib.use("Agg")
 
 
 def _trained(steps=3):
@@ -40,6 +47,7 @@ def _trained(steps=3):
 
 
 def test_grad_norm_bars():
+    from matplotlib.figure import Figure
     model, *_ = _trained()
     fig = grad_norm_bars(model)
     assert isinstance(fig, Figure)

@@ -21,7 +21,12 @@ from gradlab.course import practice
 from gradlab.course.notebook import CourseError
 from gradlab.ops.registry import REGISTRY
 
-OPS = practice.drillable()
+
+@pytest.fixture(scope="module")
+def ops():
+    """Every drillable op. Found on first use, not at import: finding them runs each op's rule on its samples
+    (about 1 CPU-s), which every xdist worker would otherwise pay while collecting, though one runs the file."""
+    return practice.drillable()
 
 
 def _wrongs(name):
@@ -75,20 +80,20 @@ def _wrongs(name):
             "transposed": transposed}
 
 
-def test_the_list_is_the_registrys_differentiable_ops():
-    assert len(OPS) >= 150
-    assert {"add", "mul", "matmul", "relu", "sum", "cat", "softmax", "nn.functional.conv2d"} <= set(OPS) or \
-        {"add", "mul", "matmul", "relu", "sum", "cat"} <= set(OPS)
-    composed = [n for n in OPS if REGISTRY[n].op is None]
-    written = [n for n in OPS if REGISTRY[n].op is not None]
+def test_the_list_is_the_registrys_differentiable_ops(ops):
+    assert len(ops) >= 150
+    assert {"add", "mul", "matmul", "relu", "sum", "cat", "softmax", "nn.functional.conv2d"} <= set(ops) or \
+        {"add", "mul", "matmul", "relu", "sum", "cat"} <= set(ops)
+    composed = [n for n in ops if REGISTRY[n].op is None]
+    written = [n for n in ops if REGISTRY[n].op is not None]
     assert composed and written                 # both kinds of op are drilled
-    assert all(REGISTRY[n].differentiable for n in OPS)
+    assert all(REGISTRY[n].differentiable for n in ops)
 
 
-def test_every_op_full_marks_for_its_own_rule_and_less_for_wrong_answers():
+def test_every_op_full_marks_for_its_own_rule_and_less_for_wrong_answers(ops):
     t0 = time.perf_counter()
     weak = {}
-    for name in OPS:
+    for name in ops:
         earned, possible, parts = practice.score(name, practice.reference_vjp(name), practice.reference_jvp(name))
         assert earned == possible > 0, f"{name}: the registry's own rule scored {parts}"
         lost = {}
@@ -122,13 +127,13 @@ def test_an_op_the_registry_cannot_check_is_refused():
         practice.drill_notebook("no_such_op")
 
 
-def test_cli_lists_writes_refuses_and_keeps_work(tmp_path):
+def test_cli_lists_writes_refuses_and_keeps_work(tmp_path, ops):
     from gradlab.cli import main
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["practice", "--list"]) == 0
     out = buf.getvalue()
-    assert f"{len(OPS)} ops" in out and "\nmatmul" in out
+    assert f"{len(ops)} ops" in out and "\nmatmul" in out
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["practice", "relu", "--out", str(tmp_path)]) == 0
         assert main(["practice", "relu", "--out", str(tmp_path)]) == 2          # the student's file is kept

@@ -24,6 +24,8 @@ import pytest
 import gradlab
 from gradlab.viz import torch_graph as tg
 
+from .optional import require
+
 
 # ---------------------------------------------------------------- torch never imported by gradlab itself
 def test_import_gradlab_does_not_import_torch():
@@ -321,7 +323,7 @@ def test_retain_graph_keeps_saved_bytes(torch):
     loss.backward()                               # the graph is still there
 
 
-anywidget = pytest.importorskip("anywidget", reason="the widgets need anywidget (gradlab[lab])")
+require("anywidget", "the widgets need anywidget (gradlab[lab])")
 
 
 @pytest.mark.parametrize("prog", list(PROGRAMS))

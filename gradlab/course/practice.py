@@ -30,6 +30,7 @@ import tempfile
 
 import numpy as np
 
+from .. import nn as _nn  # noqa: F401 - registers the nn.functional ops: the drills cover the whole registry
 from ..ops.registry import REGISTRY, SampleSource
 from .notebook import CourseError
 
@@ -189,6 +190,7 @@ def reference_jvp(name):
     return jvp
 
 
+@functools.lru_cache(maxsize=None)
 def _has_jvp(name) -> bool:
     info = REGISTRY[name]
     if not info.jvp:
@@ -215,8 +217,7 @@ def refusal(name):
         return (f"'{name}' has no sample inputs with a floating input that requires grad and a differentiable "
                 "output, so a drill could not check an answer")
     try:
-        ref = reference_vjp(name)
-        got = [vjp_record(name, ref, c) for c in cs]
+        got = _reference_records(name, "vjp")
     except Exception as exc:  # noqa: BLE001
         return f"'{name}''s own VJP does not run on its samples ({type(exc).__name__}), so it cannot grade one"
     if not any(np.any(g) for gs in got for g in gs):
@@ -257,28 +258,45 @@ def jvp_record(name, answer, case):
 
 def gradcheck_record(name, answer, case, eps=1e-6):
     """The answer's VJP against central differences of the op (float64): the largest relative error."""
-    info = REGISTRY[name]
-    Tensor = _tensor()
-    ins = case.inputs()
-    leaves = _leaves(ins)
     got = vjp_record(name, answer, case)
-
-    def f(vals):
-        swap = {id(a): Tensor._make(v) for a, v in zip(leaves, vals)}
-        outs = _float_outputs(info.fn(*_map_tensors(ins, lambda t: swap.get(id(t), t)), **case.kwargs))
-        return sum(float(np.sum(_arrays(o) * _arrays(g))) for o, g in zip(outs, case.grads))
-    base = [_arrays(x).copy() for x in leaves]
     worst = 0.0
-    for k, x in enumerate(base):
-        for idx in np.ndindex(x.shape):
-            plus = [b.copy() for b in base]
-            minus = [b.copy() for b in base]
-            plus[k][idx] += eps
-            minus[k][idx] -= eps
-            num = (f(plus) - f(minus)) / (2 * eps)
-            ana = float(got[k][idx]) if got[k].shape == x.shape else float("nan")
-            worst = max(worst, abs(num - ana) / (1.0 + abs(num)))
+    for k, num in enumerate(_central_differences(name, case, eps)):
+        for idx in np.ndindex(num.shape):
+            ana = float(got[k][idx]) if got[k].shape == num.shape else float("nan")
+            worst = max(worst, abs(num[idx] - ana) / (1.0 + abs(num[idx])))
     return worst
+
+
+_DIFFERENCES = {}
+
+
+def _central_differences(name, case, eps):
+    """The op's VJP on ``case`` by central differences in float64, one array per input that requires grad.
+
+    It depends on the op and the case only, never on the answer, so it is computed once per case
+    (``_DIFFERENCES``) however many answers are checked against it."""
+    key = (name, case.name, eps)
+    if key not in _DIFFERENCES:
+        info = REGISTRY[name]
+        Tensor = _tensor()
+        ins = case.inputs()
+        leaves = _leaves(ins)
+
+        def f(vals):
+            swap = {id(a): Tensor._make(v) for a, v in zip(leaves, vals)}
+            outs = _float_outputs(info.fn(*_map_tensors(ins, lambda t: swap.get(id(t), t)), **case.kwargs))
+            return sum(float(np.sum(_arrays(o) * _arrays(g))) for o, g in zip(outs, case.grads))
+        base = [_arrays(x).copy() for x in leaves]
+        nums = [np.zeros(x.shape) for x in base]
+        for k, x in enumerate(base):
+            for idx in np.ndindex(x.shape):
+                plus = [b.copy() for b in base]
+                minus = [b.copy() for b in base]
+                plus[k][idx] += eps
+                minus[k][idx] -= eps
+                nums[k][idx] = (f(plus) - f(minus)) / (2 * eps)
+        _DIFFERENCES[key] = nums
+    return _DIFFERENCES[key]
 
 
 def _same(a, b, rtol=1e-6, atol=1e-8) -> bool:
@@ -292,7 +310,6 @@ def score(name, vjp, jvp=None):
 
     A part earns its point when every case gives what the registry's own rule gives (the graded
     cells record the same values and the grader compares them with the reference kernel's)."""
-    ref = reference_vjp(name)
     parts = {}
     cs = cases(name)
 
@@ -301,14 +318,22 @@ def score(name, vjp, jvp=None):
             parts[key] = bool(fn())
         except Exception:  # noqa: BLE001 - an answer that raises loses the part
             parts[key] = False
-    part("vjp", lambda: all(_same(vjp_record(name, vjp, c), vjp_record(name, ref, c)) for c in cs))
+    part("vjp", lambda: all(_same(vjp_record(name, vjp, c), r) for c, r in zip(cs, _reference_records(name, "vjp"))))
     if small_cases(name):
         part("gradcheck", lambda: all(gradcheck_record(name, vjp, c) < 1e-4 for c in small_cases(name)))
     if _has_jvp(name):
-        rj = reference_jvp(name)
         part("jvp", lambda: jvp is not None and all(
-            _same(jvp_record(name, jvp, c), jvp_record(name, rj, c)) for c in cs))
+            _same(jvp_record(name, jvp, c), r) for c, r in zip(cs, _reference_records(name, "jvp"))))
     return sum(parts.values()), len(parts), parts
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_records(name, kind):
+    """What the registry's own rule records on every case (``kind``: "vjp" or "jvp"): the values every answer
+    is compared with, computed once per op (it raises where the rule does not run, and is then not kept)."""
+    if kind == "vjp":
+        return [vjp_record(name, reference_vjp(name), c) for c in cases(name)]
+    return [jvp_record(name, reference_jvp(name), c) for c in cases(name)]
 
 
 def small_cases(name):
