@@ -108,46 +108,6 @@ def pytest_configure(config):
     path = os.environ.get("GRADLAB_TORCH_SKIPS")
     if path and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_TorchSkips(path), "gradlab-torch-skips")
-    if hasattr(config, "workerinput"):
-        _warm_rewritten_bytecode(config, config.workerinput)
-
-
-# ------------------------------------------------------------------ the test files' bytecode, once
-# pytest rewrites each test file's asserts (to explain a failure) and caches the result beside it
-# (tests/__pycache__/*-pytest-*.pyc, git-ignored). On a fresh clone that cache is empty, and the xdist workers
-# collect together, so each one would parse, rewrite and compile every test file itself: about 4 of a worker's
-# 9-10 CPU-s of collection, once per worker. Instead each worker first writes the cache of its own share of
-# the files (every n-th), with pytest's own functions, so the files are exactly what its import hook writes
-# and reads back (it checks each against its source's hash); collecting, it then finds the others' shares
-# written. Only a cache: a file not yet written when a worker reaches it is rewritten by that worker, as
-# before, and where pytest's internals differ from what is expected here this does nothing.
-def _warm_rewritten_bytecode(config, workerinput):
-    if sys.dont_write_bytecode or config.getoption("assertmode", "rewrite") != "rewrite":
-        return
-    try:
-        import inspect
-        from pathlib import Path
-
-        from _pytest.assertion import rewrite as rw
-        from _pytest.pathlib import fnmatch_ex
-        if list(inspect.signature(rw._write_pyc).parameters) != ["state", "co", "source_hash", "pyc"]:
-            return
-        state = config.stash[rw.assertstate_key]
-        patterns = [*config.getini("python_files"), "conftest.py"]
-        roots = [Path(a.split("::")[0]).resolve() for a in config.args] or [config.rootpath]
-        files = {f for r in roots for f in ([r] if r.is_file() else r.rglob("*.py"))
-                 if "__pycache__" not in f.parts and any(fnmatch_ex(p, f) for p in patterns)}
-        share = int(str(workerinput["workerid"]).lstrip("gw")), int(workerinput["workercount"])
-        for fn in sorted(files)[share[0]::share[1]]:
-            pyc = rw.get_cache_dir(fn) / (fn.name[:-3] + rw.PYC_TAIL)
-            if rw._read_pyc(fn, pyc) is None and rw.try_makedirs(pyc.parent):
-                try:
-                    source_hash, co = rw._rewrite_test(fn, config)
-                except SyntaxError:     # pytest reports it when it imports the file
-                    continue
-                rw._write_pyc(state, co, source_hash, pyc)
-    except (ImportError, AttributeError, KeyError, TypeError, ValueError, OSError):
-        return
 
 
 # ------------------------------------------------------------------ which files the workers take first
