@@ -157,3 +157,21 @@ def test_gradlab_grade_grades_a_drill(tmp_path):
     doc = {n["notebook"].split("/")[-2]: n for n in json.loads(out.read_text())["notebooks"]}
     assert doc["done"]["earned"] == doc["done"]["possible"] > 0
     assert doc["stub"]["earned"] == 0
+
+
+@pytest.mark.parametrize("spoil", ["nan", "wrong_shape"])
+def test_a_nan_or_misshapen_gradient_fails_the_finite_difference_part(spoil):
+    """The finite-difference part compares with ``<``: a nan error must count as wrong, never as 0.0
+    (``max(0.0, nan)`` is ``0.0``), and a gradient of another shape is wrong whatever its values."""
+    ref = practice.reference_vjp("mul")
+
+    def spoiled(grad, *xs, **kw):
+        gs = [g.detach().numpy().copy() for g in ref(grad, *xs, **kw)]
+        gs[0] = gs[0].ravel()[:, None] if spoil == "wrong_shape" else np.where(gs[0] == gs[0].flat[0], np.nan, gs[0])
+        return tuple(gradlab.tensor(g) for g in gs)
+
+    for case in practice.small_cases("mul"):
+        assert practice.gradcheck_record("mul", ref, case) < 1e-4      # the rule itself passes
+        assert not practice.gradcheck_record("mul", spoiled, case) < 1e-4
+    earned, possible, parts = practice.score("mul", spoiled, practice.reference_jvp("mul"))
+    assert parts["gradcheck"] is False and earned < possible
