@@ -25,7 +25,6 @@ Prints, per program, old and new and the ratio new / old (above 1.05: more than 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import subprocess
@@ -57,31 +56,36 @@ ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_N
 
 # ------------------------------------------------------------ the child: one tree, one program
 
-def _child(name, repeats, warmup, steps):
+def _child(names, repeats, warmup, steps):
+    """Run each of ``names`` in this process (a fresh process per timing; all of them under callgrind)."""
     import gradlab
     gradlab.set_num_threads(1)
-    step = BENCHMARKS[name](gradlab, np.random.default_rng(0))
-    for _ in range(warmup):
-        step()
-    if steps:  # under callgrind: count these steps only
-        os.getppid()
-        for _ in range(steps):
+    results = []
+    for name in names:
+        step = BENCHMARKS[name](gradlab, np.random.default_rng(0))
+        for _ in range(warmup):
             step()
-        os.getpgrp()
-        return {"gradlab": gradlab.__file__}
-    times = []
-    for _ in range(repeats):
-        t = time.process_time()
-        step()
-        times.append(time.process_time() - t)
-    return {"gradlab": gradlab.__file__, "best_ms": min(times) * 1e3,
-            "median_ms": float(np.median(times)) * 1e3}
+        if steps:  # under callgrind: these steps only, one dump per benchmark
+            os.getppid()
+            for _ in range(steps):
+                step()
+            os.getpgrp()
+            results.append({})
+            continue
+        times = []
+        for _ in range(repeats):
+            t = time.process_time()
+            step()
+            times.append(time.process_time() - t)
+        results.append({"best_ms": min(times) * 1e3, "median_ms": float(np.median(times)) * 1e3})
+    return {"gradlab": gradlab.__file__, "results": results}
 
 
 # ------------------------------------------------------------ the parent: alternate the trees
 
-def _run_child(tree, name, args, valgrind_out=None):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--repeats", str(args.repeats),
+def _run_child(tree, names, args, valgrind_out=None):
+    """One child process in ``tree`` (one thread): a result per name, with ``Ir`` per step under callgrind."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", *names, "--repeats", str(args.repeats),
            "--warmup", str(args.warmup), "--steps", str(args.steps if valgrind_out else 0)]
     if valgrind_out:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={valgrind_out}",
@@ -89,14 +93,16 @@ def _run_child(tree, name, args, valgrind_out=None):
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.path.abspath(tree)}
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        sys.exit(f"{tree}: {name} failed:\n{out.stderr[-3000:]}")
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    if not result["gradlab"].startswith(os.path.abspath(tree)):
-        sys.exit(f"{tree}: imported gradlab from {result['gradlab']}, not from the tree")
-    if valgrind_out:  # the dump made at os.getpgrp(): <out>.1
-        with open(valgrind_out + ".1") as f:
-            result["Ir"] = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
-    return result
+        sys.exit(f"{tree}: {names} failed:\n{out.stderr[-3000:]}")
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    if not child["gradlab"].startswith(os.path.abspath(tree)):
+        sys.exit(f"{tree}: imported gradlab from {child['gradlab']}, not from the tree")
+    if valgrind_out:  # the dumps made at each os.getpgrp(): <out>.1, <out>.2, ...
+        for i, result in enumerate(child["results"], 1):
+            with open(f"{valgrind_out}.{i}") as f:
+                ir = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
+            result["kIr"] = ir / args.steps / 1e3
+    return child["results"]
 
 
 def main(argv=None):
@@ -108,20 +114,23 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=4, help="processes per tree, alternating")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--callgrind", action="store_true", help="count instructions instead of timing")
-    ap.add_argument("--steps", type=int, default=20, help="steps counted under --callgrind")
+    ap.add_argument("--steps", type=int, default=20, help="steps counted under --callgrind (Ir per step is printed)")
     args = ap.parse_args(argv)
     names = [n for n in BENCHMARKS if not args.only or any(s in n for s in args.only)]
     trees = {"old": args.old, "new": args.new}
-    unit, key = ("Ir", "Ir") if args.callgrind else ("CPU ms, best", "best_ms")
+    unit, key = ("kIr/step", "kIr") if args.callgrind else ("CPU ms, best", "best_ms")
     print(f"old = {args.old}, new = {args.new}; one thread; load average {os.getloadavg()[0]:.2f}")
     print(f"{'benchmark':34s} {'old ' + unit:>16s} {'new ' + unit:>16s} {'new/old':>8s}   per round (old/new)")
-    for name in names:
-        runs = {"old": [], "new": []}
+    if args.callgrind:  # deterministic: one process per tree runs every benchmark
         with tempfile.TemporaryDirectory() as tmp:
-            for r in range(1 if args.callgrind else args.rounds):
-                for label in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                    out = os.path.join(tmp, f"{label}{r}") if args.callgrind else None
-                    runs[label].append(_run_child(trees[label], name, args, out)[key])
+            counts = {label: _run_child(tree, names, args, os.path.join(tmp, label)) for label, tree in trees.items()}
+        for name, old, new in zip(names, counts["old"], counts["new"]):
+            print(f"{name:34s} {old[key]:16.1f} {new[key]:16.1f} {new[key] / old[key]:8.3f}", flush=True)
+    for name in names if not args.callgrind else ():
+        runs = {"old": [], "new": []}
+        for r in range(args.rounds):
+            for label in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                runs[label].append(_run_child(trees[label], [name], args)[0][key])
         old, new = min(runs["old"]), min(runs["new"])
         rounds = " ".join(f"{a:.4g}/{b:.4g}" for a, b in zip(runs["old"], runs["new"]))
         print(f"{name:34s} {old:16.4g} {new:16.4g} {new / old:8.3f}   {rounds}", flush=True)
@@ -131,7 +140,7 @@ def main(argv=None):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         ap = argparse.ArgumentParser()
-        ap.add_argument("--child")
+        ap.add_argument("--child", nargs="+")
         ap.add_argument("--repeats", type=int)
         ap.add_argument("--warmup", type=int)
         ap.add_argument("--steps", type=int)
