@@ -160,6 +160,9 @@ def blas_ready(x):
     if x.ndim < 2:
         return x
     r, c = x.shape[-2:]
+    flags = x.flags
+    if (flags.c_contiguous or flags.f_contiguous) and r > 1 and c > 1:
+        return x  # the usual case, one flags read (a 1-wide side's stride is not checked by the flags)
     s0, s1 = x.strides[-2:]
     it = x.itemsize
     if (s1 == it and s0 % it == 0 and s0 >= c * it) or (s0 == it and s1 % it == 0 and s1 >= r * it):
