@@ -3,7 +3,7 @@
     python benchmarks/compare_trees.py OLD_TREE NEW_TREE [--only NAME ...] [--repeats 200] [--rounds 4]
     python benchmarks/compare_trees.py OLD_TREE NEW_TREE --callgrind [--steps 20] [--only NAME ...]
 
-A tree is a checkout of gradlab (``git worktree add /tmp/old 670e3a1`` gives one). Each measurement
+A tree is a checkout of gradlab (``git worktree add --detach /tmp/old 670e3a1`` gives one). Each measurement
 is a fresh process with ``PYTHONPATH=TREE``, so it imports that tree's gradlab, while the programs
 it runs are this file's: the steps of ``bench_small_programs.py`` and the small conv of
 ``bench_conv.py`` (both trees run the same benchmark code, which must use API that both have).
@@ -18,7 +18,8 @@ hides a 5% regression. Two measures see through the load:
   warm-up, deterministic and independent of load. The counters are zeroed when the child calls
   ``os.getppid()`` and dumped when it calls ``os.getpgrp()`` (``--zero-before``/``--dump-before``),
   so imports, set-up and warm-up are not counted. Instructions are a proxy for time (a cache miss
-  or a wide SIMD loop costs more or less than its count), so report both.
+  or a wide SIMD loop costs more or less than its count), so report both. Needs ``valgrind`` on PATH;
+  about a minute per tree (most of it the imports under valgrind).
 
 Prints, per program, old and new and the ratio new / old (above 1.05: more than 5% slower).
 """
@@ -54,7 +55,7 @@ BENCHMARKS = {"small conv 32x3x32x32 * 16x3x3x3": small_conv, **PROGRAMS}
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
-# ------------------------------------------------------------ the child: one tree, one program
+# ------------------------------------------------------------ the child: one tree, its benchmarks
 
 def _child(names, repeats, warmup, steps):
     """Run each of ``names`` in this process (a fresh process per timing; all of them under callgrind)."""
