@@ -69,11 +69,9 @@ def _kept_shape(shape, axes):
 def expand_back(ns, g, in_shape, axes, keepdim):
     """Broadcast a reduction's gradient back over the dimensions it reduced, in a ``OneRule``'s namespace
     (on arrays a read-only broadcast view: no copy)."""
-    if ns is not O:  # (arithmetic on a 0-d array, ``g / N`` in mean's rule, gives a NumPy scalar, whose
-        g = ns.asarray(g)  # methods convert it back to an array each call: 1-2 us of a mean's backward)
     if not keepdim:
         g = g.reshape(_kept_shape(in_shape, axes))
-    return O.broadcast_to(g, in_shape) if ns is O else ns.broadcast_to(g, in_shape)
+    return O.broadcast_to(g, in_shape) if ns is O else xp_of(g).broadcast_to(g, in_shape)
 
 
 def sum_to_array(a, shape):
