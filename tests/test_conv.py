@@ -76,6 +76,20 @@ def test_strided_input_gradient_by_phases_matches_torch(torch, k, kw):
     _check(torch, F.conv2d(x, w, **kw), torch.nn.functional.conv2d(tx, tw, **kw), [x, w], [tx, tw])
 
 
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(padding="same", dilation=2), dict(groups=2, padding=1)])
+def test_conv2d_widening_layer_matches_torch(torch, monkeypatch, kw):
+    # a stride-1 layer that widens the channels more than 4x (2 -> 12) gets its input gradient by fold,
+    # not as a convolution of dY (whose columns would have 12*3*3 rows to make 2 channels)
+    import gradlab.ops.conv as conv
+
+    def not_this_path(*a):
+        raise AssertionError("conv_input_grad used for a 6x widening layer")
+    monkeypatch.setattr(conv, "conv_input_grad", not_this_path)
+    g = kw.get("groups", 1)
+    (x, tx), (w, tw), (b, tb) = _leaf(torch, (3, 2, 6, 5), 6), _leaf(torch, (12, 2 // g, 3, 3), 7), _leaf(torch, (12,), 8)
+    _check(torch, F.conv2d(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw), [x, w, b], [tx, tw, tb])
+
+
 def test_conv2d_infinite_input_gives_pytorchs_inf_and_nan(torch):
     # stride-1 columns are computed a padded row wide (conv.Columns); the extra "margin" columns must
     # not add 0 * inf = nan to the weight gradient where PyTorch has none

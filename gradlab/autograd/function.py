@@ -457,7 +457,9 @@ def _keep_saved(ctx, out, ret):
             ctx._plain_saved = True
             ctx._to_save = None
             return
-    saved = [SavedTensor(s) if isinstance(s, Tensor) else s for s in to_save] if to_save else []
+    saved = []
+    for s in to_save or ():  # (a loop, not a list comprehension: that is one more function call in 3.11)
+        saved.append(SavedTensor(s) if isinstance(s, Tensor) else s)
     if ctx._to_save_out:
         if type(ret) is not tuple:  # (one output: it may have been re-wrapped, 0-d scalar -> array)
             for _ in ctx._to_save_out:

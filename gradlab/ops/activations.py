@@ -282,13 +282,15 @@ class Softplus(OneRule, Op):
         ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
         a = x._data
-        bx = a * beta
-        # logaddexp(0, bx) = log(1 + exp(bx)) without overflow
-        y = np.where(bx > threshold, a, np.logaddexp(0, bx) / beta)
+        if beta == 1:  # the default (and BCEWithLogitsLoss's softplus): two full-size passes fewer
+            y = np.where(a > threshold, a, np.logaddexp(0, a))
+        else:  # logaddexp(0, bx) = log(1 + exp(bx)) without overflow
+            bx = a * beta
+            y = np.where(bx > threshold, a, np.logaddexp(0, bx) / beta)
         return as_array(y, dtype=a.dtype)
 
     def _dydx(self, ns, x):
-        bx = x * self.beta
+        bx = x if self.beta == 1 else x * self.beta  # (beta = 1, the default: no product to make)
         return ns.where(bx > self.threshold, 1.0, _sigmoid_in(ns, bx))
 
     def rule(self, ns, g, x):  # the VJP, on tensors and arrays alike (OneRule)

@@ -89,14 +89,11 @@ class Linear(OneRule, Op):
 
     def rule(self, ns, g, x, w):  # the VJP, on tensors and arrays alike (OneRule)
         nf = self.next_functions
-        dx = matmul_vjp(ns, g, x, w.mT, True, False)[0] if nf[0] is not None else None
-        # dW: the same rule read on Y^T = W @ X^T, so it comes out as dY^T @ X, (out, in) and contiguous.
-        # (Read on Y = X @ W^T it is (X^T @ dY)^T, a transposed view, which the engine copies before
-        # storing it in .grad: a strided copy of the whole weight, 0.4-0.5 ms of a 784-256-10 MLP's
-        # 1.2 ms step on one thread.)
-        dw = matmul_vjp(ns, g.mT, w, x.mT, True, False)[0] if nf[1] is not None else None
-        db = g.sum(0) if len(nf) > 2 and nf[2] is not None else None
-        return (dx, dw, db)[:len(nf)]
+        # matmul's rule on Y = X @ B with B = W^T given as W (see matmul_vjp's ``b_as_t``): one call
+        dx, dw = matmul_vjp(ns, g, x, w, nf[0] is not None, nf[1] is not None, b_as_t=True)
+        if len(nf) == 2:
+            return dx, dw
+        return dx, dw, (g.sum(0) if nf[2] is not None else None)
 
     def jvp(self, tx, tw, tb=None):
         x, w = self.args[:2]
@@ -104,19 +101,27 @@ class Linear(OneRule, Op):
         return tb if out is None else out if tb is None else out + tb
 
 
-def matmul_vjp(ns, g, a, b, need_a=True, need_b=True):
+def matmul_vjp(ns, g, a, b, need_a=True, need_b=True, b_as_t=False):
     """The VJP of ``Y = A @ B``, stated once for every rank: ``dA = dY @ B^T``, ``dB = A^T @ dY``.
 
     On tensors (``ns`` is gradlab's ops: a graph, differentiable again) or arrays (the engine's fast
     path: each gradient costs one BLAS matmul, none for an input that needs no gradient; a transpose
     is a view, no copy). A 1-D operand is lifted to a matrix (a row on the left, a column on the
     right) and the gradient put back in its shape; broadcast batch dims are summed away.
+
+    ``b_as_t=True`` (a linear layer, ``Y = X @ W^T``): ``b`` is passed as ``W = B^T``, 2-D, and its
+    gradient returned as ``dW = dB^T = dY^T @ A``, the same rule with both sides transposed. So
+    ``dW`` comes out ``(out, in)`` and contiguous; as ``(A^T @ dY)^T`` it would be a transposed view,
+    which the engine copies before storing it in ``.grad`` (a strided copy of the whole weight,
+    0.4-0.5 ms of a 784-256-10 MLP's 1.2 ms step on one thread).
     """
     mm = O.matmul if ns is O else matmul_arrays
-    if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar
-        return (g * b if need_a else None), (g * a if need_b else None)
+    if b_as_t:
+        return (mm(g, b) if need_a else None), (mm(g.mT, a) if need_b else None)
     if a.ndim == 2 and b.ndim == 2:  # the common case, said plainly
         return (mm(g, b.mT) if need_a else None), (mm(a.mT, g) if need_b else None)
+    if a.ndim == 1 and b.ndim == 1:  # a dot product: Y is a scalar
+        return (g * b if need_a else None), (g * a if need_b else None)
     a2 = a[None] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     g2 = g[..., None, :] if a.ndim == 1 else g
@@ -160,6 +165,9 @@ def blas_ready(x):
     if x.ndim < 2:
         return x
     r, c = x.shape[-2:]
+    flags = x.flags
+    if (flags.c_contiguous or flags.f_contiguous) and r > 1 and c > 1:
+        return x  # the usual case, one flags read (a 1-wide side's stride is not checked by the flags)
     s0, s1 = x.strides[-2:]
     it = x.itemsize
     if (s1 == it and s0 % it == 0 and s0 >= c * it) or (s0 == it and s1 % it == 0 and s1 >= r * it):
