@@ -105,10 +105,13 @@ def _write(self, result, name):
     except ValueError as e:
         raise GradError(f"{name}: cannot write into {_label(self)}: {e} (it may be a broadcast view; "
                         ".clone() it first)") from None
-    _bump(self)
+    bump_version(self)
 
 
-def _bump(t):
+def bump_version(t):
+    """Count one in-place change of ``t`` on its version counter (shared by its views), so a saved tensor
+    that backward reads later is seen to have changed. For code that writes ``t``'s array itself (the
+    running statistics of a batch-norm layer), not through ``apply_inplace``."""
     v = t._version
     v.value += 1
     if t.name:
@@ -303,7 +306,7 @@ def zero_(self):
     """Set every element to 0 (``optimizer.zero_grad(set_to_none=False)`` uses this)."""
     if not _needs_graph(self, ()):
         self._data.fill(0)
-        _bump(self)
+        bump_version(self)
         return self
     return apply_inplace(self, "zero_", _replace(0))
 
@@ -315,7 +318,7 @@ def fill_(self, value):
     _dt.check_fits(value, self.dtype, "fill_")
     if not _needs_graph(self, (value,)):
         self._data[...] = value._data if isinstance(value, Tensor) else value
-        _bump(self)
+        bump_version(self)
         return self
     return apply_inplace(self, "fill_", _replace(value), (value,))
 
@@ -424,7 +427,7 @@ def setitem(self, index, value):
         dual = self._fw_grad is not None or getattr(value, "_fw_grad", None) is not None  # forward-mode tangents
         if not dual and not _needs_graph(self, (value,)):
             assign(self._data, idx, value._data if isinstance(value, Tensor) else value)
-            _bump(self)
+            bump_version(self)
             return
         if isinstance(value, Tensor) and value.dtype != self.dtype:
             value = value.to(self.dtype)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ... import checks as _c, ops as O
 from ..._tensor import Tensor
-from ...autograd.inplace import _bump
+from ...autograd.inplace import bump_version
 from ...backend import dtypes as _dt
 from ...errors import ArgumentError, ShapeError, fmt_shape
 from ...factories import ones, tensor, zeros
@@ -97,7 +97,7 @@ def _count_batch(t):
         t.add_(1)
         return
     t._data += 1
-    _bump(t)
+    bump_version(t)
 
 
 class _BatchNorm(_NormBase):
