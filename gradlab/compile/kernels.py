@@ -4,7 +4,8 @@ See ``fuse.py`` for why. The CPU kernel is generated Python source (kept in
 ``node.source`` so a student can read it): it allocates the outputs, then
 walks the rows in chunks of about :data:`CHUNK` elements, evaluating every op
 of the chain on the chunk with ufuncs writing into scratch buffers (``out=``).
-The chunks are shared among ``gradlab.get_num_threads()`` threads: NumPy's ufuncs release
+The chunks are shared among ``gradlab.get_num_threads()`` threads, each taking
+the next chunk as it frees up (:func:`parallel_chunks`): NumPy's ufuncs release
 the GIL while they loop, so on a machine with several cores the chunks really
 run in parallel (what ``numexpr`` does too).
 """
@@ -15,8 +16,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import threads
-from ..backend.threads import get_num_threads, parallel_for
+from ..backend.threads import parallel_items
 from ..ops.registry import REGISTRY
 from .ir import Node, Value, show_arg
 
@@ -134,33 +134,35 @@ def numpy_kernel(node: Node, chunk: int = None):
         body.append(f"# %{v.name} = {n.op}({', '.join(show_arg(a) for a in n.args)})")
         body.extend(stmts)
     step_shape = (rows,) + tuple(shape[1:]) if chunked else tuple(shape)
-    lines.append("    def part(lo, hi):")
-    for b, dt in enumerate(bufs):
-        lines.append(f"        _t{b} = _np.empty({step_shape!r}, dtype=_np.{dt})")
-    lines.append("        with _np.errstate(all='ignore'):")
+    nchunks = -(-shape[0] // rows) if chunked else 1
+    # each thread makes its own scratch buffers once (scratch()), then takes chunks one at a time as it
+    # frees up (chunk(i, bufs); backend.threads.parallel_items): see parallel_chunks for why
+    lines.append("    def scratch():")
+    lines.append(f"        return [{', '.join(f'_np.empty({step_shape!r}, dtype=_np.{dt})' for dt in bufs)}]")
+    lines.append("    def chunk(i, bufs):")
+    ind = " " * 8
     if chunked:
-        lines.append(f"            for s in range(lo, hi, {rows}):")
-        lines.append("                e = min(s + " + str(rows) + ", hi)")
-        ind = " " * 16
+        lines.append(f"{ind}s = i * {rows}")
+        lines.append(f"{ind}e = min(s + {rows}, {shape[0]})")
         for i, v in enumerate(ins):
             sl = "[s:e]" if len(v.shape) == len(shape) and v.shape[0] == shape[0] else ""
             lines.append(f"{ind}a{i} = in{i}{sl}")
         for j in range(len(outs)):
             lines.append(f"{ind}o{j} = out{j}[s:e]")
         for b in range(len(bufs)):
-            lines.append(f"{ind}t{b} = _t{b}[:e - s]")
+            lines.append(f"{ind}t{b} = bufs[{b}][:e - s]")
     else:
-        ind = " " * 12
         for i in range(len(ins)):
             lines.append(f"{ind}a{i} = in{i}")
         for j in range(len(outs)):
             lines.append(f"{ind}o{j} = out{j}[...]" if outs[j].shape else f"{ind}o{j} = out{j}")
         for b in range(len(bufs)):
-            lines.append(f"{ind}t{b} = _t{b}")
+            lines.append(f"{ind}t{b} = bufs[{b}]")
     lines += [ind + s for s in body]
-    env["_parallel"] = parallel_rows
+    env["_parallel"] = parallel_chunks
     env.update(inf=float("inf"), nan=float("nan"))  # repr() of an infinite argument (softplus's threshold) is 'inf'
-    lines.append(f"    _parallel(part, {shape[0] if chunked else 1}, {rows if chunked else 1})")
+    lines.append("    with _np.errstate(all='ignore'):  # (the worker threads run under the caller's errstate)")
+    lines.append(f"        _parallel(chunk, {nchunks}, scratch, {int(np.prod(shape))})")
     lines.append(f"    return ({', '.join(f'out{j}' for j in range(len(outs)))},)")
     src = "\n".join(lines)
     env.update(consts)
@@ -176,15 +178,23 @@ def _c_literal(a, f32):
     return f"{float(a)!r}f" if f32 and isinstance(a, float) else repr(a)
 
 
-def parallel_rows(part, n, rows):
-    """Run ``part(lo, hi)`` over ``[0, n)`` in whole chunks of ``rows`` rows, split among
-    ``gradlab.get_num_threads()`` threads when there are at least two chunks per thread
-    (``backend.threads.parallel_for``: the one chunking helper)."""
-    chunks = n // max(rows, 1)
-    if chunks < 2 * min(2, get_num_threads()):
-        part(0, n)
+def parallel_chunks(chunk, n, scratch, work):
+    """Run ``chunk(i, bufs)`` for every chunk ``i`` in ``range(n)``; each thread makes its scratch buffers
+    once (``bufs = scratch()``) and takes the next chunk nobody has taken yet as it frees up
+    (``backend.threads.parallel_items``), across ``gradlab.get_num_threads()`` threads when the kernel
+    touches at least ``threads.MIN_ELEMENTS`` elements.
+
+    Why chunk by chunk, not a fixed run of chunks per thread (``parallel_for``'s pieces): a loop lasts as
+    long as its slowest thread, and on a machine shared with other programs the operating system pauses
+    one of them now and then. With the elementwise block of ``benchmarks/bench_compile.py`` (64 chunks)
+    at 2 threads on the 2-core machine beside other work, the fixed pieces made the compiled step slower
+    than on one thread (43.8 vs 39.8 ms, load 2.0); taking chunks as threads free up, the busy thread
+    simply does fewer of them. Same bits for any thread count: each chunk writes its own rows.
+    """
+    if n <= 1:
+        chunk(0, scratch())
         return
-    parallel_for(part, n, grain=max(rows, 1), work=max(chunks // 2, 1) * threads.MIN_ELEMENTS)
+    parallel_items(chunk, n, work=work, setup=scratch)
 
 
 def _ref(a, name, ins, outs, buf_of, shape):
