@@ -305,7 +305,7 @@ def row_grain(axis_len: int) -> int:
     return -(-rows // 16) * 16
 
 
-def map_blocks(fn, *arrays, dtype=None):
+def map_blocks(fn, *arrays, dtype=None, grain=GRAIN):
     """``fn(*arrays)`` for an elementwise ``fn`` of same-shape NumPy arrays, computed block by block.
 
     The inputs are flattened (C order) and cut into blocks of :data:`GRAIN` elements, so every
@@ -313,23 +313,25 @@ def map_blocks(fn, *arrays, dtype=None):
     least :data:`MIN_ELEMENTS`. ``fn`` maps 1-D blocks to a 1-D block of the same length (of
     ``dtype``, default the first input's). Elementwise, so the result is the same bits as
     ``fn(*arrays)`` in one call (NumPy's SIMD loops give each element the same bits in any block).
-    The first block runs in the calling thread first (it tells the result's dtype).
+    The first block runs in the calling thread first (it tells the result's dtype). ``grain``: elements
+    per block (default :data:`GRAIN`; a larger one for a ``fn`` of many short NumPy calls, whose per-call
+    overhead then counts more than the cache: gelu's, see ``ops/activations.py``).
     """
     a0 = arrays[0]
     flats = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     n = flats[0].size
     if not n:
         return fn(*arrays) if dtype is None else np.empty(a0.shape, dtype)
-    first = fn(*(f[:GRAIN] for f in flats))   # (also tells the result's dtype)
+    first = fn(*(f[:grain] for f in flats))   # (also tells the result's dtype)
     out = np.empty(n, dtype or first.dtype)
     out[:first.size] = first
 
     def part(lo, hi):
-        for s in range(lo, hi, GRAIN):
-            e = min(s + GRAIN, hi)
+        for s in range(lo, hi, grain):
+            e = min(s + grain, hi)
             out[s:e] = fn(*(f[s:e] for f in flats))
-    if n > GRAIN:
-        parallel_for(lambda lo, hi: part(lo + GRAIN, hi + GRAIN), n - GRAIN, grain=GRAIN, work=n)
+    if n > grain:
+        parallel_for(lambda lo, hi: part(lo + grain, hi + grain), n - grain, grain=grain, work=n)
     return out.reshape(a0.shape)
 
 
