@@ -137,8 +137,8 @@ def numpy_kernel(node: Node, chunk: int = None):
     nchunks = -(-shape[0] // rows) if chunked else 1
     # each thread makes its own scratch buffers once (scratch()), then takes chunks one at a time as it
     # frees up (chunk(i, bufs); backend.threads.parallel_items): see parallel_chunks for why
-    lines.append("    def scratch():")
-    lines.append(f"        return [{', '.join(f'_np.empty({step_shape!r}, dtype=_np.{dt})' for dt in bufs)}]")
+    lines.append("    def scratch():  # one thread's buffers")
+    lines.append("        return [" + ",\n                ".join(f"_np.empty({step_shape!r}, dtype=_np.{dt})" for dt in bufs) + "]")
     lines.append("    def chunk(i, bufs):")
     ind = " " * 8
     if chunked:
@@ -186,10 +186,11 @@ def parallel_chunks(chunk, n, scratch, work):
 
     Why chunk by chunk, not a fixed run of chunks per thread (``parallel_for``'s pieces): a loop lasts as
     long as its slowest thread, and on a machine shared with other programs the operating system pauses
-    one of them now and then. With the elementwise block of ``benchmarks/bench_compile.py`` (64 chunks)
-    at 2 threads on the 2-core machine beside other work, the fixed pieces made the compiled step slower
-    than on one thread (43.8 vs 39.8 ms, load 2.0); taking chunks as threads free up, the busy thread
-    simply does fewer of them. Same bits for any thread count: each chunk writes its own rows.
+    one of them now and then; taking chunks as threads free up, the paused thread simply does fewer.
+    Measured with ``benchmarks/bench_compile.py`` (64 chunks a kernel) on the 2-core machine beside
+    other work (load 3.5-4.0), compiled step at 2 threads against 1: fixed pieces 48.3 vs 43.8 ms (the
+    second thread cost time), chunk by chunk 44.9 vs 43.2 ms. Same bits for any thread count: each chunk
+    writes its own rows.
     """
     if n <= 1:
         chunk(0, scratch())
