@@ -368,3 +368,26 @@ def test_infinite_and_nan_constants_compile():
         return G.where(x > 0, x, float("-inf")).exp() + G.clamp(x, max=float("inf")) * 1.0
     x = G.randn(4, 5, dtype=G.float64)
     np.testing.assert_array_equal(G.compile(f)(x).numpy(), f(x).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_numbers_in_a_kernel_give_eager_bits_in_every_dtype(dtype):
+    """A number beside float arrays becomes a 0-d array of their dtype in the kernel (made once): the same
+    rounding as NumPy's for the Python number, so the same bits as eager."""
+    from gradlab.compile import kernels
+    old = kernels.CHUNK
+    kernels.CHUNK = 1 << 10   # several chunks
+    try:
+        x = (G.randn(64, 100) * 50).to(getattr(G, dtype))
+
+        def f(x):
+            return (x * 0.1 + 3) * 1.7 - 1e-3 / (x * x + 1)
+        cf = G.compile(f)
+        with G.no_grad():
+            got, want = cf(x), f(x)
+        src = "".join(n.source or "" for n in cf.graph.nodes)
+        assert "_c0 = " + dtype + "(0.1)" in src
+    finally:
+        kernels.CHUNK = old
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
