@@ -5,8 +5,10 @@ so the backward pass is itself differentiable: second derivatives (and
 gradient penalties) work. Each also has the same rule on plain arrays
 (``vjp_arrays``), which the engine runs when backward is not recorded; those
 work in place on the few arrays they create (gelu's on its widest
-activation of a transformer makes two, where the formula read literally
-makes a dozen).
+activation of a transformer makes two or three, where the formula read
+literally makes a dozen). gelu's array kernels run in 64K-element blocks across threads: the tanh form as
+``a / (1 + exp(-2u))`` (one ``exp``, not one ``tanh``), the exact form as ``a Phi(a)`` with the normal CDF
+of ``backend.special.ncdf_block``.
 
 Stability: ``softplus(x) = log(1 + exp(x))`` overflows for large ``x`` if
 written literally; ``logaddexp(0, x)`` never does, and above ``threshold``
@@ -120,19 +122,20 @@ def _gelu_slope(a, approximate):
     xp = xp_of(a)
     if approximate == "tanh":
         # gelu' = s (1 + a (2 du) (e s)) with s = sigmoid(2u), e = exp(-2u), e s = 1 - s computed without
-        # cancelling (see _D0): three arrays and one exp, where the tanh form took one tanh (twice exp's cost)
+        # cancelling (see _D0): three arrays and one exp, where the tanh form took one tanh (twice exp's cost):
+        # 4M float32, one thread, CPU 19.6 -> 17.2 ms
         c = xp.clip(a, -_SLOPE_CLIP.get(a.dtype, 10.0), _SLOPE_CLIP.get(a.dtype, 10.0))   # NaN stays NaN
         du = xp.multiply(c, c)
         e = du * _V1
         e += _V0
         e *= c
         xp.exp(e, out=e)                    # e = exp(v), finite (clipped)
-        s = e + 1
-        xp.reciprocal(s, out=s)             # s = sigmoid(2u)
-        e *= s                              # e s = 1 - s
         du *= _D1
         du += _D0
         du *= c                             # 2 a du
+        s = xp.add(e, 1, out=c)             # (c is free now)
+        xp.reciprocal(s, out=s)             # s = sigmoid(2u)
+        e *= s                              # e s = 1 - s
         du *= e
         du += 1
         du *= s
