@@ -17,9 +17,11 @@ Where the compiled step's time goes (one thread, CPU, 2-core machine at load 2-4
 here, against 0.13 for a multiply); the backward kernel 16-19 ms (22 ufunc calls of ~0.8 ms on 4M
 elements); the bias's ``sum_to`` 0.5 ms; the rest ~2 ms. Eager is 60-70 ms. Kept bit for bit equal to
 eager, a kernel runs the same ufuncs, so its floor on one thread is about 10.8 + 32 x 0.56 = 29 ms
-(each ufunc at its in-cache speed): the chunk size (16K-128K elements: within 5%) and the ufuncs'
-per-call overhead (constants as 0-d arrays: 1.5-4%) move little; the second thread is what takes it
-past 2x, which a machine busy with other programs does not give (see ``kernels.parallel_chunks``).
+(each ufunc at its in-cache speed) plus streaming the kernels' 112 MB of inputs and outputs once
+(~5 ms at the ~22 GB/s a 16 MB copy gets here): ~34 ms against the 43-44 measured, i.e. at most ~2.2x
+on one thread. The chunk size (16K-128K elements: within 5%) and the ufuncs' per-call overhead
+(constants as 0-d arrays: 1.5-4%) move little; the second thread is what takes it past 2x, which a
+machine busy with other programs does not give (see ``kernels.parallel_chunks``).
 
     python benchmarks/bench_compile.py [--rows 1024] [--repeat 5]
 """
