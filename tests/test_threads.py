@@ -221,3 +221,25 @@ def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
     else:
         assert len(seen) == 4 and {n for _, n in seen} == {1}                 # (4 pieces of one item)
         assert blas[0]() == before
+
+
+def test_relu_stays_one_call_at_any_thread_count(threads, monkeypatch):
+    # relu is bound by memory, not arithmetic: by blocks across threads it was 3x slower (Relu's
+    # docstring), so it never goes to map_blocks; the same bits at 1 and 2 threads, as PyTorch's rule
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 16, 64, 64)).astype(np.float32)     # 262K elements: above MIN_ELEMENTS
+    g0 = rng.standard_normal(x0.shape).astype(np.float32)
+    results = []
+    for k in (1, 2):
+        gradlab.set_num_threads(k)
+        if k == 2:
+            assert backend_threads.threads_for(x0.size) == 2
+            monkeypatch.setattr(backend_threads, "map_blocks", lambda *a, **kw: pytest.fail("relu went by blocks"))
+        x = gradlab.from_numpy(x0.copy()).requires_grad_()
+        y = gradlab.relu(x)
+        y.backward(gradlab.from_numpy(g0))
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
+    assert np.array_equal(results[0][0], np.maximum(x0, 0))
+    assert np.array_equal(results[0][1], np.where(x0 > 0, g0, 0))
