@@ -243,9 +243,9 @@ class BatchNorm(Op):
 
     Every pass runs on the calling thread, at any thread count: each is a few operations per element,
     bound by memory, so a second thread adds nothing and the hand-offs cost. Measured on the 2-core
-    machine with no other process running, best of 30, forward (forward + backward) at 1 vs 2 threads when the passes went by blocks of
-    images across threads: (64, 16, 32, 32) float32 1.19 vs 1.49 ms (3.9 vs 4.2); (64, 64, 8, 8) 0.43
-    vs 0.74 ms (1.05 vs 2.18); the ResNet of ``benchmarks/bench_conv_bn_programs.py`` at 2 threads,
+    machine with no other process running, best of 30, forward (forward + backward) at 1 vs 2 threads
+    when the passes went by blocks of images across threads: (64, 16, 32, 32) float32 1.19 vs 1.49 ms
+    (3.9 vs 4.2); (64, 64, 8, 8) 0.43 vs 0.74 ms (1.05 vs 2.18); the ResNet of ``benchmarks/bench_conv_bn_programs.py`` at 2 threads,
     alternating, 3 steps: best 399 vs 463 ms (load 3.3).
     ``stats`` (a list) receives ``(mean, var)`` for the running statistics.
 
