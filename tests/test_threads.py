@@ -2,7 +2,7 @@
 
 The split paths (gradlab/backend/threads.py): the unary table (exp, tanh, sigmoid...), GELU (both
 forms), erf, softmax / log_softmax (so cross_entropy) forward and backward, layer_norm forward and
-dX, conv2d (chunks of images) and batch_norm (blocks of images). Each is computed row by row (or
+dX, conv2d (chunks of images). Each is computed row by row (or
 elementwise, or image by image), so the thread count cannot change a bit; the
 cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all, and conv2d's weight
 gradient adds a fixed number of partial sums (one per run of chunks) in a fixed order.
@@ -173,7 +173,7 @@ def _conv_bn_program(lib, x, w1, w2, g, b):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_conv_and_batch_norm_do_not_depend_on_the_thread_count(threads, monkeypatch, dtype):
     # conv2d's chunks of images (gradlab.ops.conv.Columns) go to threads, and the weight gradient adds
-    # per-run partial sums in a fixed order; batch norm's passes go by blocks of images. Small
+    # per-run partial sums in a fixed order (batch norm and relu stay on the calling thread). Small
     # chunks and thresholds, so that a small batch spans many chunks and pieces.
     import gradlab.ops.conv as conv
     monkeypatch.setattr(conv, "CHUNK_BYTES", 20000)
@@ -221,3 +221,47 @@ def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
     else:
         assert len(seen) == 4 and {n for _, n in seen} == {1}                 # (4 pieces of one item)
         assert blas[0]() == before
+
+
+def test_relu_stays_one_call_at_any_thread_count(threads, monkeypatch):
+    # relu is bound by memory, not arithmetic: by blocks across threads it was 3x slower (Relu's
+    # docstring), so it never goes to map_blocks; the same bits at 1 and 2 threads, as PyTorch's rule
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 16, 64, 64)).astype(np.float32)     # 262K elements: above MIN_ELEMENTS
+    g0 = rng.standard_normal(x0.shape).astype(np.float32)
+    results = []
+    for k in (1, 2):
+        gradlab.set_num_threads(k)
+        if k == 2:
+            assert backend_threads.threads_for(x0.size) == 2
+            monkeypatch.setattr(backend_threads, "map_blocks", lambda *a, **kw: pytest.fail("relu went by blocks"))
+        x = gradlab.from_numpy(x0.copy()).requires_grad_()
+        y = gradlab.relu(x)
+        y.backward(gradlab.from_numpy(g0))
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
+    assert np.array_equal(results[0][0], np.maximum(x0, 0))
+    assert np.array_equal(results[0][1], np.where(x0 > 0, g0, 0))
+
+
+def test_batch_norm_stays_on_the_calling_thread(threads, monkeypatch):
+    # batch norm's passes are bound by memory: across threads they were slower (BatchNorm's docstring)
+    rng = np.random.default_rng(6)
+    x0 = rng.standard_normal((16, 16, 32, 32)).astype(np.float32)   # 262K elements: above MIN_ELEMENTS
+    results = []
+    for k in (1, 2):
+        gradlab.set_num_threads(k)
+        if k == 2:
+            assert backend_threads.threads_for(x0.size) == 2
+            for name in ("parallel_for", "parallel_items", "map_rows", "map_blocks"):
+                monkeypatch.setattr(backend_threads, name, lambda *a, **kw: pytest.fail("batch norm went to threads"))
+        x = gradlab.from_numpy(x0.copy()).requires_grad_()
+        w = gradlab.ones(16, requires_grad=True)
+        y = F.batch_norm(x, None, None, w, None, training=True)
+        (y * y * y).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
+    mean, var = x0.mean(axis=(0, 2, 3), keepdims=True), x0.var(axis=(0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(results[0][0], (x0 - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-4)

@@ -194,17 +194,11 @@ def _channel_sums(a, b=None):
     Why not ``a.sum(axis=(0, 2, 3))``: NumPy reduces an NCHW batch over those axes with an inner loop
     along the short ``W`` axis and partial sums written back per step. Seen as ``N*C`` rows of
     ``H*W`` values (:func:`_image_sums`), each row is summed by ``einsum`` in one pass, then ``N``
-    rows of ``C`` added. Measured on one thread, (64, 16, 32, 32) float32: 0.08 ms vs 0.21 ms. The
-    rows go to threads by blocks of images (:func:`_per_images`). Other layouts (a transposed
-    ``(N, C, T)`` view, 2-D ``(N, C)``) keep NumPy's reduction (a copy would cost more)."""
+    rows of ``C`` added. Measured on one thread, (64, 16, 32, 32) float32: 0.08 ms vs 0.21 ms. Other
+    layouts (a transposed ``(N, C, T)`` view, 2-D ``(N, C)``) keep NumPy's reduction (a copy would
+    cost more). On the calling thread, as every pass of batch norm (see :class:`BatchNorm`)."""
     if _by_rows(a, b):
-        xp = xp_of(a)
-        sums = xp.empty(a.shape[:2], a.dtype if b is None else xp.result_type(a, b))
-
-        def part(lo, hi):
-            sums[lo:hi] = _image_sums(a[lo:hi], None if b is None else b[lo:hi])
-        _per_images(a, part)
-        return sums.sum(axis=0)
+        return _image_sums(a, b).sum(axis=0)
     if b is None:
         return a.sum(axis=(0,) + tuple(range(2, a.ndim)))
     axes = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
@@ -218,8 +212,7 @@ def _by_rows(a, b=None):
 
 def _image_sums(a, b=None):
     """``sum(a)`` (or ``sum(a * b)``) per image and channel, an ``(N, C)`` array (``a``, ``b`` contiguous,
-    at least 3-D): ``einsum``'s sum (or dot product) of each row, so a block of images gives the same
-    bits as the whole batch. (Not a BLAS matrix-vector product with a ones vector, 0.05 ms here:
+    at least 3-D): ``einsum``'s sum (or dot product) of each row. (Not a BLAS matrix-vector product with a ones vector, 0.05 ms here:
     a threaded BLAS call wakes BLAS's worker threads, which then spin for a while beside gradlab's
     own threads and slow them down.)"""
     n, c = a.shape[:2]
@@ -229,32 +222,16 @@ def _image_sums(a, b=None):
     return sums.reshape(n, c)
 
 
-def _per_images(a, part):
-    """``part(lo, hi)`` over images ``[0, N)`` of ``a``, blocks of images across threads for a large host
-    array (``backend.threads.parallel_for``), one call otherwise. Batch norm's full-size passes are
-    elementwise, or sums within one image and channel (:func:`_image_sums`): the same bits either way."""
-    threads.parallel_for(part, a.shape[0], work=a.size if threads.is_host(a) else 0)
-
-
 def _centred(x, mu, g=None):
     """``xc = x - mu`` and, in the same pass, its per-channel sum of ``xc * xc`` (or of ``g * xc``): batch
     norm's forward (the variance) and backward (``dW / rstd``) both start with it.
 
     ``xc`` is laid out as ``x`` (``empty_like`` keeps a transposed ``(N, C, T)`` view's order: a C-ordered
-    buffer made BatchNorm1d's WaveNet step 15-20% slower). For contiguous rows the sums are taken per image
-    while the block is in cache, by blocks of images across threads (:func:`_per_images`)."""
+    buffer made BatchNorm1d's WaveNet step 15-20% slower)."""
     xp = xp_of(x)
     xc = xp.empty_like(x, dtype=xp.result_type(x, mu))
-    other = xc if g is None else g
-    rows = _by_rows(other, xc)
-    sums = xp.empty(x.shape[:2], xc.dtype) if rows else None
-
-    def part(lo, hi):
-        xp.subtract(x[lo:hi], mu, out=xc[lo:hi])
-        if rows:
-            sums[lo:hi] = _image_sums(other[lo:hi], xc[lo:hi])
-    _per_images(x, part)
-    return xc, (sums.sum(axis=0) if rows else _channel_sums(other, xc))
+    xp.subtract(x, mu, out=xc)
+    return xc, _channel_sums(xc if g is None else g, xc)
 
 
 class BatchNorm(Op):
@@ -263,6 +240,13 @@ class BatchNorm(Op):
     Forward and backward are the closed forms below on whole arrays, a few passes over the data
     instead of a dozen nodes' worth, with the per-channel sums of :func:`_channel_sums`.
     It saves the input and two numbers per channel (mean and ``rstd``), as PyTorch.
+
+    Every pass runs on the calling thread, at any thread count: each is a few operations per element,
+    bound by memory, so a second thread adds nothing and the hand-offs cost. Measured on the 2-core
+    machine with no other process running, best of 30, forward (forward + backward) at 1 vs 2 threads
+    when the passes went by blocks of images across threads: (64, 16, 32, 32) float32 1.19 vs 1.49 ms
+    (3.9 vs 4.2); (64, 64, 8, 8) 0.43 vs 0.74 ms (1.05 vs 2.18); the ResNet of ``benchmarks/bench_conv_bn_programs.py`` at 2 threads,
+    alternating, 3 steps: best 399 vs 463 ms (load 3.3).
     ``stats`` (a list) receives ``(mean, var)`` for the running statistics.
 
     Forward: ``mean`` (one read), ``xc = x - mean`` (the one full-size array: it becomes the output),
@@ -289,11 +273,9 @@ class BatchNorm(Op):
         rstd = 1 / xp.sqrt(var + eps)
         scale = rstd if weight is None else rstd * weight._data.reshape(shape)
 
-        def finish(lo, hi):
-            y[lo:hi] *= scale
-            if bias is not None:
-                y[lo:hi] += bias._data.reshape(shape)
-        _per_images(a, finish)
+        y *= scale
+        if bias is not None:
+            y += bias._data.reshape(shape)
         stats.append((mu, var))
         ctx.save_for_backward(x, weight, bias, mu, rstd)
         return y
@@ -333,13 +315,10 @@ class BatchNorm(Op):
             k1 = scale * (rstd * rstd) * (dot / cnt).reshape(rstd.shape)    # scale * Xhat * dW / n, per xc
             k0 = scale * (db / cnt).reshape(rstd.shape)
             dx = xp.empty_like(g, dtype=xp.result_type(g, scale))
-
-            def combine(lo, hi):
-                xp.multiply(g[lo:hi], scale, out=dx[lo:hi])
-                xc[lo:hi] *= k1
-                dx[lo:hi] -= xc[lo:hi]
-                dx[lo:hi] -= k0
-            _per_images(g, combine)
+            xp.multiply(g, scale, out=dx)
+            xc *= k1
+            dx -= xc
+            dx -= k0
         return (dx, None if nf[1] is None else dw.reshape(w.shape), None if nf[2] is None else db.reshape(b.shape),
                 None, None, None)
 

@@ -90,6 +90,7 @@ class Elementwise(Op):
     ints = "float"       # integer inputs: "float" (computed in the default float dtype) or "keep"
     compiled = None      # (NumPy ufunc name, CUDA C expression): what gradlab.compile writes for it
     sample_range = {}    # the values the registry's samples draw (``unary_samples`` keywords)
+    blocks = True        # a large array is computed by blocks across threads (False: one call, see Relu)
 
     @staticmethod
     def fn(a):  # pragma: no cover - each row sets its own
@@ -107,7 +108,7 @@ class Elementwise(Op):
         # or slower (1M float32, CPU time: relu 0.50 ms in one call vs 0.75 by blocks, tanh 2.70 vs
         # 3.14, neg 0.12 vs 0.30, exp 1.66 vs 1.62), the blocks' copies into the result costing more
         # than their cache reuse saves.
-        if type(a) is np.ndarray and a.size >= _BIG and _threads.threads_for(a.size) > 1:
+        if type(a) is np.ndarray and a.size >= _BIG and ctx.blocks and _threads.threads_for(a.size) > 1:
             y = _threads.map_blocks(ctx.fn, a)
         else:
             y = ctx.fn(a)
@@ -123,7 +124,7 @@ class Elementwise(Op):
 
     def vjp_arrays(self, g):
         v = self.saved_arrays[0] if self.saves else None
-        if type(g) is np.ndarray and g.size >= _BIG and type(v) is np.ndarray and v.shape == g.shape \
+        if type(g) is np.ndarray and g.size >= _BIG and self.blocks and type(v) is np.ndarray and v.shape == g.shape \
                 and g.flags.c_contiguous and v.flags.c_contiguous and _threads.threads_for(g.size) > 1:
             # a large host array: block by block across threads, as the forward (elementwise: same bits).
             # (On one thread, one call: ReLU's backward of 1M floats 0.35 ms vs 0.66 ms by blocks.)
@@ -230,9 +231,17 @@ class Sigmoid(Elementwise):
 
 
 class Relu(Elementwise):
-    """Elementwise ``max(x, 0)``."""
+    """Elementwise ``max(x, 0)``.
+
+    Not by blocks across threads (``blocks = False``): one compare per element is bound by memory, not
+    arithmetic, so a second thread adds nothing and the blocks' copies and hand-offs cost more. Measured
+    at 2 threads on the 2-core machine (load 2.4), (64, 16, 32, 32) float32, best of 30: forward 1.62 ms
+    by blocks vs 0.52 ms in one call, forward + backward 7.2 vs 2.0 ms; the ResNet of
+    ``benchmarks/bench_conv_bn_programs.py`` at 2 threads, its relu calls' forward + backward: 36 ms per 3
+    steps by blocks vs 16.6 ms in one call; the whole 3 steps, 9 alternating runs: median 442 -> 362 ms."""
     compiled = (None, "({0} > 0 ? {0} : 0)")
     name, saves, ints, formula, sample_range = "relu", "y", "keep", "dX = dY * (X > 0)", dict(away_from=0.0)
+    blocks = False
     fn = staticmethod(lambda a: np.maximum(a, 0))
     grad = staticmethod(lambda ns, g, y: g * (y > 0))
 
