@@ -74,7 +74,8 @@ class Function:
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
     _recording = False     # set by Function.apply when a user Function's call records a node (needs_input_grad)
-    _plain_saved = False   # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
+    _plain_saved = True    # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
+                           # (so too for a node that saved nothing: indexing, reshapes)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -470,6 +471,7 @@ def _keep_saved(ctx, out, ret):
                 if i is not None:
                     saved.append(SavedTensor(ret[i], i))
     ctx._saved = saved
+    ctx._plain_saved = False
     ctx._to_save = ctx._to_save_out = None
 
 

@@ -289,10 +289,9 @@ class OneRule:
     def vjp_arrays(self, g):
         # (the engine's hot path: a host array's namespace without a call, as Elementwise.vjp_arrays)
         ns, s = (np if type(g) is np.ndarray else xp_of(g)), self.saved_arrays
-        n = len(s)
-        if n == 2:  # (the usual: two saved values, passed without a star call, which costs a list)
+        if len(s) == 2:  # (the usual: two saved values, passed without a star call, which costs a list)
             return self.rule(ns, g, s[0], s[1])
-        if not n:  # (nothing saved: indexing, reshapes)
+        if not s:  # (nothing saved: indexing, reshapes)
             return self.rule(ns, g)
         return self.rule(ns, g, *s)
 

@@ -150,7 +150,9 @@ def matmul_jvp(a, b, ta, tb):
 def matmul_arrays(x, y):
     """``x @ y`` on arrays, read as BLAS wants them (:func:`blas_ready`), in the operands' dtype
     (NumPy's matmul of two bfloat16 arrays returns float32)."""
-    out = np.matmul(blas_ready(x), blas_ready(y))
+    if not (x.ndim == 2 == y.ndim and 1 not in x.shape and 1 not in y.shape and x.flags.forc and y.flags.forc):
+        x, y = blas_ready(x), blas_ready(y)  # (else blas_ready's usual case, tested here without its two calls)
+    out = np.matmul(x, y)
     # (``is`` first, a pointer test; ``==`` compares two dtypes in C, slower, kept for the rest)
     return out if out.dtype is x.dtype or out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
 
