@@ -74,8 +74,7 @@ class Function:
     meta = None            # dict: creation site, module path... (filled by observers)
     _saved_fw = None       # {output_nr: tangent} of saved outputs while a forward-AD level is active
     _recording = False     # set by Function.apply when a user Function's call records a node (needs_input_grad)
-    _plain_saved = True    # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
-                           # (so too for a node that saved nothing: indexing, reshapes)
+    _plain_saved = False   # True when ``_saved`` holds no SavedTensor: ``saved_arrays`` is ``_saved`` itself
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -130,8 +129,8 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise freed_graph_error(self)
-        if self._plain_saved:
-            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float): nothing to unpack
+        if self._plain_saved or not self._saved:
+            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float), or nothing
         out = []
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:
@@ -471,7 +470,6 @@ def _keep_saved(ctx, out, ret):
                 if i is not None:
                     saved.append(SavedTensor(ret[i], i))
     ctx._saved = saved
-    ctx._plain_saved = False
     ctx._to_save = ctx._to_save_out = None
 
 
