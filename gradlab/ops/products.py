@@ -82,7 +82,9 @@ class Linear(OneRule, Op):
     def forward(ctx, x, w, b=None):
         ctx.save_for_backward(x, w)
         X, W, _ = arrays_for("linear", x, w, ("input", "weight"))
-        out = np.matmul(blas_ready(X), blas_ready(W).T)  # (float32/64 only: no dtype to restore, as matmul_arrays does)
+        # (np.matmul itself, one call fewer than matmul_arrays: linear runs this node only for dtypes of 4 bytes
+        # or more, whose product NumPy returns in their own dtype, so there is no bfloat16 result to cast back)
+        out = np.matmul(blas_ready(X), blas_ready(W).T)
         if b is not None:
             out += b._data
         return out
