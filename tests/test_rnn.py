@@ -254,3 +254,37 @@ def test_transformer_encoder_stack_matches_torch(torch):
     assert g.layers[0].linear1.weight is not g.layers[1].linear1.weight
     with pytest.raises(gradlab.errors.GradlabError, match="activation"):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
+
+
+def test_recurrent_product_skips_linear_checks_only_when_they_cannot_matter():
+    """A sequence computes each step's ``h @ W_hh^T + b_hh`` with the linear node itself only when
+    ``F.linear``'s checks and autocast cast would change nothing; otherwise through ``F.linear``."""
+    from gradlab.nn import functional as F
+    from gradlab.nn.modules.rnn import _recurrent_linear
+    from gradlab.ops.products import Linear
+
+    h, w, b = gradlab.randn(4, 3), gradlab.randn(6, 3), gradlab.randn(6)
+    assert _recurrent_linear(h, w, b) == Linear.apply                  # (a bound classmethod: ==, not is)
+    assert _recurrent_linear(h, w, None) is F.linear                  # no bias
+    assert _recurrent_linear(h.double(), w, b) is F.linear            # dtypes differ: F.linear raises
+    assert _recurrent_linear(h.half(), w.half(), b.half()) is F.linear  # half precision: F.linear's composite
+    with gradlab.autocast("cpu"):
+        assert _recurrent_linear(h, w, b) is F.linear                 # autocast casts in F.linear
+    # and both ways give the same sequence, values and gradients
+    m = nn.GRU(3, 6, batch_first=True)
+    x = gradlab.randn(2, 5, 3)
+    out = m(x)[0]
+    out.sum().backward()
+    direct = [p.grad.numpy().copy() for p in m.parameters()]
+    m.zero_grad()
+    import gradlab.nn.modules.rnn as rnn_module
+    original = rnn_module._recurrent_linear
+    rnn_module._recurrent_linear = lambda *a: F.linear
+    try:
+        ref = m(x)[0]
+        ref.sum().backward()
+    finally:
+        rnn_module._recurrent_linear = original
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    for a, p in zip(direct, m.parameters()):
+        np.testing.assert_array_equal(a, p.grad.numpy())

@@ -745,12 +745,18 @@ def add_array_to_grad(leaf: Tensor, g, handed: set):
     handed to another leaf in this pass is copied first, so that changing one
     ``.grad`` in place (``clip_grad_norm_``) never changes another.
     """
-    old = leaf.grad
+    old = leaf._grad
     if old is None or old._requires_grad:
         if id(g) in handed or g is leaf._data or getattr(g, "base", None) is not None:
             g = g.copy()
         handed.add(id(g))
-        leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
+        d = leaf._data
+        if old is None and type(g) is type(d) and g.dtype is d.dtype and g.shape == d.shape:
+            # (what the .grad setter would check, already true: stored without its checks, which cost
+            # about as much as the rest of this function; the usual case, a leaf's first gradient)
+            leaf._grad = Tensor._make(g)
+        else:
+            leaf.grad = Tensor._make(g) if old is None else old + Tensor._make(g)
     else:
         total = old._data + g
         if type(total) is not type(old._data):  # NumPy turns 0-d + 0-d into a scalar: keep a 0-d array

@@ -129,8 +129,8 @@ class Function:
         """``saved_tensors`` as raw arrays (plain values stay as they are): what ``vjp_arrays`` reads."""
         if self._released:
             raise freed_graph_error(self)
-        if self._plain_saved:
-            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float): nothing to unpack
+        if self._plain_saved or not self._saved:
+            return self._saved  # only plain values were saved (``x * 1.01`` keeps the float), or nothing
         out = []
         for s in self._saved:  # (a plain loop: this runs once per node in every backward)
             if type(s) is SavedTensor:

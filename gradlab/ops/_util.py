@@ -291,6 +291,8 @@ class OneRule:
         ns, s = (np if type(g) is np.ndarray else xp_of(g)), self.saved_arrays
         if len(s) == 2:  # (the usual: two saved values, passed without a star call, which costs a list)
             return self.rule(ns, g, s[0], s[1])
+        if not s:  # (nothing saved: indexing, reshapes)
+            return self.rule(ns, g)
         return self.rule(ns, g, *s)
 
 
