@@ -175,11 +175,13 @@ def run_loops(*jobs):
     Why one loop: a conv layer's backward has two independent loops, ``dW``'s and ``dX``'s, of a few
     items each. Every parallel loop pays for waking a worker and for waiting on its last item (the
     threads finish apart by up to one item); run as one loop, a layer pays once, and the thread ahead
-    at the end of ``dW``'s items goes straight on to ``dX``'s. Measured at 2 threads on the shared 2-core
-    machine, alternating with the tree before (locked runs, load 1.7-2.4): the ResNet of
-    ``benchmarks/bench_conv_bn_programs.py`` (parallel loops per step 26 -> 18), 3 steps, median of 30:
-    478 -> 434 ms; one layer's backward, batch 64, 4-6 rounds: 0.74-1.04x the time before (16 -> 16
-    channels at 32x32, 64 -> 64 at 8x8, 32 -> 64 at stride 2: the spread is the machine's noise).
+    at the end of ``dW``'s items goes straight on to ``dX``'s. What it buys is small: the ResNet of
+    ``benchmarks/bench_conv_bn_programs.py`` has 26 -> 18 parallel loops per step, and its 3 steps at
+    2 threads, median of 5 (the benchmark itself, load 2.0), took 321 ms against 324 before (the same
+    within noise; 478 -> 434 ms in alternating runs at load 1.7-2.0, the noise larger than the gain).
+    Where the rest of the 2-thread time goes: the calling thread's work between loops runs alone
+    (batch norm and relu, memory-bound, then the engine and the optimizer: about 45 ms of a step's
+    110-135 at 2 threads, timed around each loop, load 2.1).
     Same bits: each item writes its own outputs or its own partial sum, whichever thread runs it."""
     loops = [lp for lp, _ in jobs if lp.n]
     starts = [0]
