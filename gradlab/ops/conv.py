@@ -23,7 +23,8 @@ are still in cache), and the input gradient of a stride-1 convolution is one mor
 strided one is ``fold(W^T @ dY)`` done phase by phase (``conv_input_grad_fold``).
 
 Holds: the array helpers ``spread`` (zero padding, and zeros between rows), ``im2col``, ``col2im``,
-``Columns`` (im2col chunk by chunk), ``conv_arrays`` (the forward), ``conv_weight_grad``,
+``Loop`` and ``run_loops`` (several parallel loops run as one: a layer's ``dW`` and ``dX``),
+``Columns`` (im2col chunk by chunk), ``conv_arrays``/``conv_job`` (the forward), ``conv_weight_grad``,
 ``conv_input_grad`` and ``conv_input_grad_fold`` (with ``_phase_taps``); the ops ``conv2d``,
 ``unfold``, ``fold`` and ``conv2d_naive``, the same convolution written as the definition (one
 output pixel at a time, at the end of this file), for teaching and benchmarking.
@@ -332,7 +333,8 @@ def conv_arrays(x, w, d, p, s, groups):
 
 
 def conv_job(x, w, d, p, s, groups):
-    """conv2d on arrays, as a job for :func:`run_loops` (``(loop, finish)``, ``finish()`` -> ``Y``): ``Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]``, im2col and matmul a chunk of
+    """conv2d on arrays, as a job for :func:`run_loops` (``(loop, finish)``, ``finish()`` -> ``Y``):
+    ``Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]``, im2col and matmul a chunk of
     images at a time (:class:`Columns`: the chunk's columns stay in cache between the two; the chunks
     shared among threads, each writing its own images of ``Y``). Measured on
     one thread, batch 64, 3x3 kernel, padding 1: 16 -> 16 channels at 32x32 10.4 ms -> 7.2 ms,
@@ -350,7 +352,8 @@ def conv_job(x, w, d, p, s, groups):
 
 
 def conv_weight_grad(x, g, wshape, d, p, s, groups):
-    """conv2d's weight gradient on arrays, as a job for :func:`run_loops` (``finish()`` -> ``dW``): ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
+    """conv2d's weight gradient on arrays, as a job for :func:`run_loops` (``finish()`` -> ``dW``):
+    ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
     time as :func:`conv_arrays`, each chunk one matmul, written ``cols @ dY^T`` (``dW^T``, transposed
     back at the end): the same product as ``dY (OC, m*L) @ cols^T``, but BLAS packs it faster here
     (measured on one thread, a chunk of 16 -> 16 channels at 32x32: 0.22 vs 0.26 ms; 64 -> 64 at
@@ -430,7 +433,8 @@ def _phase_taps(k, d, p, s, size, osize):
 
 
 def conv_input_grad_fold(gr, w, x_hw, d, p, s):
-    """A strided conv2d's input gradient on arrays (a job for :func:`run_loops`), ``fold(W^T @ dY)``, a chunk of images at a time, the
+    """A strided conv2d's input gradient on arrays (a job for :func:`run_loops`), ``fold(W^T @ dY)``, a
+    chunk of images at a time, the
     fold done phase by phase on long contiguous runs (also a stride-1 layer that widens the channels more
     than 4x: one phase; see ``Conv2d.vjp_arrays``).
 
