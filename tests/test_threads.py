@@ -192,6 +192,33 @@ def test_conv_and_batch_norm_do_not_depend_on_the_thread_count(threads, monkeypa
             assert np.array_equal(a, c), f"{k} threads differ from 1"
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_conv_layers_backward_is_one_parallel_loop(threads, monkeypatch, stride):
+    # dW's runs of chunks and dX's chunks go to the threads as ONE loop (gradlab.ops.conv.run_loops:
+    # one worker hand-off per layer, not two), every item of both run once; the gradients are those
+    # of one thread (the thread-count test above checks the bits)
+    import gradlab.ops.conv as conv
+    sizes, real = [], conv.parallel_items
+
+    def counting(fn, n, **kw):
+        sizes.append(n)
+        return real(fn, n, **kw)
+    monkeypatch.setattr(conv, "parallel_items", counting)
+    rng = np.random.default_rng(4)
+    x, w = (gradlab.tensor(rng.standard_normal(s), requires_grad=True) for s in ((16, 8, 32, 32), (8, 8, 3, 3)))
+    grads = {}
+    for k in (1, 2):
+        gradlab.set_num_threads(k)
+        x.grad = w.grad = None
+        y = F.conv2d(x, w, padding=1, stride=stride)
+        sizes.clear()
+        (y * y).sum().backward()
+        grads[k] = (x.grad.numpy(), w.grad.numpy())
+        # 16 images, at least conv.MIN_CHUNKS (8) chunks: dW's 8 runs of chunks, then dX's 8 chunks
+        assert sizes == [conv.PARTIAL_SUMS + 8]
+    assert all(np.array_equal(a, b) for a, b in zip(grads[1], grads[2]))
+
+
 def test_threaded_conv_and_batch_norm_match_pytorch(threads):
     torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
     rng = np.random.default_rng(3)

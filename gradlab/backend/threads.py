@@ -9,10 +9,11 @@ inputs.
 
 * **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward and
   backward), ``layer_norm`` (forward and backward), ``cross_entropy`` (its log-softmax), the
-  table's ``exp``/``tanh``/``sigmoid``/``relu`` (forward and backward), the fused ``gradlab.compile``
-  kernels, ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``) and ``batch_norm`` (blocks of
-  images), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
-  calling thread.
+  table's ``exp``/``tanh``/``sigmoid`` (forward and backward), the fused ``gradlab.compile``
+  kernels and ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``; a layer's ``dW`` and ``dX``
+  as one loop), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
+  calling thread. (``relu`` and ``batch_norm`` stay on the calling thread at any size: memory-bound,
+  they were slower split; see their docstrings.)
 * **Same bits as one thread**: every split is along rows that are computed independently
   (elementwise work, or a reduction along the last axis, each row reduced by the same NumPy call
   whatever block it lands in), so the results are bit for bit those of one thread, whatever the

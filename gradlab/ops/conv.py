@@ -23,13 +23,17 @@ are still in cache), and the input gradient of a stride-1 convolution is one mor
 strided one is ``fold(W^T @ dY)`` done phase by phase (``conv_input_grad_fold``).
 
 Holds: the array helpers ``spread`` (zero padding, and zeros between rows), ``im2col``, ``col2im``,
-``Columns`` (im2col chunk by chunk), ``conv_arrays`` (the forward), ``conv_weight_grad``,
+``Loop`` and ``run_loops`` (several parallel loops run as one: a layer's ``dW`` and ``dX``),
+``Columns`` (im2col chunk by chunk), ``conv_arrays``/``conv_job`` (the forward), ``conv_weight_grad``,
 ``conv_input_grad`` and ``conv_input_grad_fold`` (with ``_phase_taps``); the ops ``conv2d``,
 ``unfold``, ``fold`` and ``conv2d_naive``, the same convolution written as the definition (one
 output pixel at a time, at the end of this file), for teaching and benchmarking.
 (1-D, 3-D and transposed convolutions are written with these in ``gradlab.nn``.)
 """
 from __future__ import annotations
+
+import bisect
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -153,6 +157,47 @@ class Fold(Op):
         return Fold.apply(t, self.out.shape[-2:], *self.geom)
 
 
+class Loop(NamedTuple):
+    """A parallel loop described, not yet run: ``fn(i, mine)`` for every ``i < n``, ``mine`` what
+    ``setup()`` (if any) made for the thread that runs it, the loop touching ``work`` elements (the
+    size threshold of ``threads.parallel_items``). Run by :func:`run_loops`, alone or with others."""
+    n: int
+    fn: Callable
+    work: int
+    setup: Callable | None = None
+
+
+def run_loops(*jobs):
+    """Run ``jobs``, ``(loop, finish)`` pairs, and return their ``finish()`` results, in order: the
+    items of all the :class:`Loop` s as ONE loop of ``threads.parallel_items`` (their BLAS calls on one
+    thread each), the loops' items one after another; a thread makes a loop's ``setup()`` the first
+    time it takes one of its items.
+
+    Why one loop: a conv layer's backward has two independent loops, ``dW``'s and ``dX``'s, of a few
+    items each. Every parallel loop pays for waking a worker and for waiting on its last item (the
+    threads finish apart by up to one item); run as one loop, a layer pays once, and the thread ahead
+    at the end of ``dW``'s items goes straight on to ``dX``'s. What it buys is small: the ResNet of
+    ``benchmarks/bench_conv_bn_programs.py`` has 26 -> 18 parallel loops per step, and its 3 steps at
+    2 threads, median of 5 (the benchmark itself, load 2.0), took 321 ms against 324 before (the same
+    within noise; 478 -> 434 ms in alternating runs at load 1.7-2.0, the noise larger than the gain).
+    Where the rest of the 2-thread time goes: the calling thread's work between loops runs alone
+    (batch norm and relu, memory-bound, then the engine and the optimizer: about 45 ms of a step's
+    110-135 at 2 threads, timed around each loop, load 2.1).
+    Same bits: each item writes its own outputs or its own partial sum, whichever thread runs it."""
+    loops = [lp for lp, _ in jobs if lp.n]
+    starts = [0]
+    for lp in loops:
+        starts.append(starts[-1] + lp.n)
+
+    def fn(i, mine):
+        j = bisect.bisect_right(starts, i) - 1
+        if j not in mine:
+            mine[j] = loops[j].setup() if loops[j].setup is not None else None
+        loops[j].fn(i - starts[j], mine[j])
+    parallel_items(fn, starts[-1], work=sum(lp.work for lp in loops), blas=True, setup=dict)
+    return [finish() for _, finish in jobs]
+
+
 CHUNK_BYTES = 1 << 21  # the columns of one chunk of images: 2 MB, so they are still in cache when the matmul reads them
 MIN_CHUNKS = 8         # a batch is cut into at least this many chunks (when it has the images), so threads share them
 
@@ -246,12 +291,13 @@ class Columns:
             win = strided_view(buf, taps + (self.oh, self.ow), (sc, sh * d[0], sw * d[1], sn, sh * s[0], sw * s[1]))
         return padded, win, xp.empty(win.shape, dtype=self.dtype)
 
-    def run(self, body, parts=None, zero_margin=False, scratch=None):
-        """``body(part, lo, hi, cols, mine)`` for every chunk, the chunks split into ``parts`` runs of
-        consecutive chunks (default: one per chunk) shared among threads; the chunks of one part go to one
-        thread, in order. ``mine`` is what ``scratch()`` made for this thread (``None`` without it): buffers
-        of the caller's own. ``zero_margin``: the margin columns are zeros (not values of the neighbouring
-        row), for products that sum over columns (an infinite input would give 0 * inf = nan)."""
+    def loop(self, body, parts=None, zero_margin=False, scratch=None):
+        """The :class:`Loop` (not yet run: :func:`run_loops`) of ``body(part, lo, hi, cols, mine)`` for every
+        chunk, the chunks split into ``parts`` runs of consecutive chunks (default: one per chunk) shared
+        among threads; the chunks of one part go to one thread, in order. ``mine`` is what ``scratch()``
+        made for this thread (``None`` without it): buffers of the caller's own. ``zero_margin``: the
+        margin columns are zeros (not values of the neighbouring row), for products that sum over columns
+        (an infinite input would give 0 * inf = nan)."""
         (h, w), p = self.hw, self.p
         n, nb, total = self.x.shape[0], self.nb, self.nchunks
         parts = total if parts is None else max(1, min(parts, total))
@@ -271,7 +317,7 @@ class Columns:
                     cols[..., self.ow:] = 0
                 body(part, lo, lo + m, cols.reshape(self.k, m * self.size), mine)
         # (CuPy: work 0, one thread: the device runs one stream)
-        parallel_items(run_part, parts, work=self.k * self.size * n if is_host(self.x) else 0, blas=True, setup=setup)
+        return Loop(parts, run_part, self.k * self.size * n if is_host(self.x) else 0, setup)
 
     def crop(self, rows, m):
         """``(OC, m*oh*row)`` matmul results -> ``(m, OC, oh, ow)``, the margin columns dropped (a view)."""
@@ -282,7 +328,13 @@ PARTIAL_SUMS = 8  # the weight gradient's partial sums: chunks are summed in thi
 
 
 def conv_arrays(x, w, d, p, s, groups):
-    """conv2d on arrays: ``Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]``, im2col and matmul a chunk of
+    """conv2d on arrays (the forward): :func:`conv_job`, run."""
+    return run_loops(conv_job(x, w, d, p, s, groups))[0]
+
+
+def conv_job(x, w, d, p, s, groups):
+    """conv2d on arrays, as a job for :func:`run_loops` (``(loop, finish)``, ``finish()`` -> ``Y``):
+    ``Y[n] = W.reshape(OC, C*kh*kw) @ unfold(X)[n]``, im2col and matmul a chunk of
     images at a time (:class:`Columns`: the chunk's columns stay in cache between the two; the chunks
     shared among threads, each writing its own images of ``Y``). Measured on
     one thread, batch 64, 3x3 kernel, padding 1: 16 -> 16 channels at 32x32 10.4 ms -> 7.2 ms,
@@ -296,12 +348,12 @@ def conv_arrays(x, w, d, p, s, groups):
     def body(part, lo, hi, c, _):
         yg = xp.matmul(wg, c.reshape(groups, -1, c.shape[1]))                   # (G, OC/G, m*oh*row)
         y[lo:hi] = cols.crop(yg.reshape(oc, -1), hi - lo)    # (16-bit operands: float32 products, cast here)
-    cols.run(body)
-    return y
+    return cols.loop(body), lambda: y
 
 
 def conv_weight_grad(x, g, wshape, d, p, s, groups):
-    """conv2d's weight gradient on arrays: ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
+    """conv2d's weight gradient on arrays, as a job for :func:`run_loops` (``finish()`` -> ``dW``):
+    ``dW = sum_n dY[n] @ unfold(X)[n]^T``, a chunk of images at a
     time as :func:`conv_arrays`, each chunk one matmul, written ``cols @ dY^T`` (``dW^T``, transposed
     back at the end): the same product as ``dY (OC, m*L) @ cols^T``, but BLAS packs it faster here
     (measured on one thread, a chunk of 16 -> 16 channels at 32x32: 0.22 vs 0.26 ms; 64 -> 64 at
@@ -330,17 +382,19 @@ def conv_weight_grad(x, g, wshape, d, p, s, groups):
     # the margin columns hold the next row's values; against dY's zeros they add nothing unless one is
     # infinite or nan (0 * inf = nan): one pass over X instead of zeroing them in every chunk (a write
     # of one value per row, slow): dW of 16 -> 16 channels at 32x32 7.46 -> 7.15 ms, one thread, same bits
-    cols.run(body, parts, zero_margin=not bool(xp.isfinite(x).all()), scratch=staging)
-    if not n:
-        return xp.zeros(wshape, dtype=g.dtype)
-    dwt = sums[0]
-    for t in sums[1:]:
-        dwt += t
-    return xp.ascontiguousarray(dwt.swapaxes(-1, -2)).reshape(wshape)
+    def finish():
+        if not n:
+            return xp.zeros(wshape, dtype=g.dtype)
+        dwt = sums[0]
+        for t in sums[1:]:
+            dwt += t
+        return xp.ascontiguousarray(dwt.swapaxes(-1, -2)).reshape(wshape)
+    return cols.loop(body, parts, zero_margin=not bool(xp.isfinite(x).all()), scratch=staging), finish
 
 
 def conv_input_grad(g, w, x_hw, d, p, groups):
-    """A stride-1 conv2d's input gradient on arrays, as one more convolution (:func:`conv_arrays`).
+    """A stride-1 conv2d's input gradient on arrays, as one more convolution (:func:`conv_job`: a job
+    for :func:`run_loops`).
 
     Each input pixel ``x[u]`` met kernel tap ``i`` in output ``y[a]`` when ``u + p = a + i*d``, so
     ``dX[u] = sum_i W[i] dY[u + p - i*d]``: with ``dY`` padded by ``q = d*(k-1) - p`` on each side that
@@ -362,7 +416,7 @@ def conv_input_grad(g, w, x_hw, d, p, groups):
     # W (OC, C/G, kh, kw) -> (C, OC/G, kh, kw), taps flipped, per group: a small copy
     wf = w.reshape(groups, oc // groups, cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
     wf = xp_of(w).ascontiguousarray(wf).reshape(groups * cg, oc // groups, kh, kw)
-    return conv_arrays(g, wf, d, (max(0, q[0]), max(0, q[1])), (1, 1), groups)        # (N, C, H, W)
+    return conv_job(g, wf, d, (max(0, q[0]), max(0, q[1])), (1, 1), groups)        # dX (N, C, H, W)
 
 
 def _phase_taps(k, d, p, s, size, osize):
@@ -379,7 +433,8 @@ def _phase_taps(k, d, p, s, size, osize):
 
 
 def conv_input_grad_fold(gr, w, x_hw, d, p, s):
-    """A strided conv2d's input gradient on arrays, ``fold(W^T @ dY)``, a chunk of images at a time, the
+    """A strided conv2d's input gradient on arrays (a job for :func:`run_loops`), ``fold(W^T @ dY)``, a
+    chunk of images at a time, the
     fold done phase by phase on long contiguous runs (also a stride-1 layer that widens the channels more
     than 4x: one phase; see ``Conv2d.vjp_arrays``).
 
@@ -450,8 +505,7 @@ def conv_input_grad_fold(gr, w, x_hw, d, p, s):
                     else:
                         acc[:, lo:hi] = src
                 out[...] = pixels(acc[:, :size], m, 0, 0, nth, ntw)
-    parallel_items(chunk, -(-n // nb), work=n * c * kh * kw * frame if is_host(gr) else 0, blas=True, setup=scratch)
-    return dx
+    return Loop(-(-n // nb), chunk, n * c * kh * kw * frame if is_host(gr) else 0, scratch), lambda: dx
 
 
 def _geometry(op, kernel_size, dilation, padding, stride):
@@ -564,17 +618,22 @@ class Conv2d(Op):
         g = xp_of(g).ascontiguousarray(g)  # a broadcast dY (from y.sum()) would send matmul to its slow loop
         gr = g.reshape(n, groups, oc // groups, lcount)
         nf = self.next_functions
-        dx = dw = db = None
+        jobs, db = [], None
+        if nf[1] is not None:
+            jobs.append(conv_weight_grad(x, g, w.shape, d, p, s, groups))           # sum_n dY @ cols^T
         if nf[0] is not None:
             # stride 1: a convolution of dY, whose columns have OC*kh*kw rows to make C channels; a layer
             # that widens the channels more than 4x folds instead (one thread, batch 32, 32x32: 3 -> 16
             # channels 2.9 vs 1.8 ms by fold, 3 -> 64 6.5 vs 2.2; at 4x the two are within 10%)
             if s == (1, 1) and oc <= 4 * c:
-                dx = conv_input_grad(g, w, x.shape[2:], d, p, groups)
+                jobs.append(conv_input_grad(g, w, x.shape[2:], d, p, groups))
             else:  # vjp's formula on arrays: fold(W^T @ dY)
-                dx = conv_input_grad_fold(gr, w, (h, wd), d, p, s)
-        if nf[1] is not None:
-            dw = conv_weight_grad(x, g, w.shape, d, p, s, groups)                 # sum_n dY @ cols^T
+                jobs.append(conv_input_grad_fold(gr, w, (h, wd), d, p, s))
+        # dW's and dX's chunks as one parallel loop (run_loops: why), dW's (its runs of chunks, the
+        # larger items) first
+        out = run_loops(*jobs)
+        dw = out.pop(0) if nf[1] is not None else None
+        dx = out.pop(0) if nf[0] is not None else None
         if nf[2] is not None:
             db = np.sum(g, axis=(0, 2, 3))
         return dx, dw, db, None, None, None, None
