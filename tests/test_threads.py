@@ -221,3 +221,78 @@ def test_blas_runs_on_one_thread_inside_pieces_that_call_it(threads):
     else:
         assert len(seen) == 4 and {n for _, n in seen} == {1}                 # (4 pieces of one item)
         assert blas[0]() == before
+
+
+def _products(lib, a, b, c, w, q, k):
+    """A linear layer (2-D rows), a product cut by columns (the weight gradient's shapes) and a batched
+    product (attention's scores), forward and backward."""
+    leaves = [lib.tensor(v, requires_grad=True) for v in (a, b, c, w, q, k)]
+    a, b, c, w, q, k = leaves
+    lin = lib.nn.functional.linear(a, w)                       # (rows, in) @ (in, out): cut by rows
+    wide = c @ b                                               # (64, k) @ (k, 320): cut by columns
+    scores = q @ k.transpose(-2, -1)                           # (batch, heads, T, T): cut by batch
+    loss = (lin * lin).sum() + (wide * wide).sum() + (scores * scores).sum()
+    loss.backward()
+    return [v.detach().numpy() for v in (lin, wide, scores)] + [t.grad.numpy() for t in leaves]
+
+
+def _product_arrays(dtype):
+    rng = np.random.default_rng(4)
+    shapes = ((517, 96), (400, 320), (64, 400), (80, 96), (8, 4, 64, 40), (8, 4, 64, 40))
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_split_matrix_products_do_not_depend_on_the_thread_count(threads, dtype):
+    # Large products go to gradlab's threads in pieces cut by the shapes alone (ops/products.py's
+    # split_matmul), each one single-threaded BLAS call: the same bits at any thread count.
+    from gradlab.ops import products
+    arrays = _product_arrays(dtype)
+    a, w = arrays[0], arrays[3]
+    assert products.split_matmul(a, w.T) is not None                          # (each product is split)
+    assert products.split_matmul(arrays[2], arrays[1]) is not None
+    assert products.split_matmul(arrays[4], arrays[5].swapaxes(-1, -2)) is not None
+    gradlab.set_num_threads(1)
+    one = _products(gradlab, *arrays)
+    for k in (2, 3, 8):
+        gradlab.set_num_threads(k)
+        for x, y in zip(one, _products(gradlab, *arrays)):
+            assert np.array_equal(x, y), f"{k} threads differ from 1"
+
+
+def test_split_matrix_products_match_pytorch(threads):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
+    arrays = _product_arrays("float64")
+    gradlab.set_num_threads(2)
+    for mine, theirs in zip(_products(gradlab, *arrays), _products(torch, *arrays)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-10)
+
+
+def test_split_products_keep_small_and_other_operands_in_one_call(threads):
+    # Below BLAS's own threading size, for other dtypes and for broadcast batch dims: one plain call.
+    from gradlab.ops import products
+    gradlab.set_num_threads(2)
+    rng = np.random.default_rng(5)
+    small = rng.standard_normal((32, 32)).astype(np.float32)
+    assert products.split_matmul(small, small) is None
+    ints = np.ones((256, 256), np.int64)
+    assert products.split_matmul(ints, ints) is None
+    batch, shared = rng.standard_normal((8, 128, 64)), rng.standard_normal((1, 64, 128))
+    assert products.split_matmul(batch, shared) is None
+    x = gradlab.tensor(batch, requires_grad=True)
+    y = gradlab.tensor(shared, requires_grad=True)
+    np.testing.assert_allclose((x @ y).detach().numpy(), batch @ shared, rtol=1e-12)
+
+
+def test_blas_runs_on_one_thread_in_every_parallel_loop(threads):
+    # Not only loops of products: layer norm's and softmax's row sums are matrix-vector products
+    # inside the pieces, and BLAS must not start its own threads beside gradlab's there either.
+    blas = backend_threads._openblas()
+    if blas is None:
+        pytest.skip("BLAS's threads cannot be read here (not OpenBLAS)")
+    gradlab.set_num_threads(2)
+    before = blas[0]()
+    seen = []
+    backend_threads.parallel_for(lambda lo, hi: seen.append(blas[0]()), 4, work=1 << 20)
+    assert seen and set(seen) == {1}
+    assert blas[0]() == before

@@ -17,6 +17,7 @@ from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
+from ..backend.threads import blas_threads, parallel_items
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
 from .contraction import _LETTERS, _eq, einsum
@@ -149,9 +150,80 @@ def matmul_jvp(a, b, ta, tb):
 
 def matmul_arrays(x, y):
     """``x @ y`` on arrays, read as BLAS wants them (:func:`blas_ready`), in the operands' dtype
-    (NumPy's matmul of two bfloat16 arrays returns float32)."""
-    out = np.matmul(blas_ready(x), blas_ready(y))
+    (NumPy's matmul of two bfloat16 arrays returns float32); a large product is computed in pieces
+    on gradlab's threads (:func:`split_matmul`)."""
+    a, b = blas_ready(x), blas_ready(y)
+    out = split_matmul(a, b)
+    if out is None:
+        out = np.matmul(a, b)
     return out if out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
+
+
+BLAS_THREADED_MACS = 1 << 18   # OpenBLAS runs a product of more multiply-adds than this (64^3) on its threads
+SPLIT_MACS = 1 << 21           # from here (about 0.1 ms on one core) a product goes to gradlab's threads in pieces
+PIECES = 4                     # pieces of a split product (the same for every thread count: see split_matmul)
+MIN_SIDE = 64                  # rows (or columns) per piece at least, a multiple of 16
+
+
+def split_matmul(a, b):
+    """``a @ b`` for a product large enough that BLAS would run it on its own threads: computed with
+    BLAS held to one thread, in :data:`PIECES` pieces shared among gradlab's threads; None for a
+    smaller product, or other operands (not float32/float64 NumPy arrays, broadcast batch dims),
+    which the caller computes in one call as before.
+
+    Why gradlab's threads and not BLAS's own. OpenBLAS's worker threads spin for about 0.1 s after
+    each threaded product before they sleep; a training step alternates products with gradlab's own
+    threaded work (GELU, layer norm, softmax), so on two cores a spinning BLAS worker and gradlab's
+    two threads fought over the cores (the GPT step of ``benchmarks/bench_gpt_step.py`` at 2
+    threads: 408 ms of CPU for 205 ms of wall; with OpenBLAS told to stop spinning at once, 280 ms of
+    CPU and 180 ms of wall). gradlab's workers block on a queue when idle, so with every large
+    product on them no thread spins. A batched product gains most: NumPy loops over the batch calling
+    BLAS once per small matrix (attention's ``(B, H, T, T)`` scores), which BLAS never threads.
+
+    The pieces: a 2-D product is cut along its longer side, ``a[lo:hi] @ b`` into ``out[lo:hi]`` or
+    ``a @ b[:, lo:hi]`` into ``out[:, lo:hi]`` (BLAS writes into a slice of a wider matrix as it is);
+    a batched one along its first batch dim. The cuts depend on the shapes only, and each piece is
+    one single-threaded BLAS call whichever thread runs it, so the result is the same bits at any
+    thread count, ``gradlab.set_num_threads(1)`` included. (Not always the bits of one call over the
+    whole product: OpenBLAS itself rounds differently for a different number of rows, or of its own
+    threads; measured on float32 products of the GPT step, up to 1 ulp of the sum's size.)
+    """
+    if a.ndim == 2 and b.ndim == 2:
+        m, n = a.shape[0], b.shape[1]
+        macs = m * a.shape[1] * n
+        if macs <= BLAS_THREADED_MACS:  # (the usual small product: three multiplications, no more)
+            return None
+        side = m if m >= n else n
+    elif a.ndim > 2 and a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]:  # batched, no broadcasting
+        m, n = a.shape[-2], b.shape[-1]
+        macs = m * a.shape[-1] * n * int(np.prod(a.shape[:-2]))
+        side = a.shape[0]
+        if macs < SPLIT_MACS:
+            return None
+    else:
+        return None
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or a.dtype.char not in "fd":
+        return None
+    out = np.empty(a.shape[:-1] + (n,), a.dtype)
+    if a.ndim > 2:
+        pieces = min(PIECES, side)
+        step = -(-side // pieces)
+    else:
+        pieces = max(1, min(PIECES, side // MIN_SIDE)) if macs >= SPLIT_MACS else 1
+        step = -(-side // pieces // 16) * 16   # (whole groups of 16 rows: BLAS's kernels' blocks)
+    cuts = [min(side, i * step) for i in range(pieces + 1)]
+    if a.ndim > 2:
+        def piece(i, _):
+            np.matmul(a[cuts[i]:cuts[i + 1]], b[cuts[i]:cuts[i + 1]], out=out[cuts[i]:cuts[i + 1]])
+    elif side == m:
+        def piece(i, _):
+            np.matmul(a[cuts[i]:cuts[i + 1]], b, out=out[cuts[i]:cuts[i + 1]])
+    else:
+        def piece(i, _):
+            np.matmul(a, b[:, cuts[i]:cuts[i + 1]], out=out[:, cuts[i]:cuts[i + 1]])
+    with blas_threads(1):
+        parallel_items(piece, pieces, work=macs, blas=True)
+    return out
 
 
 def blas_ready(x):
