@@ -11,13 +11,15 @@ here are written with ``matmul`` or ``einsum``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
-from ..backend.threads import blas_threads, parallel_items
+from ..backend.threads import blas_threads, parallel_items, threads_for
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
 from .contraction import _LETTERS, _eq, einsum
@@ -183,33 +185,39 @@ def split_matmul(a, b):
     The pieces: a 2-D product is cut along its longer side, ``a[lo:hi] @ b`` into ``out[lo:hi]`` or
     ``a @ b[:, lo:hi]`` into ``out[:, lo:hi]`` (BLAS writes into a slice of a wider matrix as it is);
     a batched one along its first batch dim. The cuts depend on the shapes only, and each piece is
-    one single-threaded BLAS call whichever thread runs it, so the result is the same bits at any
-    thread count, ``gradlab.set_num_threads(1)`` included. (Not always the bits of one call over the
-    whole product: OpenBLAS itself rounds differently for a different number of rows, or of its own
-    threads; measured on float32 products of the GPT step, up to 1 ulp of the sum's size.)
+    one single-threaded BLAS call whichever thread runs it, so the result is the same bits for any
+    thread count from 2 up. With one gradlab thread (``gradlab.set_num_threads(1)``) the product stays
+    one call, as NumPy's: cut into pieces there it cost the one-thread steps of
+    ``benchmarks/bench_small_programs.py`` 7-10% (a 784-256-10 MLP's three products, 4 pieces each).
+    A batched product gets the same bits either way (NumPy calls BLAS once per matrix); a 2-D one
+    may differ in the last bit: OpenBLAS itself rounds differently for a different number of rows, or
+    of its own threads (measured on float32 products of the GPT step: up to 1 ulp of the sums).
     """
-    if a.ndim == 2 and b.ndim == 2:
-        m, n = a.shape[0], b.shape[1]
-        macs = m * a.shape[1] * n
+    sa, sb = a.shape, b.shape
+    if len(sa) == 2 and len(sb) == 2:
+        m, n = sa[0], sb[1]
+        macs = m * sa[1] * n
         if macs <= BLAS_THREADED_MACS:  # (the usual small product: three multiplications, no more)
             return None
         side = m if m >= n else n
-    elif a.ndim > 2 and a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]:  # batched, no broadcasting
-        m, n = a.shape[-2], b.shape[-1]
-        macs = m * a.shape[-1] * n * int(np.prod(a.shape[:-2]))
-        side = a.shape[0]
+    elif len(sa) > 2 and len(sa) == len(sb) and sa[:-2] == sb[:-2]:  # batched, no broadcasting
+        m, n = sa[-2], sb[-1]
+        macs = m * sa[-1] * n * math.prod(sa[:-2])
         if macs < SPLIT_MACS:
             return None
+        side = sa[0]
     else:
         return None
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or a.dtype.char not in "fd":
+        return None
+    if threads_for(macs) < 2:   # one gradlab thread: one call, BLAS as the user set it (NumPy's own product)
         return None
     out = np.empty(a.shape[:-1] + (n,), a.dtype)
     if a.ndim > 2:
         pieces = min(PIECES, side)
         step = -(-side // pieces)
     else:
-        pieces = max(1, min(PIECES, side // MIN_SIDE)) if macs >= SPLIT_MACS else 1
+        pieces = max(1, min(PIECES, side // MIN_SIDE)) if macs >= SPLIT_MACS else 1   # (1: BLAS held, no split)
         step = -(-side // pieces // 16) * 16   # (whole groups of 16 rows: BLAS's kernels' blocks)
     cuts = [min(side, i * step) for i in range(pieces + 1)]
     if a.ndim > 2:
