@@ -243,11 +243,12 @@ def _product_arrays(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_split_matrix_products_do_not_depend_on_the_thread_count(threads, dtype):
+def test_split_matrix_products_do_not_depend_on_the_thread_count(threads, monkeypatch, dtype):
     # Large products go to gradlab's threads in pieces cut by the shapes alone (ops/products.py's
     # split_matmul), each one single-threaded BLAS call: the same bits for any count from 2 threads
     # up; one thread makes one BLAS call (within rounding of the pieces).
     from gradlab.ops import products
+    monkeypatch.setattr(products, "SPLIT_MACS", 1 << 21)   # (small products, many pieces: a quick test)
     arrays = _product_arrays(dtype)
     a, w = arrays[0], arrays[3]
     gradlab.set_num_threads(1)
@@ -267,8 +268,10 @@ def test_split_matrix_products_do_not_depend_on_the_thread_count(threads, dtype)
             assert np.array_equal(x, y), f"{k} threads differ from 2"
 
 
-def test_split_matrix_products_match_pytorch(threads):
+def test_split_matrix_products_match_pytorch(threads, monkeypatch):
     torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
+    from gradlab.ops import products
+    monkeypatch.setattr(products, "SPLIT_MACS", 1 << 21)
     arrays = _product_arrays("float64")
     gradlab.set_num_threads(2)
     for mine, theirs in zip(_products(gradlab, *arrays), _products(torch, *arrays)):

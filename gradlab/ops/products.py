@@ -162,7 +162,11 @@ def matmul_arrays(x, y):
 
 
 BLAS_THREADED_MACS = 1 << 18   # OpenBLAS runs a product of more multiply-adds than this (64^3) on its threads
-SPLIT_MACS = 1 << 21           # from here (about 0.1 ms on one core) a product goes to gradlab's threads in pieces
+SPLIT_MACS = 1 << 24           # from here (about 0.4 ms on one core) a product goes to gradlab's threads in pieces
+# (Why not smaller: handing a piece to a sleeping worker costs tens of microseconds, more than half
+# of a 2M multiply-add product saves; with pieces from 2M up, the char transformer of
+# ``benchmarks/bench_char_transformer.py``, whose products are 2-8M, took 45 ms a step at 2 threads
+# against 40 ms with BLAS's own threads and 33-36 ms on one thread (best of 30, load 4-5).)
 PIECES = 4                     # pieces of a split product (the same for every thread count: see split_matmul)
 MIN_SIDE = 64                  # rows (or columns) per piece at least, a multiple of 16
 
