@@ -41,7 +41,7 @@ def _program(x, w, b, t):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("rows,n", [(2048, 96), (1531, 127)])  # 196K elements: above backend_threads.MIN_ELEMENTS
+@pytest.mark.parametrize("rows,n", [(2816, 96), (2131, 127)])  # 270K elements: above backend_threads.MIN_ELEMENTS
 def test_results_do_not_depend_on_the_thread_count(threads, dtype, rows, n):
     rng = np.random.default_rng(0)
     assert rows * n >= backend_threads.MIN_ELEMENTS
@@ -195,9 +195,9 @@ def test_conv_and_batch_norm_do_not_depend_on_the_thread_count(threads, monkeypa
 def test_threaded_conv_and_batch_norm_match_pytorch(threads):
     torch = pytest.importorskip("torch", reason="PyTorch not installed: no oracle")
     rng = np.random.default_rng(3)
-    arrays = [rng.standard_normal(s).astype(np.float64) for s in ((64, 8, 16, 16), (8, 8, 3, 3), (8, 8, 3, 3), (8,), (8,))]
+    arrays = [rng.standard_normal(s).astype(np.float64) for s in ((128, 8, 16, 16), (8, 8, 3, 3), (8, 8, 3, 3), (8,), (8,))]
     gradlab.set_num_threads(2)
-    assert backend_threads.threads_for(64 * 8 * 16 * 16) == 2      # (big enough for both threads)
+    assert backend_threads.threads_for(128 * 8 * 16 * 16) == 2     # (big enough for both threads)
     for mine, theirs in zip(_conv_bn_program(gradlab, *arrays), _conv_bn_program(torch, *arrays)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-9)
 

@@ -161,21 +161,20 @@ def matmul_arrays(x, y):
     return out if out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
 
 
-BLAS_THREADED_MACS = 1 << 18   # OpenBLAS runs a product of more multiply-adds than this (64^3) on its threads
 SPLIT_MACS = 1 << 24           # from here (about 0.4 ms on one core) a product goes to gradlab's threads in pieces
-# (Why not smaller: handing a piece to a sleeping worker costs tens of microseconds, more than half
-# of a 2M multiply-add product saves; with pieces from 2M up, the char transformer of
+# (Why not smaller: handing pieces to a sleeping worker costs tens of microseconds, and BLAS threads
+# a smaller product well itself. With pieces from 2M up, the char transformer of
 # ``benchmarks/bench_char_transformer.py``, whose products are 2-8M, took 45 ms a step at 2 threads
-# against 40 ms with BLAS's own threads and 33-36 ms on one thread (best of 30, load 4-5).)
+# against 40 ms with BLAS's own threads (best of 30, load 4-5).)
 PIECES = 4                     # pieces of a split product (the same for every thread count: see split_matmul)
 MIN_SIDE = 64                  # rows (or columns) per piece at least, a multiple of 16
 
 
 def split_matmul(a, b):
-    """``a @ b`` for a product large enough that BLAS would run it on its own threads: computed with
-    BLAS held to one thread, in :data:`PIECES` pieces shared among gradlab's threads; None for a
-    smaller product, or other operands (not float32/float64 NumPy arrays, broadcast batch dims),
-    which the caller computes in one call as before.
+    """``a @ b`` for a product of at least :data:`SPLIT_MACS` multiply-adds: computed with BLAS held
+    to one thread, in :data:`PIECES` pieces shared among gradlab's threads; None for a smaller
+    product, one gradlab thread, or other operands (not float32/float64 NumPy arrays, broadcast batch
+    dims), which the caller computes in one call as before (BLAS with its own threads).
 
     Why gradlab's threads and not BLAS's own. OpenBLAS's worker threads spin for about 0.1 s after
     each threaded product before they sleep; a training step alternates products with gradlab's own
@@ -201,7 +200,7 @@ def split_matmul(a, b):
     if len(sa) == 2 and len(sb) == 2:
         m, n = sa[0], sb[1]
         macs = m * sa[1] * n
-        if macs <= BLAS_THREADED_MACS:  # (the usual small product: three multiplications, no more)
+        if macs < SPLIT_MACS:  # (the usual small product: three multiplications, no more)
             return None
         side = m if m >= n else n
     elif len(sa) > 2 and len(sa) == len(sb) and sa[:-2] == sb[:-2]:  # batched, no broadcasting
@@ -221,7 +220,7 @@ def split_matmul(a, b):
         pieces = min(PIECES, side)
         step = -(-side // pieces)
     else:
-        pieces = max(1, min(PIECES, side // MIN_SIDE)) if macs >= SPLIT_MACS else 1   # (1: BLAS held, no split)
+        pieces = max(1, min(PIECES, side // MIN_SIDE))
         step = -(-side // pieces // 16) * 16   # (whole groups of 16 rows: BLAS's kernels' blocks)
     cuts = [min(side, i * step) for i in range(pieces + 1)]
     if a.ndim > 2:
