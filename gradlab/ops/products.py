@@ -155,7 +155,8 @@ def matmul_arrays(x, y):
     (NumPy's matmul of two bfloat16 arrays returns float32); a large product is computed in pieces
     on gradlab's threads (:func:`split_matmul`)."""
     a, b = blas_ready(x), blas_ready(y)
-    out = split_matmul(a, b)
+    # (a.size * n bounds the multiply-adds: small products, nearly all of them, skip the call)
+    out = split_matmul(a, b) if a.size * b.shape[-1] >= SPLIT_MACS else None
     if out is None:
         out = np.matmul(a, b)
     return out if out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
