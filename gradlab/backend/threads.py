@@ -12,7 +12,7 @@ inputs.
   table's ``exp``/``tanh``/``sigmoid``/``relu`` (forward and backward), the fused ``gradlab.compile``
   kernels, ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``) and ``batch_norm`` (blocks of
   images), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
-  calling thread. Matrix products of at least 2M multiply-adds (``ops/products.py``'s
+  calling thread. Matrix products of at least 16M multiply-adds (``ops/products.py``'s
   ``split_matmul``: fixed pieces of rows, columns or batch entries).
 * **Same bits as one thread**: every split is along rows that are computed independently
   (elementwise work, or a reduction along the last axis, each row reduced by the same NumPy call
