@@ -13,25 +13,20 @@ inputs.
   kernels and ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``; a layer's ``dW`` and ``dX``
   as one loop), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
   calling thread. (``relu`` and ``batch_norm`` stay on the calling thread at any size: memory-bound,
-  they were slower split; see their docstrings.) Matrix products of at least 16M multiply-adds
-  (``ops/products.py``'s ``split_matmul``: fixed pieces of rows, columns or batch entries).
+  they were slower split; see their docstrings.)
 * **Same bits as one thread**: every split is along rows that are computed independently
   (elementwise work, or a reduction along the last axis, each row reduced by the same NumPy call
   whatever block it lands in), so the results are bit for bit those of one thread, whatever the
   thread count. Reductions *across* the split (``x.sum()`` of a whole tensor, ``sum(dim=0)``,
   the batch-mean of a loss) are not split: they stay one NumPy call, as before. conv2d's weight
   gradient (a sum over images) adds a fixed number of partial sums, each over a fixed run of
-  images, in a fixed order: the same bits for any thread count too; so does a split matrix product
-  (its cuts depend on the shapes only, each piece one single-threaded BLAS call).
+  images, in a fixed order: the same bits for any thread count too.
 * **Default**: as PyTorch, the number of cores this process may run on (``os.sched_getaffinity``),
   unless ``GRADLAB_NUM_THREADS`` or ``OMP_NUM_THREADS`` says otherwise; BLAS keeps its own
   setting (``OPENBLAS_NUM_THREADS``...), as NumPy does.
-* **BLAS inside the pieces**: while a loop's pieces run on several threads BLAS is held to one
-  thread (:func:`blas_threads`), else two gradlab threads would each start BLAS's two threads on two
-  cores, four threads fighting. Not only in loops of matrix products (``blas=True``: conv2d's
-  chunks, ``ops/products.py``'s ``split_matmul``): layer norm's and softmax's row sums are
-  matrix-vector products (``rows @ ones``), which OpenBLAS threads from about 9K elements, so a
-  piece of 512 rows woke BLAS's workers, which then spun beside gradlab's.
+* **BLAS inside the pieces** (``parallel_for(..., blas=True)``, conv2d's chunks): each piece makes
+  its own BLAS calls, so BLAS is held to one thread while the pieces run (:func:`blas_threads`),
+  else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
   That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
   ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
 * **What two threads can buy** (the ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps, each
@@ -54,9 +49,7 @@ import threading
 
 import numpy as np
 
-MIN_ELEMENTS = 1 << 18      # arrays smaller than this (256K elements, 1 MB of float32) stay on one thread
-# (Not 128K: the char transformer of benchmarks/bench_char_transformer.py, whose MLP arrays are 131K
-# elements, took 37.3 ms a step at 2 threads with them split, 33.8 ms without (median of 25, load 4).)
+MIN_ELEMENTS = 1 << 17      # arrays smaller than this (128K elements, 512 KB of float32) stay on one thread
 GRAIN = 1 << 15             # elements per piece of work at least (a piece's temporaries stay in L2)
 
 
@@ -212,8 +205,8 @@ def parallel_for(part, n: int, grain: int = 1, work: int | None = None, blas: bo
     the range is cut into up to :data:`PIECES_PER_THREAD` pieces per thread, which the threads take
     one at a time as they finish the last (:func:`parallel_items`: why not one fixed piece per
     thread); the calling thread takes the first. A piece that calls ``parallel_for`` again runs it inline.
-    ``blas``: the pieces are mostly BLAS calls (matrix products): where gradlab cannot hold BLAS to
-    one thread in each piece (:func:`blas_threads`, done for every loop), the loop stays in this thread.
+    ``blas``: the pieces call BLAS (matrix products), which then runs on one thread in each piece
+    (:func:`blas_threads`); where gradlab cannot set BLAS's threads, the loop stays in this thread.
     """
     grain = max(1, grain)
     grains = -(-n // grain)
@@ -266,7 +259,7 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None, thread
             if i is None:
                 return
             fn(i, mine)
-    with blas_threads(1):  # (every loop, not only blas=True: a piece's matrix-vector row sums call BLAS too)
+    with blas_threads(1) if blas else contextlib.nullcontext():
         _on_threads(run, nthreads)
 
 

@@ -11,15 +11,12 @@ here are written with ``matmul`` or ``einsum``.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import checks as _c, ops as O
 from .._tensor import Tensor
 from ..autograd.function import Op
 from ..backend.device import xp_of
-from ..backend.threads import blas_threads, parallel_items, threads_for
 from ..errors import ArgumentError, ShapeError, broadcast_failure, fmt_shape
 from ._util import OneRule, arrays_for, check_tensor
 from .contraction import _LETTERS, _eq, einsum
@@ -154,92 +151,12 @@ def matmul_jvp(a, b, ta, tb):
 
 def matmul_arrays(x, y):
     """``x @ y`` on arrays, read as BLAS wants them (:func:`blas_ready`), in the operands' dtype
-    (NumPy's matmul of two bfloat16 arrays returns float32); a large product is computed in pieces
-    on gradlab's threads (:func:`split_matmul`)."""
+    (NumPy's matmul of two bfloat16 arrays returns float32)."""
     if not (x.ndim == 2 == y.ndim and 1 not in x.shape and 1 not in y.shape and x.flags.forc and y.flags.forc):
         x, y = blas_ready(x), blas_ready(y)  # (else blas_ready's usual case, tested here without its two calls)
-    # (x.size * n bounds the multiply-adds: small products, nearly all of them, skip the call)
-    out = split_matmul(x, y) if x.size * y.shape[-1] >= SPLIT_MACS else None
-    if out is None:
-        out = np.matmul(x, y)
+    out = np.matmul(x, y)
     # (``is`` first, a pointer test; ``==`` compares two dtypes in C, slower, kept for the rest)
     return out if out.dtype is x.dtype or out.dtype == x.dtype or x.dtype != y.dtype else out.astype(x.dtype)
-
-
-SPLIT_MACS = 1 << 24           # from here (about 0.4 ms on one core) a product goes to gradlab's threads in pieces
-# (Why not smaller: handing pieces to a sleeping worker costs tens of microseconds, and BLAS threads
-# a smaller product well itself. With pieces from 2M up, the char transformer of
-# ``benchmarks/bench_char_transformer.py``, whose products are 2-8M, took 45 ms a step at 2 threads
-# against 40 ms with BLAS's own threads (best of 30, load 4-5).)
-PIECES = 4                     # pieces of a split product (the same for every thread count: see split_matmul)
-MIN_SIDE = 64                  # rows (or columns) per piece at least, a multiple of 16
-
-
-def split_matmul(a, b):
-    """``a @ b`` for a product of at least :data:`SPLIT_MACS` multiply-adds: computed with BLAS held
-    to one thread, in :data:`PIECES` pieces shared among gradlab's threads; None for a smaller
-    product, one gradlab thread, or other operands (not float32/float64 NumPy arrays, broadcast batch
-    dims), which the caller computes in one call as before (BLAS with its own threads).
-
-    Why gradlab's threads and not BLAS's own. OpenBLAS's worker threads spin for about 0.1 s after
-    each threaded product before they sleep; a training step alternates products with gradlab's own
-    threaded work (GELU, layer norm, softmax), so on two cores a spinning BLAS worker and gradlab's
-    two threads fought over the cores (the GPT step of ``benchmarks/bench_gpt_step.py`` at 2
-    threads: 408 ms of CPU for 205 ms of wall; with OpenBLAS told to stop spinning at once, 280 ms of
-    CPU and 180 ms of wall). gradlab's workers block on a queue when idle, so with every large
-    product on them no thread spins. A batched product gains most: NumPy loops over the batch calling
-    BLAS once per small matrix (attention's ``(B, H, T, T)`` scores), which BLAS never threads.
-
-    The pieces: a 2-D product is cut along its longer side, ``a[lo:hi] @ b`` into ``out[lo:hi]`` or
-    ``a @ b[:, lo:hi]`` into ``out[:, lo:hi]`` (BLAS writes into a slice of a wider matrix as it is);
-    a batched one along its first batch dim. The cuts depend on the shapes only, and each piece is
-    one single-threaded BLAS call whichever thread runs it, so the result is the same bits for any
-    thread count from 2 up. With one gradlab thread (``gradlab.set_num_threads(1)``) the product stays
-    one call, as NumPy's: cut into pieces there it cost the one-thread steps of
-    ``benchmarks/bench_small_programs.py`` 7-10% (a 784-256-10 MLP's three products, 4 pieces each).
-    A batched product gets the same bits either way (NumPy calls BLAS once per matrix); a 2-D one
-    may differ in the last bit: OpenBLAS itself rounds differently for a different number of rows, or
-    of its own threads (measured on float32 products of the GPT step: up to 1 ulp of the sums).
-    """
-    sa, sb = a.shape, b.shape
-    if len(sa) == 2 and len(sb) == 2:
-        m, n = sa[0], sb[1]
-        macs = m * sa[1] * n
-        if macs < SPLIT_MACS:  # (the usual small product: three multiplications, no more)
-            return None
-        side = m if m >= n else n
-    elif len(sa) > 2 and len(sa) == len(sb) and sa[:-2] == sb[:-2]:  # batched, no broadcasting
-        m, n = sa[-2], sb[-1]
-        macs = m * sa[-1] * n * math.prod(sa[:-2])
-        if macs < SPLIT_MACS:
-            return None
-        side = sa[0]
-    else:
-        return None
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or a.dtype.char not in "fd":
-        return None
-    if threads_for(macs) < 2:   # one gradlab thread: one call, BLAS as the user set it (NumPy's own product)
-        return None
-    out = np.empty(a.shape[:-1] + (n,), a.dtype)
-    if a.ndim > 2:
-        pieces = min(PIECES, side)
-        step = -(-side // pieces)
-    else:
-        pieces = max(1, min(PIECES, side // MIN_SIDE))
-        step = -(-side // pieces // 16) * 16   # (whole groups of 16 rows: BLAS's kernels' blocks)
-    cuts = [min(side, i * step) for i in range(pieces + 1)]
-    if a.ndim > 2:
-        def piece(i, _):
-            np.matmul(a[cuts[i]:cuts[i + 1]], b[cuts[i]:cuts[i + 1]], out=out[cuts[i]:cuts[i + 1]])
-    elif side == m:
-        def piece(i, _):
-            np.matmul(a[cuts[i]:cuts[i + 1]], b, out=out[cuts[i]:cuts[i + 1]])
-    else:
-        def piece(i, _):
-            np.matmul(a, b[:, cuts[i]:cuts[i + 1]], out=out[:, cuts[i]:cuts[i + 1]])
-    with blas_threads(1):
-        parallel_items(piece, pieces, work=macs, blas=True)
-    return out
 
 
 def blas_ready(x):
