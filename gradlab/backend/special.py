@@ -181,17 +181,25 @@ def _erf32(x):
     with np.errstate(over="ignore", invalid="ignore"):   # x^2 (and L(|x|)) overflow for huge |x|: harmless
         s = np.multiply(x, x)
         big = s >= np.float32(_SPLIT32 * _SPLIT32)       # NaN: False (the small branch keeps it NaN)
-        i = np.flatnonzero(big)
-        if 2 * i.size <= x.size:
-            r = _erf32_small(x, s)
-            if i.size:
-                r[i] = _erf32_large(x.take(i))
-            return r
-        r = _erf32_large(x)
-        if i.size < x.size:
-            i = np.flatnonzero(~big)
-            r[i] = _erf32_small(x.take(i), s.take(i))
+        return _by_branch(x, s, big, _erf32_small, _erf32_large)
+
+
+def _by_branch(x, s, big, small, large):
+    """``large(x)`` where ``big``, ``small(x, s)`` elsewhere (``s = x * x``), as a fresh array: the branch
+    most elements take runs over the whole block, the other only over its elements (gathered by index,
+    computed, scattered back), so each element gets the same operations however the array is cut into
+    blocks. (One home for :func:`_erf32`'s and :func:`_ncdf32`'s split.)"""
+    i = np.flatnonzero(big)
+    if 2 * i.size <= x.size:
+        r = small(x, s)
+        if i.size:
+            r[i] = large(x.take(i))
         return r
+    r = large(x)
+    if i.size < x.size:
+        i = np.flatnonzero(~big)
+        r[i] = small(x.take(i), s.take(i))
+    return r
 
 
 def erf_block(x):
@@ -216,28 +224,21 @@ _INV_SQRT2_32 = np.float32(1 / np.sqrt(2.0))
 
 
 def _ncdf32(a):
-    """Phi of the float32 1-D block ``a`` in float32 (a fresh array), branches as :func:`_erf32`.
+    """Phi of the float32 1-D block ``a`` in float32 (a fresh array), split by :func:`_by_branch` as :func:`_erf32`.
 
     Why not ``0.5 (1 + erf(a / sqrt 2))`` on :func:`_erf32`: exact GELU's cost is this function, and on
     32K-element blocks NumPy's per-call overhead (~1.3 us a call) is a third of it; folding the scalings
     into the coefficients leaves 16 calls over the block where that took 21. (a^2 overflows for huge |a|: harmless; see :func:`ncdf_block` on warnings.)"""
     s = np.multiply(a, a)
     big = s >= _SPLIT32_SQ_A                    # NaN: False (the small branch keeps it NaN)
-    i = np.flatnonzero(big)
-    if 2 * i.size <= a.size:
-        r = _horner(s, _H32F)
-        r *= a
-        r += np.float32(0.5)
-        if i.size:
-            r[i] = _ncdf32_tail(a.take(i))
-        return r
-    r = _ncdf32_tail(a)
-    if i.size < a.size:
-        i = np.flatnonzero(~big)
-        p = _horner(s.take(i), _H32F)
-        p *= a.take(i)
-        p += np.float32(0.5)
-        r[i] = p
+    return _by_branch(a, s, big, _ncdf32_near, _ncdf32_tail)
+
+
+def _ncdf32_near(a, s):
+    """Phi near 0 in float32, ``0.5 + a H(a^2)`` (``s = a * a``): a fresh array."""
+    r = _horner(s, _H32F)
+    r *= a
+    r += np.float32(0.5)
     return r
 
 
