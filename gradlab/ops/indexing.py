@@ -363,6 +363,21 @@ def index_select(input, dim, index):
 
 
 # -------------------------------------------------------------- masked_fill
+def _filled(ns, a, mask, value):
+    """``where(mask, value, a)`` in ``a``'s dtype and shape (``mask`` broadcasts to ``a``): in a
+    ``OneRule``'s namespace, ``O.where`` on tensors (a node), and on host arrays a copy of ``a`` with
+    ``value`` written where ``mask`` is true (``np.copyto``). Why not ``np.where`` there: with a mask
+    that broadcasts (attention's causal ``(1, 1, T, T)`` over ``(B, H, T, T)``) NumPy's ``where`` takes
+    its slow general loop: 0.9 ms vs 0.3 ms for (32, 4, 64, 64) float32; the same bits."""
+    if ns is O:
+        return O.where(mask, value, a)
+    if type(a) is not np.ndarray:  # (CuPy and simulated arrays: their own where)
+        return xp_of(a).where(mask, value, a).astype(a.dtype, copy=False)
+    out = a.copy()
+    np.copyto(out, value, casting="unsafe", where=mask)  # (unsafe: as the astype of ``where``'s result)
+    return out
+
+
 class MaskedFill(OneRule, Op):
     name = "masked_fill"
     formula = "dX = where(mask, 0, dY) ; dValue = sum(where(mask, dY, 0))"
@@ -372,14 +387,14 @@ class MaskedFill(OneRule, Op):
         ctx.save_for_backward(mask)
         ctx.value_shape = value.shape if isinstance(value, Tensor) else None
         v = value._data if isinstance(value, Tensor) else value
-        return np.where(mask._data, v, x._data).astype(x.dtype, copy=False)
+        return _filled(np, x._data, mask._data, v)
 
     def rule(self, ns, g, mask):  # the VJP, on tensors and arrays alike (OneRule)
         dx = dv = None
         if self.value_shape is not None and self.next_functions[2] is not None:
             dv = ns.where(mask, g, 0.0).sum().reshape(self.value_shape)
         if self.next_functions[0] is not None:
-            dx = ns.where(mask, 0.0, g)
+            dx = _filled(ns, g, mask, 0.0)
         return dx, None, dv
 
     def jvp(self, tx, _, tv):

@@ -49,10 +49,12 @@ def _row_dot(a, b, dim):
 
 
 def _row_sum(a, dim):
-    """``sum(a, dim, keepdims=True)``; along the last dim of 32/64-bit floats a matrix-vector product
-    ``a @ ones`` (BLAS), several times faster than NumPy's reduction over short rows."""
-    if dim == a.ndim - 1 and a.dtype.itemsize >= 4 and a.shape[-1]:
-        return (a @ xp_of(a).ones(a.shape[-1], dtype=a.dtype))[..., None]
+    """``sum(a, dim, keepdims=True)``; along the last dim of 32/64-bit floats an ``einsum``, one pass,
+    several times faster than NumPy's reduction over short rows. (Not BLAS's ``a @ ones``: on the
+    2-D blocks of :func:`_by_rows` that is one tall matrix-vector product, which wakes BLAS's threads;
+    with the other core busy it waited for one: 8 ms instead of 0.06 ms for (8192, 64).)"""
+    if dim == a.ndim - 1 and a.dtype.itemsize >= 4:
+        return xp_of(a).einsum("...i->...", a)[..., None]
     return a.sum(axis=dim, keepdims=True)
 
 
