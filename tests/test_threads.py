@@ -1,8 +1,8 @@
 """gradlab.set_num_threads: large arrays split across threads give the same bits as one thread.
 
 The split paths (gradlab/backend/threads.py): the unary table (exp, tanh, sigmoid...), GELU (both
-forms), erf, softmax / log_softmax (so cross_entropy) forward and backward, layer_norm forward and
-dX, conv2d (chunks of images). Each is computed row by row (or
+forms), erf, softmax / log_softmax (so cross_entropy) forward, log_softmax's backward, conv2d (chunks
+of images); layer_norm and softmax's backward run on the calling thread (memory-bound: slower split). Each is computed row by row (or
 elementwise, or image by image), so the thread count cannot change a bit; the
 cross-row reductions (layer_norm's dW/dB, a loss's mean) are not split at all, and conv2d's weight
 gradient adds a fixed number of partial sums (one per run of chunks) in a fixed order.
