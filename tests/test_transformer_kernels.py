@@ -195,3 +195,27 @@ def test_causal_attention_a_nan_in_a_later_key_leaves_earlier_queries_alone(torc
                                                             is_causal=True).numpy()
     assert np.isfinite(out[0, 0, :4]).all() and np.isnan(out[0, 0, 4:]).all()
     np.testing.assert_allclose(out[0, 0, :4], tout[0, 0, :4], rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_softmax_blocks_write_into_the_result_at_any_thread_count(threads, torch, dtype):
+    # the threaded forward writes each block straight into the result (16-bit: computed in float32
+    # and rounded into it); the same bits at 1 and 2 threads, and PyTorch's values
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal((1024, 256)) * 3).astype(dtype)
+    outs = []
+    for k in (1, 2):
+        gradlab.set_num_threads(k)
+        x = gradlab.from_numpy(a.copy()).requires_grad_()
+        y, z = F.softmax(x, dim=-1), F.log_softmax(x, dim=-1)
+        (y * y).sum().backward()
+        (z * z).sum().backward()
+        outs.append((y.detach().numpy(), z.detach().numpy(), x.grad.numpy()))
+    for p, q in zip(*outs):
+        assert p.dtype == np.dtype(dtype) and np.array_equal(p, q)
+    tol = dict(rtol=2e-3, atol=1e-4) if dtype == "float16" else TOL[dtype]
+    np.testing.assert_allclose(outs[0][0].astype(np.float32),
+                               torch.softmax(torch.from_numpy(a), dim=-1).float().numpy(), **tol)
+    np.testing.assert_allclose(outs[0][1].astype(np.float32),
+                               torch.log_softmax(torch.from_numpy(a), dim=-1).float().numpy(), rtol=tol["rtol"],
+                               atol=1e-2 if dtype == "float16" else 1e-4)

@@ -61,7 +61,8 @@ def _row_sum(a, dim):
 def _by_rows(fn, dim, *arrays):
     """``fn(*arrays, dim)`` for a function that reduces along ``dim`` only: for large host arrays
     along the last dim, blocks of rows across threads (``backend.threads``; each row is computed by
-    the same NumPy calls whatever block it is in, so the bits are those of one call)."""
+    the same NumPy calls whatever block it is in, so the bits are those of one call). Each block
+    writes straight into the result (``fn``'s ``out=``), not into a block of its own then copied."""
     a = arrays[0]
     if dim != a.ndim - 1 or a.ndim < 2 or not threads.big(a) or any(b.shape != a.shape for b in arrays):
         return fn(*arrays, dim)
@@ -69,23 +70,37 @@ def _by_rows(fn, dim, *arrays):
     flat = [b.reshape(-1, n) for b in arrays]
     dt = fn(*(f[:1] for f in flat), 1).dtype
     res = np.empty(flat[0].shape, dt)
-    threads.map_rows(lambda *b: fn(*b, 1), res, *flat, axis_len=n)
+
+    def part(lo, hi):
+        o = res[lo:hi]
+        r = fn(*(f[lo:hi] for f in flat), 1, out=o)
+        if r is not o:  # (16-bit floats: computed in float32, rounded into the result here)
+            o[...] = r
+    threads.parallel_for(part, res.shape[0], grain=threads.row_grain(n), work=res.size)
     return res.reshape(a.shape)
 
 
-def _softmax_array(a, dim):
-    """softmax of an array (16-bit floats computed in float32) along ``dim``, in ``a``'s dtype."""
-    e = _shifted(_acc(a), dim)
+def _out(a, out):
+    """``out`` if the result computed from ``a`` can go there (the same dtype), else None (a new array)."""
+    return out if out is not None and out.dtype == a.dtype else None
+
+
+def _softmax_array(a, dim, out=None):
+    """softmax of an array (16-bit floats computed in float32) along ``dim``, in ``a``'s dtype: the row
+    max, ``x - max`` (the result's buffer, or ``out``), then ``exp``, the row sum and the divide in place."""
+    c = _acc(a)
+    e = _shifted(c, dim, _out(c, out))
     xp = xp_of(a)
     xp.exp(e, out=e)
     e *= 1.0 / _row_sum(e, dim)
     return e.astype(a.dtype, copy=False)
 
 
-def _log_softmax_array(a, dim):
+def _log_softmax_array(a, dim, out=None):
     """log_softmax of an array (16-bit floats computed in float32) along ``dim``, in ``a``'s dtype."""
     xp = xp_of(a)
-    z = _shifted(_acc(a), dim)
+    c = _acc(a)
+    z = _shifted(c, dim, _out(c, out))
     z -= xp.log(_row_sum(xp.exp(z), dim))
     return z.astype(a.dtype, copy=False)
 
@@ -97,22 +112,23 @@ def _softmax_grad(g, y, dim):
     return out
 
 
-def _log_softmax_grad(g, y, dim):
-    """``dY - exp(Y) * sum(dY)`` on arrays, making one full-size array (the result)."""
+def _log_softmax_grad(g, y, dim, out=None):
+    """``dY - exp(Y) * sum(dY)`` on arrays, making one full-size array (the result, or ``out``)."""
     xp = xp_of(g)
-    out = xp.exp(y)
-    out *= g.sum(axis=dim, keepdims=True)
+    out = xp.exp(y, out=_out(y, out))
+    out *= _row_sum(g, dim)
     xp.subtract(g, out, out=out)
     return out
 
 
-def _shifted(a, dim):
+def _shifted(a, dim, out=None):
+    """``a - max(a, dim)`` (into ``out`` if given)."""
     xp = xp_of(a)
     m = xp.max(a, axis=dim, keepdims=True) if a.size else xp.zeros_like(a)
     # a row of -inf stays -inf (and gives nan); a +inf in a row gives inf - inf = nan for the whole row,
     # both as in PyTorch
     m = xp.where(m == -xp.inf, 0, m)
-    return a - m
+    return xp.subtract(a, m, out=out)
 
 
 # Each derivative below is stated once, as a rule over a namespace ``ns`` (OneRule): gradlab's ops
