@@ -7,8 +7,8 @@ chunks of images); :func:`parallel_for` runs ``part(lo, hi)`` over ``[0, n)`` th
 pieces of whole ``grain``s per thread; :func:`map_rows` applies an array function to row blocks of its
 inputs.
 
-* **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward and
-  backward), ``layer_norm`` (forward and backward), ``cross_entropy`` (its log-softmax), the
+* **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward; and
+  log_softmax's backward; not ``layer_norm``, memory-bound), ``cross_entropy`` (its log-softmax), the
   table's ``exp``/``tanh``/``sigmoid`` (forward and backward), the fused ``gradlab.compile``
   kernels and ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``; a layer's ``dW`` and ``dX``
   as one loop), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
