@@ -219,3 +219,23 @@ def test_softmax_blocks_write_into_the_result_at_any_thread_count(threads, torch
     np.testing.assert_allclose(outs[0][1].astype(np.float32),
                                torch.log_softmax(torch.from_numpy(a), dim=-1).float().numpy(), rtol=tol["rtol"],
                                atol=1e-2 if dtype == "float16" else 1e-4)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_fully_masked_rows_get_zero_weights_wherever_the_mask_is(torch, kind):
+    # the full-size check for rows that mask every key runs only when some row masks its first key:
+    # rows masked everywhere (first key included) still get zero weights, and the rest PyTorch's values
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((2, 3, 6, 4)) for _ in range(3))
+    keep = np.tril(np.ones((6, 6), bool))
+    keep[2] = False                       # query 2 may attend to nothing
+    keep[4, 0] = False                    # query 4 masks its first key only
+    mask = keep if kind == "bool" else np.where(keep, 0.0, -np.inf)
+    out = F.scaled_dot_product_attention(*(gradlab.from_numpy(a) for a in (q, k, v)), attn_mask=gradlab.from_numpy(mask))
+    tout = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)),
+                                                            attn_mask=torch.from_numpy(mask)).numpy()
+    assert np.all(out.numpy()[:, :, 2] == 0)
+    np.testing.assert_allclose(out.numpy(), tout, rtol=1e-10, atol=1e-12)
+    causal = np.triu(np.full((6, 6), -np.inf), 1)  # a causal float mask: no first key masked, no dead row
+    out = F.scaled_dot_product_attention(*(gradlab.from_numpy(a) for a in (q, k, v)), attn_mask=gradlab.from_numpy(causal))
+    assert np.isfinite(out.numpy()).all()

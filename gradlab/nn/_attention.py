@@ -100,9 +100,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = scores + mask
     dead = None
     if mask is not None and not is_causal:  # (a causal row i keeps keys 0..i: never fully masked)
-        # rows where every key is masked: softmax would give 0/0; PyTorch gives zero weights instead
-        rows = xp.all(xp.isneginf(scores._data), axis=-1, keepdims=True)
-        if rows.any():
+        # rows where every key is masked: softmax would give 0/0; PyTorch gives zero weights instead.
+        # (Such a row starts with -inf: the full-size check only runs when some first key is masked;
+        # a causal float mask never masks it. The full check cost 0.3 ms on (32, 4, 64, 64).)
+        d = scores._data
+        rows = xp.all(xp.isneginf(d), axis=-1, keepdims=True) if S == 0 or xp.isneginf(d[..., :1]).any() else None
+        if rows is not None and rows.any():
             dead = Tensor._make(rows)
             scores = O.where(dead, 0.0, scores)
     attn = softmax(scores, dim=-1)
