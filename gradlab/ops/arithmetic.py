@@ -137,16 +137,18 @@ class Mul(OneRule, _Binary):
     @staticmethod
     def forward(ctx, a, b):
         # each input's gradient needs the *other* input: save only what a gradient will need
-        ctx.save_for_backward(a if isinstance(b, Tensor) and b._requires_grad else None,
-                              b if isinstance(a, Tensor) and a._requires_grad else None)
+        # (``ctx.save_for_backward(...)`` inline, as ``Elementwise.forward`` does: one call fewer per product)
+        ctx._to_save = (a if isinstance(b, Tensor) and b._requires_grad else None,
+                        b if isinstance(a, Tensor) and a._requires_grad else None)
         return ctx._compute(a, b, np.multiply)
 
     def rule(self, ns, g, a, b):  # the product rule, on tensors and arrays alike (OneRule)
         # (as_weak: on arrays a Python-float factor is its cached 0-d array, the same numbers, faster;
-        # a tensor ``g`` leaves it as it is)
-        sa, sb = self.grad_shapes()
-        return ((None if sa is None else sum_to_in(ns, g * as_weak(b, g), sa)),
-                (None if sb is None else sum_to_in(ns, g * as_weak(a, g), sb)))
+        # a tensor ``g`` leaves it as it is. A factor is None exactly when its input needs no gradient
+        # (see forward): ``grad_shapes()`` inline, one call fewer per node, as Add's twin)
+        ma, mb = self.input_meta
+        return ((None if b is None else sum_to_in(ns, g * as_weak(b, g), ma[0])),
+                (None if a is None else sum_to_in(ns, g * as_weak(a, g), mb[0])))
 
     def jvp(self, ta, tb):
         a, b = self.args
