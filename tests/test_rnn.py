@@ -260,8 +260,7 @@ def test_linear_skips_its_checks_only_when_they_cannot_matter(monkeypatch):
     """``F.linear`` (each time step of a recurrent layer calls it) sends the everyday call straight to
     its one node; any call whose checks could change something (another dtype, half precision, a
     bias that broadcasts, a vector, autocast) runs them. Either way the same numbers as the composite."""
-    from gradlab.nn import _linear
-    from gradlab.nn import functional as F
+    from gradlab.nn import _linear, functional as F
 
     checked = []
     real_check = _linear.check_tensor
