@@ -23,8 +23,9 @@ from ..backend.arrays import as_array
 from ..backend.fperr import quiet as _fp_quiet
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ._util import (
+    _F32,
     _FLOATS,
-    WEAK_FLOATS,
+    WEAK_FLOAT32,
     OneRule,
     arrays_for,
     as_weak,
@@ -55,7 +56,7 @@ class _Binary(Op):
             if type(b) is float and dt in _FLOATS:
                 y = b
                 if type(x) is np.ndarray:
-                    y = WEAK_FLOATS.get((b, dt))
+                    y = WEAK_FLOAT32.get(b) if dt is _F32 else None
                     if y is None:
                         y = weak_float(b, dt)
             elif type(b) is Tensor and b._data.dtype is dt and type(b._data) is type(x):
