@@ -78,6 +78,33 @@ def test_prod_of_integers_is_int64(torch):
     assert gradlab.cumsum(x, 0).dtype == gradlab.int64
 
 
+@pytest.mark.parametrize("exponent", [3, 3.0], ids=["int", "float"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cube_is_the_product_for_every_spelling_of_3(torch, exponent, dtype):
+    """``x ** 3`` is ``x * x * x`` (PyTorch's CPU kernel for this exponent, same bits), also when the
+    float ``3.0`` reaches the kernel as the cached 0-d array of ``x``'s dtype; gradients as PyTorch's."""
+    from gradlab.ops import arithmetic
+
+    a = np.random.default_rng(0).standard_normal((5, 7)).astype(dtype) * 3
+    calls = []
+    real_power = np.power
+    arithmetic.np.power = lambda *args: calls.append(args) or real_power(*args)
+    try:
+        x = gradlab.tensor(a, requires_grad=True)
+        y = gradlab.pow(x, exponent)
+        y2 = x ** exponent
+    finally:
+        arithmetic.np.power = real_power
+    assert not calls  # np.power (C pow per element, 45x slower) never ran
+    np.testing.assert_array_equal(y.detach().numpy(), a * a * a)
+    np.testing.assert_array_equal(y2.detach().numpy(), y.detach().numpy())
+    tx = torch.tensor(a, requires_grad=True)
+    np.testing.assert_array_equal(y.detach().numpy(), torch.pow(tx, exponent).detach().numpy())
+    y.sum().backward()
+    torch.pow(tx, exponent).sum().backward()
+    assert_close(x.grad.numpy(), tx.grad.numpy(), what="gradient")
+
+
 # ------------------------------------------------------------------------ einsum
 EINSUM_CASES = [
     ("ij,jk->ik", [(2, 3), (3, 4)]),

@@ -256,35 +256,45 @@ def test_transformer_encoder_stack_matches_torch(torch):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
 
 
-def test_recurrent_product_skips_linear_checks_only_when_they_cannot_matter():
-    """A sequence computes each step's ``h @ W_hh^T + b_hh`` with the linear node itself only when
-    ``F.linear``'s checks and autocast cast would change nothing; otherwise through ``F.linear``."""
-    from gradlab.nn import functional as F
-    from gradlab.nn.modules.rnn import _recurrent_linear
-    from gradlab.ops.products import Linear
+def test_linear_skips_its_checks_only_when_they_cannot_matter(monkeypatch):
+    """``F.linear`` (each time step of a recurrent layer calls it) sends the everyday call straight to
+    its one node; any call whose checks could change something (another dtype, half precision, a
+    bias that broadcasts, a vector, autocast) runs them. Either way the same numbers as the composite."""
+    from gradlab.nn import _linear, functional as F
 
-    h, w, b = gradlab.randn(4, 3), gradlab.randn(6, 3), gradlab.randn(6)
-    assert _recurrent_linear(h, w, b) == Linear.apply                  # (a bound classmethod: ==, not is)
-    assert _recurrent_linear(h, w, None) is F.linear                  # no bias
-    assert _recurrent_linear(h.double(), w, b) is F.linear            # dtypes differ: F.linear raises
-    assert _recurrent_linear(h.half(), w.half(), b.half()) is F.linear  # half precision: F.linear's composite
+    checked = []
+    real_check = _linear.check_tensor
+    monkeypatch.setattr(_linear, "check_tensor", lambda *a: checked.append(a[1]) or real_check(*a))
+
+    def takes_checks(*args):
+        checked.clear()
+        out = F.linear(*args)
+        return bool(checked), out
+
+    h, w, b = (gradlab.randn(*s, requires_grad=True) for s in ((4, 3), (6, 3), (6,)))
+    assert takes_checks(h, w, b)[0] is False                       # the everyday call: one node, no checks
+    assert takes_checks(h, w)[0] is False                          # no bias
+    assert takes_checks(h.double(), w.double(), b.double())[0] is False
+    assert takes_checks(h.half(), w.half(), b.half())[0] is True   # half precision: the composite
+    assert takes_checks(h[0], w, b)[0] is True                     # a vector input
+    assert takes_checks(h, w, gradlab.randn(4, 6))[0] is True      # a bias that broadcasts
     with gradlab.autocast("cpu"):
-        assert _recurrent_linear(h, w, b) is F.linear                 # autocast casts in F.linear
-    # and both ways give the same sequence, values and gradients
-    m = nn.GRU(3, 6, batch_first=True)
-    x = gradlab.randn(2, 5, 3)
-    out = m(x)[0]
+        assert takes_checks(h, w, b)[0] is True                    # autocast casts, then the checks run
+    with pytest.raises(gradlab.errors.DTypeError, match="linear"):
+        F.linear(h.double(), w, b)                                 # dtypes differ: the checks' error
+    with pytest.raises(gradlab.errors.DTypeError, match="bias"):
+        F.linear(h, w, b.double())
+    with pytest.raises(gradlab.errors.ShapeError, match="features"):
+        F.linear(gradlab.randn(4, 5), w, b)
+    # the node's numbers and gradients are the composite's
+    out = F.linear(h, w, b)
+    assert out.grad_fn.name == "linear"
     out.sum().backward()
-    direct = [p.grad.numpy().copy() for p in m.parameters()]
-    m.zero_grad()
-    import gradlab.nn.modules.rnn as rnn_module
-    original = rnn_module._recurrent_linear
-    rnn_module._recurrent_linear = lambda *a: F.linear
-    try:
-        ref = m(x)[0]
-        ref.sum().backward()
-    finally:
-        rnn_module._recurrent_linear = original
-    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
-    for a, p in zip(direct, m.parameters()):
-        np.testing.assert_array_equal(a, p.grad.numpy())
+    got = [t.grad.numpy().copy() for t in (h, w, b)]
+    for t in (h, w, b):
+        t.grad = None
+    ref = h @ w.mT + b
+    ref.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    for a, t in zip(got, (h, w, b)):
+        np.testing.assert_allclose(a, t.grad.numpy(), rtol=1e-6)

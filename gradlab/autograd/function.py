@@ -379,7 +379,7 @@ def _record(ctx, args, out):
     case is inline and several outputs go to ``_wrap_outputs``. (Measured: this
     function is about a third of the time a small op takes to record.)
     """
-    edges, metas = [], []
+    edges = metas = ()  # (tuples grown in place: for one or two inputs, less work than two lists and tuple())
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -389,21 +389,21 @@ def _record(ctx, args, out):
                 fn = a.grad_fn
                 if fn is not None:  # a computed input: its node already holds its shape and dtype
                     nr = a._output_nr
-                    metas.append(fn.out_meta[nr])
-                    edges.append((fn, nr))
+                    metas += (fn.out_meta[nr],)
+                    edges += ((fn, nr),)
                     continue
-                edges.append(edge_of(a))
+                edges += (edge_of(a),)
             else:
-                edges.append(None)
+                edges += (None,)
                 if a._is_inference and ctx._to_save and any(a is t for t in ctx._to_save):
                     _refuse_inference(ctx, a)  # (an inference tensor never requires grad: checked only here)
             d = a._data
-            metas.append((d.shape, d.dtype))
+            metas += ((d.shape, d.dtype),)
         else:
-            metas.append(None)
-            edges.append(None)
-    ctx.next_functions = tuple(edges)
-    ctx.input_meta = tuple(metas)
+            metas += (None,)
+            edges += (None,)
+    ctx.next_functions = edges
+    ctx.input_meta = metas
     ctx.seq = next(_seq)
     if type(out) is tuple:
         ret = _wrap_outputs(ctx, out)
@@ -415,6 +415,8 @@ def _record(ctx, args, out):
         if dt in _FLOATING and (ctx._non_diff is None or not any(out is n for n in ctx._non_diff)):
             ret._requires_grad = True
             ret.grad_fn = ctx
+            ret._output_nr = 0      # (these two equal the class defaults; stored on the tensor, the next op's
+            ret._view_base = None   # _record reads them in about 180 instructions less each than from the class)
     if ctx._to_save is not None or ctx._to_save_out is not None:
         _keep_saved(ctx, out, ret)
     if node_observers:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import checks as _c, ops as O
+from .._tensor import Tensor
 from ..autograd.function import op_observers as _op_observers
 from ..errors import ShapeError, broadcast_failure, fmt_shape
 from ..ops._util import check_tensor
@@ -20,6 +21,22 @@ from ._register import NS, register_table
 # ------------------------------------------------------------------- linear
 def linear(input, weight, bias=None):
     """``input @ weight^T + bias`` with ``weight`` of shape ``(out_features, in_features)``."""
+    # The everyday call first, checked in one test: a matrix input and weight of one dtype of 4 bytes or
+    # more that agree on in_features, an (out_features,) bias of that dtype or none, all on one device,
+    # nothing watching. It is the call the checks below would send to the one node too; anything else
+    # (an error included) goes through them. (A GRU step calls this every time step: the checks below
+    # took 20.1 us a call against 15.2 us for the node alone, on (8, 32) @ (96, 32)^T + (96,).)
+    if type(input) is Tensor and type(weight) is Tensor and not _op_observers:
+        xa, wa = input._data, weight._data
+        dt = xa.dtype
+        if (xa.ndim == 2 and wa.ndim == 2 and wa.dtype is dt and dt.itemsize >= 4 and xa.shape[1] == wa.shape[1]
+                and type(xa) is type(wa)):
+            if bias is None:
+                return _Linear.apply(input, weight)
+            if type(bias) is Tensor:
+                ba = bias._data
+                if ba.dtype is dt and ba.shape == wa.shape[:1] and type(ba) is type(wa):
+                    return _Linear.apply(input, weight, bias)
     x = check_tensor(input, "linear")
     w = check_tensor(weight, "linear", "weight")
     if x.dtype != w.dtype:  # PyTorch: "mat1 and mat2 must have the same dtype" (and the bias too)

@@ -104,10 +104,21 @@ def arrays_for(op: str, a, b, names=("input", "other")):
 # the Python-float fast path; not bfloat16, which NumPy would promote to float32 next to a Python float
 # (a tuple, float32 first: ``in`` tries identity before equality, where a set would hash the dtype anew)
 _FLOATS = (_dt.float32, _dt.float64, _dt.float16)
+_F32 = _dt.float32
 
 
-# Python floats next to float32/float64 host arrays, as read-only 0-d arrays of that dtype (see weak_float)
-WEAK_FLOATS: dict = {}
+# Python floats next to float32/float64 host arrays, as read-only 0-d arrays of that dtype (see weak_float):
+# one dict per dtype, {float: array}, picked by the dtype's identity. (One dict keyed by (float, dtype) hashed
+# the dtype, which NumPy recomputes on every lookup: about 1,100 instructions more a lookup, measured with
+# callgrind; the 200-op chain of benchmarks/bench_foundation.py makes 1.25 lookups per op.)
+WEAK_FLOAT32: dict = {}
+WEAK_FLOAT64: dict = {}
+
+
+def weak_cache(dt):
+    """The dict of cached weak floats for dtype ``dt``, or None where none are cached (16-bit dtypes,
+    whose overflow NumPy keeps quiet only for a true Python float; any other dtype: left to NumPy)."""
+    return WEAK_FLOAT32 if dt is _dt.float32 else WEAK_FLOAT64 if dt is _dt.float64 else None
 
 
 def weak_float(v: float, dt):
@@ -116,18 +127,22 @@ def weak_float(v: float, dt):
     NumPy treats a Python float beside a float32 array as "weak": it is rounded
     to float32 first, then the float32 loop runs (PyTorch does the same). Doing
     that rounding once, into a cached 0-d array, gives the very same numbers and
-    halves the cost of ``x * 1.01`` on a small tensor. Callers look ``(v, dt)`` up
-    in ``WEAK_FLOATS`` first and call this on a miss. Zero is never cached
-    (``-0.0 == 0.0`` would share a key) and neither are 16-bit dtypes (whose
-    overflow NumPy handles quietly only for a true Python float).
+    halves the cost of ``x * 1.01`` on a small tensor. Hot callers look ``v`` up
+    in ``WEAK_FLOAT32`` first (when ``dt`` is float32) and call this otherwise.
+    Zero is never cached (``-0.0 == 0.0`` would share a key), nor NaN; a dtype
+    without a cache (``weak_cache``) gets ``v`` back, for NumPy to handle.
     """
-    if v == 0 or dt.itemsize < 4 or v != v:
+    cache = weak_cache(dt)
+    if cache is None or v == 0 or v != v:
         return v
-    if len(WEAK_FLOATS) >= 1024:  # a bound: a learning-rate schedule makes new floats all the time
-        WEAK_FLOATS.clear()
+    a = cache.get(v)
+    if a is not None:
+        return a
+    if len(cache) >= 1024:  # a bound: a learning-rate schedule makes new floats all the time
+        cache.clear()
     a = np.array(v, dtype=dt)
     a.flags.writeable = False
-    WEAK_FLOATS[(v, dt)] = a
+    cache[v] = a
     return a
 
 
@@ -135,8 +150,9 @@ def as_weak(v, like):
     """``v`` ready to combine with array ``like`` (a float gradient): a Python float becomes its
     cached 0-d array (see ``weak_float``); anything else is returned as it is."""
     if type(v) is float and type(like) is np.ndarray:
-        w = WEAK_FLOATS.get((v, like.dtype))
-        return w if w is not None else weak_float(v, like.dtype)
+        dt = like.dtype
+        w = WEAK_FLOAT32.get(v) if dt is _F32 else None
+        return w if w is not None else weak_float(v, dt)
     return v
 
 

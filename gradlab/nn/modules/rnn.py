@@ -37,11 +37,8 @@ import warnings
 
 from ... import checks as _c, ops as O
 from ..._tensor import Tensor
-from ...autograd.function import op_observers as _op_observers
 from ...backend import dtypes as _dt, xp_of
 from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, fmt_shape
-from ...ops.autocast import state as _autocast
-from ...ops.products import Linear as _Linear
 from .. import functional as F, init
 from .._rnn_utils import PackedSequence
 from ..module import Module
@@ -50,14 +47,12 @@ from ._layer_helpers import new_param
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None, linear=F.linear):
+def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
     """One time step; ``x_proj = W_ih x + b_ih`` is precomputed. Returns ``(h, c)`` (``c`` only for LSTM).
 
-    ``w_hr`` (LSTM with ``proj_size``) projects ``h`` down: ``h = W_hr (o * tanh(c))``. ``linear``:
-    ``F.linear``, or the linear node itself when a sequence has checked its arguments once
-    (:func:`_recurrent_linear`).
+    ``w_hr`` (LSTM with ``proj_size``) projects ``h`` down: ``h = W_hr (o * tanh(c))``.
     """
-    hh = linear(h, w_hh, b_hh)
+    hh = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":  # the gate nonlinearities and the state update: one fused op (gradlab/ops/recurrent.py)
         h, c = O.fused_lstm_cell(x_proj + hh, c)
         return (h if w_hr is None else F.linear(h, w_hr)), c
@@ -65,19 +60,6 @@ def _step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None, linear=F.linear):
         return O.fused_gru_cell(x_proj, hh, h), None
     pre = x_proj + hh
     return (O.tanh(pre) if mode == "RNN_TANH" else O.relu(pre)), None
-
-
-def _recurrent_linear(h, w_hh, b_hh):
-    """What computes ``h @ W_hh^T + b_hh`` at every step of a sequence: the linear node itself
-    (``ops.products.Linear``, the op ``F.linear`` records) when ``F.linear``'s checks and its autocast
-    cast cannot change anything (checked here once for the whole sequence: each step's ``h`` has
-    ``h_0``'s shape and dtype), else ``F.linear``. ``F.linear``'s argument checks and autocast wrapper
-    are about a fifth of its instructions, about 3% of a GRU step (callgrind, 16 steps of batch 8)."""
-    if (b_hh is not None and not _autocast.enabled and not _op_observers and h.ndim == 2 and w_hh.ndim == 2
-            and h.dtype.itemsize >= 4 and h.dtype == w_hh.dtype == b_hh.dtype and b_hh.shape == w_hh.shape[:1]
-            and h.shape[-1] == w_hh.shape[-1] and type(h._data) is type(w_hh._data) is type(b_hh._data)):
-        return _Linear.apply
-    return F.linear
 
 
 def _check_input(cls, input, size, ranks):
@@ -280,17 +262,13 @@ class RNNBase(Module):
             # every sequence runs every step: the whole loop is one fused op (gradlab/ops/recurrent.py)
             hs, c = O.fused_lstm(O.reshape(proj, (len(sizes), n, proj.shape[-1])), h, c, w_hh, b_hh, reverse=reverse)
             return O.reshape(hs, (len(sizes) * n, hs.shape[-1])), hs[0 if reverse else -1], c
-        # (each step's h keeps h_0's dtype when the projection and the cell state share it)
-        same = proj.dtype == h.dtype and (c is None or c.dtype == h.dtype)
-        linear = _recurrent_linear(h, w_hh, b_hh) if same else F.linear
         for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
             b, off = sizes[t], offsets[t]
             if b == n:
-                h, c = _step(self.mode, proj[off:off + b], h, c, w_hh, b_hh, w_hr, linear)
+                h, c = _step(self.mode, proj[off:off + b], h, c, w_hh, b_hh, w_hr)
                 ys[t] = h
             else:
-                hb, cb = _step(self.mode, proj[off:off + b], h[:b], None if c is None else c[:b], w_hh, b_hh, w_hr,
-                               linear)
+                hb, cb = _step(self.mode, proj[off:off + b], h[:b], None if c is None else c[:b], w_hh, b_hh, w_hr)
                 ys[t] = hb
                 h = O.cat([hb, h[b:]], 0)
                 c = None if c is None else O.cat([cb, c[b:]], 0)
