@@ -222,6 +222,21 @@ def _image_sums(a, b=None):
     return sums.reshape(n, c)
 
 
+def _per_channel(v, a):
+    """The per-channel values ``v`` (shape ``(1, C, 1, ...)``) as the operand of a pass over ``a``.
+
+    For a contiguous batch of images ``(N, C, H, W)`` this is ``v`` spread over one image, a contiguous
+    ``(C, H, W)`` array (``N`` times smaller than ``a``): NumPy then runs each pass as ``N`` calls of its
+    plain loop over two contiguous arrays of ``C*H*W`` values. Against ``v`` itself every row of ``H*W``
+    values is a loop with a repeated scalar operand, which NumPy 2.4 runs about 1.7x slower. Measured on
+    one thread, (64, 16, 32, 32) float32, best of 40: ``x * v`` 0.30 ms, ``x * spread`` 0.18 ms (a pass with no
+    broadcasting: 0.16 ms). Other layouts (a transposed ``(N, C, T)`` view, 2-D) keep ``v``."""
+    if a.ndim < 3 or a.shape[0] < 4 or not a.flags.c_contiguous:
+        return v
+    xp = xp_of(a)
+    return xp.broadcast_to(v.reshape((v.shape[1],) + (1,) * (a.ndim - 2)), a.shape[1:]).astype(v.dtype, order="C")
+
+
 def _centred(x, mu, g=None):
     """``xc = x - mu`` and, in the same pass, its per-channel sum of ``xc * xc`` (or of ``g * xc``): batch
     norm's forward (the variance) and backward (``dW / rstd``) both start with it.
@@ -230,7 +245,7 @@ def _centred(x, mu, g=None):
     buffer made BatchNorm1d's WaveNet step 15-20% slower)."""
     xp = xp_of(x)
     xc = xp.empty_like(x, dtype=xp.result_type(x, mu))
-    xp.subtract(x, mu, out=xc)
+    xp.subtract(x, _per_channel(mu, x), out=xc)
     return xc, _channel_sums(xc if g is None else g, xc)
 
 
@@ -273,9 +288,9 @@ class BatchNorm(Op):
         rstd = 1 / xp.sqrt(var + eps)
         scale = rstd if weight is None else rstd * weight._data.reshape(shape)
 
-        y *= scale
+        y *= _per_channel(scale, y)
         if bias is not None:
-            y += bias._data.reshape(shape)
+            y += _per_channel(bias._data.reshape(shape), y)
         stats.append((mu, var))
         ctx.save_for_backward(x, weight, bias, mu, rstd)
         return y
@@ -315,10 +330,10 @@ class BatchNorm(Op):
             k1 = scale * (rstd * rstd) * (dot / cnt).reshape(rstd.shape)    # scale * Xhat * dW / n, per xc
             k0 = scale * (db / cnt).reshape(rstd.shape)
             dx = xp.empty_like(g, dtype=xp.result_type(g, scale))
-            xp.multiply(g, scale, out=dx)
-            xc *= k1
+            xp.multiply(g, _per_channel(scale, g), out=dx)
+            xc *= _per_channel(k1, xc)
             dx -= xc
-            dx -= k0
+            dx -= _per_channel(k0, dx)
         return (dx, None if nf[1] is None else dw.reshape(w.shape), None if nf[2] is None else db.reshape(b.shape),
                 None, None, None)
 
