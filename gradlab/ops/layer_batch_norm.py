@@ -216,16 +216,17 @@ def _image_sums(a, b=None):
     a threaded BLAS call wakes BLAS's worker threads, which then spin for a while beside gradlab's
     own threads and slow them down.)
 
-    Dot products of rows of 256 values or more go by ``vecdot`` (NumPy's dot loop, one BLAS ``sdot``
-    per row, not threaded at these lengths: CPU time equals wall time): (1024, 1024) float32 0.11 ms vs
-    0.23 ms by ``einsum``, (2048, 256) 0.08 vs 0.12; on shorter rows ``einsum`` is faster ((4096, 64):
-    0.09 vs 0.10)."""
+    Dot products of rows of 256 to 8192 values go by ``vecdot`` (NumPy's dot loop, one BLAS ``sdot``
+    per row): (1024, 1024) float32 0.11 ms vs 0.23 ms by ``einsum``, (2048, 256) 0.08 vs 0.12; on
+    shorter rows ``einsum`` is faster ((4096, 64): 0.09 vs 0.10). Not on longer rows: OpenBLAS splits a
+    dot product of more than 10000 values across its threads, whose sums would then depend on the
+    thread count (and whose idle workers spin beside gradlab's)."""
     n, c = a.shape[:2]
     rows = a.reshape(n * c, -1)
     xp = xp_of(a)
     if b is None:
         sums = xp.einsum("ij->i", rows)
-    elif rows.shape[1] >= 256 and hasattr(xp, "vecdot"):
+    elif 256 <= rows.shape[1] <= 8192 and hasattr(xp, "vecdot"):
         sums = xp.vecdot(rows, b.reshape(n * c, -1))
     else:
         sums = xp.einsum("ij,ij->i", rows, b.reshape(n * c, -1))
