@@ -406,6 +406,18 @@ def test_batch_norm_spread_per_channel_operands_match_pytorch(torch, affine, mom
     np.testing.assert_allclose(y1._data, y2._data, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("hw", [(8, 8), (16, 16), (64, 128), (128, 128)])
+def test_batch_norm_channel_dot_products_by_row_length(hw):
+    # per-channel sums of a * b: einsum below 256 values a row, vecdot (one sdot a row) from 256 to 8192,
+    # einsum above (OpenBLAS would thread a longer dot product); all the float64 answer up to rounding
+    from gradlab.ops.layer_batch_norm import _channel_sums
+    rng = np.random.default_rng(17)
+    a, b = (rng.standard_normal((4, 3) + hw).astype(np.float32) for _ in range(2))
+    ref = np.einsum("nchw,nchw->c", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(_channel_sums(a, b), ref, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(_channel_sums(a, a), (a.astype(np.float64) ** 2).sum(axis=(0, 2, 3)), rtol=1e-5)
+
+
 def test_batch_norm_spread_path_gradcheck():
     # float64, a batch big enough for the spread operands (N >= 4, contiguous images)
     from gradlab.nn import functional as F
