@@ -276,9 +276,9 @@ class BatchNorm(Op):
     alternating, 3 steps: best 399 vs 463 ms (load 3.3).
     ``stats`` (a list) receives ``(mean, var)`` for the running statistics.
     A contiguous batch of images runs every per-channel pass against the values spread over one image
-    (:func:`_per_channel`) and its dot products by ``vecdot`` (:func:`_image_sums`): best of 40 on one
-    thread (load 1.1-1.3), (64, 16, 32, 32) float32 forward 1.14 -> 0.84 ms, forward + backward 3.55 ->
-    2.60 ms; (64, 32, 16, 16) 0.58 -> 0.45 and 1.45 -> 1.15 ms.
+    (:func:`_per_channel`): best of 40, the tree before and after run one after the other (load
+    1.1-1.3), (64, 16, 32, 32) float32 forward 1.14 -> 0.84 ms, forward + backward 3.55 -> 2.60 ms;
+    (64, 32, 16, 16) 0.58 -> 0.45 and 1.45 -> 1.15 ms. Its dot products go by ``vecdot`` (:func:`_image_sums`).
 
     Forward: ``mean`` (one read), ``xc = x - mean`` (the one full-size array: it becomes the output),
     ``var = mean(xc * xc)`` (one read; two passes, so no cancellation when ``|mean| >> std``),
