@@ -44,6 +44,7 @@ from ..backend import dtypes as _dt, xp_of
 from ..backend.threads import is_host, parallel_items
 from ..errors import ArgumentError, DTypeError, GradError, ShapeError, fmt_shape
 from ._util import check_tensor
+from .layer_batch_norm import _channel_sums, _per_channel
 from .registry import Sample, register
 
 NS = "gradlab.nn.functional"
@@ -576,7 +577,8 @@ class Conv2d(Op):
         if b is not None:
             bias = b._data.reshape(1, -1, 1, 1)
             if np.result_type(y, bias) == y.dtype:
-                y += bias  # in place on the fresh product: one 4-D array fewer to allocate
+                y += _per_channel(bias, y)  # in place on the fresh product; against the bias spread over
+                # one image (NumPy's loop with a repeated scalar operand is slower: layer_batch_norm._per_channel)
             else:
                 y = y + bias
         return y
@@ -637,7 +639,7 @@ class Conv2d(Op):
         dw = out.pop(0) if nf[1] is not None else None
         dx = out.pop(0) if nf[0] is not None else None
         if nf[2] is not None:
-            db = np.sum(g, axis=(0, 2, 3))
+            db = _channel_sums(g)  # (a sum per row of H*W values, then over N: faster than over the axes)
         return dx, dw, db, None, None, None, None
 
     def jvp(self, tx, tw, tb, *conf):
