@@ -90,14 +90,16 @@ def test_conv2d_widening_layer_matches_torch(torch, monkeypatch, kw):
     _check(torch, F.conv2d(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw), [x, w, b], [tx, tw, tb])
 
 
-def test_conv2d_infinite_input_gives_pytorchs_inf_and_nan(torch):
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv2d_infinite_input_gives_pytorchs_inf_and_nan(torch, stride):
     # stride-1 columns are computed a padded row wide (conv.Columns); the extra "margin" columns must
-    # not add 0 * inf = nan to the weight gradient where PyTorch has none
+    # not add 0 * inf = nan to the weight gradient where PyTorch has none (stride 2: no margin, and no
+    # look for infinities)
     a = np.random.default_rng(6).standard_normal((2, 3, 6, 6)).astype(np.float32)
     a[1, 2, 3, 5] = np.inf
     x, tx = gradlab.tensor(a.copy(), requires_grad=True), torch.from_numpy(a.copy()).requires_grad_(True)
     (w, tw) = _leaf(torch, (4, 3, 3, 3), 7, "float32")
-    out, tout = F.conv2d(x, w, padding=1), torch.nn.functional.conv2d(tx, tw, padding=1)
+    out, tout = F.conv2d(x, w, padding=1, stride=stride), torch.nn.functional.conv2d(tx, tw, padding=1, stride=stride)
     cot = np.random.default_rng(8).standard_normal(out.shape).astype(np.float32)
     (out * gradlab.tensor(cot)).sum().backward()
     (tout * torch.from_numpy(cot)).sum().backward()

@@ -363,6 +363,91 @@ def test_fused_batch_norm_gradcheck_second_order_and_forward_mode():
     np.testing.assert_allclose(jf._data, jc._data, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("affine,momentum", [(True, 0.1), (False, None)])
+def test_batch_norm_spread_per_channel_operands_match_pytorch(torch, affine, momentum):
+    # a contiguous batch of images runs its per-channel passes against the values spread over one
+    # image (layer_batch_norm._per_channel): values, gradients and running statistics as PyTorch's, in
+    # training and then in eval mode; a transposed view of the same values keeps the (1, C, 1, 1) operand
+    from gradlab.ops.layer_batch_norm import _per_channel
+    rng = np.random.default_rng(14)
+    a = (rng.standard_normal((8, 5, 6, 7)) * 2 + 3).astype(np.float32)
+    v = np.arange(5, dtype=np.float32).reshape(1, 5, 1, 1)
+    assert _per_channel(v, a).shape == (5, 6, 7) and _per_channel(v, a.transpose(0, 1, 3, 2)) is v
+    gm = nn.BatchNorm2d(5, affine=affine, momentum=momentum)
+    tm = torch.nn.BatchNorm2d(5, affine=affine, momentum=momentum)
+    if affine:
+        w, b = rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+        for m, lib in ((gm, gradlab), (tm, torch)):
+            with lib.no_grad():
+                m.weight.copy_(lib.tensor(w))
+                m.bias.copy_(lib.tensor(b))
+    g = rng.standard_normal(a.shape).astype(np.float32)
+    for _ in range(2):
+        x, tx = gradlab.from_numpy(a).requires_grad_(), torch.from_numpy(a).requires_grad_()
+        y, ty = gm(x), tm(tx)
+        y.backward(gradlab.from_numpy(g))
+        ty.backward(torch.from_numpy(g))
+        np.testing.assert_allclose(y._data, ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(x.grad._data, tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    if affine:
+        np.testing.assert_allclose(gm.weight.grad._data, tm.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gm.bias.grad._data, tm.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gm.running_mean._data, tm.running_mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gm.running_var._data, tm.running_var.numpy(), rtol=1e-5, atol=1e-6)
+    gm.eval()
+    tm.eval()
+    np.testing.assert_allclose(gm(gradlab.from_numpy(a))._data, tm(torch.from_numpy(a)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    # the same values as a transposed (non-contiguous) view: the (1, C, 1, 1) operands, equal up to rounding
+    gm.train()
+    at = np.ascontiguousarray(a.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    assert not at.flags.c_contiguous
+    y1, y2 = gm(gradlab.from_numpy(a)), gm(gradlab.from_numpy(at))
+    np.testing.assert_allclose(y1._data, y2._data, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("hw", [(8, 8), (16, 16), (64, 128), (128, 128)])
+def test_batch_norm_channel_dot_products_by_row_length(hw):
+    # per-channel sums of a * b: einsum below 256 values a row, vecdot (one sdot a row) from 256 to 8192,
+    # einsum above (OpenBLAS would thread a longer dot product); all the float64 answer up to rounding
+    from gradlab.ops.layer_batch_norm import _channel_sums
+    rng = np.random.default_rng(17)
+    a, b = (rng.standard_normal((4, 3) + hw).astype(np.float32) for _ in range(2))
+    ref = np.einsum("nchw,nchw->c", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(_channel_sums(a, b), ref, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(_channel_sums(a, a), (a.astype(np.float64) ** 2).sum(axis=(0, 2, 3)), rtol=1e-5)
+
+
+def test_batch_norm_spread_path_gradcheck():
+    # float64, a batch big enough for the spread operands (N >= 4, contiguous images)
+    from gradlab.nn import functional as F
+    rng = np.random.default_rng(15)
+    x = gradlab.from_numpy(rng.standard_normal((5, 2, 3, 2))).requires_grad_()
+    w = gradlab.from_numpy(rng.standard_normal(2)).requires_grad_()
+    b = gradlab.from_numpy(rng.standard_normal(2)).requires_grad_()
+    assert gradlab.autograd.gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (x, w, b))
+    assert gradlab.autograd.gradcheck(lambda x: F.batch_norm(x, None, None, training=True), (x,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_against_a_block_of_zeros_is_maximum_with_zero(torch, dtype):
+    # a large contiguous float array takes the maximum against a block of zeros (unary._relu_forward):
+    # the same bits as maximum(a, 0), specials included; the gradient at 0 is 0, as PyTorch's
+    from gradlab.ops.unary import _relu_forward
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal((8, 4, 32, 32)).astype(dtype)
+    a.reshape(-1)[:6] = [-0.0, 0.0, np.nan, -np.inf, np.inf, -np.nan]
+    assert _relu_forward(a).tobytes() == np.maximum(a, 0).tobytes()
+    assert _relu_forward(a[:, :, ::2]).tobytes() == np.maximum(a[:, :, ::2], 0).tobytes()  # a view: maximum(a, 0)
+    a.reshape(-1)[:6] = [-0.0, 0.0, 0.0, -1.0, 1.0, 0.0]
+    x, tx = gradlab.from_numpy(a).requires_grad_(), torch.from_numpy(a).requires_grad_()
+    g = rng.standard_normal(a.shape).astype(dtype)
+    gradlab.relu(x).backward(gradlab.from_numpy(g))
+    torch.relu(tx).backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(gradlab.relu(x)._data, torch.relu(tx).detach().numpy())
+    np.testing.assert_array_equal(x.grad._data, tx.grad.numpy())
+
+
 def test_fused_batch_norm_training_matches_pytorch(torch):
     rng = np.random.default_rng(12)
     a = rng.standard_normal((32, 8)).astype(np.float32)
