@@ -111,3 +111,18 @@ def test_blocks_and_threads_give_the_same_bits(approximate):
             np.testing.assert_array_equal(blocked[1], whole[1])
     finally:
         gradlab.set_num_threads(old)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_a_block_larger_than_the_threshold_is_computed_not_reblocked(approximate, monkeypatch):
+    """The slope's blocks run the one-call kernel: with a block size above ``threads.MIN_ELEMENTS`` (a block
+    that is itself "big") the slope still finishes, with the same bits (it used to re-enter the blocking
+    without end)."""
+    from gradlab.backend import threads
+    from gradlab.ops import activations as A
+    x = (np.random.default_rng(6).standard_normal(3 * threads.MIN_ELEMENTS + 77) * 3).astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = A._gelu_slope_block(x, approximate)
+        monkeypatch.setattr(A, "_GELU_GRAIN", 2 * threads.MIN_ELEMENTS)
+        got = A._gelu_slope(x, approximate)
+    np.testing.assert_array_equal(got, want)

@@ -114,11 +114,17 @@ def _gelu_erf(a):
 
 
 def _gelu_slope(a, approximate):
-    """gelu'(a) as a fresh array (the tanh form makes two arrays and returns one of them)."""
+    """gelu'(a) as a fresh array: block by block for a large host array (``_blocked``), else in one call."""
     if threads.big(a):
-        return _blocked(_gelu_slope, a, approximate)
+        return _blocked(_gelu_slope_block, a, approximate)
+    return _gelu_slope_block(a, approximate)
+
+
+def _gelu_slope_block(a, approximate):
+    """gelu'(a) as a fresh array, in one call (the tanh form makes two arrays and returns one of them).
+    (Separate from ``_gelu_slope`` so that a block never re-enters the blocking, whatever its size.)"""
     if a.ndim == 0:  # NumPy makes scalars of 0-d results; out= needs arrays
-        return _gelu_slope(a.reshape(1), approximate).reshape(())
+        return _gelu_slope_block(a.reshape(1), approximate).reshape(())
     xp = xp_of(a)
     if approximate == "tanh":
         # gelu' = s (1 + a (2 du) (e s)) with s = sigmoid(2u), e = exp(-2u), e s = 1 - s computed without
