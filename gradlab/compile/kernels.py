@@ -20,7 +20,10 @@ from ..backend.threads import parallel_items
 from ..ops.registry import REGISTRY
 from .ir import Node, Value, show_arg
 
-CHUNK = 1 << 16   # elements per chunk (per scratch buffer): 256 KB of float32; a kernel's buffers stay in L2/L3
+CHUNK = 1 << 17   # elements per chunk (per scratch buffer): 512 KB of float32; a kernel's buffers stay in L3
+# (64K -> 128K elements: half as many chunks to hand between the threads. benchmarks/bench_compile.py's block,
+# 2 threads, idle machine, alternating, medians of 12: compiled 25.6 -> 23.2 ms (eager 58.3); one thread unchanged
+# (39.3 vs 39.4 ms). 256K gave 22.4 ms, with 1 MB buffers.)
 
 # What each op is inside a fused kernel is part of its registry entry (``register(..., kernel=(ufunc,
 # C expression))``, beside the op): adding an op touches its own file only. Here: the tables read from
