@@ -29,14 +29,14 @@ inputs.
   else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
   That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
   ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
-* **What two threads can buy** (the ResNet of ``benchmarks/bench_conv_bn_programs.py``, 3 steps, each
-  parallel loop's items timed in thread CPU time, then replayed on two idle cores): the calling
-  thread's work between loops (the autograd engine, the optimizer, small ops: 52-70 ms) runs alone,
-  and the loops' items cost 500-600 ms of CPU at 2 threads, more than the whole 3 steps on one
-  thread (455-505 ms: two cores copying columns at once share the caches, and a chunk's window copy
-  took 20-45% longer); so even shared perfectly the 3 steps take about 320-390 ms, 1.3x faster
-  than one thread, not 2x (all under a load of 5-7). A busy machine takes the rest: under a load of 5-7 on 2 cores this process
-  got one core's worth of CPU, and two threads of plain BLAS products ran no faster than one.
+* **What two threads can buy**, measured on the idle 2-core machine (stop 48): the ResNet of
+  ``benchmarks/bench_conv_bn_programs.py`` takes 1.22x PyTorch's time on one thread and 1.25-1.53x on two
+  (PyTorch gains more from its second core). The GPT step of ``bench_gpt_step.py`` takes 262 ms with BLAS
+  and this pool on one thread, 211 ms with BLAS on two, 215 ms with this pool on two as well: the products
+  gain from BLAS's threads, the elementwise passes (GELU, softmax) nothing from this pool there (CPU time is
+  twice the wall time either way: BLAS's idle workers spin on the other core). Memory-bound passes (relu,
+  batch norm, layer norm) were slower split. Under a load of 5-7 on 2 cores this process got one core's
+  worth of CPU, and two threads of plain BLAS products ran no faster than one.
 """
 from __future__ import annotations
 
