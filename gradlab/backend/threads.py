@@ -286,15 +286,20 @@ def _on_threads(run, nthreads):
 def map_rows(fn, out, *arrays, axis_len: int = 1) -> None:
     """``out[...] = fn(*arrays)`` computed in blocks of leading rows, split across threads.
 
-    ``fn`` maps arrays of the same leading length to one array of ``out``'s shape; every input
-    and ``out`` are NumPy arrays whose first dimension is the row axis (use ``reshape(-1, ...)``).
-    ``fn`` must treat rows independently (elementwise, or reducing within a row): then the result
-    is the same bits as one call. ``axis_len``: elements per row (for the size threshold).
+    ``fn(*blocks, out=o)`` maps arrays of the same leading length to one array of ``out``'s shape,
+    written into its block ``o`` of ``out`` when it can (no block of its own, then copied); a result
+    returned elsewhere (16-bit floats computed in float32) is copied in. Every input and ``out`` are
+    NumPy arrays whose first dimension is the row axis (use ``reshape(-1, ...)``). ``fn`` must treat
+    rows independently (elementwise, or reducing within a row): then the result is the same bits as
+    one call. ``axis_len``: elements per row (for the size threshold).
     """
     n = out.shape[0]
 
     def part(lo, hi):
-        out[lo:hi] = fn(*(a[lo:hi] for a in arrays))
+        o = out[lo:hi]
+        r = fn(*(a[lo:hi] for a in arrays), out=o)
+        if r is not o:
+            o[...] = r
     parallel_for(part, n, grain=row_grain(axis_len), work=n * max(axis_len, 1))
 
 

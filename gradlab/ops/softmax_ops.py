@@ -70,13 +70,7 @@ def _by_rows(fn, dim, *arrays):
     flat = [b.reshape(-1, n) for b in arrays]
     dt = fn(*(f[:1] for f in flat), 1).dtype
     res = np.empty(flat[0].shape, dt)
-
-    def part(lo, hi):
-        o = res[lo:hi]
-        r = fn(*(f[lo:hi] for f in flat), 1, out=o)
-        if r is not o:  # (16-bit floats: computed in float32, rounded into the result here)
-            o[...] = r
-    threads.parallel_for(part, res.shape[0], grain=threads.row_grain(n), work=res.size)
+    threads.map_rows(lambda *b, out: fn(*b, 1, out=out), res, *flat, axis_len=n)
     return res.reshape(a.shape)
 
 
