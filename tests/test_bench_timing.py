@@ -10,25 +10,50 @@ from __future__ import annotations
 
 import pathlib
 import sys
-import threading
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _timing  # noqa: E402
 
 
-def test_settle_waits_while_a_thread_spins_and_not_longer():
-    stop = time.perf_counter() + 0.08
+class _Clock:
+    """A stand-in for the ``time`` module: wall time moves only when :func:`settle` sleeps, and the
+    process's CPU time grows at ``busy`` seconds per second until ``until`` (a spinning worker
+    thread), then stops. Simulated, so the test does not depend on how a loaded machine schedules a
+    real spinning thread (on a busy CI machine a real one can be starved for a whole slice, and
+    settle then rightly sees an idle slice early)."""
 
-    def spin():
-        while time.perf_counter() < stop:
-            pass
-    th = threading.Thread(target=spin)
-    th.start()
-    waited = _timing.settle()
-    th.join()
-    assert waited >= 0.06, waited                   # it waited for the spinning thread to stop
+    def __init__(self, until, busy=1.0):
+        self.now, self.cpu, self.until, self.busy = 0.0, 0.0, until, busy
+
+    def perf_counter(self):
+        return self.now
+
+    def process_time(self):
+        return self.cpu
+
+    def sleep(self, s):
+        spinning = max(0.0, min(self.now + s, self.until) - self.now)
+        self.cpu += spinning * self.busy
+        self.now += s
+
+
+def test_settle_waits_while_a_thread_spins_and_not_longer(monkeypatch):
+    for until in (0.0, 0.08, 0.3):
+        clock = _Clock(until)
+        monkeypatch.setattr(_timing, "time", clock)
+        waited = _timing.settle()
+        # it waits until the spinning stops, then for one idle slice, and not longer
+        assert until <= waited <= until + 2 * _timing.SLICE + 1e-9, (until, waited)
+    # a thread that never stops: settle gives up after LIMIT rather than wait for ever
+    monkeypatch.setattr(_timing, "time", _Clock(until=1e9))
+    assert _timing.LIMIT <= _timing.settle() <= _timing.LIMIT + 2 * _timing.SLICE
+    # a little CPU in a slice (under a tenth of it: the process's own bookkeeping) counts as idle
+    monkeypatch.setattr(_timing, "time", _Clock(until=1e9, busy=_timing.IDLE / 2))
+    assert _timing.settle() <= 2 * _timing.SLICE
+
+
+def test_settle_returns_soon_on_a_real_idle_process():
     assert _timing.settle() < 0.5                   # idle: about one slice (generous for a busy machine)
 
 
