@@ -459,3 +459,70 @@ def test_fused_batch_norm_training_matches_pytorch(torch):
     for (name, p), q in zip(g.named_parameters(), t.parameters()):
         np.testing.assert_allclose(p.grad._data, q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
     np.testing.assert_allclose(g[1].running_var._data, t[1].running_var.numpy(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ stacks of small products
+@pytest.mark.parametrize("xs, ys", [
+    ((32, 4, 64, 32), (32, 4, 32, 64)),       # attention's scores: both operands cut
+    ((1, 4, 64, 32), (32, 4, 32, 64)),        # a size-1 batch dim broadcasts: only the right one is cut
+    ((32, 4, 64, 32), (4, 32, 64)),           # fewer dims on the right: it broadcasts whole
+    ((300, 48, 40), (40, 48)),                # a matrix on the right
+    ((48, 40), (300, 40, 48)),                # a matrix on the left
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stacks_of_small_products_are_split_across_threads_with_the_same_bits(monkeypatch, xs, ys, dtype):
+    from gradlab.backend import threads
+    from gradlab.ops import products
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs).astype(dtype)
+    y = rng.standard_normal(ys).astype(dtype)
+    calls = []
+    real = threads.parallel_for
+    monkeypatch.setattr(threads, "parallel_for", lambda part, n, **kw: (calls.append(n), real(part, n, **kw)))
+    g = rng.standard_normal(np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1])).astype(dtype)
+    results = {}
+    old = gradlab.get_num_threads()
+    try:
+        for n in (2, 1):
+            gradlab.set_num_threads(n)
+            a, b = gradlab.tensor(x, requires_grad=True), gradlab.tensor(y, requires_grad=True)
+            out = a @ b
+            out.backward(gradlab.tensor(g))
+            results[n] = (products.matmul_arrays(x, y), out.detach().numpy(), a.grad.numpy(), b.grad.numpy())
+    finally:
+        gradlab.set_num_threads(old)
+    assert calls and set(calls) == {g.shape[0]}      # split (forward and dA/dB's stacks) along the first batch dim
+    want = np.matmul(x, y)
+    assert results[2][0].dtype == dtype and np.array_equal(results[2][0], want) and np.array_equal(results[2][1], want)
+    for two, one in zip(results[2], results[1]):     # the same bits on one thread and on two, gradients too
+        assert np.array_equal(two, one)
+
+
+def test_attention_sized_stack_forward_and_backward_match_pytorch(torch):
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((32, 4, 64, 32)), rng.standard_normal((32, 4, 32, 64))
+    g = rng.standard_normal((32, 4, 64, 64))
+    a, b = gradlab.tensor(x, requires_grad=True), gradlab.tensor(y, requires_grad=True)
+    (a @ b).backward(gradlab.tensor(g))
+    ta, tb = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    (ta @ tb).backward(torch.tensor(g))
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_large_or_few_products_are_left_to_blas(monkeypatch):
+    from gradlab.backend import threads
+    from gradlab.ops import products
+    calls = []
+    monkeypatch.setattr(threads, "parallel_for", lambda *a, **kw: calls.append(a))
+    rng = np.random.default_rng(1)
+    old = gradlab.get_num_threads()
+    try:
+        gradlab.set_num_threads(2)
+        big = rng.standard_normal((4, 128, 128)).astype(np.float32)       # each product 2M MACs: BLAS splits it
+        assert np.array_equal(products.matmul_arrays(big, big), np.matmul(big, big))
+        small = rng.standard_normal((2, 8, 8)).astype(np.float32)         # the whole stack too small to split
+        assert np.array_equal(products.matmul_arrays(small, small), np.matmul(small, small))
+    finally:
+        gradlab.set_num_threads(old)
+    assert calls == []

@@ -293,3 +293,47 @@ def test_batch_norm_stays_on_the_calling_thread(threads, monkeypatch):
     mean, var = x0.mean(axis=(0, 2, 3), keepdims=True), x0.var(axis=(0, 2, 3), keepdims=True)
     np.testing.assert_allclose(results[0][0], (x0 - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-4)
 
+
+
+_SPIN_PROBE = """
+import json, os, time
+import numpy as np
+a = np.ones((512, 512), np.float32)
+
+def spin():  # the CPU time this process uses in the 50 ms after a product BLAS splits across its threads
+    a @ a
+    c = time.process_time()
+    time.sleep(0.05)
+    return time.process_time() - c
+
+import gradlab
+from gradlab.backend import threads
+blas = threads._openblas()
+print(json.dumps({"done": threads._state["blas_spin"], "blas_threads": None if blas is None else blas[0](),
+                  "env": os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "cpu": min(spin() for _ in range(5)),
+                  "right": bool(((a @ a) == 512).all())}))
+"""
+
+
+@pytest.mark.parametrize("user_setting", [None, "28"])
+def test_blas_workers_sleep_soon_after_a_product_unless_the_user_set_their_timeout(user_setting):
+    # backend/threads.py's _shorten_blas_spin: after gradlab's import, OpenBLAS's idle workers spin about
+    # 2**20 cycles (not 2**28, ~0.1 s) before sleeping; a user's OPENBLAS_THREAD_TIMEOUT is left alone;
+    # the environment is as it was (nothing leaks to a subprocess); products still come out right.
+    import json
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")}
+    if user_setting is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user_setting
+    out = subprocess.run([sys.executable, "-c", _SPIN_PROBE], capture_output=True, text=True, env=env, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["right"] and got["env"] == user_setting
+    if user_setting is not None:
+        assert got["done"] is False
+    elif got["blas_threads"] is not None:   # NumPy's OpenBLAS (the wheels'): shortened
+        assert got["done"] is True
+        if got["blas_threads"] > 1:         # a sleeping worker uses no CPU: well under the 50 ms
+            assert got["cpu"] < 0.01, got

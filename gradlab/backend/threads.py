@@ -29,6 +29,10 @@ inputs.
   else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
   That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
   ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
+* **BLAS's idle workers sleep sooner** (:data:`BLAS_SPIN_LOG2`, set once at import): OpenBLAS's worker
+  spins about 0.1 s after each product it splits, on the core this pool's worker needs for the
+  elementwise pass that follows; gradlab shortens that to about half a millisecond unless the user set
+  ``OPENBLAS_THREAD_TIMEOUT`` (:func:`_shorten_blas_spin`).
 * **What two threads can buy**, measured on the idle 2-core machine (stop 48): the ResNet of
   ``benchmarks/bench_conv_bn_programs.py`` takes 1.22x PyTorch's time on one thread and 1.25-1.53x on two
   (PyTorch gains more from its second core). The GPT step of ``bench_gpt_step.py`` takes 262 ms with BLAS
@@ -171,9 +175,49 @@ def _openblas():
             get, set_ = (getattr(lib, f"{pre}{what}_num_threads{suf}", None) for what in ("get", "set"))
             if get is not None and set_ is not None:
                 get.restype, set_.restype, set_.argtypes = ctypes.c_int, None, [ctypes.c_int]
-                _state["blas"] = (get, set_)
+                _state["blas"], _state["blas_lib"] = (get, set_), lib
                 return _state["blas"]
     return None
+
+
+#: How long OpenBLAS's idle worker threads keep spinning for the next product before they sleep: 2**N CPU
+#: cycles. OpenBLAS's own default is 2**28 (about 0.1 s): after every threaded product its worker spins on
+#: the other core that long, taking it from whatever runs next. In a training step what runs next is
+#: elementwise work (GELU, softmax, layer norm, batch norm) that this module splits across the same cores,
+#: and a spinning worker halves what the second core gives it. 2**20 cycles (about 0.3-0.5 ms) still keeps
+#: the worker awake between the back-to-back products of one layer's backward (the wake-up it then skips
+#: costs tens of microseconds). Measured on the idle 2-core machine (see docs/benchmarks.md, stop 49).
+BLAS_SPIN_LOG2 = 20
+
+
+def _shorten_blas_spin(log2: int = BLAS_SPIN_LOG2) -> bool:
+    """Make OpenBLAS's idle workers sleep after ``2**log2`` cycles of spinning (see :data:`BLAS_SPIN_LOG2`);
+    True if done. Run once, when gradlab is imported. Left alone (False): a user who set
+    ``OPENBLAS_THREAD_TIMEOUT`` (or ``GOTO_THREAD_TIMEOUT``; OpenBLAS's own setting, which wins: set it to
+    28 for OpenBLAS's default), a BLAS other than OpenBLAS, or an OpenBLAS without the functions below.
+
+    How: OpenBLAS reads its timeout when it starts its worker threads, which it did when NumPy loaded it.
+    So the setting is put in the environment, OpenBLAS re-reads its environment (``openblas_read_env``),
+    its workers are stopped (``blas_thread_shutdown_``) and started again (``blas_thread_init``), and the
+    environment is restored: nothing changes for a subprocess. Only idle threads are stopped, so this must
+    not run while another thread is inside a BLAS call (hence at import). Results do not change: the
+    timeout decides only when an idle worker sleeps, never how a product is split."""
+    if any(os.environ.get(v) for v in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")) or _openblas() is None:
+        return False
+    lib = _state["blas_lib"]
+    fns = [getattr(lib, f, None) for f in ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")]
+    if any(f is None for f in fns):
+        return False
+    read_env, shutdown, init = fns
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(log2)
+    try:
+        read_env()
+        shutdown()
+        init()
+    finally:
+        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+        read_env()      # (the other settings as they were; the timeout stays with the running workers)
+    return True
 
 
 @contextlib.contextmanager
@@ -350,3 +394,6 @@ def big(a) -> bool:
 def is_host(a) -> bool:
     """True for a plain NumPy array (the threaded paths are CPU-only; CuPy and simulated arrays skip them)."""
     return type(a) is np.ndarray
+
+
+_state["blas_spin"] = _shorten_blas_spin()   # (once, at import: see BLAS_SPIN_LOG2)
