@@ -130,11 +130,14 @@ def configure(torch=None) -> None:
 
 
 def describe(torch=None) -> str:
-    """One line: the set-up, both libraries' thread counts, SciPy's state, the load average now."""
+    """One line: the set-up, both libraries' thread counts, SciPy's state, whose threads gradlab's parallel
+    loops run on (``gradlab/backend/threads.py``), the load average now."""
     import gradlab
     setup = current() or "none (this process's environment)"
     scipy = ("loaded" if "scipy" in sys.modules else
              "hidden" if current() == "noscipy" else "not loaded")
     tt = torch.get_num_threads() if torch is not None else "-"
+    from gradlab.backend import threads
+    pool = "OpenBLAS's" if threads._blas_pool() is not None else "gradlab's own"
     return (f"set-up {setup}: gradlab {gradlab.get_num_threads()} thread(s), PyTorch {tt}, SciPy {scipy}; "
-            f"load average {os.getloadavg()[0]:.2f}")
+            f"gradlab's loops on {pool} threads; load average {os.getloadavg()[0]:.2f}")

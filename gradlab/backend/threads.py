@@ -29,10 +29,17 @@ inputs.
   else two gradlab threads would each start BLAS's two threads on two cores, four threads fighting.
   That needs the OpenBLAS that NumPy's wheels bundle (its ``set_num_threads``, found with
   ``ctypes``: :func:`_openblas`); with another BLAS such loops stay on the calling thread.
-* **BLAS's idle workers sleep sooner** (:data:`BLAS_SPIN_LOG2`, set once at import): OpenBLAS's worker
-  spins about 0.1 s after each product it splits, on the core this pool's worker needs for the
-  elementwise pass that follows; gradlab shortens that to about half a millisecond unless the user set
-  ``OPENBLAS_THREAD_TIMEOUT`` (:func:`_shorten_blas_spin`).
+* **Whose threads**: where NumPy's BLAS is the OpenBLAS of its wheels, the pieces run on OpenBLAS's own
+  worker threads (its ``gotoblas_pthread``, :func:`_blas_pool`), as PyTorch runs its elementwise loops
+  and its products on the same OpenMP threads; elsewhere (another BLAS, or ``GRADLAB_OWN_POOL=1``) on
+  gradlab's own Python threads (:func:`_start_workers`). Why: after each product OpenBLAS's idle worker
+  spins for about 0.1 s, waiting for the next; a thread of a second pool then shares a core with that
+  spinning worker, and the elementwise pass after a product (GELU, softmax) ran barely faster than on
+  one thread. On BLAS's worker the pass starts at once on the core that was spinning. Measured idle on
+  2 cores, gradlab / PyTorch, medians of 15 steps, two rounds each: the GPT step of
+  ``benchmarks/bench_gpt_step.py`` 1.46x and 1.58x with gradlab's own pool, 1.42x and 1.43x on BLAS's
+  threads (three more rounds: 1.25-1.49x); the char transformer 1.30-1.38x and 1.38-1.48x (a little
+  slower: its loops are just above :data:`MIN_ELEMENTS`, where a split gains nothing).
 * **What two threads can buy**, measured on the idle 2-core machine (stop 48): the ResNet of
   ``benchmarks/bench_conv_bn_programs.py`` takes 1.22x PyTorch's time on one thread and 1.25-1.53x on two
   (PyTorch gains more from its second core). The GPT step of ``bench_gpt_step.py`` takes 262 ms with BLAS
@@ -47,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import itertools
 import os
 import queue
 import threading
@@ -180,46 +188,6 @@ def _openblas():
     return None
 
 
-#: How long OpenBLAS's idle worker threads keep spinning for the next product before they sleep: 2**N CPU
-#: cycles. OpenBLAS's own default is 2**28 (about 0.1 s): after every threaded product its worker spins on
-#: the other core that long, taking it from whatever runs next. In a training step what runs next is
-#: elementwise work (GELU, softmax, layer norm, batch norm) that this module splits across the same cores,
-#: and a spinning worker halves what the second core gives it. 2**20 cycles (about 0.3-0.5 ms) still keeps
-#: the worker awake between the back-to-back products of one layer's backward (the wake-up it then skips
-#: costs tens of microseconds). Measured on the idle 2-core machine (see docs/benchmarks.md, stop 49).
-BLAS_SPIN_LOG2 = 20
-
-
-def _shorten_blas_spin(log2: int = BLAS_SPIN_LOG2) -> bool:
-    """Make OpenBLAS's idle workers sleep after ``2**log2`` cycles of spinning (see :data:`BLAS_SPIN_LOG2`);
-    True if done. Run once, when gradlab is imported. Left alone (False): a user who set
-    ``OPENBLAS_THREAD_TIMEOUT`` (or ``GOTO_THREAD_TIMEOUT``; OpenBLAS's own setting, which wins: set it to
-    28 for OpenBLAS's default), a BLAS other than OpenBLAS, or an OpenBLAS without the functions below.
-
-    How: OpenBLAS reads its timeout when it starts its worker threads, which it did when NumPy loaded it.
-    So the setting is put in the environment, OpenBLAS re-reads its environment (``openblas_read_env``),
-    its workers are stopped (``blas_thread_shutdown_``) and started again (``blas_thread_init``), and the
-    environment is restored: nothing changes for a subprocess. Only idle threads are stopped, so this must
-    not run while another thread is inside a BLAS call (hence at import). Results do not change: the
-    timeout decides only when an idle worker sleeps, never how a product is split."""
-    if any(os.environ.get(v) for v in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")) or _openblas() is None:
-        return False
-    lib = _state["blas_lib"]
-    fns = [getattr(lib, f, None) for f in ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")]
-    if any(f is None for f in fns):
-        return False
-    read_env, shutdown, init = fns
-    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(log2)
-    try:
-        read_env()
-        shutdown()
-        init()
-    finally:
-        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
-        read_env()      # (the other settings as they were; the timeout stays with the running workers)
-    return True
-
-
 @contextlib.contextmanager
 def blas_threads(n: int):
     """Within the block, OpenBLAS uses ``n`` threads (restored after); a no-op if BLAS cannot be set
@@ -307,10 +275,63 @@ def parallel_items(fn, n: int, work: int, blas: bool = False, setup=None, thread
         _on_threads(run, nthreads)
 
 
+_PIECE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)   # void piece(void *job): what OpenBLAS's threads call
+_jobs: dict = {}          # job id -> (run, errstate, errors): the loops now running on OpenBLAS's threads
+_job_ids = itertools.count(1)
+
+
+def _blas_piece(job_id):
+    """One thread's share of a loop, called by OpenBLAS (on its worker, and on the calling thread)."""
+    run, err, errors = _jobs[job_id]
+    try:
+        _run_piece(run, err)
+    except BaseException as e:  # (a C callback cannot raise: the error is handed to the calling thread)
+        errors.append(e)
+
+
+_BLAS_PIECE = _PIECE(_blas_piece)   # (one C function for every loop, kept alive here; the job id says which)
+
+
+def _blas_pool():
+    """OpenBLAS's ``gotoblas_pthread(n, function, arg, stride)``, or None (looked up once).
+
+    It runs ``function(arg)`` ``n`` times at once: on the calling thread and on ``n - 1`` of BLAS's
+    own worker threads, and returns when all are done (its ``exec_blas``, as for a product). ctypes
+    makes a Python function callable from C and takes the GIL for it, so the pieces run like those of
+    Python threads (NumPy releases the GIL inside its loops). None with another BLAS, an OpenBLAS
+    without it, or ``GRADLAB_OWN_POOL`` set (gradlab's own threads: for comparison)."""
+    if "blas_pool" not in _state:
+        _state["blas_pool"] = None
+        if _openblas() is not None and not os.environ.get("GRADLAB_OWN_POOL"):
+            fn = getattr(_state["blas_lib"], "gotoblas_pthread", None)
+            if fn is not None:
+                fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+                _state["blas_pool"] = fn
+    return _state["blas_pool"]
+
+
 def _on_threads(run, nthreads):
-    """``run()`` at once in the calling thread and in ``nthreads - 1`` of the pool's threads; returns
-    when all are done (an error in any of them reaches the caller). The workers run under the
-    caller's ``np.errstate`` (thread-local in NumPy), so they warn as the caller would."""
+    """``run()`` at once in the calling thread and in ``nthreads - 1`` other threads; returns when all
+    are done (an error in any of them reaches the caller). The others run under the caller's
+    ``np.errstate`` (thread-local in NumPy), so they warn as the caller would.
+
+    The other threads are OpenBLAS's workers where it has enough of them (:func:`_blas_pool`; see the
+    module docstring for why), else gradlab's own. On BLAS's workers, BLAS is held to one thread while
+    the pieces run: a piece's own product (``parallel_for(..., blas=True)``, or a stack of small ones)
+    must not queue work for workers that are busy running the pieces (it would wait for ever)."""
+    pool = _blas_pool()
+    if pool is not None and nthreads <= _state["blas"][0]():
+        job = next(_job_ids)
+        errors = []
+        _jobs[job] = (run, np.geterr(), errors)
+        try:
+            with blas_threads(1):
+                pool(nthreads, ctypes.cast(_BLAS_PIECE, ctypes.c_void_p), job, 0)   # (stride 0: every piece gets `job`)
+        finally:
+            del _jobs[job]
+        if errors:
+            raise errors[0]
+        return
     _start_workers(nthreads - 1)
     err, done = np.geterr(), queue.SimpleQueue()
     for _ in range(nthreads - 1):
@@ -395,5 +416,3 @@ def is_host(a) -> bool:
     """True for a plain NumPy array (the threaded paths are CPU-only; CuPy and simulated arrays skip them)."""
     return type(a) is np.ndarray
 
-
-_state["blas_spin"] = _shorten_blas_spin()   # (once, at import: see BLAS_SPIN_LOG2)
