@@ -138,6 +138,8 @@ def describe(torch=None) -> str:
              "hidden" if current() == "noscipy" else "not loaded")
     tt = torch.get_num_threads() if torch is not None else "-"
     from gradlab.backend import threads
-    pool = "OpenBLAS's" if threads._blas_pool() is not None else "gradlab's own"
+    n, blas = gradlab.get_num_threads(), threads._openblas()
+    pool = ("the calling thread" if n == 1 else "OpenBLAS's threads" if threads._blas_pool() is not None
+            and n <= blas[0]() else "gradlab's own threads")
     return (f"set-up {setup}: gradlab {gradlab.get_num_threads()} thread(s), PyTorch {tt}, SciPy {scipy}; "
-            f"gradlab's loops on {pool} threads; load average {os.getloadavg()[0]:.2f}")
+            f"gradlab's loops on {pool}; load average {os.getloadavg()[0]:.2f}")

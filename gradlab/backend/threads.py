@@ -10,8 +10,9 @@ inputs.
 * **Which ops**: GELU (both forms) and ``erf``, ``softmax``/``log_softmax`` (forward; and
   log_softmax's backward; not ``layer_norm``, memory-bound), ``cross_entropy`` (its log-softmax), the
   table's ``exp``/``tanh``/``sigmoid`` (forward and backward), the fused ``gradlab.compile``
-  kernels and ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``; a layer's ``dW`` and ``dX``
-  as one loop), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
+  kernels, ``conv2d`` (chunks of images: ``ops/conv.py``'s ``Columns``; a layer's ``dW`` and ``dX``
+  as one loop) and stacks of small matrix products (attention's: ``ops/products.py``'s
+  ``_stacked_matmul``), on arrays of at least :data:`MIN_ELEMENTS` elements. Smaller arrays never leave the
   calling thread. (``relu`` and ``batch_norm`` stay on the calling thread at any size: memory-bound,
   they were slower split; see their docstrings.)
 * **Same bits as one thread**: every split is along rows that are computed independently
@@ -40,12 +41,13 @@ inputs.
   ``benchmarks/bench_gpt_step.py`` 1.46x and 1.58x with gradlab's own pool, 1.42x and 1.43x on BLAS's
   threads (three more rounds: 1.25-1.49x); the char transformer 1.30-1.38x and 1.38-1.48x (a little
   slower: its loops are just above :data:`MIN_ELEMENTS`, where a split gains nothing).
-* **What two threads can buy**, measured on the idle 2-core machine (stop 48): the ResNet of
+* **What two threads could buy** with gradlab's own pool, measured on the idle 2-core machine (stop 48,
+  before the loops moved to BLAS's threads): the ResNet of
   ``benchmarks/bench_conv_bn_programs.py`` takes 1.22x PyTorch's time on one thread and 1.25-1.53x on two
   (PyTorch gains more from its second core). The GPT step of ``bench_gpt_step.py`` takes 262 ms with BLAS
   and this pool on one thread, 211 ms with BLAS on two, 215 ms with this pool on two as well: the products
   gain from BLAS's threads, the elementwise passes (GELU, softmax) nothing from this pool there (CPU time is
-  twice the wall time either way: BLAS's idle workers spin on the other core). Memory-bound passes (relu,
+  twice the wall time either way: BLAS's idle workers spin on the other core; hence "Whose threads"). Memory-bound passes (relu,
   batch norm, layer norm) were slower split. Under a load of 5-7 on 2 cores this process got one core's
   worth of CPU, and two threads of plain BLAS products ran no faster than one.
 """
