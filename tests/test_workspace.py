@@ -270,6 +270,27 @@ def test_lab_settings_are_jupyterlab_defaults_and_keep_the_overrides_file(tmp_pa
     assert merged["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "true", "checkForUpdates": False}
 
 
+def test_what_gradlab_lab_prepares_is_what_a_fresh_jupyterlab_reads(course, tmp_path, monkeypatch):
+    # Through lab.prepare (what `gradlab lab` runs before the server starts), not install_lab_settings
+    # called by the test: a fresh JupyterLab application folder and no user settings at all, then the
+    # settings as JupyterLab itself merges them carry gradlab's defaults (saved widget state, no news).
+    pytest.importorskip("jupyterlab")
+    su = pytest.importorskip("jupyterlab_server.settings_utils")
+    from jupyterlab.labapp import LabApp
+    from nbformat.sign import NotebookNotary
+    monkeypatch.setenv("JUPYTERLAB_DIR", str(tmp_path / "app"))
+    monkeypatch.setenv("JUPYTERLAB_SETTINGS_DIR", str(tmp_path / "user-settings"))
+    (tmp_path / "jupyter-data").mkdir()
+    settings = Path(LabApp().app_settings_dir)
+    assert not settings.exists()                                   # nothing there before gradlab lab
+    lab.prepare(course, notary=NotebookNotary(data_dir=str(tmp_path / "jupyter-data")), quiet=True)
+    merged, error = su._get_overrides(str(settings))
+    assert not error
+    for plugin, values in lab.LAB_SETTINGS.items():
+        assert merged[plugin] == values, plugin
+    assert not (tmp_path / "user-settings").exists()               # the student's own settings untouched
+
+
 def test_gradlab_lab_writes_its_defaults_where_jupyterlab_reads_them(tmp_path, monkeypatch):
     pytest.importorskip("jupyterlab")
     from jupyterlab.labapp import LabApp
