@@ -417,4 +417,3 @@ def big(a) -> bool:
 def is_host(a) -> bool:
     """True for a plain NumPy array (the threaded paths are CPU-only; CuPy and simulated arrays skip them)."""
     return type(a) is np.ndarray
-

@@ -190,11 +190,13 @@ def _stacked_matmul(x, y):
     product is the same BLAS call either way, so the result is the same bits for any thread count. Only
     operands with all of the result's dimensions are cut (one with fewer, or with 1 there, broadcasts:
     each piece reads all of it)."""
-    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    if x.ndim == 1 or y.ndim == 1 or batch[0] < 2 or threads.get_num_threads() < 2:
+    if threads.get_num_threads() < 2 or x.ndim == 1 or y.ndim == 1:   # (the cheap tests first: every stack passes here)
         return np.matmul(x, y)
     n, k, m = x.shape[-2], x.shape[-1], y.shape[-1]
-    if n * k * m > SMALL_PRODUCT_MACS or math.prod(batch) * n * k * m < SPLIT_MACS:
+    if n * k * m > SMALL_PRODUCT_MACS:
+        return np.matmul(x, y)
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    if batch[0] < 2 or math.prod(batch) * n * k * m < SPLIT_MACS:
         return np.matmul(x, y)
     out = np.empty(batch + (n, m), dtype=x.dtype)
     nd = out.ndim
